@@ -1,0 +1,48 @@
+"""The errors cobalt raises, each with a message a user can act on.
+
+    CobaltError
+    ├── ConfigError          bad cobalt.toml / define_config / experiment options
+    │   ├── EvaluatorError   unknown evaluator type, missing required option
+    │   ├── TemplateError    a {{variable}} the item lacks
+    │   └── MissingApiKeyError  the provider's key is not set
+    ├── DatasetError         a malformed dataset file, line or row
+    ├── JudgeError           a judge call failed after its retries
+    └── StoreError           the DuckDB store or results directory cannot be used
+
+Failures inside user code (an agent that raises, an evaluator that returns garbage) are not
+errors: they become records in the report.
+"""
+
+from __future__ import annotations
+
+
+class CobaltError(Exception):
+    """Base of every error cobalt raises on purpose."""
+
+
+class ConfigError(CobaltError):
+    """The configuration or an experiment's declaration is wrong; fix it before running."""
+
+
+class EvaluatorError(ConfigError):
+    """An evaluator is declared with an unknown type or without a required option."""
+
+
+class TemplateError(ConfigError):
+    """A prompt template names a variable that the item does not have."""
+
+
+class MissingApiKeyError(ConfigError):
+    """A judge provider needs an API key that is not set."""
+
+
+class DatasetError(CobaltError):
+    """A dataset file, line or row cannot be read."""
+
+
+class JudgeError(CobaltError):
+    """A judge or embeddings call failed after every retry."""
+
+
+class StoreError(CobaltError):
+    """The results store cannot be opened or written."""

@@ -1,0 +1,124 @@
+"""Declaring experiments: `experiment(...)` as a call or a decorator registers; `.run()` executes."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, overload
+
+from ._assertions import Assertion
+from ._config import Config, load_config
+from ._dataset import Dataset
+from ._errors import ConfigError
+from ._evaluators import Evaluator
+from ._report import ExperimentReport
+
+#: Every declared experiment by name; declaring a name again replaces it (notebooks re-run cells).
+REGISTRY: dict[str, Experiment] = {}
+
+
+class Experiment:
+    """A dataset, an agent (any callable taking `ctx`) and evaluators. Nothing runs until `.run()`."""
+
+    def __init__(
+        self,
+        name: str,
+        dataset: Dataset | Iterable[Mapping[str, Any]],
+        runner: Callable[..., Any],
+        *,
+        evaluators: Sequence[Evaluator] = (),
+        runs: int = 1,
+        concurrency: int | None = None,
+        judge_concurrency: int | None = None,
+        timeout: float | None = None,
+        tags: Sequence[str] = (),
+        assertions: Sequence[Assertion] = (),
+        description: str | None = None,
+    ) -> None:
+        where = f"experiment {name!r}"
+        if not isinstance(name, str) or not name.strip():
+            raise ConfigError(f"An experiment needs a non-empty name, got {name!r}.")
+        if not isinstance(dataset, Dataset):
+            dataset = Dataset(dataset)
+        if not callable(runner):
+            raise ConfigError(f"{where}: the agent must be a callable taking ctx, got {runner!r}.")
+        evaluators = list(evaluators)
+        for evaluator in evaluators:
+            if not isinstance(evaluator, Evaluator):
+                raise ConfigError(f"{where}: evaluators must be Evaluator(...) objects, got {evaluator!r}.")
+        names = [e.name for e in evaluators]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ConfigError(f"{where}: evaluator names must be unique; {duplicates[0]!r} is used twice.")
+        _check_positive(where, runs=runs, concurrency=concurrency, judge_concurrency=judge_concurrency,
+                        timeout=timeout)
+        if isinstance(tags, str) or not all(isinstance(t, str) for t in tags):
+            raise ConfigError(f"{where}: tags must be a list of strings, got {tags!r}.")
+        for gate in assertions:
+            if not isinstance(gate, Assertion):
+                raise ConfigError(f"{where}: assertions must come from threshold(), no_regression() or "
+                                  f"assertion(), got {gate!r}.")
+        self.name = name
+        self.dataset = dataset
+        self.runner = runner
+        self.evaluators = evaluators
+        self.runs = runs
+        self.concurrency = concurrency
+        self.judge_concurrency = judge_concurrency
+        self.timeout = timeout
+        self.tags = list(tags)
+        self.assertions = list(assertions)
+        self.description = description or (getattr(runner, "__doc__", None) or "").strip() or None
+        self.source_file: str | None = None
+        self.last_report: ExperimentReport | None = None
+
+    def __repr__(self) -> str:
+        return f"Experiment({self.name!r}, {len(self.dataset)} items, {len(self.evaluators)} evaluators)"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """The decorated agent stays callable."""
+        return self.runner(*args, **kwargs)
+
+    def run(self, *, config: Config | None = None, observer: Any = None, **overrides: Any) -> ExperimentReport:
+        """Run every item through the agent and the evaluators; store and return the report.
+
+        Overrides: `concurrency`, `timeout`, `runs`, `tags`, `run_id`. A Ctrl-C keeps what finished
+        (the run is stored as `incomplete`) and then raises KeyboardInterrupt.
+        """
+        return asyncio.run(self.arun(config=config, observer=observer, **overrides))
+
+    async def arun(self, *, config: Config | None = None, observer: Any = None,
+                   **overrides: Any) -> ExperimentReport:
+        """`run()` for code already inside an event loop."""
+        from ._pipeline import execute, prepare
+
+        plan = prepare(self, config or load_config(), **overrides)
+        return await execute(plan, observer)
+
+
+def _check_positive(where: str, **values: float | None) -> None:
+    for name, value in values.items():
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or value <= 0):
+            raise ConfigError(f"{where}: {name} must be a positive number, got {value!r}.")
+
+
+@overload
+def experiment(name: str, dataset: Dataset | Iterable[Mapping[str, Any]], runner: Callable[..., Any],
+               **options: Any) -> Experiment: ...
+@overload
+def experiment(name: str, dataset: Dataset | Iterable[Mapping[str, Any]], runner: None = None,
+               **options: Any) -> Callable[[Callable[..., Any]], Experiment]: ...
+def experiment(name: str, dataset: Dataset | Iterable[Mapping[str, Any]], runner: Callable[..., Any] | None = None,
+               **options: Any) -> Experiment | Callable[[Callable[..., Any]], Experiment]:
+    """Declare and register an experiment: `experiment(name, dataset, agent, evaluators=[...])`,
+    or as a decorator over the agent: `@experiment(name, dataset, evaluators=[...])`.
+
+    Options: `evaluators`, `runs`, `concurrency`, `judge_concurrency`, `timeout` (seconds per
+    item), `tags`, `assertions`, `description`.
+    """
+    def register(fn: Callable[..., Any]) -> Experiment:
+        declared = Experiment(name, dataset, fn, **options)
+        REGISTRY[name] = declared
+        return declared
+
+    return register(runner) if runner is not None else register

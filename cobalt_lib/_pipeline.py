@@ -1,0 +1,328 @@
+"""The four stages (outputs, scores, aggregates, verdicts) as plain functions over typed records.
+
+The library chains them item by item (`execute`); the Dagster assets call the stage functions
+one asset per stage. Both share `prepare`, `produce`, `score`, `summarise` and `judge_verdicts`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import math
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+
+from . import _stats
+from ._agent import AgentContext, DaemonThreads, call_agent
+from ._assertions import RUN_METRICS, Assertion, check_metric, config_assertions
+from ._cache import ResponseCache
+from ._config import Config
+from ._errors import ConfigError
+from ._evaluators import EvalContext
+from ._judge import Judge
+from ._providers import Endpoint
+from ._report import AssertionResult, ExperimentReport, ItemResult, ItemSpread, Stats, Summary
+from ._results import write_results
+from ._rows import aggregate_rows, output_row, run_row, score_rows, verdict_rows
+from ._store import BatchWriter, Store
+
+if TYPE_CHECKING:
+    from ._experiment import Experiment
+
+T = TypeVar("T")
+
+
+class Observer(Protocol):
+    """Receives progress; the terminal reporter and the MCP server implement it."""
+
+    def on_start(self, plan: RunPlan) -> None: ...
+    def on_item(self, item: ItemResult) -> None: ...
+    def on_finish(self, report: ExperimentReport) -> None: ...
+
+
+@dataclass
+class RunPlan:
+    """A validated experiment, ready to run: every check that can fail has already run."""
+
+    experiment: Experiment
+    config: Config
+    run_id: str
+    timestamp: str
+    runs: int
+    concurrency: int
+    judge_concurrency: int
+    timeout: float
+    endpoints: dict[str, Endpoint | None]
+    assertions: list[Assertion]
+    tags: list[str]
+    source: Literal["library", "dagster"] = "library"
+    parent_run_id: str | None = None
+    prices: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+    @property
+    def store(self) -> Store:
+        return Store(self.config.output_path / "cobalt.duckdb")
+
+    def cache(self) -> ResponseCache:
+        return ResponseCache(self.config.output_path / "cache", self.config.cache.ttl_seconds,
+                             enabled=self.config.cache.enabled)
+
+    def describe(self) -> dict[str, Any]:
+        exp = self.experiment
+        return {
+            "runs": self.runs, "concurrency": self.concurrency, "judge_concurrency": self.judge_concurrency,
+            "timeout": self.timeout, "evaluators": [e.describe() for e in exp.evaluators],
+            "assertions": [a.describe() for a in self.assertions],
+            "dataset": {"source": exp.dataset.source, "size": len(exp.dataset)},
+            "runner": getattr(exp.runner, "__qualname__", repr(exp.runner)),
+        }
+
+
+def new_run_id() -> str:
+    return datetime.now(UTC).strftime("%Y%m%d%H%M%S") + "-" + uuid.uuid4().hex[:8]
+
+
+def prepare(experiment: Experiment, config: Config, *, run_id: str | None = None, concurrency: int | None = None,
+            timeout: float | None = None, runs: int | None = None, tags: Iterable[str] = (),
+            source: Literal["library", "dagster"] = "library", parent_run_id: str | None = None) -> RunPlan:
+    """Validate everything that can be validated before the first agent call."""
+    for index, item in enumerate(experiment.dataset):
+        for evaluator in experiment.evaluators:
+            evaluator.check_item(item, index)
+    endpoints = {e.name: e.endpoint(config) for e in experiment.evaluators}
+    assertions = [*experiment.assertions, *config_assertions(config)]
+    known = [*(e.name for e in experiment.evaluators), *RUN_METRICS]
+    for gate in assertions:
+        for path in gate.metrics(config):
+            check_metric(path, known, f"Assertion {gate.name!r}")
+    agent_limit = concurrency or experiment.concurrency or config.concurrency
+    if agent_limit < 1:
+        raise ConfigError(f"concurrency must be 1 or more, got {agent_limit}.")
+    return RunPlan(
+        experiment=experiment, config=config, run_id=run_id or new_run_id(),
+        timestamp=datetime.now(UTC).isoformat(), runs=runs or experiment.runs, concurrency=agent_limit,
+        judge_concurrency=experiment.judge_concurrency or config.judge_concurrency or agent_limit,
+        timeout=timeout or experiment.timeout or config.timeout, endpoints=endpoints, assertions=assertions,
+        tags=list(dict.fromkeys([*experiment.tags, *tags])), source=source, parent_run_id=parent_run_id,
+        prices={name: (p.input, p.output) for name, p in config.prices.items()},
+    )
+
+
+class Session:
+    """What one run shares across items: the judge's clients and cache, the agent's threads and limit."""
+
+    def __init__(self, plan: RunPlan) -> None:
+        self.plan = plan
+        self.judge = Judge(plan.cache(), plan.judge_concurrency, plan.prices)
+        self.agent_limit = asyncio.Semaphore(plan.concurrency)
+        runner = plan.experiment.runner
+        is_async = inspect.iscoroutinefunction(runner) or inspect.iscoroutinefunction(
+            getattr(runner, "__call__", None))
+        self.threads = None if is_async else DaemonThreads(plan.concurrency)
+
+    async def __aenter__(self) -> Session:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.threads is not None:
+            self.threads.shutdown()
+        await self.judge.aclose()
+
+
+async def produce(session: Session, index: int, run_index: int) -> ItemResult:
+    """Stage 1 for one item: call the agent."""
+    plan = session.plan
+    ctx = AgentContext(item=plan.experiment.dataset[index], index=index, run_index=run_index)
+    return await call_agent(plan.experiment.runner, ctx, timeout=plan.timeout, limit=session.agent_limit,
+                            threads=session.threads, prices=plan.prices)
+
+
+async def score(session: Session, item: ItemResult) -> ItemResult:
+    """Stage 2 for one item: every evaluator on an ok output, concurrently."""
+    if item.status != "ok":
+        return item
+    evaluators = session.plan.experiment.evaluators
+    ctx = EvalContext(item=item.item, output=item.output, metadata=item.metadata, index=item.index,
+                      run_index=item.run_index)
+    results = await asyncio.gather(
+        *(e.evaluate(ctx, session.judge, session.plan.endpoints[e.name]) for e in evaluators))
+    item.evaluations = {e.name: r for e, r in zip(evaluators, results, strict=True)}
+    return item
+
+
+async def bounded(args: Iterable[T], limit: int, fn: Callable[[T], Awaitable[None]]) -> None:
+    """Run `fn` over `args` with at most `limit` in flight; memory stays flat in the number of args."""
+    slots = asyncio.Semaphore(limit)
+    tasks: set[asyncio.Task[None]] = set()
+    failure: list[BaseException] = []
+
+    def done(task: asyncio.Task[None]) -> None:
+        tasks.discard(task)
+        slots.release()
+        if not task.cancelled() and task.exception() is not None:
+            failure.append(task.exception())  # type: ignore[arg-type]
+
+    try:
+        for arg in args:
+            await slots.acquire()
+            if failure:
+                break
+            task = asyncio.create_task(fn(arg))  # type: ignore[arg-type]
+            tasks.add(task)
+            task.add_done_callback(done)
+        while tasks and not failure:
+            await asyncio.wait(set(tasks), return_when=asyncio.FIRST_EXCEPTION)
+        if failure:
+            raise failure[0]
+    finally:
+        for task in list(tasks):
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def item_keys(plan: RunPlan) -> Iterable[tuple[int, int]]:
+    return ((index, run_index) for index in range(len(plan.experiment.dataset)) for run_index in range(plan.runs))
+
+
+def summarise(plan: RunPlan, items: list[ItemResult], duration_ms: float) -> Summary:
+    """Stage 3: per-evaluator statistics and run metrics (latency, cost, tokens)."""
+    ok = [i for i in items if i.status == "ok"]
+    evaluations = [ev for i in items for ev in i.evaluations.values()]
+    fresh = [ev for ev in evaluations if not ev.cached]
+    agent_cost = _known_sum([i.cost_usd for i in ok]) if any(i.cost_usd is not None for i in ok) else None
+    judge_cost = _known_sum([ev.cost_usd for ev in fresh if ev.judge_calls])
+    summary = Summary(
+        total_items=len(plan.experiment.dataset), total_runs=len(items), ok=len(ok),
+        errors=sum(i.status == "error" for i in items), timeouts=sum(i.status == "timeout" for i in items),
+        total_duration_ms=duration_ms, avg_latency_ms=_stats.mean([i.latency_ms for i in ok if i.latency_ms]),
+        agent_tokens=sum(i.tokens or 0 for i in items), judge_tokens=sum(ev.tokens for ev in fresh),
+        judge_calls=sum(ev.judge_calls for ev in evaluations), cached_scores=sum(ev.cached for ev in evaluations),
+        agent_cost=agent_cost, judge_cost=judge_cost,
+        estimated_cost=None if agent_cost is None or judge_cost is None else agent_cost + judge_cost,
+    )
+    summary.total_tokens = summary.agent_tokens + summary.judge_tokens
+    for evaluator in plan.experiment.evaluators:
+        summary.scores[evaluator.name] = _score_stats([i.evaluations[evaluator.name] for i in items
+                                                       if evaluator.name in i.evaluations])
+    summary.metrics = {
+        "latency": _describe([i.latency_ms for i in ok if i.latency_ms is not None]),
+        "cost": _describe([i.cost_usd for i in ok if i.cost_usd is not None]),
+        "tokens": _describe([float(i.tokens) for i in ok if i.tokens is not None]),
+    }
+    if plan.runs > 1:
+        summary.per_item = _spreads(plan, items)
+    return summary
+
+
+def _score_stats(evaluations: list[Any]) -> Stats:
+    scored = [ev for ev in evaluations if ev.status == "ok" and ev.score is not None]
+    stats = _describe([ev.score for ev in scored])
+    stats.errors = len(evaluations) - len(scored)
+    stats.coverage = len(scored) / len(evaluations) if evaluations else None
+    stats.pass_rate = sum(bool(ev.passed) for ev in scored) / len(scored) if scored else None
+    return stats
+
+
+def _describe(values: list[float]) -> Stats:
+    return Stats(**_stats.describe(values))
+
+
+def _spreads(plan: RunPlan, items: list[ItemResult]) -> list[ItemSpread]:
+    by_index: dict[int, list[ItemResult]] = {}
+    for item in items:
+        by_index.setdefault(item.index, []).append(item)
+    return [
+        ItemSpread(index=index, runs=len(group), evaluators={
+            e.name: _score_stats([i.evaluations[e.name] for i in group if e.name in i.evaluations])
+            for e in plan.experiment.evaluators})
+        for index, group in sorted(by_index.items())
+    ]
+
+
+def _known_sum(values: list[float | None]) -> float | None:
+    return None if any(v is None for v in values) else math.fsum(v for v in values if v is not None)
+
+
+def judge_verdicts(plan: RunPlan, report: ExperimentReport) -> list[AssertionResult]:
+    """Stage 4: every assertion over the aggregates; an unfinished run fails its gates."""
+    verdicts = [result for gate in plan.assertions for result in gate.evaluate(report, plan.config)]
+    if report.status != "completed":
+        verdicts.append(AssertionResult(name="run completed", passed=False,
+                                        message=f"the run is {report.status}: only finished items were scored"))
+    return verdicts
+
+
+def build_report(plan: RunPlan, items: list[ItemResult], duration_ms: float,
+                 status: Literal["completed", "incomplete", "failed"]) -> ExperimentReport:
+    items = sorted(items, key=lambda i: (i.index, i.run_index))
+    report = ExperimentReport(
+        id=plan.run_id, name=plan.experiment.name, timestamp=plan.timestamp, status=status, source=plan.source,
+        parent_run_id=plan.parent_run_id, tags=plan.tags, config=plan.describe(),
+        summary=summarise(plan, items, duration_ms), items=items,
+    )
+    report.assertions = judge_verdicts(plan, report)
+    return report
+
+
+def save(plan: RunPlan, report: ExperimentReport) -> None:
+    """Write the results JSON, then the run row, aggregates and verdicts in one transaction."""
+    report.results_path = str(write_results(report, plan.config.output_path / "results"))
+    plan.store.finish_run(run_row(report, finished=True), aggregate_rows(report), verdict_rows(report))
+
+
+async def execute(plan: RunPlan, observer: Observer | None = None) -> ExperimentReport:
+    """The library path: each item goes agent -> evaluators as soon as it can; rows stream to the store."""
+    store = plan.store
+    pending = ExperimentReport(id=plan.run_id, name=plan.experiment.name, timestamp=plan.timestamp,
+                               status="running", source=plan.source, parent_run_id=plan.parent_run_id,
+                               tags=plan.tags, config=plan.describe())
+    store.start_run(run_row(pending, finished=False))
+    writer = BatchWriter(store)
+    items: list[ItemResult] = []
+    if observer:
+        observer.on_start(plan)
+
+    async def one(key: tuple[int, int]) -> None:
+        item = await produce(session, *key)
+        writer.add("outputs", output_row(plan.run_id, item))
+        await score(session, item)
+        for row in score_rows(plan.run_id, item):
+            writer.add("scores", row)
+        items.append(item)
+        if observer:
+            observer.on_item(item)
+
+    started = time.perf_counter()
+    status: Literal["completed", "incomplete"] = "incomplete"
+    try:
+        async with Session(plan) as session:
+            await bounded(item_keys(plan), 2 * (plan.concurrency + plan.judge_concurrency), one)
+        status = "completed"
+    finally:
+        report = _finish(plan, writer, items, (time.perf_counter() - started) * 1000, status)
+        plan.experiment.last_report = report
+    if observer:
+        observer.on_finish(report)
+    return report
+
+
+def _finish(plan: RunPlan, writer: BatchWriter, items: list[ItemResult], duration_ms: float,
+            status: Literal["completed", "incomplete"]) -> ExperimentReport:
+    report = build_report(plan, items, duration_ms, status)
+    try:
+        writer.close()
+    finally:
+        try:
+            save(plan, report)
+        except Exception as exc:
+            if status == "completed":
+                raise
+            # Already failing: keep the original error, but say where the results could not go.
+            print(f"cobalt: could not save the interrupted run {plan.run_id}: {exc}", file=sys.stderr)
+    return report

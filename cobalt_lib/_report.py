@@ -1,0 +1,175 @@
+"""The records a run produces. `ExperimentReport`'s JSON is the results file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ItemStatus = Literal["ok", "error", "timeout"]
+EvalStatus = Literal["ok", "eval-error"]
+RunStatus = Literal["running", "completed", "incomplete", "failed"]
+
+SCHEMA_VERSION = 1
+STAT_NAMES = ("mean", "avg", "median", "p50", "p95", "p99", "min", "max", "stddev", "count",
+              "pass_rate", "coverage", "errors")
+
+
+def split_path(path: str) -> tuple[str, str]:
+    """`relevance.p95` -> (`relevance`, `p95`); a bare name means its mean."""
+    name, dot, stat = path.rpartition(".")
+    return (name, stat) if dot and stat in STAT_NAMES else (path, "mean")
+
+
+class EvalResult(BaseModel):
+    """What a `function` evaluator may return (it may also return a float, a bool or a dict)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    score: float
+    reason: str | None = None
+
+
+class Evaluation(BaseModel):
+    """One evaluator's verdict on one output."""
+
+    score: float | None = None
+    raw_score: float | None = None
+    reason: str | None = None
+    status: EvalStatus = "ok"
+    passed: bool | None = None
+    error: str | None = None
+    raw_response: str | None = None
+    cached: bool = False
+    judge_model: str | None = None
+    latency_ms: float | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+    judge_calls: int = 0
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+class ItemResult(BaseModel):
+    """One agent call (item x run) and its evaluations."""
+
+    index: int
+    run_index: int = 0
+    input: Any = None
+    item: dict[str, Any] = Field(default_factory=dict)
+    input_hash: str = ""
+    output: Any = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    latency_ms: float | None = None
+    status: ItemStatus = "ok"
+    error: str | None = None
+    traceback: str | None = None
+    tokens: int | None = None
+    cost_usd: float | None = None
+    evaluations: dict[str, Evaluation] = Field(default_factory=dict)
+
+
+class Stats(BaseModel):
+    """Statistics of one metric; `avg` is the mean (`mean` reads it too)."""
+
+    avg: float | None = None
+    median: float | None = None
+    p50: float | None = None
+    p95: float | None = None
+    p99: float | None = None
+    min: float | None = None
+    max: float | None = None
+    stddev: float | None = None
+    count: int = 0
+    errors: int = 0
+    coverage: float | None = None
+    pass_rate: float | None = None
+
+    @property
+    def mean(self) -> float | None:
+        return self.avg
+
+    def get(self, stat: str) -> float | None:
+        """A statistic by name; `mean` and `avg`, `median` and `p50` are aliases."""
+        value = getattr(self, {"mean": "avg"}.get(stat, stat))
+        return None if value is None else float(value)
+
+
+class ItemSpread(BaseModel):
+    """With runs > 1: one item's scores across its runs, per evaluator."""
+
+    index: int
+    runs: int
+    evaluators: dict[str, Stats]
+
+
+class Summary(BaseModel):
+    total_items: int = 0
+    total_runs: int = 0
+    ok: int = 0
+    errors: int = 0
+    timeouts: int = 0
+    total_duration_ms: float = 0.0
+    avg_latency_ms: float | None = None
+    total_tokens: int = 0
+    agent_tokens: int = 0
+    judge_tokens: int = 0
+    judge_calls: int = 0
+    cached_scores: int = 0
+    estimated_cost: float | None = None
+    agent_cost: float | None = None
+    judge_cost: float | None = None
+    scores: dict[str, Stats] = Field(default_factory=dict)
+    metrics: dict[str, Stats] = Field(default_factory=dict)
+    per_item: list[ItemSpread] = Field(default_factory=list)
+
+
+class AssertionResult(BaseModel):
+    name: str
+    passed: bool
+    message: str = ""
+    actual: float | None = None
+    expected: float | None = None
+
+
+class ExperimentReport(BaseModel):
+    """Everything one run produced. Written to `.cobalt/results/` and to the DuckDB store."""
+
+    schema_version: int = SCHEMA_VERSION
+    id: str
+    name: str
+    timestamp: str
+    status: RunStatus = "completed"
+    source: Literal["library", "dagster"] = "library"
+    parent_run_id: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    config: dict[str, Any] = Field(default_factory=dict)
+    summary: Summary = Field(default_factory=Summary)
+    items: list[ItemResult] = Field(default_factory=list)
+    assertions: list[AssertionResult] = Field(default_factory=list)
+    results_path: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        """True when every assertion passed."""
+        return all(a.passed for a in self.assertions)
+
+    def metric(self, path: str) -> float | None:
+        """A statistic by dot path: `relevance`, `relevance.p95`, `latency.p99`, `cost.mean`."""
+        name, stat = split_path(path)
+        stats = self.summary.scores.get(name) or self.summary.metrics.get(name)
+        return None if stats is None else stats.get(stat)
+
+    def save_baseline(self, path: str | Path) -> Path:
+        """Write `{metric: mean}` for every evaluator and metric, for `no_regression`."""
+        target = Path(path)
+        baseline = {name: s.avg for name, s in self.summary.scores.items() if s.avg is not None}
+        baseline.update({n: s.avg for n, s in self.summary.metrics.items() if s.avg is not None})
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(baseline, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        return target
