@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import difflib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, overload
 
@@ -12,6 +13,9 @@ from ._dataset import Dataset
 from ._errors import ConfigError
 from ._evaluators import Evaluator
 from ._report import ExperimentReport
+
+_OPTIONS = frozenset({"evaluators", "runs", "concurrency", "judge_concurrency", "timeout", "tags", "assertions",
+                      "description"})
 
 #: Every declared experiment by name; declaring a name again replaces it (notebooks re-run cells).
 REGISTRY: dict[str, Experiment] = {}
@@ -116,6 +120,12 @@ def experiment(name: str, dataset: Dataset | Iterable[Mapping[str, Any]], runner
     Options: `evaluators`, `runs`, `concurrency`, `judge_concurrency`, `timeout` (seconds per
     item), `tags`, `assertions`, `description`.
     """
+    unknown = sorted(set(options) - _OPTIONS)
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], _OPTIONS, n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"options are {', '.join(sorted(_OPTIONS))}."
+        raise ConfigError(f"experiment {name!r}: unknown option {unknown[0]!r}; {hint}")
+
     def register(fn: Callable[..., Any]) -> Experiment:
         declared = Experiment(name, dataset, fn, **options)
         REGISTRY[name] = declared

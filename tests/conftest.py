@@ -1,0 +1,77 @@
+"""Shared fixtures: the loopback LLM server and a temporary project directory."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from fakellm import FakeLLM  # noqa: E402
+
+from cobalt_lib import REGISTRY  # noqa: E402
+
+SECRET_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "OPENAI_BASE_URL",
+                    "ANTHROPIC_BASE_URL")
+#: A key the tests set so they can prove it never lands in results, cache or logs.
+TEST_KEY = "sk-test-SECRET-0123456789abcdef"
+
+
+@pytest.fixture(scope="session")
+def _llm_server() -> Iterator[FakeLLM]:
+    server = FakeLLM().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def llm(_llm_server: FakeLLM) -> Iterator[FakeLLM]:
+    """The loopback OpenAI/Anthropic server, with an empty script and zeroed counters."""
+    _llm_server.reset()
+    yield _llm_server
+    _llm_server.reset()
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for name in SECRET_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    REGISTRY.clear()
+    yield
+    REGISTRY.clear()
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty project directory, made the working directory."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    monkeypatch.chdir(root)
+    return root
+
+
+def write_judge_config(root: Path, llm: FakeLLM, *, provider: str = "openai", extra: str = "") -> None:
+    """A cobalt.toml pointing the judge at the loopback server (fast retries for tests)."""
+    url = llm.anthropic_url if provider == "anthropic" else llm.openai_url
+    (root / "cobalt.toml").write_text(
+        f'[judge]\nprovider = "{provider}"\nmodel = "gpt-4o-mini"\nbase_url = "{url}"\n'
+        f"max_retries = 3\nretry_max_seconds = 20\ntimeout = 5\n{extra}",
+        encoding="utf-8",
+    )
+
+
+@pytest.fixture
+def judged_project(project: Path, llm: FakeLLM, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project whose judge is the loopback server, with a (fake) secret key set."""
+    write_judge_config(project, llm)
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", TEST_KEY)
+    return project
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    os.environ.setdefault("COBALT_TESTING", "1")
