@@ -72,7 +72,10 @@ class DaemonThreads:
                 result, error = fn(), None
             except BaseException as exc:
                 result, error = None, exc
-            loop.call_soon_threadsafe(_settle, future, result, error)
+            try:
+                loop.call_soon_threadsafe(_settle, future, result, error)
+            except RuntimeError:  # the run ended (loop closed) while this call hung past its timeout
+                return
             with self._lock:
                 self._idle += 1
 

@@ -75,3 +75,8 @@ def judged_project(project: Path, llm: FakeLLM, monkeypatch: pytest.MonkeyPatch)
 
 def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("COBALT_TESTING", "1")
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"

@@ -1,0 +1,267 @@
+"""Declaring and running experiments: agents, evaluators, failures, limits, repetitions."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+
+import pytest
+
+from cobalt_lib import (
+    REGISTRY,
+    ConfigError,
+    Dataset,
+    EvalResult,
+    Evaluator,
+    EvaluatorError,
+    Experiment,
+    experiment,
+    load_config,
+    threshold,
+)
+
+DATA = Dataset([{"input": f"q{i}", "expected_output": f"a{i}"} for i in range(6)])
+
+
+def _echo_expected(ctx):
+    return ctx.item["expected_output"]
+
+
+def test_decorator_and_call_forms_declare_without_running(project: Path) -> None:
+    calls: list[int] = []
+
+    @experiment("decorated", DATA, evaluators=[Evaluator(name="exact", type="exact-match")])
+    def agent(ctx):
+        calls.append(ctx.index)
+        return _echo_expected(ctx)
+
+    plain = experiment("plain", DATA, _echo_expected)
+    assert isinstance(agent, Experiment) and isinstance(plain, Experiment)
+    assert calls == [] and set(REGISTRY) == {"decorated", "plain"}
+    report = agent.run()
+    assert sorted(calls) == list(range(6))
+    assert report.summary.scores["exact"].avg == 1.0
+    assert agent(type("Ctx", (), {"item": {"expected_output": "z"}, "index": 0})()) == "z"
+
+
+def test_redeclaring_a_name_replaces_it(project: Path) -> None:
+    experiment("same", DATA, _echo_expected)
+    second = experiment("same", DATA.slice(0, 2), _echo_expected)
+    assert REGISTRY["same"] is second
+
+
+@pytest.mark.anyio
+async def test_arun_inside_an_event_loop(project: Path) -> None:
+    exp = experiment("async", DATA, _echo_expected, evaluators=[Evaluator(name="exact", type="exact-match")])
+    report = await exp.arun()
+    assert report.summary.total_runs == 6 and report.status == "completed"
+
+
+def test_sync_runner_runs_in_a_worker_thread(project: Path) -> None:
+    threads: set[str] = set()
+
+    def agent(ctx):
+        threads.add(threading.current_thread().name)
+        return "x"
+
+    experiment("threads", DATA, agent).run()
+    assert threads and threading.main_thread().name not in threads
+
+
+def test_agent_errors_and_timeouts_leave_the_rest_scored(project: Path) -> None:
+    async def agent(ctx):
+        if ctx.index == 1:
+            raise ValueError("boom on one")
+        if ctx.index == 3:
+            await asyncio.sleep(30)
+        return ctx.item["expected_output"]
+
+    exp = experiment("flaky", DATA, agent, evaluators=[Evaluator(name="exact", type="exact-match")], timeout=0.3)
+    report = exp.run()
+    by_index = {i.index: i for i in report.items}
+    assert by_index[1].status == "error" and by_index[1].error == "ValueError: boom on one"
+    assert "boom on one" in (by_index[1].traceback or "") and "in agent" in (by_index[1].traceback or "")
+    assert by_index[3].status == "timeout" and "0.3 s" in (by_index[3].error or "")
+    assert by_index[1].evaluations == {} and by_index[3].evaluations == {}
+    assert [i.index for i in report.items if i.status == "ok"] == [0, 2, 4, 5]
+    s = report.summary
+    assert (s.ok, s.errors, s.timeouts, s.scores["exact"].count, s.scores["exact"].avg) == (4, 1, 1, 4, 1.0)
+
+
+def test_a_hung_sync_agent_times_out_and_the_run_finishes(project: Path) -> None:
+    release = threading.Event()
+
+    def agent(ctx):
+        if ctx.index == 0:
+            release.wait(60)
+        return "x"
+
+    try:
+        report = experiment("hung", DATA, agent, timeout=0.3, concurrency=2).run()
+    finally:
+        release.set()
+    assert report.items[0].status == "timeout"
+    assert [i.status for i in report.items[1:]] == ["ok"] * 5
+
+
+@pytest.mark.parametrize("limit", [1, 3])
+def test_concurrency_is_a_true_bound_on_agent_calls(project: Path, limit: int) -> None:
+    state = {"now": 0, "max": 0}
+
+    async def agent(ctx):
+        state["now"] += 1
+        state["max"] = max(state["max"], state["now"])
+        await asyncio.sleep(0.02)
+        state["now"] -= 1
+        return "x"
+
+    experiment("bounded", Dataset([{"i": i} for i in range(12)]), agent, concurrency=limit).run()
+    assert state["max"] == limit
+
+
+def test_sync_agents_are_bounded_too(project: Path) -> None:
+    lock = threading.Lock()
+    state = {"now": 0, "max": 0}
+    gate = threading.Barrier(2, timeout=5)
+
+    def agent(ctx):
+        with lock:
+            state["now"] += 1
+            state["max"] = max(state["max"], state["now"])
+        gate.wait()  # two calls must be in flight together for any to finish
+        with lock:
+            state["now"] -= 1
+        return "x"
+
+    report = experiment("sync-bounded", Dataset([{"i": i} for i in range(8)]), agent, concurrency=2).run()
+    assert state["max"] == 2 and report.summary.ok == 8
+
+
+def test_runs_repeat_items_and_report_spread(project: Path) -> None:
+    def agent(ctx):
+        return ctx.item["expected_output"] if ctx.run_index != 1 or ctx.index != 0 else "wrong"
+
+    exp = experiment("repeat", DATA.slice(0, 2), agent, runs=3,
+                     evaluators=[Evaluator(name="exact", type="exact-match")])
+    report = exp.run()
+    assert [(i.index, i.run_index) for i in report.items] == [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]
+    spread = {s.index: s.evaluators["exact"] for s in report.summary.per_item}
+    assert spread[0].avg == pytest.approx(2 / 3) and spread[0].pass_rate == pytest.approx(2 / 3)
+    assert spread[0].stddev == pytest.approx(0.4714, abs=1e-4) and spread[1].pass_rate == 1.0
+    assert report.summary.total_runs == 6 and report.summary.total_items == 2
+
+
+@pytest.mark.parametrize(
+    ("returned", "score", "reason"),
+    [({"score": 0.4, "reason": "dict"}, 0.4, "dict"), (0.7, 0.7, None), (True, 1.0, None), (False, 0.0, None),
+     (EvalResult(score=0.2, reason="model"), 0.2, "model"), (1, 1.0, None)],
+)
+def test_function_evaluator_return_types(project: Path, returned, score: float, reason: str | None) -> None:
+    exp = experiment("fn", DATA.slice(0, 1), _echo_expected,
+                     evaluators=[Evaluator(name="f", type="function", fn=lambda ctx: returned)])
+    ev = exp.run().items[0].evaluations["f"]
+    assert (ev.status, ev.score, ev.reason) == ("ok", score, reason)
+
+
+def test_async_function_evaluator_sees_the_context(project: Path) -> None:
+    async def judge(ctx):
+        await asyncio.sleep(0)
+        return 1.0 if (ctx.output, ctx.index, ctx.input) == (ctx.expected_output, ctx.index, f"q{ctx.index}") else 0.0
+
+    report = experiment("afn", DATA, _echo_expected, evaluators=[Evaluator(name="f", type="function", fn=judge)]).run()
+    assert report.summary.scores["f"].avg == 1.0
+
+
+@pytest.mark.parametrize(
+    ("fn", "message"),
+    [(lambda ctx: 1 / 0, "ZeroDivisionError"), (lambda ctx: "high", "returned str"),
+     (lambda ctx: 1.5, "outside 0..1"), (lambda ctx: {"reason": "no score"}, "without 'score'"),
+     (lambda ctx: float("nan"), "returned float")],
+)
+def test_function_evaluator_failures_are_eval_errors(project: Path, fn, message: str) -> None:
+    exp = experiment("bad-fn", DATA.slice(0, 2), _echo_expected,
+                     evaluators=[Evaluator(name="f", type="function", fn=fn),
+                                 Evaluator(name="exact", type="exact-match")])
+    report = exp.run()
+    ev = report.items[0].evaluations["f"]
+    assert ev.status == "eval-error" and message in (ev.error or "")
+    assert report.items[0].evaluations["exact"].score == 1.0
+    assert report.summary.scores["f"].count == 0 and report.summary.scores["f"].avg is None
+
+
+def test_exact_match_normalisation(project: Path) -> None:
+    data = Dataset([{"expected_output": "New  York"}])
+    exp = experiment("norm", data, lambda ctx: " new york\n", evaluators=[
+        Evaluator(name="strict", type="exact-match"),
+        Evaluator(name="nocase", type="exact-match", ignore_case=True),
+        Evaluator(name="nospace", type="exact-match", ignore_whitespace=True),
+        Evaluator(name="both", type="exact-match", ignore_case=True, ignore_whitespace=True)])
+    ev = exp.run().items[0].evaluations
+    assert {k: v.score for k, v in ev.items()} == {"strict": 0.0, "nocase": 0.0, "nospace": 0.0, "both": 1.0}
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [({"type": "llm-judgee", "prompt": "x"}, "did you mean 'llm-judge'"),
+     ({"type": "banana"}, "use one of"),
+     ({}, "needs prompt"),
+     ({"type": "function"}, "needs fn"),
+     ({"type": "exact-match", "threshold": 2}, "within 0..1")],
+)
+def test_evaluator_declaration_errors(kwargs: dict, message: str) -> None:
+    with pytest.raises(EvaluatorError, match=message):
+        Evaluator(name="e", **kwargs)
+
+
+def test_exact_match_field_missing_from_an_item_fails_before_the_run(project: Path) -> None:
+    calls: list[int] = []
+    exp = experiment("nofield", Dataset([{"input": "x"}]), lambda ctx: calls.append(1),
+                     evaluators=[Evaluator(name="exact", type="exact-match", field="answer")])
+    with pytest.raises(EvaluatorError, match="field 'answer'.*item 0"):
+        exp.run()
+    assert calls == []
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [({"concurency": 3}, "did you mean 'concurrency'"), ({"runs": 0}, "runs must be a positive"),
+     ({"timeout": -1}, "timeout must be"), ({"tags": "v1"}, "tags must be a list"),
+     ({"evaluators": [Evaluator(name="a", type="exact-match")] * 2}, "used twice"),
+     ({"assertions": ["relevance > 0.8"]}, "assertions must come from")],
+)
+def test_experiment_option_errors(options: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        experiment("bad", DATA, _echo_expected, **options)
+
+
+def test_gate_on_unknown_metric_fails_before_any_agent_call(project: Path) -> None:
+    calls: list[int] = []
+    exp = experiment("gated", DATA, lambda ctx: calls.append(1),
+                     evaluators=[Evaluator(name="exact", type="exact-match")],
+                     assertions=[threshold("exactt", 0.5)])
+    with pytest.raises(ConfigError, match="metric 'exactt'.*did you mean 'exact'"):
+        exp.run()
+    assert calls == []
+
+
+def test_assertions_are_evaluated_and_stored_in_the_report(project: Path) -> None:
+    exp = experiment("gates", DATA, lambda ctx: "a0", evaluators=[Evaluator(name="exact", type="exact-match")],
+                     assertions=[threshold("exact", 0.5), threshold("latency.p95", 60_000)])
+    report = exp.run()
+    verdicts = {a.name: a for a in report.assertions}
+    assert verdicts["exact >= 0.5"].passed is False and verdicts["exact >= 0.5"].actual == pytest.approx(1 / 6)
+    assert verdicts["latency.p95 <= 60000"].passed is True
+    assert report.passed is False
+
+
+def test_overrides_at_run_time(project: Path) -> None:
+    report = experiment("over", DATA, _echo_expected, concurrency=2).run(concurrency=4, tags=["nightly"], runs=2)
+    assert report.config["concurrency"] == 4 and report.config["runs"] == 2
+    assert report.tags == ["nightly"] and report.summary.total_runs == 12
+
+
+def test_config_defaults_apply(project: Path) -> None:
+    (project / "cobalt.toml").write_text("concurrency = 7\ntimeout = 12\n")
+    report = experiment("cfg", DATA, _echo_expected).run(config=load_config())
+    assert (report.config["concurrency"], report.config["judge_concurrency"], report.config["timeout"]) == (7, 7, 12)
