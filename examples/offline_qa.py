@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from pathlib import Path
 
 from cobalt_lib import Dataset, EvalContext, Evaluator, experiment, threshold
@@ -54,7 +55,7 @@ async def capitals_agent(ctx):
     return {"output": answer, "metadata": {"model": "lookup-table", "tokens": len(ctx.input.split()) + 1}}
 
 
-if __name__ == "__main__":
+def main() -> int:
     report = capitals_agent.run()
     s = report.summary
     for name, stats in s.scores.items():
@@ -65,3 +66,8 @@ if __name__ == "__main__":
     print(f"run id:  {report.id}")
     print(f"results: {report.results_path}")
     print(f"store:   {Path(report.results_path or '.').parent.parent / 'cobalt.duckdb'}")
+    return 0 if report.passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
