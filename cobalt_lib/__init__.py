@@ -25,8 +25,8 @@ from ._evaluators import EVALUATOR_TYPES, EvalContext, Evaluator
 from ._experiment import REGISTRY, Experiment, experiment
 from ._report import (
     AssertionResult,
-    Evaluation,
     EvalResult,
+    Evaluation,
     ExperimentReport,
     ItemResult,
     ItemSpread,

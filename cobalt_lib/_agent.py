@@ -149,7 +149,9 @@ def _fill_output(result: ItemResult, value: Any, prices: Mapping[str, tuple[floa
     result.tokens, result.cost_usd = agent_usage(result.metadata, prices)
 
 
-def agent_usage(metadata: Mapping[str, Any], prices: Mapping[str, tuple[float, float]]) -> tuple[int | None, float | None]:
+def agent_usage(
+    metadata: Mapping[str, Any], prices: Mapping[str, tuple[float, float]]
+) -> tuple[int | None, float | None]:
     """Tokens and cost reported by the agent's metadata; cost estimated from the model if absent."""
     usage = metadata.get("usage") if isinstance(metadata.get("usage"), Mapping) else {}
     assert isinstance(usage, Mapping)

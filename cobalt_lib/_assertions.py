@@ -83,7 +83,8 @@ class NoRegression(Assertion):
     def _load(self, config: Config) -> dict[str, float]:
         path = self.baseline if self.baseline.is_absolute() else config.root / self.baseline
         if not path.is_file():
-            raise ConfigError(f"Baseline {path} does not exist; create it with report.save_baseline({str(self.baseline)!r}).")
+            raise ConfigError(f"Baseline {path} does not exist; create it with "
+                              f"report.save_baseline({str(self.baseline)!r}).")
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except ValueError as exc:

@@ -121,8 +121,7 @@ class Session:
         self.judge = Judge(plan.cache(), plan.judge_concurrency, plan.prices)
         self.agent_limit = asyncio.Semaphore(plan.concurrency)
         runner = plan.experiment.runner
-        is_async = inspect.iscoroutinefunction(runner) or inspect.iscoroutinefunction(
-            getattr(runner, "__call__", None))
+        is_async = inspect.iscoroutinefunction(runner) or inspect.iscoroutinefunction(type(runner).__call__)
         self.threads = None if is_async else DaemonThreads(plan.concurrency)
 
     async def __aenter__(self) -> Session:
@@ -172,7 +171,7 @@ async def bounded(args: Iterable[T], limit: int, fn: Callable[[T], Awaitable[Non
             await slots.acquire()
             if failure:
                 break
-            task = asyncio.create_task(fn(arg))  # type: ignore[arg-type]
+            task: asyncio.Task[None] = asyncio.create_task(fn(arg))  # type: ignore[arg-type]
             tasks.add(task)
             task.add_done_callback(done)
         while tasks and not failure:
@@ -230,7 +229,7 @@ def _score_stats(evaluations: list[Any]) -> Stats:
 
 
 def _describe(values: list[float]) -> Stats:
-    return Stats(**_stats.describe(values))
+    return Stats.model_validate(_stats.describe(values))
 
 
 def _spreads(plan: RunPlan, items: list[ItemResult]) -> list[ItemSpread]:

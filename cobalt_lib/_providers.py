@@ -8,6 +8,7 @@ errors itself so the count and the total time are bounded and `Retry-After` is h
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import os
 import random
@@ -119,7 +120,7 @@ class Clients:
         self._clients: dict[tuple[str, str | None, str], Any] = {}
 
     def get(self, endpoint: Endpoint) -> Any:
-        key = (endpoint.provider == "anthropic" and "anthropic" or "openai", endpoint.base_url, endpoint.api_key)
+        key = ((endpoint.provider == "anthropic" and "anthropic") or "openai", endpoint.base_url, endpoint.api_key)
         client = self._clients.get(key)
         if client is None:
             client = self._clients[key] = _make_client(endpoint)
@@ -128,10 +129,8 @@ class Clients:
     async def aclose(self) -> None:
         clients, self._clients = list(self._clients.values()), {}
         for client in clients:
-            try:
+            with contextlib.suppress(Exception):  # best effort: the run's results are already safe
                 await client.close()
-            except Exception:  # closing is best effort; the run's results are already safe
-                pass
 
     async def complete(self, endpoint: Endpoint, system: str, messages: list[dict[str, str]]) -> Completion:
         """One chat call with bounded retries; returns the text and token usage."""
@@ -153,7 +152,7 @@ class Clients:
 
 
 def _make_client(endpoint: Endpoint) -> Any:
-    common = {"api_key": endpoint.api_key, "base_url": endpoint.base_url, "max_retries": 0,
+    common: dict[str, Any] = {"api_key": endpoint.api_key, "base_url": endpoint.base_url, "max_retries": 0,
               "timeout": endpoint.timeout}
     if endpoint.provider == "anthropic":
         import anthropic

@@ -11,9 +11,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from fakellm import FakeLLM  # noqa: E402
+from fakellm import FakeLLM
 
-from cobalt_lib import REGISTRY  # noqa: E402
+from cobalt_lib import REGISTRY
 
 SECRET_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "OPENAI_BASE_URL",
                     "ANTHROPIC_BASE_URL")

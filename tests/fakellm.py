@@ -122,9 +122,8 @@ class FakeLLM:
             return web.json_response({"error": {"message": f"no route {request.path}"}}, status=404)
         body = await request.json()
         with self._lock:
-            self.requests.append({"kind": kind, "body": body, "headers": {k.lower(): v for k, v in request.headers.items()},
-                                 
-                                  "time": time.monotonic()})
+            headers = {k.lower(): v for k, v in request.headers.items()}
+            self.requests.append({"kind": kind, "body": body, "headers": headers, "time": time.monotonic()})
             scripted = self._queue.popleft() if (self._queue and kind != "embeddings") else None
             self._inflight += 1
             self.max_inflight = max(self.max_inflight, self._inflight)

@@ -218,7 +218,7 @@ def test_exact_match_field_missing_from_an_item_fails_before_the_run(project: Pa
     calls: list[int] = []
     exp = experiment("nofield", Dataset([{"input": "x"}]), lambda ctx: calls.append(1),
                      evaluators=[Evaluator(name="exact", type="exact-match", field="answer")])
-    with pytest.raises(EvaluatorError, match="field 'answer'.*item 0"):
+    with pytest.raises(EvaluatorError, match=r"field 'answer'.*item 0"):
         exp.run()
     assert calls == []
 
@@ -240,7 +240,7 @@ def test_gate_on_unknown_metric_fails_before_any_agent_call(project: Path) -> No
     exp = experiment("gated", DATA, lambda ctx: calls.append(1),
                      evaluators=[Evaluator(name="exact", type="exact-match")],
                      assertions=[threshold("exactt", 0.5)])
-    with pytest.raises(ConfigError, match="metric 'exactt'.*did you mean 'exact'"):
+    with pytest.raises(ConfigError, match=r"metric 'exactt'.*did you mean 'exact'"):
         exp.run()
     assert calls == []
 

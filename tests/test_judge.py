@@ -220,7 +220,8 @@ def test_unknown_model_cost_is_unknown_until_config_prices_it(judged_project: Pa
     assert report.items[0].evaluations["quality"].cost_usd is None
     assert report.summary.judge_cost is None and report.summary.estimated_cost is None
     write_judge_config(judged_project, llm, extra='[prices."my-private-model"]\ninput = 1.0\noutput = 2.0\n')
-    (judged_project / "cobalt.toml").write_text((judged_project / "cobalt.toml").read_text() + "[cache]\nenabled = false\n")
+    with (judged_project / "cobalt.toml").open("a") as fh:
+        fh.write("[cache]\nenabled = false\n")
     report = _run(2, evaluator=ev)
     assert report.summary.judge_cost == pytest.approx(2 * (20 * 1.0 + 10 * 2.0) / 1e6)
 
