@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import difflib
 import importlib.util
+import math
 import re
 import sys
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
@@ -17,6 +18,9 @@ from ._errors import ConfigError
 CONFIG_FILES = ("cobalt.config.py", "cobalt.toml", "pyproject.toml")
 
 Provider = Literal["openai", "anthropic", "openrouter"]
+
+#: The environment variable holding each provider's API key (as _providers.KEY_VARIABLES).
+_KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "openrouter": "OPENROUTER_API_KEY"}
 
 
 class _Section(BaseModel):
@@ -45,9 +49,9 @@ class CacheConfig(_Section):
     enabled: bool = True
     ttl: str | int = "7d"
 
-    @field_validator("ttl")
+    @field_validator("ttl", mode="before")
     @classmethod
-    def _check_ttl(cls, value: str | int) -> str | int:
+    def _check_ttl(cls, value: Any) -> Any:
         parse_duration(value, field="cache.ttl")
         return value
 
@@ -154,11 +158,16 @@ def load_config(start: Path | None = None) -> Config:
 
 def parse_duration(value: str | int | float, *, field: str = "duration") -> float:
     """Seconds in `30`, `"90s"`, `"15m"`, `"12h"`, `"7d"`, `"2w"`."""
+    hint = "write it like '90s', '15m', '12h' or '7d'"
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise ConfigError(f"{field} = {value!r} is not a duration; {hint}.")
     if isinstance(value, int | float):
+        if not math.isfinite(value) or value < 0:
+            raise ConfigError(f"{field} = {value!r} is not a duration; use zero or more seconds, or {hint}.")
         return float(value)
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*", value)
     if not match:
-        raise ConfigError(f"{field} = {value!r} is not a duration; write it like '90s', '15m', '12h' or '7d'.")
+        raise ConfigError(f"{field} = {value!r} is not a duration; {hint}.")
     unit = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}[match.group(2)]
     return float(match.group(1)) * unit
 
@@ -184,8 +193,8 @@ def _load_python(path: Path) -> Config:
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
-    except ConfigError:
-        raise
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
     except Exception as exc:
         raise ConfigError(f"{path} raised {type(exc).__name__}: {exc}.") from exc
     finally:
@@ -205,15 +214,21 @@ def _validate(data: dict[str, Any], where: str) -> Config:
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(part) for part in first["loc"])
-        raise ConfigError(f"{where}: {loc}: {first['msg']} (got {first.get('input')!r}).") from None
+        # Never echo a secret back, even a malformed one.
+        got = "a hidden value" if "api_key" in first["loc"] else repr(first.get("input"))
+        raise ConfigError(f"{where}: {loc}: {first['msg']} (got {got}).") from None
+    except ConfigError as exc:  # raised by a field validator, e.g. a bad cache.ttl
+        raise ConfigError(f"{where}: {exc}") from None
 
 
 def _reject_keys_in_file(data: dict[str, Any], where: str) -> None:
     judge = data.get("judge")
     if isinstance(judge, dict) and "api_key" in judge:
+        variable = _KEY_VARIABLES.get(str(judge.get("provider", "openai")))
+        instead = (f"set {variable}" if variable
+                   else "set OPENAI_API_KEY, ANTHROPIC_API_KEY or OPENROUTER_API_KEY")
         raise ConfigError(
-            f"{where}: judge.api_key must not be stored in a file; set OPENAI_API_KEY, "
-            "ANTHROPIC_API_KEY or OPENROUTER_API_KEY in the environment instead."
+            f"{where}: judge.api_key must not be stored in a file; {instead} in the environment instead."
         )
 
 
@@ -227,5 +242,15 @@ def _check_unknown_keys(data: Any, model: type[BaseModel], where: str, prefix: s
             hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(known)}."
             raise ConfigError(f"{where}: unknown key {prefix + str(key)!r}{hint}")
         annotation = model.model_fields[key].annotation
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        if _is_model(annotation):
             _check_unknown_keys(value, annotation, where, prefix=f"{prefix}{key}.")
+        elif get_origin(annotation) is dict and isinstance(value, dict):
+            # dict[str, Model] tables such as ci.thresholds, schedules and prices
+            inner = get_args(annotation)[1]
+            if _is_model(inner):
+                for name, entry in value.items():
+                    _check_unknown_keys(entry, inner, where, prefix=f"{prefix}{key}.{name}.")
+
+
+def _is_model(annotation: Any) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)

@@ -6,9 +6,11 @@ import csv
 import io
 import json
 import random
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, overload
+from urllib.parse import urlsplit
 
 from ._errors import DatasetError
 
@@ -57,7 +59,7 @@ class Dataset:
 
         if not url.startswith(("http://", "https://")):
             raise DatasetError(f"Dataset URL {url!r} must start with http:// or https://.")
-        fmt = _format_of(url.split("?", 1)[0], format)
+        fmt = _format_of(urlsplit(url).path, format)
         try:
             response = httpx.get(url, timeout=timeout, follow_redirects=True)
         except httpx.HTTPError as exc:
@@ -149,9 +151,14 @@ def _parse_json(text: str, where: str) -> list[Item]:
     return data
 
 
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
 def _parse_jsonl(text: str, where: str) -> list[Item]:
     items: list[Item] = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    # Split on real line ends only: str.splitlines() also breaks on U+2028, U+0085 etc., which
+    # may appear unescaped inside a JSON string.
+    for lineno, line in enumerate(_LINE_END.split(text), start=1):
         if not line.strip():
             continue
         try:
@@ -176,16 +183,19 @@ def _parse_csv(text: str, where: str) -> list[Item]:
     except csv.Error as exc:
         raise DatasetError(f"{where}, line 1: malformed CSV header ({exc}).") from None
     header = [h.strip() for h in header]
-    if not any(header) or len(set(header)) != len(header):
+    if not header or not all(header) or len(set(header)) != len(header):
         raise DatasetError(f"{where}, line 1: the header row needs unique, non-empty column names.")
     items: list[Item] = []
+    start = reader.line_num + 1
     try:
         for row in reader:
+            # A quoted field may span lines: report the line the row starts on.
+            row_line, start = start, reader.line_num + 1
             if not row or not any(cell.strip() for cell in row):
                 continue
             if len(row) != len(header):
                 raise DatasetError(
-                    f"{where}, line {reader.line_num}: {len(row)} fields where the header has "
+                    f"{where}, line {row_line}: {len(row)} fields where the header has "
                     f"{len(header)}; quote fields that contain commas."
                 )
             items.append(dict(zip(header, row, strict=True)))

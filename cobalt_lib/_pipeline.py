@@ -12,7 +12,7 @@ import math
 import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
@@ -23,7 +23,7 @@ from ._assertions import RUN_METRICS, Assertion, check_metric, config_assertions
 from ._cache import ResponseCache
 from ._config import Config
 from ._errors import ConfigError
-from ._evaluators import EvalContext
+from ._evaluators import EvalContext, Evaluator
 from ._judge import Judge
 from ._providers import Endpoint
 from ._report import AssertionResult, ExperimentReport, ItemResult, ItemSpread, Stats, Summary
@@ -60,6 +60,8 @@ class RunPlan:
     endpoints: dict[str, Endpoint | None]
     assertions: list[Assertion]
     tags: list[str]
+    evaluators: list[Evaluator]
+    total_items: int
     source: Literal["library", "dagster"] = "library"
     parent_run_id: str | None = None
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
@@ -76,9 +78,9 @@ class RunPlan:
         exp = self.experiment
         return {
             "runs": self.runs, "concurrency": self.concurrency, "judge_concurrency": self.judge_concurrency,
-            "timeout": self.timeout, "evaluators": [e.describe() for e in exp.evaluators],
+            "timeout": self.timeout, "evaluators": [e.describe() for e in self.evaluators],
             "assertions": [a.describe() for a in self.assertions],
-            "dataset": {"source": exp.dataset.source, "size": len(exp.dataset)},
+            "dataset": {"source": exp.dataset.source, "size": self.total_items},
             "runner": getattr(exp.runner, "__qualname__", repr(exp.runner)),
         }
 
@@ -89,14 +91,21 @@ def new_run_id() -> str:
 
 def prepare(experiment: Experiment, config: Config, *, run_id: str | None = None, concurrency: int | None = None,
             timeout: float | None = None, runs: int | None = None, tags: Iterable[str] = (),
-            source: Literal["library", "dagster"] = "library", parent_run_id: str | None = None) -> RunPlan:
-    """Validate everything that can be validated before the first agent call."""
-    for index, item in enumerate(experiment.dataset):
-        for evaluator in experiment.evaluators:
+            source: Literal["library", "dagster"] = "library", parent_run_id: str | None = None,
+            evaluators: Sequence[str] | None = None, items: Sequence[Mapping[str, Any]] | None = None) -> RunPlan:
+    """Validate everything that can be validated before the first agent call.
+
+    `evaluators` keeps only those names (for rescoring); `items` validates stored items instead of
+    the dataset's.
+    """
+    chosen = _choose_evaluators(experiment, evaluators)
+    checked = list(items) if items is not None else list(experiment.dataset)
+    for index, item in enumerate(checked):
+        for evaluator in chosen:
             evaluator.check_item(item, index)
-    endpoints = {e.name: e.endpoint(config) for e in experiment.evaluators}
+    endpoints = {e.name: e.endpoint(config) for e in chosen}
     assertions = [*experiment.assertions, *config_assertions(config)]
-    known = [*(e.name for e in experiment.evaluators), *RUN_METRICS]
+    known = [*(e.name for e in chosen), *RUN_METRICS]
     for gate in assertions:
         for path in gate.metrics(config):
             check_metric(path, known, f"Assertion {gate.name!r}")
@@ -110,7 +119,19 @@ def prepare(experiment: Experiment, config: Config, *, run_id: str | None = None
         timeout=timeout or experiment.timeout or config.timeout, endpoints=endpoints, assertions=assertions,
         tags=list(dict.fromkeys([*experiment.tags, *tags])), source=source, parent_run_id=parent_run_id,
         prices={name: (p.input, p.output) for name, p in config.prices.items()},
+        evaluators=chosen, total_items=len(checked),
     )
+
+
+def _choose_evaluators(experiment: Experiment, names: Sequence[str] | None) -> list[Evaluator]:
+    if not names:
+        return list(experiment.evaluators)
+    known = {e.name: e for e in experiment.evaluators}
+    for name in names:
+        if name not in known:
+            raise ConfigError(f"Experiment {experiment.name!r} has no evaluator {name!r}; "
+                              f"it has {', '.join(known) or 'none'}.")
+    return [known[name] for name in names]
 
 
 class Session:
@@ -145,7 +166,7 @@ async def score(session: Session, item: ItemResult) -> ItemResult:
     """Stage 2 for one item: every evaluator on an ok output, concurrently."""
     if item.status != "ok":
         return item
-    evaluators = session.plan.experiment.evaluators
+    evaluators = session.plan.evaluators
     ctx = EvalContext(item=item.item, output=item.output, metadata=item.metadata, index=item.index,
                       run_index=item.run_index)
     results = await asyncio.gather(
@@ -197,7 +218,7 @@ def summarise(plan: RunPlan, items: list[ItemResult], duration_ms: float) -> Sum
     agent_cost = _known_sum([i.cost_usd for i in ok]) if any(i.cost_usd is not None for i in ok) else None
     judge_cost = _known_sum([ev.cost_usd for ev in fresh if ev.judge_calls])
     summary = Summary(
-        total_items=len(plan.experiment.dataset), total_runs=len(items), ok=len(ok),
+        total_items=plan.total_items, total_runs=len(items), ok=len(ok),
         errors=sum(i.status == "error" for i in items), timeouts=sum(i.status == "timeout" for i in items),
         total_duration_ms=duration_ms, avg_latency_ms=_stats.mean([i.latency_ms for i in ok if i.latency_ms]),
         agent_tokens=sum(i.tokens or 0 for i in items), judge_tokens=sum(ev.tokens for ev in fresh),
@@ -206,7 +227,7 @@ def summarise(plan: RunPlan, items: list[ItemResult], duration_ms: float) -> Sum
         estimated_cost=None if agent_cost is None or judge_cost is None else agent_cost + judge_cost,
     )
     summary.total_tokens = summary.agent_tokens + summary.judge_tokens
-    for evaluator in plan.experiment.evaluators:
+    for evaluator in plan.evaluators:
         summary.scores[evaluator.name] = _score_stats([i.evaluations[evaluator.name] for i in items
                                                        if evaluator.name in i.evaluations])
     summary.metrics = {
@@ -239,7 +260,7 @@ def _spreads(plan: RunPlan, items: list[ItemResult]) -> list[ItemSpread]:
     return [
         ItemSpread(index=index, runs=len(group), evaluators={
             e.name: _score_stats([i.evaluations[e.name] for i in group if e.name in i.evaluations])
-            for e in plan.experiment.evaluators})
+            for e in plan.evaluators})
         for index, group in sorted(by_index.items())
     ]
 
@@ -275,8 +296,12 @@ def save(plan: RunPlan, report: ExperimentReport) -> None:
     plan.store.finish_run(run_row(report, finished=True), aggregate_rows(report), verdict_rows(report))
 
 
-async def execute(plan: RunPlan, observer: Observer | None = None) -> ExperimentReport:
-    """The library path: each item goes agent -> evaluators as soon as it can; rows stream to the store."""
+async def execute(plan: RunPlan, observer: Observer | None = None,
+                  outputs: Sequence[ItemResult] | None = None) -> ExperimentReport:
+    """The library path: each item goes agent -> evaluators as soon as it can; rows stream to the store.
+
+    With `outputs` (a stored run's items), the agent is not called: only the evaluators run.
+    """
     store = plan.store
     pending = ExperimentReport(id=plan.run_id, name=plan.experiment.name, timestamp=plan.timestamp,
                                status="running", source=plan.source, parent_run_id=plan.parent_run_id,
@@ -287,8 +312,13 @@ async def execute(plan: RunPlan, observer: Observer | None = None) -> Experiment
     if observer:
         observer.on_start(plan)
 
+    stored = {(o.index, o.run_index): o for o in outputs} if outputs is not None else None
+
     async def one(key: tuple[int, int]) -> None:
-        item = await produce(session, *key)
+        if stored is None:
+            item = await produce(session, *key)
+        else:
+            item = stored[key].model_copy(update={"evaluations": {}}, deep=True)
         writer.add("outputs", output_row(plan.run_id, item))
         await score(session, item)
         for row in score_rows(plan.run_id, item):
@@ -301,7 +331,8 @@ async def execute(plan: RunPlan, observer: Observer | None = None) -> Experiment
     status: Literal["completed", "incomplete"] = "incomplete"
     try:
         async with Session(plan) as session:
-            await bounded(item_keys(plan), 2 * (plan.concurrency + plan.judge_concurrency), one)
+            keys = item_keys(plan) if stored is None else iter(sorted(stored))
+            await bounded(keys, 2 * (plan.concurrency + plan.judge_concurrency), one)
         status = "completed"
     finally:
         report = _finish(plan, writer, items, (time.perf_counter() - started) * 1000, status)

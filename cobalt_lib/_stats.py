@@ -8,6 +8,8 @@ from collections.abc import Sequence
 
 def percentile(sorted_values: Sequence[float], q: float) -> float | None:
     """Linear-interpolated percentile (numpy's default) of already sorted values; q in 0..100."""
+    if not 0 <= q <= 100:
+        raise ValueError(f"percentile q={q!r} must be between 0 and 100.")
     if not sorted_values:
         return None
     if len(sorted_values) == 1:

@@ -139,7 +139,11 @@ class Store:
         """Runs newest first; a `running` run whose process is gone reads as `incomplete`."""
         sql = "SELECT * FROM runs" + (" WHERE experiment = ?" if experiment else "")
         sql += " ORDER BY started_at DESC" + (f" LIMIT {int(limit)}" if limit else "")
-        rows = self.query(sql, [experiment] if experiment else [])
+        return self.with_live_status(self.query(sql, [experiment] if experiment else []))
+
+    @staticmethod
+    def with_live_status(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Mark `running` runs whose process is gone as `incomplete` (a killed run cannot say so itself)."""
         for row in rows:
             if row["status"] == "running" and not _process_alive(row.get("pid"), row.get("host")):
                 row["status"] = "incomplete"

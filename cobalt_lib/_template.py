@@ -46,7 +46,7 @@ def render(template: str, context: Mapping[str, Any], *, where: str = "template"
         path = match.group(1)
         value = _lookup(context, path.split("."))
         if value is _MISSING:
-            known = ", ".join(sorted(context)) or "none"
+            known = ", ".join(sorted(map(str, context))) or "none"
             raise TemplateError(
                 f"{where} uses {{{{{path}}}}} but the item has no field {path!r} (available: {known})."
             )

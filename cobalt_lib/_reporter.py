@@ -1,0 +1,159 @@
+"""The live terminal reporter: header, one line per item (or a progress bar), summary, gates."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import IO, TYPE_CHECKING, Any
+
+from rich import box
+from rich.console import Console
+from rich.panel import Panel
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+from rich.text import Text
+
+from ._report import ExperimentReport, ItemResult
+
+if TYPE_CHECKING:
+    from ._pipeline import RunPlan
+
+#: Above this many agent calls, a progress bar replaces the line per item.
+LINE_LIMIT = 50
+
+
+def _fmt(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _money(value: float | None) -> str:
+    return "unknown" if value is None else f"${value:.4f}"
+
+
+def _ms(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value / 1000:.2f}s" if value >= 1000 else f"{value:.0f}ms"
+
+
+class TerminalReporter:
+    """An Observer that prints a run as it happens. `ci=True`: compact, no colour, no live redraw."""
+
+    def __init__(self, file: IO[str] | None = None, *, ci: bool = False, width: int | None = None,
+                 force_terminal: bool | None = None) -> None:
+        out = file or sys.stdout
+        self.ci = ci
+        self.console = Console(file=out, width=width, force_terminal=False if ci else force_terminal,
+                               no_color=ci, highlight=False, soft_wrap=True)
+        self.live = self.console.is_terminal and not ci
+        self._lock = threading.Lock()
+        self._progress: Progress | None = None
+        self._task: Any = None
+        self._thresholds: dict[str, float] = {}
+        self._done = 0
+        self._total = 0
+
+    # -- Observer -------------------------------------------------------------------------------
+
+    def on_start(self, plan: RunPlan) -> None:
+        exp = plan.experiment
+        self._thresholds = {e.name: e.threshold for e in plan.evaluators}
+        self._total = plan.total_items * plan.runs
+        self._done = 0
+        n_eval = len(plan.evaluators)
+        line = (f"{plan.total_items} items x {plan.runs} run{'s' if plan.runs != 1 else ''} x "
+                f"{n_eval} evaluator{'s' if n_eval != 1 else ''}  |  "
+                f"concurrency {plan.concurrency}  |  timeout {plan.timeout:g}s")
+        if self.ci:
+            self.console.print(f"cobalt run {exp.name} ({plan.run_id}): {line}")
+        else:
+            self.console.print(Panel(Text(line), title=f"[bold]cobalt[/] {exp.name}", subtitle=plan.run_id,
+                                     box=box.ROUNDED, expand=False))
+        if self.live and self._total > LINE_LIMIT:
+            self._progress = Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
+                                      MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("ETA"),
+                                      TimeRemainingColumn(), console=self.console, transient=True)
+            self._task = self._progress.add_task("running", total=self._total)
+            self._progress.start()
+
+    def on_item(self, item: ItemResult) -> None:
+        with self._lock:
+            self._done += 1
+            if self._progress is not None:
+                self._progress.advance(self._task)
+                if item.status != "ok":
+                    self._progress.console.print(self.item_line(item))
+                return
+            if self.ci and self._total > LINE_LIMIT and item.status == "ok" and not self._low(item):
+                return
+            self.console.print(self.item_line(item))
+
+    def on_finish(self, report: ExperimentReport) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+        self.print_summary(report)
+
+    # -- rendering -------------------------------------------------------------------------------
+
+    def _low(self, item: ItemResult) -> list[str]:
+        return [name for name, ev in item.evaluations.items()
+                if ev.status == "ok" and ev.score is not None and ev.score < self._thresholds.get(name, 0.5)]
+
+    def item_line(self, item: ItemResult) -> Text:
+        label = f"#{item.index}" + (f".{item.run_index}" if item.run_index else "")
+        text = Text(f"{label:>6} ")
+        if item.status != "ok":
+            mark = "✗ ERROR" if item.status == "error" else "⏱ TIMEOUT"
+            text.append(f"{mark} ", style="bold red")
+            text.append((item.error or "").splitlines()[0][:100] if item.error else "", style="red")
+            return text
+        low = self._low(item)
+        text.append("⚠ " if low else "✓ ", style="yellow" if low else "green")
+        for name, ev in item.evaluations.items():
+            if ev.status != "ok":
+                text.append(f"{name}=ERR ", style="red")
+            else:
+                style = "yellow" if name in low else ""
+                text.append(f"{name}={_fmt(ev.score)}" + ("*" if ev.cached else "") + " ", style=style)
+        text.append(f"({_ms(item.latency_ms)})", style="dim")
+        return text
+
+    def print_summary(self, report: ExperimentReport) -> None:
+        c = self.console
+        s = report.summary
+        table = Table(box=box.SIMPLE_HEAD if not self.ci else box.ASCII, show_edge=False, pad_edge=False)
+        for column in ("evaluator", "avg", "min", "max", "p50", "p95", "n", "errors"):
+            table.add_column(column, justify="left" if column == "evaluator" else "right")
+        for name, st in s.scores.items():
+            table.add_row(name, _fmt(st.avg), _fmt(st.min), _fmt(st.max), _fmt(st.p50), _fmt(st.p95),
+                          str(st.count), str(st.errors))
+        c.print(table)
+        lat = s.metrics.get("latency")
+        c.print(f"items {s.total_runs} ({s.ok} ok, {s.errors} errors, {s.timeouts} timeouts)  |  "
+                f"time {_ms(s.total_duration_ms)}  |  avg latency {_ms(s.avg_latency_ms)}"
+                + (f"  |  p95 {_ms(lat.p95)}" if lat and lat.p95 is not None else ""))
+        c.print(f"tokens {s.total_tokens} (agent {s.agent_tokens}, judge {s.judge_tokens})  |  "
+                f"cost: agent {_money(s.agent_cost)}, judge {_money(s.judge_cost)}  |  "
+                f"judge calls {s.judge_calls}, cached {s.cached_scores}")
+        self._print_warnings(report)
+        for gate in report.assertions:
+            mark = Text("PASS ", style="bold green") if gate.passed else Text("FAIL ", style="bold red")
+            c.print(Text.assemble("gate ", mark, gate.name, Text(f"  {gate.message}", style="dim")))
+        status = "" if report.status == "completed" else f" [{report.status}]"
+        c.print(f"results: {report.results_path}")
+        c.print(f"run id:  {report.id}{status}")
+
+    def _print_warnings(self, report: ExperimentReport) -> None:
+        low: dict[str, list[int]] = {}
+        for item in report.items:
+            for name in self._low(item) if self._thresholds else []:
+                low.setdefault(name, []).append(item.index)
+        for name, indexes in low.items():
+            shown = ", ".join(f"#{i}" for i in sorted(set(indexes))[:20])
+            more = f" and {len(set(indexes)) - 20} more" if len(set(indexes)) > 20 else ""
+            self.console.print(Text(f"⚠ low {name} (< {self._thresholds[name]:g}): {shown}{more}", style="yellow"))
+        failed = [i for i in report.items if i.status != "ok"]
+        if failed:
+            shown = ", ".join(f"#{i.index}" for i in failed[:20])
+            self.console.print(Text(f"✗ {len(failed)} agent calls failed: {shown}", style="red"))

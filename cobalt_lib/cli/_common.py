@@ -1,0 +1,22 @@
+"""Helpers the commands share: the project's config and store, JSON output."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from .._config import Config, load_config
+from .._store import Store
+
+
+def project_config() -> Config:
+    return load_config()
+
+
+def project_store(config: Config) -> Store:
+    return Store(config.output_path / "cobalt.duckdb")
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str, ensure_ascii=False) + "\n")

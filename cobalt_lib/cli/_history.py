@@ -1,0 +1,1 @@
+"""`cobalt history` and `cobalt compare`."""

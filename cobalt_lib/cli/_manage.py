@@ -1,0 +1,1 @@
+"""`cobalt clean`, `cobalt export` and `cobalt rescore`."""

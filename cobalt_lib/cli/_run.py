@@ -1,0 +1,67 @@
+"""`cobalt run`: discover experiments, run them live through the reporter, apply the gates."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .._ci import github_outputs, post_webhooks, run_summary
+from .._discovery import load_experiments
+from .._errors import ConfigError
+from .._pipeline import RunPlan, execute, prepare
+from .._report import ExperimentReport
+from .._reporter import TerminalReporter
+from ._app import app
+from ._common import print_json, project_config
+
+
+@app.command()
+def run(
+    files: Annotated[list[Path] | None, typer.Argument(help="Experiment files (default: discover them).")] = None,
+    filter: Annotated[str | None, typer.Option("--filter", "-f", help="Only names containing this.")] = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", "-t", help="Only experiments with this tag.")] = None,
+    add_tag: Annotated[list[str] | None, typer.Option("--add-tag", help="Add a tag to the runs.")] = None,
+    concurrency: Annotated[int | None, typer.Option("--concurrency", "-c", min=1, help="Calls in flight.")] = None,
+    ci: Annotated[bool, typer.Option("--ci", help="Compact output without colour; exit 1 when a gate fails.")] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="Print the run summaries as JSON instead.")] = False,
+    ui: Annotated[bool, typer.Option("--ui", help="Open the dashboard after the run.")] = False,
+) -> None:
+    """Run experiments and report each item as it finishes.
+
+    Example: `cobalt run experiments/qa.cobalt.py --ci --concurrency 20`
+
+    Exit codes: 0 all gates passed, 1 a gate failed, 2 bad usage, config or input (nothing runs).
+    """
+    config = project_config()
+    experiments = load_experiments(config, files or None, filter)
+    if tag:
+        experiments = [e for e in experiments if set(tag) & set(e.tags)]
+    if not experiments:
+        where = ", ".join(map(str, files)) if files else f"{config.test_dir}/ matching {', '.join(config.test_match)}"
+        raise ConfigError(f"No experiments found in {where}; create one with `cobalt init` or pass a file.")
+    # Validate every experiment before running any: a usage error means nothing runs.
+    plans = [prepare(exp, config, concurrency=concurrency, tags=add_tag or ()) for exp in experiments]
+    reports = [_run_one(plan, ci=ci, quiet=json_output) for plan in plans]
+    if json_output:
+        print_json([run_summary(r) for r in reports])
+    github_outputs(reports)
+    for report in reports:
+        for warning in post_webhooks(config.webhooks, report):
+            print(f"warning: {warning}", file=sys.stderr)
+    if ui:
+        print("The dashboard (Dagster UI) is not available in this version; use `cobalt history`.",
+              file=sys.stderr)
+    raise typer.Exit(0 if all(r.passed for r in reports) else 1)
+
+
+def _run_one(plan: RunPlan, *, ci: bool, quiet: bool) -> ExperimentReport:
+    reporter = None if quiet else TerminalReporter(ci=ci)
+    try:
+        return asyncio.run(execute(plan, reporter))
+    except KeyboardInterrupt:
+        print(f"interrupted: finished items kept in run {plan.run_id} (incomplete)", file=sys.stderr)
+        raise
