@@ -1,0 +1,201 @@
+"""`cobalt init` and `cobalt run` as a user types them, in a temporary project."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from cobalt_lib import Store
+
+COBALT = str(Path(sys.executable).parent / "cobalt")
+
+EXPERIMENT = '''
+import os
+from cobalt_lib import Dataset, Evaluator, experiment, threshold
+
+data = Dataset([{"input": f"q{i}", "expected_output": f"a{i}"} for i in range(4)])
+WRONG = int(os.environ.get("WRONG", "0"))
+
+@experiment("qa", data, tags=["smoke"], evaluators=[Evaluator(name="exact", type="exact-match")],
+            assertions=[threshold("exact", 0.75)])
+def agent(ctx):
+    return "nope" if ctx.index < WRONG else ctx.item["expected_output"]
+'''
+
+OTHER = '''
+from cobalt_lib import Dataset, Evaluator, experiment
+experiment("other-agent", Dataset([{"expected_output": "x"}]), lambda ctx: "x",
+           evaluators=[Evaluator(name="exact", type="exact-match")])
+'''
+
+
+def cobalt(project: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if k not in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY")}
+    return subprocess.run([COBALT, *args], cwd=project, capture_output=True, text=True, timeout=120,
+                          env={**clean, **env})
+
+
+@pytest.fixture
+def qa_project(project: Path) -> Path:
+    (project / "experiments").mkdir()
+    (project / "experiments" / "qa.cobalt.py").write_text(EXPERIMENT)
+    (project / "experiments" / "other_experiment.py").write_text(OTHER)
+    return project
+
+
+def test_help_lists_commands_with_examples(project: Path) -> None:
+    result = cobalt(project, "--help")
+    assert result.returncode == 0 and "init" in result.stdout and "run" in result.stdout
+    for command in ("run", "init"):
+        assert "Example:" in cobalt(project, command, "--help").stdout
+
+
+def test_init_writes_a_project_that_runs_offline(project: Path) -> None:
+    first = cobalt(project, "init")
+    assert first.returncode == 0, first.stderr
+    assert (project / "cobalt.toml").is_file() and (project / "experiments" / "example.cobalt.py").is_file()
+    assert ".cobalt/" in (project / ".gitignore").read_text().splitlines()
+    run = cobalt(project, "run")
+    assert run.returncode == 0, run.stderr
+    assert "cobalt example" in run.stdout and "gate PASS correct >= 0.75" in run.stdout
+    assert len(list((project / ".cobalt" / "results").glob("*_example_*.json"))) == 1
+
+
+def test_init_is_idempotent_and_never_overwrites(project: Path) -> None:
+    (project / ".gitignore").write_text("node_modules/")
+    (project / "experiments").mkdir()
+    (project / "experiments" / "example.cobalt.py").write_text("# mine\n")
+    cobalt(project, "init")
+    second = cobalt(project, "init")
+    assert second.returncode == 0
+    assert (project / "experiments" / "example.cobalt.py").read_text() == "# mine\n"
+    assert (project / ".gitignore").read_text() == "node_modules/\n# cobalt results, cache and store\n.cobalt/\n"
+    assert second.stdout.count("skipped") == 3 and "created" not in second.stdout
+
+
+def test_run_prints_items_summary_and_where_results_went(qa_project: Path) -> None:
+    result = cobalt(qa_project, "run", "--filter", "qa")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "\x1b[" not in out  # not a TTY: no colour
+    assert "4 items x 1 run x 1 evaluator" in out and "#3 ✓ exact=1.00" in out
+    run = Store(qa_project / ".cobalt" / "cobalt.duckdb").runs()[0]
+    assert f"run id:  {run['run_id']}" in out and f"results: {run['results_path']}" in out
+    assert run["experiment"] == "qa"
+
+
+def test_failed_gate_exits_1_in_ci_mode(qa_project: Path) -> None:
+    result = cobalt(qa_project, "run", "--ci", "-f", "qa", WRONG="2")
+    assert result.returncode == 1
+    assert "gate FAIL exact >= 0.75  exact = 0.5, must be at least 0.75" in result.stdout
+    assert result.stdout.splitlines()[0].startswith("cobalt run qa (")
+
+
+def test_filter_and_tag_select_experiments(qa_project: Path) -> None:
+    result = cobalt(qa_project, "run", "--json", "--tag", "smoke")
+    assert [r["name"] for r in json.loads(result.stdout)] == ["qa"]
+    result = cobalt(qa_project, "run", "--json", "--filter", "other")
+    runs = json.loads(result.stdout)
+    assert [r["name"] for r in runs] == ["other-agent"] and runs[0]["passed"] is True
+    assert runs[0]["summary"]["scores"]["exact"]["avg"] == 1.0
+
+
+def test_add_tag_and_concurrency_reach_the_run(qa_project: Path) -> None:
+    result = cobalt(qa_project, "run", "experiments/qa.cobalt.py", "--add-tag", "nightly", "-c", "3")
+    assert result.returncode == 0, result.stderr
+    run = Store(qa_project / ".cobalt" / "cobalt.duckdb").runs()[0]
+    assert run["tags"] == ["smoke", "nightly"] and run["config"]["concurrency"] == 3
+
+
+@pytest.mark.parametrize(
+    ("files", "message"),
+    [({"cobalt.toml": "concurency = 3\n"}, "unknown key 'concurency'; did you mean 'concurrency'?"),
+     ({"experiments/bad.cobalt.py": "def broken(:\n"}, "line 1: syntax error"),
+     ({"experiments/gate.cobalt.py": OTHER.replace('lambda ctx: "x",', 'lambda ctx: "x", assertions=['
+                                                   '__import__("cobalt_lib").threshold("exactt", 1)],')},
+      "refers to metric 'exactt'"),
+     ({"experiments/data.cobalt.py": "from cobalt_lib import Dataset\nDataset.from_file('d.jsonl')\n",
+       "d.jsonl": '{"input": 1}\n{"input": \n'}, "d.jsonl, line 2: invalid JSON")],
+)
+def test_bad_usage_exits_2_with_one_sentence_and_nothing_runs(qa_project: Path, files: dict[str, str],
+                                                             message: str) -> None:
+    for name, text in files.items():
+        (qa_project / name).write_text(text)
+    result = cobalt(qa_project, "run")
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], result.stderr
+    assert not (qa_project / ".cobalt" / "cobalt.duckdb").exists()
+
+
+def test_no_experiments_is_a_usage_error(project: Path) -> None:
+    result = cobalt(project, "run")
+    assert result.returncode == 2 and "cobalt init" in result.stderr
+
+
+def test_github_actions_summary_and_annotations(qa_project: Path) -> None:
+    summary = qa_project / "summary.md"
+    result = cobalt(qa_project, "run", "--ci", "-f", "qa", WRONG="3", GITHUB_ACTIONS="true",
+                    GITHUB_STEP_SUMMARY=str(summary))
+    assert result.returncode == 1
+    assert "::error title=cobalt gate failed%3A qa::exact >= 0.75%3A exact = 0.25%2C must be at least 0.75" \
+        in result.stdout.splitlines()
+    text = summary.read_text()
+    assert text.startswith("### cobalt: qa — FAILED") and "| exact | 0.250 |" in text
+    assert "❌ **exact >= 0.75**" in text
+
+
+class _Hook(BaseHTTPRequestHandler):
+    received: ClassVar[list[dict]] = []
+    status = 200
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        type(self).received.append({"path": self.path, "json": json.loads(body)})
+        self.send_response(type(self).status)
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def hook_server() -> Iterator[tuple[str, type[_Hook]]]:
+    handler = type("Hook", (_Hook,), {"received": [], "status": 200})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", handler
+    server.shutdown()
+    server.server_close()
+
+
+def test_webhooks_receive_the_run_summary(qa_project: Path, hook_server) -> None:
+    url, handler = hook_server
+    (qa_project / "cobalt.toml").write_text(f'webhooks = ["{url}/hooks/cobalt"]\n')
+    result = cobalt(qa_project, "run", "-f", "qa")
+    assert result.returncode == 0, result.stderr
+    [call] = handler.received
+    assert call["path"] == "/hooks/cobalt"
+    assert call["json"]["name"] == "qa" and call["json"]["passed"] is True
+    assert call["json"]["summary"]["scores"]["exact"]["avg"] == 1.0 and "items" not in call["json"]
+
+
+def test_a_failing_webhook_is_a_warning_not_a_failure(qa_project: Path, hook_server) -> None:
+    url, handler = hook_server
+    handler.status = 500
+    (qa_project / "cobalt.toml").write_text(f'webhooks = ["{url}/secret-token"]\n')
+    result = cobalt(qa_project, "run", "-f", "qa")
+    assert result.returncode == 0
+    assert len(handler.received) == 3  # bounded retries
+    assert "warning: webhook" in result.stderr and "HTTP 500" in result.stderr
+    assert "secret-token" not in result.stderr

@@ -1,0 +1,119 @@
+"""The terminal reporter, rendered to a string at a fixed width."""
+
+from __future__ import annotations
+
+import io
+import re
+
+from cobalt_lib import Dataset, Evaluator, define_config, experiment
+from cobalt_lib._pipeline import build_report, prepare
+from cobalt_lib._report import Evaluation, ItemResult
+from cobalt_lib._reporter import TerminalReporter
+
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def _plan(n: int = 3):
+    exp = experiment("demo", Dataset([{"input": f"q{i}", "expected_output": "a"} for i in range(n)]),
+                     lambda ctx: "a", evaluators=[Evaluator(name="exact", type="exact-match"),
+                                                  Evaluator(name="style", type="function", fn=lambda c: 1.0,
+                                                            threshold=0.7)],
+                     concurrency=4, timeout=10)
+    config = define_config(output_dir="/nonexistent")
+    return prepare(exp, config, run_id="run-1")
+
+
+def _items() -> list[ItemResult]:
+    def ev(score: float | None, status: str = "ok", cached: bool = False) -> Evaluation:
+        return Evaluation(score=score, status=status, cached=cached, passed=None if score is None else score >= 0.5)
+
+    return [
+        ItemResult(index=0, output="a", latency_ms=12.0, evaluations={"exact": ev(1.0), "style": ev(0.9, cached=True)}),
+        ItemResult(index=1, output="b", latency_ms=1500.0,
+                   evaluations={"exact": ev(0.0), "style": ev(None, "eval-error")}),
+        ItemResult(index=2, status="timeout", error="the agent did not answer within 10 s", latency_ms=10000.0),
+    ]
+
+
+def _render(*, ci: bool, terminal: bool, n: int = 3) -> str:
+    buffer = io.StringIO()
+    reporter = TerminalReporter(buffer, ci=ci, width=100, force_terminal=terminal)
+    plan = _plan(n)
+    reporter.on_start(plan)
+    items = _items()
+    for item in items:
+        reporter.on_item(item)
+    report = build_report(plan, items, 11_600.0, "completed")
+    report.results_path = ".cobalt/results/x.json"
+    reporter.on_finish(report)
+    return buffer.getvalue()
+
+
+EXPECTED_PLAIN = """\
+╭────────────────────────── cobalt demo ───────────────────────────╮
+│ 3 items x 1 run x 2 evaluators  |  concurrency 4  |  timeout 10s │
+╰───────────────────────────── run-1 ──────────────────────────────╯
+    #0 ✓ exact=1.00 style=0.90* (12ms)
+    #1 ⚠ exact=0.00 style=ERR (1.50s)
+    #2 ⏱ TIMEOUT the agent did not answer within 10 s
+evaluator    avg    min    max    p50    p95   n   errors
+─────────────────────────────────────────────────────────
+exact       0.50   0.00   1.00   0.50   0.95   2        0
+style       0.90   0.90   0.90   0.90   0.90   1        1
+items 3 (2 ok, 0 errors, 1 timeouts)  |  time 11.60s  |  avg latency 756ms  |  p95 1.43s
+tokens 0 (agent 0, judge 0)  |  cost: agent unknown, judge $0.0000  |  judge calls 0, cached 1
+⚠ low exact (< 0.5): #1
+✗ 1 agent calls failed: #2
+results: .cobalt/results/x.json
+run id:  run-1
+"""
+
+
+def test_non_tty_output_is_plain_and_stable() -> None:
+    out = _render(ci=False, terminal=False)
+    assert "\x1b[" not in out
+    assert out == EXPECTED_PLAIN
+
+
+def test_tty_output_has_colour_and_the_same_text() -> None:
+    out = _render(ci=False, terminal=True)
+    assert "\x1b[" in out
+    assert ANSI.sub("", out) == EXPECTED_PLAIN
+
+
+def test_ci_mode_is_compact_and_colourless() -> None:
+    out = _render(ci=True, terminal=True)
+    assert "\x1b[" not in out and "╭" not in out
+    assert out.splitlines()[0] == ("cobalt run demo (run-1): 3 items x 1 run x 2 evaluators  |  concurrency 4  "
+                                   "|  timeout 10s")
+    assert "exact     | 0.50 | 0.00 | 1.00 | 0.50 | 0.95 | 2 |      0" in out
+
+
+def test_many_items_show_a_progress_bar_instead_of_lines() -> None:
+    buffer = io.StringIO()
+    reporter = TerminalReporter(buffer, width=100, force_terminal=True)
+    plan = _plan(60)
+    reporter.on_start(plan)
+    ok = ItemResult(index=0, output="a", latency_ms=1.0, evaluations={"exact": Evaluation(score=1.0)})
+    for i in range(59):
+        reporter.on_item(ok.model_copy(update={"index": i}))
+    reporter.on_item(ItemResult(index=59, status="error", error="ValueError: broken"))
+    reporter.on_finish(build_report(plan, [], 1.0, "completed"))
+    text = ANSI.sub("", buffer.getvalue())
+    assert "#3 ✓" not in text  # no line per ok item
+    assert "#59 ✗ ERROR ValueError: broken" in text  # failures still show
+
+
+def test_ci_mode_with_many_items_prints_only_problems() -> None:
+    buffer = io.StringIO()
+    reporter = TerminalReporter(buffer, ci=True)
+    plan = _plan(60)
+    reporter.on_start(plan)
+    good = {"exact": Evaluation(score=1.0), "style": Evaluation(score=1.0)}
+    for i in range(58):
+        reporter.on_item(ItemResult(index=i, output="a", latency_ms=1.0, evaluations=good))
+    reporter.on_item(ItemResult(index=58, output="b", latency_ms=1.0,
+                                evaluations={"exact": Evaluation(score=0.0), "style": Evaluation(score=1.0)}))
+    reporter.on_item(ItemResult(index=59, status="timeout", error="too slow"))
+    lines = [line for line in buffer.getvalue().splitlines() if line.strip().startswith("#")]
+    assert [line.split()[0] for line in lines] == ["#58", "#59"]
