@@ -296,63 +296,94 @@ def save(plan: RunPlan, report: ExperimentReport) -> None:
     plan.store.finish_run(run_row(report, finished=True), aggregate_rows(report), verdict_rows(report))
 
 
+def start_run(plan: RunPlan) -> None:
+    """Record the run as `running` before any agent call."""
+    pending = ExperimentReport(id=plan.run_id, name=plan.experiment.name, timestamp=plan.timestamp,
+                               status="running", source=plan.source, parent_run_id=plan.parent_run_id,
+                               tags=plan.tags, config=plan.describe())
+    plan.store.start_run(run_row(pending, finished=False))
+
+
+Step = Callable[[Session, T], Awaitable[ItemResult]]
+
+
+async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Sequence[str],
+                 observer: Observer | None = None, into: list[ItemResult] | None = None) -> list[ItemResult]:
+    """Run `step` over `keys` (bounded), writing each finished item's rows to `tables` as it finishes.
+
+    Finished items land in `into` (and the store) even when the stage is interrupted.
+    """
+    items = into if into is not None else []
+    writer = BatchWriter(plan.store)
+
+    async def one(key: T) -> None:
+        item = await step(session, key)
+        if "outputs" in tables:
+            writer.add("outputs", output_row(plan.run_id, item))
+        if "scores" in tables:
+            for row in score_rows(plan.run_id, item):
+                writer.add("scores", row)
+        items.append(item)
+        if observer:
+            observer.on_item(item)
+
+    try:
+        async with Session(plan) as session:
+            await bounded(keys, 2 * (plan.concurrency + plan.judge_concurrency), one)
+    finally:
+        writer.close()
+    return items
+
+
+async def agent_step(session: Session, key: tuple[int, int]) -> ItemResult:
+    return await produce(session, *key)
+
+
+async def full_step(session: Session, key: tuple[int, int]) -> ItemResult:
+    return await score(session, await produce(session, *key))
+
+
+async def rescore_step(session: Session, item: ItemResult) -> ItemResult:
+    return await score(session, item.model_copy(update={"evaluations": {}}, deep=True))
+
+
 async def execute(plan: RunPlan, observer: Observer | None = None,
                   outputs: Sequence[ItemResult] | None = None) -> ExperimentReport:
     """The library path: each item goes agent -> evaluators as soon as it can; rows stream to the store.
 
     With `outputs` (a stored run's items), the agent is not called: only the evaluators run.
     """
-    store = plan.store
-    pending = ExperimentReport(id=plan.run_id, name=plan.experiment.name, timestamp=plan.timestamp,
-                               status="running", source=plan.source, parent_run_id=plan.parent_run_id,
-                               tags=plan.tags, config=plan.describe())
-    store.start_run(run_row(pending, finished=False))
-    writer = BatchWriter(store)
-    items: list[ItemResult] = []
+    start_run(plan)
     if observer:
         observer.on_start(plan)
-
-    stored = {(o.index, o.run_index): o for o in outputs} if outputs is not None else None
-
-    async def one(key: tuple[int, int]) -> None:
-        if stored is None:
-            item = await produce(session, *key)
-        else:
-            item = stored[key].model_copy(update={"evaluations": {}}, deep=True)
-        writer.add("outputs", output_row(plan.run_id, item))
-        await score(session, item)
-        for row in score_rows(plan.run_id, item):
-            writer.add("scores", row)
-        items.append(item)
-        if observer:
-            observer.on_item(item)
-
+    items: list[ItemResult] = []
     started = time.perf_counter()
     status: Literal["completed", "incomplete"] = "incomplete"
     try:
-        async with Session(plan) as session:
-            keys = item_keys(plan) if stored is None else iter(sorted(stored))
-            await bounded(keys, 2 * (plan.concurrency + plan.judge_concurrency), one)
+        if outputs is None:
+            await stream(plan, item_keys(plan), full_step, tables=("outputs", "scores"), observer=observer,
+                         into=items)
+        else:
+            stored = sorted(outputs, key=lambda o: (o.index, o.run_index))
+            await stream(plan, stored, rescore_step, tables=("outputs", "scores"), observer=observer, into=items)
         status = "completed"
     finally:
-        report = _finish(plan, writer, items, (time.perf_counter() - started) * 1000, status)
+        report = finish(plan, items, (time.perf_counter() - started) * 1000, status)
         plan.experiment.last_report = report
     if observer:
         observer.on_finish(report)
     return report
 
 
-def _finish(plan: RunPlan, writer: BatchWriter, items: list[ItemResult], duration_ms: float,
-            status: Literal["completed", "incomplete"]) -> ExperimentReport:
+def finish(plan: RunPlan, items: list[ItemResult], duration_ms: float,
+           status: Literal["completed", "incomplete"]) -> ExperimentReport:
+    """Stages 3 and 4 and the final write: aggregates, verdicts, results JSON, run row."""
     report = build_report(plan, items, duration_ms, status)
     try:
-        writer.close()
-    finally:
-        try:
-            save(plan, report)
-        except Exception as exc:
-            if status == "completed":
-                raise
-            # Already failing: keep the original error, but say where the results could not go.
-            print(f"cobalt: could not save the interrupted run {plan.run_id}: {exc}", file=sys.stderr)
+        save(plan, report)
+    except Exception as exc:
+        if status == "completed":
+            raise
+        # Already failing: keep the original error, but say where the results could not go.
+        print(f"cobalt: could not save the interrupted run {plan.run_id}: {exc}", file=sys.stderr)
     return report
