@@ -9,7 +9,7 @@ import re
 import sys
 import tomllib
 from pathlib import Path
-from typing import Any, Literal, get_args, get_origin
+from typing import Any, Literal, TypeGuard, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
@@ -252,5 +252,5 @@ def _check_unknown_keys(data: Any, model: type[BaseModel], where: str, prefix: s
                     _check_unknown_keys(entry, inner, where, prefix=f"{prefix}{key}.{name}.")
 
 
-def _is_model(annotation: Any) -> bool:
+def _is_model(annotation: Any) -> TypeGuard[type[BaseModel]]:
     return isinstance(annotation, type) and issubclass(annotation, BaseModel)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import csv
 import io
 import json
@@ -104,9 +105,9 @@ class Dataset:
     @overload
     def __getitem__(self, index: int) -> Item: ...
     @overload
-    def __getitem__(self, index: slice) -> Dataset: ...
-    def __getitem__(self, index: int | slice) -> Item | Dataset:
-        if isinstance(index, slice):
+    def __getitem__(self, index: builtins.slice) -> Dataset: ...
+    def __getitem__(self, index: int | builtins.slice) -> Item | Dataset:
+        if isinstance(index, builtins.slice):
             return Dataset(self._items[index], source=self.source)
         return dict(self._items[index])
 

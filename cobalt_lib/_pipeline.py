@@ -92,7 +92,8 @@ def new_run_id() -> str:
 def prepare(experiment: Experiment, config: Config, *, run_id: str | None = None, concurrency: int | None = None,
             timeout: float | None = None, runs: int | None = None, tags: Iterable[str] = (),
             source: Literal["library", "dagster"] = "library", parent_run_id: str | None = None,
-            evaluators: Sequence[str] | None = None, items: Sequence[Mapping[str, Any]] | None = None) -> RunPlan:
+            evaluators: Sequence[str] | None = None, items: Sequence[Mapping[str, Any]] | None = None,
+            timestamp: str | None = None) -> RunPlan:
     """Validate everything that can be validated before the first agent call.
 
     `evaluators` keeps only those names (for rescoring); `items` validates stored items instead of
@@ -114,7 +115,7 @@ def prepare(experiment: Experiment, config: Config, *, run_id: str | None = None
         raise ConfigError(f"concurrency must be 1 or more, got {agent_limit}.")
     return RunPlan(
         experiment=experiment, config=config, run_id=run_id or new_run_id(),
-        timestamp=datetime.now(UTC).isoformat(), runs=runs or experiment.runs, concurrency=agent_limit,
+        timestamp=timestamp or datetime.now(UTC).isoformat(), runs=runs or experiment.runs, concurrency=agent_limit,
         judge_concurrency=experiment.judge_concurrency or config.judge_concurrency or agent_limit,
         timeout=timeout or experiment.timeout or config.timeout, endpoints=endpoints, assertions=assertions,
         tags=list(dict.fromkeys([*experiment.tags, *tags])), source=source, parent_run_id=parent_run_id,
