@@ -1,3 +1,35 @@
-"""cobalt on Dagster: experiments as partitioned assets, gates as asset checks (coming next)."""
+"""cobalt on Dagster: experiments as partitioned assets, quality gates as blocking asset checks.
 
-__all__: list[str] = []
+    # definitions.py of your code location
+    import dagster as dg
+    from cobalt_dagster import build_definitions
+
+    defs = dg.Definitions.merge(build_definitions("path/to/project"), my_definitions)
+
+Per experiment: assets `<experiment>/dataset`, `/outputs`, `/scores`, `/aggregates` (one dynamic
+partition per cobalt run id), a blocking check per quality gate, a job `<experiment>_eval`, a
+schedule when `[schedules]` names it, and the `cobalt_run_requests` sensor.
+"""
+
+from ._assets import ExperimentDefs, check_name, experiment_defs
+from ._automation import request_run
+from ._definitions import build_definitions, build_experiment_defs
+from ._gates import record_run, require_gates_passed
+from ._instance import dagster_home, local_instance
+from ._names import dagster_name
+from ._resource import CobaltResource
+
+__all__ = [
+    "CobaltResource",
+    "ExperimentDefs",
+    "build_definitions",
+    "build_experiment_defs",
+    "check_name",
+    "dagster_home",
+    "dagster_name",
+    "experiment_defs",
+    "local_instance",
+    "record_run",
+    "request_run",
+    "require_gates_passed",
+]

@@ -272,7 +272,8 @@ def _known_sum(values: list[float | None]) -> float | None:
 
 def judge_verdicts(plan: RunPlan, report: ExperimentReport) -> list[AssertionResult]:
     """Stage 4: every assertion over the aggregates; an unfinished run fails its gates."""
-    verdicts = [result for gate in plan.assertions for result in gate.evaluate(report, plan.config)]
+    verdicts = [result.model_copy(update={"gate": gate.name}) for gate in plan.assertions
+                for result in gate.evaluate(report, plan.config)]
     if report.status != "completed":
         verdicts.append(AssertionResult(name="run completed", passed=False,
                                         message=f"the run is {report.status}: only finished items were scored"))

@@ -131,6 +131,7 @@ class Summary(BaseModel):
 
 class AssertionResult(BaseModel):
     name: str
+    gate: str = ""  # the gate that produced it (no_regression yields one result per metric)
     passed: bool
     message: str = ""
     actual: float | None = None

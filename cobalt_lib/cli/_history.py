@@ -1,1 +1,181 @@
 """`cobalt history` and `cobalt compare`."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from .._compare import Comparison, ci_text, compare_reports, comparison_markdown
+from .._errors import ConfigError
+from .._history import load_report, resolve_run
+from .._store import Store
+from ._app import app
+from ._common import print_json, project_config, project_store
+
+NO_RUNS = "No runs yet; run `cobalt run`."
+
+
+def console() -> Console:
+    """stdout; colour only on a terminal, and wide enough that piped tables do not fold."""
+    out = Console(highlight=False)
+    return out if out.is_terminal else Console(highlight=False, width=max(out.width, 160), no_color=True)
+
+
+def stored_runs(store: Store, experiment: str | None = None) -> list[dict[str, Any]]:
+    """Every run, newest first; none when the store or its tables do not exist yet."""
+    import duckdb
+
+    if not store.path.exists():
+        return []
+    try:
+        return store.runs(experiment=experiment)
+    except duckdb.CatalogException:
+        return []
+
+
+def _evaluator_means(store: Store, run_ids: list[str]) -> dict[str, dict[str, float | None]]:
+    if not run_ids:
+        return {}
+    rows = store.query("SELECT run_id, metric, mean FROM aggregates WHERE kind = 'evaluator' "
+                       "AND run_id IN (SELECT unnest(?)) ORDER BY metric", [run_ids])
+    means: dict[str, dict[str, float | None]] = {}
+    for row in rows:
+        means.setdefault(row["run_id"], {})[row["metric"]] = row["mean"]
+    return means
+
+
+def _duration_ms(run: dict[str, Any]) -> float | None:
+    started, finished = run.get("started_at"), run.get("finished_at")
+    if isinstance(started, datetime) and isinstance(finished, datetime):
+        return (finished - started).total_seconds() * 1000
+    summary = run.get("summary") or {}
+    value = summary.get("total_duration_ms")
+    return float(value) if isinstance(value, int | float) else None
+
+
+def history_entry(run: dict[str, Any], means: dict[str, float | None]) -> dict[str, Any]:
+    started = run.get("started_at")
+    summary = run.get("summary") or {}
+    return {
+        "run_id": run["run_id"], "experiment": run["experiment"],
+        "date": started.isoformat() if isinstance(started, datetime) else started,
+        "tags": run.get("tags") or [], "status": run["status"], "passed": run.get("passed"),
+        "scores": means, "duration_ms": _duration_ms(run), "cost": summary.get("estimated_cost"),
+        "parent_run_id": run.get("parent_run_id"),
+    }
+
+
+def _verdict(entry: dict[str, Any]) -> str:
+    if entry["status"] != "completed":
+        return entry["status"]
+    return {True: "passed", False: "FAILED"}.get(entry["passed"], "completed")
+
+
+def _seconds(ms: float | None) -> str:
+    return "-" if ms is None else f"{ms / 1000:.1f}s"
+
+
+def _history_table(entries: list[dict[str, Any]]) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for column in ("date", "run id", "experiment", "tags", "status", "scores (mean)", "duration", "cost"):
+        table.add_column(column, justify="right" if column in ("duration", "cost") else "left")
+    for e in entries:
+        started = datetime.fromisoformat(e["date"]).astimezone() if e["date"] else None
+        scores = "  ".join(f"{name}={'-' if mean is None else f'{mean:.2f}'}" for name, mean in e["scores"].items())
+        table.add_row(started.strftime("%Y-%m-%d %H:%M:%S") if started else "-", e["run_id"], e["experiment"],
+                      ",".join(e["tags"]), _verdict(e), scores or "-", _seconds(e["duration_ms"]),
+                      "unknown" if e["cost"] is None else f"${e['cost']:.4f}")
+    return table
+
+
+@app.command()
+def history(
+    experiment: Annotated[str | None, typer.Option("--experiment", "-e", help="Only this experiment.")] = None,
+    tag: Annotated[str | None, typer.Option("--tag", "-t", help="Only runs with this tag.")] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="How many runs to show.")] = 20,
+    json_output: Annotated[bool, typer.Option("--json", help="Print the runs as a JSON list.")] = False,
+) -> None:
+    """List past runs, newest first: date, scores, pass/fail, duration and cost.
+
+    Example: `cobalt history --experiment qa-agent --limit 5`
+    """
+    if limit < 1:
+        raise ConfigError(f"--limit must be 1 or more, got {limit}.")
+    store = project_store(project_config())
+    runs = [r for r in stored_runs(store, experiment) if tag is None or tag in (r.get("tags") or [])][:limit]
+    means = _evaluator_means(store, [r["run_id"] for r in runs])
+    entries = [history_entry(r, means.get(r["run_id"], {})) for r in runs]
+    if json_output:
+        print_json(entries)
+    elif not entries:
+        scope = "".join(f" {what} {value!r}" for what, value in (("of experiment", experiment), ("tagged", tag))
+                        if value)
+        typer.echo(f"No runs{scope} yet; run `cobalt run`." if scope else NO_RUNS)
+    else:
+        console().print(_history_table(entries))
+
+
+def _fmt(value: float | None, digits: int = 3, sign: bool = False) -> str:
+    if value is None:
+        return "-"
+    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
+
+
+def _print_comparison(c: Comparison) -> None:
+    out = console()
+    out.print(f"compare {c.run_b} ({c.experiment_b}) against baseline {c.run_a} ({c.experiment_a}): "
+              f"{c.paired} paired items, {len(c.unpaired)} unpaired")
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for column in ("evaluator", "A", "B", "B - A", f"{c.confidence:.0%} CI", "pairs", "verdict"):
+        table.add_column(column, justify="left" if column in ("evaluator", "verdict") else "right")
+    for e in c.evaluators:
+        table.add_row(e.evaluator, _fmt(e.mean_a), _fmt(e.mean_b), _fmt(e.delta, sign=True), ci_text(e),
+                      str(e.pairs), e.verdict)
+    for m in c.metrics:
+        table.add_row(m.metric, _fmt(m.a, 4), _fmt(m.b, 4), _fmt(m.delta, 4, sign=True), "", "", "")
+    out.print(table)
+    for title, rows in (("most regressed", c.regressions), ("most improved", c.improvements)):
+        for r in rows:
+            text = " ".join(str(r.input).split())[:60]
+            out.print(f"{title}: item {r.index} run {r.run_index} {r.evaluator} {r.score_a:.3f} -> {r.score_b:.3f} "
+                      f"({r.delta:+.3f})  {text}")
+    for s in c.status_changes:
+        out.print(f"status changed: item {s.index} run {s.run_index} {s.status_a} -> {s.status_b}")
+    for u in c.unpaired:
+        out.print(f"unpaired: item {u.index} run {u.run_index} ({u.reason}), not compared")
+
+
+@app.command()
+def compare(
+    run_a: Annotated[str, typer.Argument(help="Baseline run: an id, a unique prefix, `latest` or `previous`.")],
+    run_b: Annotated[str, typer.Argument(help="Run compared with the baseline (reported as B - A).")],
+    experiment: Annotated[str | None, typer.Option("--experiment", "-e",
+                                                   help="Resolve latest/previous within this experiment.")] = None,
+    json_output: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
+    markdown: Annotated[bool, typer.Option("--markdown", help="Print the comparison as Markdown.")] = False,
+    top: Annotated[int, typer.Option("--top", help="How many most regressed/improved items.")] = 5,
+) -> None:
+    """Compare two runs: per-evaluator deltas with a bootstrap CI, and the items that moved most.
+
+    Example: `cobalt compare previous latest --experiment qa-agent`
+    """
+    if json_output and markdown:
+        raise ConfigError("Choose one output format: --json or --markdown, not both.")
+    if top < 0:
+        raise ConfigError(f"--top must be 0 or more, got {top}.")
+    store = project_store(project_config())
+    if not stored_runs(store):
+        raise ConfigError(f"There are no runs to compare yet; run `cobalt run` first (store: {store.path}).")
+    reports = [load_report(store, resolve_run(store, ref, experiment)) for ref in (run_a, run_b)]
+    result = compare_reports(reports[0], reports[1], top=top)
+    if json_output:
+        print_json(result.model_dump(mode="json"))
+    elif markdown:
+        typer.echo(comparison_markdown(result), nl=False)
+    else:
+        _print_comparison(result)

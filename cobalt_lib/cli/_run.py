@@ -29,6 +29,7 @@ def run(
     ci: Annotated[bool, typer.Option("--ci", help="Compact output without colour; exit 1 when a gate fails.")] = False,
     json_output: Annotated[bool, typer.Option("--json", help="Print the run summaries as JSON instead.")] = False,
     ui: Annotated[bool, typer.Option("--ui", help="Open the dashboard after the run.")] = False,
+    no_dagster: Annotated[bool, typer.Option("--no-dagster", help="Run the plain library path.")] = False,
 ) -> None:
     """Run experiments and report each item as it finishes.
 
@@ -45,7 +46,13 @@ def run(
         raise ConfigError(f"No experiments found in {where}; create one with `cobalt init` or pass a file.")
     # Validate every experiment before running any: a usage error means nothing runs.
     plans = [prepare(exp, config, concurrency=concurrency, tags=add_tag or ()) for exp in experiments]
-    reports = [_run_one(plan, ci=ci, quiet=json_output) for plan in plans]
+    if no_dagster:
+        reports = [_run_one(plan, ci=ci, quiet=json_output) for plan in plans]
+    else:
+        from cobalt_dagster._orchestrate import run_with_dagster
+
+        reporter = None if json_output else TerminalReporter(ci=ci)
+        reports = run_with_dagster(plans, config, reporter, concurrency=concurrency, add_tags=add_tag or ())
     if json_output:
         print_json([run_summary(r) for r in reports])
     github_outputs(reports)

@@ -1,0 +1,138 @@
+"""One experiment as four partitioned assets (dataset, outputs, scores, aggregates) plus blocking checks.
+
+The assets call the library's stage functions (`start_run`, `stream`, `finish`) and write the same
+DuckDB tables through cobalt's store module; the partition key is the cobalt run id.
+(No `from __future__ import annotations` here: Dagster reads the context annotations at runtime.)
+"""
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import dagster as dg
+
+from cobalt_lib import Experiment, ItemResult
+from cobalt_lib._assertions import Assertion
+from cobalt_lib._history import load_report
+from cobalt_lib._pipeline import agent_step, finish, item_keys, rescore_step, start_run, stream
+from cobalt_lib._rows import item_from_rows
+
+from ._live import OBSERVERS
+from ._metadata import aggregates_metadata, outputs_metadata, scores_metadata
+from ._names import dagster_name
+from ._resource import CobaltResource, run_async
+
+
+@dataclass
+class ExperimentDefs:
+    """Everything Dagster needs for one experiment."""
+
+    experiment: Experiment
+    name: str
+    partitions: dg.DynamicPartitionsDefinition
+    assets: list[dg.AssetsDefinition]
+    checks: list[dg.AssetChecksDefinition]
+    job: Any
+
+    @property
+    def partitions_name(self) -> str:
+        return f"{self.name}_runs"
+
+    @property
+    def aggregates_key(self) -> dg.AssetKey:
+        return dg.AssetKey([self.name, "aggregates"])
+
+
+def _partition(context: dg.AssetExecutionContext) -> str:
+    return context.partition_key
+
+
+def _load_items(cobalt: CobaltResource, run_id: str, *, with_scores: bool) -> list[ItemResult]:
+    store = cobalt.store()
+    scores: dict[tuple[int, int], list[dict[str, Any]]] = {}
+    if with_scores:
+        for row in store.rows("scores", run_id):
+            scores.setdefault((row["item_index"], row["run_index"]), []).append(row)
+    return [item_from_rows(o, scores.get((o["item_index"], o["run_index"]), []))
+            for o in store.rows("outputs", run_id)]
+
+
+def experiment_defs(experiment: Experiment, gates: list[Assertion]) -> ExperimentDefs:
+    """Build the assets, checks and job of one experiment; `gates` are its assertions plus config's."""
+    name = dagster_name(experiment.name)
+    parts = dg.DynamicPartitionsDefinition(name=f"{name}_runs")
+    common: dict[str, Any] = {"key_prefix": [name], "group_name": name, "partitions_def": parts}
+    desc = experiment.description or f"cobalt experiment {experiment.name!r}"
+
+    @dg.asset(name="dataset", description=f"The dataset of {desc}.", **common)
+    def dataset(context: dg.AssetExecutionContext, cobalt: CobaltResource) -> dg.MaterializeResult:
+        plan = cobalt.plan(experiment, _partition(context), context.run.tags)
+        start_run(plan)
+        observer = OBSERVERS.get(plan.run_id)
+        if observer:
+            observer.on_start(plan)
+        return dg.MaterializeResult(metadata={
+            "items": dg.MetadataValue.int(len(experiment.dataset)),
+            "source": dg.MetadataValue.text(experiment.dataset.source or "inline"),
+            "evaluators": dg.MetadataValue.text(", ".join(e.name for e in plan.evaluators)),
+            "cobalt_run_id": dg.MetadataValue.text(plan.run_id)})
+
+    @dg.asset(name="outputs", deps=[dataset], description="The agent's output for every item.", **common)
+    def outputs(context: dg.AssetExecutionContext, cobalt: CobaltResource) -> dg.MaterializeResult:
+        plan = cobalt.plan(experiment, _partition(context), context.run.tags)
+        plan.store.write({}, delete_run=plan.run_id, delete_tables=["outputs", "scores"])  # re-materialisation
+        items = run_async(stream(plan, item_keys(plan), agent_step, tables=("outputs",)))
+        return dg.MaterializeResult(metadata=outputs_metadata(items))
+
+    @dg.asset(name="scores", deps=[outputs], description="Every evaluator's score of every output.", **common)
+    def scores(context: dg.AssetExecutionContext, cobalt: CobaltResource) -> dg.MaterializeResult:
+        plan = cobalt.plan(experiment, _partition(context), context.run.tags)
+        stored = _load_items(cobalt, plan.run_id, with_scores=False)
+        plan.store.write({}, delete_run=plan.run_id, delete_tables=["scores"])
+        items = run_async(stream(plan, stored, rescore_step, tables=("scores",),
+                                 observer=OBSERVERS.get(plan.run_id)))
+        return dg.MaterializeResult(metadata=scores_metadata(items))
+
+    @dg.asset(name="aggregates", deps=[scores], description="Statistics per evaluator and verdicts.", **common)
+    def aggregates(context: dg.AssetExecutionContext, cobalt: CobaltResource) -> dg.MaterializeResult:
+        plan = cobalt.plan(experiment, _partition(context), context.run.tags)
+        items = _load_items(cobalt, plan.run_id, with_scores=True)
+        started = datetime.fromisoformat(plan.timestamp)
+        duration_ms = (datetime.now(UTC) - started).total_seconds() * 1000
+        report = finish(plan, items, duration_ms, "completed")
+        observer = OBSERVERS.get(plan.run_id)
+        if observer:
+            observer.on_finish(report)
+        return dg.MaterializeResult(metadata=aggregates_metadata(report, plan.store))
+
+    checks = [_gate_check(experiment, gate, aggregates, name, i) for i, gate in enumerate(gates)]
+    job = dg.define_asset_job(f"{name}_eval", selection=dg.AssetSelection.groups(name),
+                              description=f"Run the cobalt experiment {experiment.name!r}.")
+    return ExperimentDefs(experiment, name, parts, [dataset, outputs, scores, aggregates], checks, job)
+
+
+def check_name(gate_name: str, index: int) -> str:
+    """A valid, deterministic Dagster check name for the experiment's `index`-th gate."""
+    return f"gate_{index}_{dagster_name(gate_name)}"[:60].rstrip("_")
+
+
+def _gate_check(experiment: Experiment, gate: Assertion, aggregates: dg.AssetsDefinition, name: str,
+                index: int) -> dg.AssetChecksDefinition:
+    @dg.asset_check(asset=aggregates, name=check_name(gate.name, index), blocking=True,
+                    description=f"Quality gate: {gate.name}")
+    def check(context: dg.AssetCheckExecutionContext, cobalt: CobaltResource) -> dg.AssetCheckResult:
+        run_id = context.run.tags.get("dagster/partition", "")
+        report = load_report(cobalt.store(), run_id)
+        results = gate.evaluate(report, cobalt.config())
+        failed = [r for r in results if not r.passed]
+        shown = failed[0] if failed else (results[0] if results else None)
+        metadata: dict[str, Any] = {"cobalt_run_id": dg.MetadataValue.text(run_id),
+                                    "message": dg.MetadataValue.text("; ".join(r.message for r in results))}
+        if shown is not None and shown.actual is not None:
+            metadata["actual"] = dg.MetadataValue.float(shown.actual)
+        if shown is not None and shown.expected is not None:
+            metadata["expected"] = dg.MetadataValue.float(shown.expected)
+        return dg.AssetCheckResult(passed=not failed and bool(results), severity=dg.AssetCheckSeverity.ERROR,
+                                   metadata=metadata, description=gate.name)
+
+    return check

@@ -1,0 +1,50 @@
+"""`build_definitions`: the project's experiments as Dagster Definitions a user can merge with their own."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import dagster as dg
+
+from cobalt_lib import Config, Experiment, load_config, load_experiments
+from cobalt_lib._assertions import config_assertions
+
+from ._assets import ExperimentDefs, experiment_defs
+from ._automation import build_schedules, build_sensor
+from ._instance import quiet_dagster_warnings
+from ._names import check_unique
+from ._resource import CobaltResource
+
+
+def project_dir_from_env() -> Path:
+    """`COBALT_PROJECT_DIR` if set, else the working directory (the project root is found upward)."""
+    return Path(os.environ.get("COBALT_PROJECT_DIR") or Path.cwd())
+
+
+def build_experiment_defs(experiments: Sequence[Experiment], config: Config) -> list[ExperimentDefs]:
+    check_unique(e.name for e in experiments)
+    gates = config_assertions(config)
+    return [experiment_defs(e, [*e.assertions, *gates]) for e in experiments]
+
+
+def build_definitions(project_dir: str | Path | None = None, *,
+                      experiments: Sequence[Experiment] | None = None) -> dg.Definitions:
+    """Assets, checks, jobs, schedules and the request sensor of every experiment in the project.
+
+    `experiments` defaults to those discovered under the project's `test_dir`.
+    """
+    quiet_dagster_warnings()
+    config = load_config(Path(project_dir) if project_dir else project_dir_from_env())
+    found = list(experiments) if experiments is not None else load_experiments(config)
+    defs = build_experiment_defs(found, config)
+    return dg.Definitions(
+        assets=[asset for d in defs for asset in d.assets],
+        asset_checks=[check for d in defs for check in d.checks],
+        jobs=[d.job for d in defs],
+        schedules=build_schedules(config, defs),
+        sensors=[build_sensor(config, defs)] if defs else [],
+        resources={"cobalt": CobaltResource(project_dir=str(config.root))},
+        executor=dg.in_process_executor,
+    )
