@@ -5,6 +5,7 @@ DuckDB tables through cobalt's store module; the partition key is the cobalt run
 (No `from __future__ import annotations` here: Dagster reads the context annotations at runtime.)
 """
 
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -113,7 +114,9 @@ def experiment_defs(experiment: Experiment, gates: list[Assertion]) -> Experimen
 
 def check_name(gate_name: str, index: int) -> str:
     """A valid, deterministic Dagster check name for the experiment's `index`-th gate."""
-    return f"gate_{index}_{dagster_name(gate_name)}"[:60].rstrip("_")
+    words = gate_name.replace(">=", " min ").replace("<=", " max ")
+    slug = re.sub(r"_+", "_", dagster_name(words)).strip("_")
+    return f"gate_{index}_{slug}"[:60].rstrip("_")
 
 
 def _gate_check(experiment: Experiment, gate: Assertion, aggregates: dg.AssetsDefinition, name: str,

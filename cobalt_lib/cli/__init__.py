@@ -8,7 +8,7 @@ import click
 import typer
 
 from .._errors import CobaltError
-from . import _history, _init, _manage, _run  # noqa: F401  (commands register on import)
+from . import _history, _init, _manage, _run, _serve  # noqa: F401  (commands register on import)
 from ._app import app
 
 __all__ = ["app", "main"]

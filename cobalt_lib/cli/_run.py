@@ -59,10 +59,12 @@ def run(
     for report in reports:
         for warning in post_webhooks(config.webhooks, report):
             print(f"warning: {warning}", file=sys.stderr)
+    code = 0 if all(r.passed for r in reports) else 1
     if ui:
-        print("The dashboard (Dagster UI) is not available in this version; use `cobalt history`.",
-              file=sys.stderr)
-    raise typer.Exit(0 if all(r.passed for r in reports) else 1)
+        from ._serve import serve_dashboard
+
+        serve_dashboard(config, open_browser=True)
+    raise typer.Exit(code)
 
 
 def _run_one(plan: RunPlan, *, ci: bool, quiet: bool) -> ExperimentReport:

@@ -1,0 +1,121 @@
+"""`cobalt serve` (the Dagster webserver and daemon on 127.0.0.1) and `cobalt request`."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import webbrowser
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .._config import Config
+from .._errors import ConfigError
+from ._app import app
+from ._common import project_config
+
+STOP_SECONDS = 10.0
+
+
+def serve_dashboard(config: Config, port: int | None = None, *, open_browser: bool | None = None) -> int:
+    """Run webserver + daemon until Ctrl-C (or SIGTERM); returns the exit code."""
+    from cobalt_dagster import dagster_home, local_instance
+
+    local_instance(config)  # create and migrate first: webserver and daemon racing on it corrupts it
+    port = port or config.dashboard.port
+    env = {**os.environ, "DAGSTER_HOME": str(dagster_home(config)), "COBALT_PROJECT_DIR": str(config.root)}
+    bin_dir = Path(sys.executable).parent
+    module = ["-m", "cobalt_dagster.definitions"]
+    commands = [[str(bin_dir / "dagster-webserver"), *module, "-h", "127.0.0.1", "-p", str(port)],
+                [str(bin_dir / "dagster-daemon"), "run", *module]]
+    children = [subprocess.Popen(cmd, env=env, cwd=config.root, start_new_session=True,
+                                 stdout=subprocess.DEVNULL if i else None) for i, cmd in enumerate(commands)]
+    stopping = False
+
+    def stop(signum: int, frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    url = f"http://127.0.0.1:{port}"
+    try:
+        if _wait_ready(url, children, lambda: stopping):
+            typer.echo(f"cobalt dashboard: {url}  (Ctrl-C stops it)")
+            if open_browser if open_browser is not None else config.dashboard.open:
+                webbrowser.open(url)
+        while not stopping and all(child.poll() is None for child in children):
+            time.sleep(0.2)
+    finally:
+        _stop(children)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    failed = [c for c in children if c.returncode not in (0, -signal.SIGINT, -signal.SIGTERM, 130, None)]
+    return 0 if stopping or not failed else 1
+
+
+def _wait_ready(url: str, children: list[subprocess.Popen[bytes]], stopping: Callable[[], bool]) -> bool:
+    import httpx
+
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not stopping() and all(c.poll() is None for c in children):
+        try:
+            if httpx.get(f"{url}/server_info", timeout=2).status_code == 200:
+                return True
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    return False
+
+
+def _stop(children: list[subprocess.Popen[bytes]]) -> None:
+    """SIGINT each child (dagster ignores SIGTERM from scripts), then kill what is left after 10 s."""
+    for child in children:
+        if child.poll() is None:
+            child.send_signal(signal.SIGINT)
+    deadline = time.monotonic() + STOP_SECONDS
+    for child in children:
+        try:
+            child.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+
+
+@app.command()
+def serve(
+    port: Annotated[int | None, typer.Option("--port", "-p", help="Port on 127.0.0.1 (default 4000).")] = None,
+    open_browser: Annotated[bool | None, typer.Option("--open/--no-open", help="Open a browser tab.")] = None,
+) -> None:
+    """Start the dashboard: the Dagster webserver and daemon for this project on 127.0.0.1.
+
+    Uses DAGSTER_HOME=.cobalt/dagster; schedules from `[schedules]` run while it is up.
+
+    Example: `cobalt serve --port 4000`
+    """
+    raise typer.Exit(serve_dashboard(project_config(), port, open_browser=open_browser))
+
+
+@app.command()
+def request(
+    experiment: Annotated[str, typer.Argument(help="The experiment to run.")],
+    concurrency: Annotated[int | None, typer.Option("--concurrency", "-c", min=1, help="Calls in flight.")] = None,
+) -> None:
+    """Ask the running dashboard's daemon to run an experiment (picked up within seconds).
+
+    Example: `cobalt request qa-agent`
+    """
+    from cobalt_dagster import request_run
+
+    from .._discovery import load_experiments
+
+    config = project_config()
+    names = [e.name for e in load_experiments(config)]
+    if experiment not in names:
+        raise ConfigError(f"No experiment named {experiment!r}; known: {', '.join(names) or 'none'}.")
+    path = request_run(config, experiment, **({"concurrency": concurrency} if concurrency else {}))
+    typer.echo(f"requested a run of {experiment} ({path.stem}); the daemon of `cobalt serve` will start it")
