@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import difflib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, overload
@@ -89,7 +90,14 @@ class Experiment:
         Overrides: `concurrency`, `timeout`, `runs`, `tags`, `run_id`. A Ctrl-C keeps what finished
         (the run is stored as `incomplete`) and then raises KeyboardInterrupt.
         """
-        return asyncio.run(self.arun(config=config, observer=observer, **overrides))
+        coro = self.arun(config=config, observer=observer, **overrides)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(coro)
+        # Inside a running loop (a notebook): run on a fresh loop in a helper thread.
+        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="cobalt-run") as pool:
+            return pool.submit(asyncio.run, coro).result()
 
     async def arun(self, *, config: Config | None = None, observer: Any = None,
                    **overrides: Any) -> ExperimentReport:

@@ -265,3 +265,10 @@ def test_config_defaults_apply(project: Path) -> None:
     (project / "cobalt.toml").write_text("concurrency = 7\ntimeout = 12\n")
     report = experiment("cfg", DATA, _echo_expected).run(config=load_config())
     assert (report.config["concurrency"], report.config["judge_concurrency"], report.config["timeout"]) == (7, 7, 12)
+
+
+@pytest.mark.anyio
+async def test_run_works_inside_a_running_event_loop(project: Path) -> None:
+    report = experiment("notebook", DATA, _echo_expected,
+                        evaluators=[Evaluator(name="exact", type="exact-match")]).run()
+    assert report.summary.scores["exact"].avg == 1.0
