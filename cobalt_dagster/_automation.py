@@ -67,19 +67,32 @@ def build_sensor(config: Config, defs: list[ExperimentDefs]) -> dg.SensorDefinit
         runs, partitions = [], []
         for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
             try:
-                request = json.loads(path.read_text(encoding="utf-8"))
-                target = by_name[request["experiment"]]
-                run_id = str(request.get("run_id") or new_run_id())
-            except (ValueError, KeyError) as exc:
-                context.log.warning(f"ignoring run request {path.name}: {exc!r}")
-                path.rename(path.with_suffix(".rejected"))
+                target, run_id, tags = _parse_request(path, by_name)
+            except ValueError as exc:
+                context.log.warning(f"ignoring run request {path.name}: {exc}")
+                path.replace(path.with_suffix(".rejected"))
                 continue
-            tags = {"cobalt/trigger": "request"}
-            if request.get("concurrency"):
-                tags["cobalt/concurrency"] = str(request["concurrency"])
             partitions.append(target.partitions.build_add_request([run_id]))
             runs.append(dg.RunRequest(run_key=run_id, job_name=target.job.name, partition_key=run_id, tags=tags))
             path.unlink()
         return dg.SensorResult(run_requests=runs, dynamic_partitions_requests=partitions)
 
     return requests
+
+
+def _parse_request(path: Path, by_name: dict[str, ExperimentDefs]) -> tuple[ExperimentDefs, str, dict[str, str]]:
+    """The experiment, run id and run tags a request file asks for; ValueError when it is not valid."""
+    request = json.loads(path.read_text(encoding="utf-8"))  # JSONDecodeError is a ValueError
+    if not isinstance(request, dict):
+        raise ValueError(f"expected a JSON object, got {type(request).__name__}")
+    target = by_name.get(str(request.get("experiment")))
+    if target is None:
+        known = ", ".join(sorted({d.experiment.name for d in by_name.values()}))
+        raise ValueError(f"no experiment named {request.get('experiment')!r}; known: {known}")
+    tags = {"cobalt/trigger": "request"}
+    concurrency = request.get("concurrency")
+    if concurrency is not None:
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+            raise ValueError(f"concurrency must be a positive integer, got {concurrency!r}")
+        tags["cobalt/concurrency"] = str(concurrency)
+    return target, str(request.get("run_id") or new_run_id()), tags

@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 from typing import Any, Literal
 
-import numpy as np
 from pydantic import BaseModel, Field
 
 from ._report import ExperimentReport, ItemResult
@@ -145,6 +144,8 @@ def pair_items(a: list[ItemResult], b: list[ItemResult]) -> tuple[list[tuple[Ite
 def bootstrap_ci(diffs: list[float], *, resamples: int = 2000, seed: int = 0,
                  confidence: float = 0.95) -> tuple[float, float]:
     """Percentile bootstrap CI of the mean of `diffs` (resampling the pairs with replacement)."""
+    import numpy as np  # lazily: `cobalt --help` and the other commands need no numpy
+
     values = np.asarray(diffs, dtype=float)
     rng = np.random.default_rng(seed)
     block = max(1, _BLOCK_CELLS // len(values))

@@ -88,7 +88,8 @@ class Experiment:
         """Run every item through the agent and the evaluators; store and return the report.
 
         Overrides: `concurrency`, `timeout`, `runs`, `tags`, `run_id`. A Ctrl-C keeps what finished
-        (the run is stored as `incomplete`) and then raises KeyboardInterrupt.
+        (the run is stored as `incomplete`) and then raises KeyboardInterrupt; `resume=<run id>`
+        then finishes that run, doing only the missing items and scores.
         """
         coro = self.arun(config=config, observer=observer, **overrides)
         try:
@@ -99,13 +100,30 @@ class Experiment:
         with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="cobalt-run") as pool:
             return pool.submit(asyncio.run, coro).result()
 
-    async def arun(self, *, config: Config | None = None, observer: Any = None,
+    async def arun(self, *, config: Config | None = None, observer: Any = None, resume: str | None = None,
                    **overrides: Any) -> ExperimentReport:
         """`run()` for code already inside an event loop."""
         from ._pipeline import execute, prepare
 
-        plan = prepare(self, config or load_config(), **overrides)
-        return await execute(plan, observer)
+        config = config or load_config()
+        if resume is None:
+            return await execute(prepare(self, config, **overrides), observer)
+        run_id, timestamp, items = _resumable(self, config, resume)
+        plan = prepare(self, config, run_id=run_id, timestamp=timestamp, **overrides)
+        return await execute(plan, observer, resume=items)
+
+
+def _resumable(exp: Experiment, config: Config, ref: str) -> tuple[str, str, list[Any]]:
+    """The run to resume: it must belong to this experiment; its stored rows say what is done."""
+    from ._history import resolve_run, stored_items
+    from ._store import Store
+
+    store = Store(config.output_path / "cobalt.duckdb")
+    run_id = resolve_run(store, ref, experiment=exp.name)
+    run = store.query("SELECT started_at, status FROM runs WHERE run_id = ?", [run_id])[0]
+    if run["status"] == "completed":
+        raise ConfigError(f"Run {run_id} of {exp.name!r} is already completed; there is nothing to resume.")
+    return run_id, run["started_at"].isoformat(), stored_items(store, run_id)
 
 
 def _check_positive(where: str, **values: float | None) -> None:

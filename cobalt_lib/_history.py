@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from ._errors import ConfigError
-from ._report import AssertionResult, ExperimentReport, Summary
+from ._report import AssertionResult, ExperimentReport, ItemResult, Summary
 from ._results import read_results
 from ._rows import item_from_rows, stats_from_row
 from ._store import Store
@@ -44,13 +44,18 @@ def load_report(store: Store, run_id: str) -> ExperimentReport:
     return _from_rows(store, run)
 
 
-def _from_rows(store: Store, run: dict[str, Any]) -> ExperimentReport:
-    run_id = run["run_id"]
+def stored_items(store: Store, run_id: str) -> list[ItemResult]:
+    """Every item of a run as its rows hold it (the truth after a crash: the JSON may be missing)."""
     scores: dict[tuple[int, int], list[dict[str, Any]]] = {}
     for row in store.rows("scores", run_id):
         scores.setdefault((row["item_index"], row["run_index"]), []).append(row)
-    items = [item_from_rows(o, scores.get((o["item_index"], o["run_index"]), []))
-             for o in store.rows("outputs", run_id)]
+    return [item_from_rows(o, scores.get((o["item_index"], o["run_index"]), []))
+            for o in store.rows("outputs", run_id)]
+
+
+def _from_rows(store: Store, run: dict[str, Any]) -> ExperimentReport:
+    run_id = run["run_id"]
+    items = stored_items(store, run_id)
     summary = Summary.model_validate(run["summary"]) if run.get("summary") else Summary()
     for row in store.rows("aggregates", run_id):
         (summary.scores if row["kind"] == "evaluator" else summary.metrics)[row["metric"]] = stats_from_row(row)

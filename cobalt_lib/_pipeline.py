@@ -349,25 +349,31 @@ async def rescore_step(session: Session, item: ItemResult) -> ItemResult:
     return await score(session, item.model_copy(update={"evaluations": {}}, deep=True))
 
 
-async def execute(plan: RunPlan, observer: Observer | None = None,
-                  outputs: Sequence[ItemResult] | None = None) -> ExperimentReport:
+async def execute(plan: RunPlan, observer: Observer | None = None, *,
+                  outputs: Sequence[ItemResult] | None = None,
+                  resume: Sequence[ItemResult] | None = None) -> ExperimentReport:
     """The library path: each item goes agent -> evaluators as soon as it can; rows stream to the store.
 
-    With `outputs` (a stored run's items), the agent is not called: only the evaluators run.
+    With `outputs` (another run's items) the agent is not called: only the evaluators run, as a new
+    run. With `resume` (this run's stored items, after a crash or Ctrl-C) only what is missing runs:
+    items without an output go through agent and evaluators, outputs without every score are scored.
     """
     start_run(plan)
     if observer:
         observer.on_start(plan)
-    items: list[ItemResult] = []
+    done, unscored, missing = _resume_split(plan, resume or [])
+    items: list[ItemResult] = list(done)
     started = time.perf_counter()
     status: Literal["completed", "incomplete"] = "incomplete"
     try:
-        if outputs is None:
-            await stream(plan, item_keys(plan), full_step, tables=("outputs", "scores"), observer=observer,
-                         into=items)
-        else:
+        if outputs is not None:
             stored = sorted(outputs, key=lambda o: (o.index, o.run_index))
             await stream(plan, stored, rescore_step, tables=("outputs", "scores"), observer=observer, into=items)
+        else:
+            if unscored:
+                plan.store.delete_items(plan.run_id, "scores", [(i.index, i.run_index) for i in unscored])
+                await stream(plan, unscored, rescore_step, tables=("scores",), observer=observer, into=items)
+            await stream(plan, missing, full_step, tables=("outputs", "scores"), observer=observer, into=items)
         status = "completed"
     finally:
         report = finish(plan, items, (time.perf_counter() - started) * 1000, status)
@@ -375,6 +381,17 @@ async def execute(plan: RunPlan, observer: Observer | None = None,
     if observer:
         observer.on_finish(report)
     return report
+
+
+def _resume_split(plan: RunPlan, stored: Sequence[ItemResult]) -> tuple[
+        list[ItemResult], list[ItemResult], list[tuple[int, int]]]:
+    """Stored items that are complete, stored ok outputs lacking a score, and keys never run."""
+    wanted = {e.name for e in plan.evaluators}
+    by_key = {(i.index, i.run_index): i for i in stored}
+    done = [i for i in by_key.values() if i.status != "ok" or wanted <= set(i.evaluations)]
+    unscored = [i for i in by_key.values() if i.status == "ok" and not wanted <= set(i.evaluations)]
+    missing = [key for key in item_keys(plan) if key not in by_key]
+    return done, unscored, missing
 
 
 def finish(plan: RunPlan, items: list[ItemResult], duration_ms: float,

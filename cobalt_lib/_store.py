@@ -116,6 +116,15 @@ class Store:
                 con.execute("ROLLBACK")
                 raise
 
+    def delete_items(self, run_id: str, table: str, keys: Sequence[tuple[int, int]]) -> None:
+        """Delete the rows of some (item_index, run_index) pairs of a run, in one transaction."""
+        with self.connect() as con:
+            con.execute("BEGIN TRANSACTION")
+            for index, run_index in keys:
+                con.execute(f"DELETE FROM {table} WHERE run_id = ? AND item_index = ? AND run_index = ?",
+                            [run_id, index, run_index])
+            con.execute("COMMIT")
+
     def start_run(self, row: dict[str, Any]) -> None:
         row = {"pid": os.getpid(), "host": socket.gethostname(), "status": "running", **row}
         self.write({"runs": [row]}, delete_run=row["run_id"], delete_tables=["runs"])

@@ -54,11 +54,16 @@ class Cleanup:
     def describe(self) -> str:
         parts = []
         if self.cache_files:
-            parts.append(f"{len(self.cache_files)} cache entries ({human_size(self.size(self.cache_files))})")
+            parts.append(f"{_count(self.cache_files, 'cache entry', 'cache entries')} "
+                         f"({human_size(self.size(self.cache_files))})")
         if self.result_files or self.run_ids:
-            parts.append(f"{len(self.run_ids)} runs from the store and {len(self.result_files)} results files "
-                         f"({human_size(self.size(self.result_files))})")
+            parts.append(f"{_count(self.run_ids, 'run')} from the store and "
+                         f"{_count(self.result_files, 'results file')} ({human_size(self.size(self.result_files))})")
         return " and ".join(parts)
+
+
+def _count(things: list[Any], one: str, many: str | None = None) -> str:
+    return f"{len(things)} {one if len(things) == 1 else many or one + 's'}"
 
 
 #: A temporary file younger than this may belong to a write in progress: leave it.

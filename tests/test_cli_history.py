@@ -1,0 +1,221 @@
+"""`cobalt history` and `cobalt compare` as a user types them, over runs made by `cobalt run`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cobalt_lib import Store
+
+COBALT = str(Path(sys.executable).parent / "cobalt")
+_DROP = ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY",
+         "WRONG", "CHANGED")
+
+# Eight questions; WRONG=n answers the first n with "no" (wrong for `exact`, still short for `short`);
+# CHANGED=i changes item i's input, so it cannot be paired with earlier runs.
+QA = '''
+import os
+from cobalt_lib import Dataset, Evaluator, experiment, threshold
+
+WRONG = int(os.environ.get("WRONG", "0"))
+CHANGED = int(os.environ.get("CHANGED", "-1"))
+data = Dataset([{"input": f"q{i}" + ("-v2" if i == CHANGED else ""), "expected_output": f"a{i}"}
+                for i in range(8)])
+
+
+def short(ctx):
+    return {"score": 1.0 if len(ctx.output) <= 2 else 0.0, "reason": f"{len(ctx.output)} chars"}
+
+
+@experiment("qa", data, tags=["smoke"], assertions=[threshold("exact", 0.75)],
+            evaluators=[Evaluator(name="exact", type="exact-match"),
+                        Evaluator(name="short", type="function", fn=short)])
+def agent(ctx):
+    return "no" if ctx.index < WRONG else ctx.item["expected_output"]
+'''
+
+OTHER = '''
+from cobalt_lib import Dataset, Evaluator, experiment
+experiment("other", Dataset([{"expected_output": "x"}]), lambda ctx: "x", tags=["nightly"],
+           evaluators=[Evaluator(name="exact", type="exact-match")])
+'''
+
+
+def cobalt(project: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if k not in _DROP}
+    return subprocess.run([COBALT, *args], cwd=project, capture_output=True, text=True, timeout=120,
+                          env={**clean, **env}, stdin=subprocess.DEVNULL)
+
+
+def write_experiments(root: Path) -> None:
+    (root / "experiments").mkdir(exist_ok=True)
+    (root / "experiments" / "qa.cobalt.py").write_text(QA)
+    (root / "experiments" / "other_experiment.py").write_text(OTHER)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
+    """Four runs, oldest first: `other`, qa (all right), qa (6 of 8 wrong), qa (same, item 7's input changed).
+
+    The first two go through Dagster (the default), the others through the plain library path.
+    """
+    root = tmp_path_factory.mktemp("history")
+    write_experiments(root)
+    for args, env, code in ((("run",), {}, 0), (("run", "-f", "qa", "--no-dagster"), {"WRONG": "6"}, 1),
+                            (("run", "-f", "qa", "--no-dagster"), {"WRONG": "6", "CHANGED": "7"}, 1)):
+        result = cobalt(root, *args, **env)
+        assert result.returncode == code, result.stdout + result.stderr
+    stored = Store(root / ".cobalt" / "cobalt.duckdb").runs()
+    assert [r["experiment"] for r in stored] == ["qa", "qa", "qa", "other"]
+    assert [r["source"] for r in stored] == ["library", "library", "dagster", "dagster"]
+    return root, stored
+
+
+def test_help_shows_examples(project: Path) -> None:
+    for command in ("history", "compare"):
+        result = cobalt(project, command, "--help")
+        assert result.returncode == 0 and "Example:" in result.stdout and f"cobalt {command}" in result.stdout
+
+
+def test_history_of_an_empty_project_is_a_friendly_message(project: Path) -> None:
+    result = cobalt(project, "history")
+    assert result.returncode == 0 and result.stdout.strip() == "No runs yet; run `cobalt run`."
+    assert not (project / ".cobalt").exists()  # reading never creates the store
+    as_json = cobalt(project, "history", "--json")
+    assert as_json.returncode == 0 and json.loads(as_json.stdout) == []
+
+
+def test_history_json_lists_runs_newest_first_with_their_numbers(runs: tuple[Path, list[dict[str, Any]]]) -> None:
+    root, stored = runs
+    result = cobalt(root, "history", "--json")
+    assert result.returncode == 0, result.stderr
+    entries = json.loads(result.stdout)
+    assert [e["run_id"] for e in entries] == [r["run_id"] for r in stored]
+    assert [e["experiment"] for e in entries] == ["qa", "qa", "qa", "other"]
+    assert [e["scores"] for e in entries] == [{"exact": 0.25, "short": 1.0}, {"exact": 0.25, "short": 1.0},
+                                              {"exact": 1.0, "short": 1.0}, {"exact": 1.0}]
+    assert [e["passed"] for e in entries] == [False, False, True, True]
+    assert all(e["status"] == "completed" and e["cost"] is None and e["duration_ms"] > 0 for e in entries)
+    assert entries[0]["tags"] == ["smoke"] and entries[3]["tags"] == ["nightly"]
+    assert entries[0]["date"] == stored[0]["started_at"].isoformat()
+
+
+def test_history_filters_and_limit(runs: tuple[Path, list[dict[str, Any]]]) -> None:
+    root, stored = runs
+    by_experiment = json.loads(cobalt(root, "history", "--json", "--experiment", "other").stdout)
+    assert [e["experiment"] for e in by_experiment] == ["other"]
+    by_tag = json.loads(cobalt(root, "history", "--json", "--tag", "smoke", "--limit", "2").stdout)
+    assert [e["run_id"] for e in by_tag] == [r["run_id"] for r in stored[:2]]
+    none = cobalt(root, "history", "--tag", "nope")
+    assert none.returncode == 0 and "No runs tagged 'nope' yet" in none.stdout
+    bad = cobalt(root, "history", "--limit", "0")
+    assert bad.returncode == 2 and bad.stderr.strip() == "error: --limit must be 1 or more, got 0."
+
+
+def test_history_table(runs: tuple[Path, list[dict[str, Any]]]) -> None:
+    root, stored = runs
+    result = cobalt(root, "history")
+    assert result.returncode == 0 and "\x1b[" not in result.stdout
+    lines = result.stdout.splitlines()
+    assert "date" in lines[0] and "cost" in lines[0]
+    newest, baseline = next(ln for ln in lines if stored[0]["run_id"] in ln), next(
+        ln for ln in lines if stored[2]["run_id"] in ln)
+    assert "FAILED" in newest and "exact=0.25  short=1.00" in newest and "unknown" in newest
+    assert "passed" in baseline and "exact=1.00" in baseline and "smoke" in baseline
+
+
+def test_history_shows_running_and_incomplete_runs(project: Path) -> None:
+    store = Store(project / ".cobalt" / "cobalt.duckdb")
+    finished = subprocess.Popen([sys.executable, "-c", "pass"])  # its pid: a process that has exited
+    finished.wait()
+    store.start_run({"run_id": "r-killed", "experiment": "qa", "started_at": "2026-01-01T00:00:00+00:00",
+                     "pid": finished.pid, "tags": [], "config": {}})
+    store.start_run({"run_id": "r-live", "experiment": "qa", "started_at": "2026-01-02T00:00:00+00:00",
+                     "tags": [], "config": {}})  # this test process: alive
+    entries = json.loads(cobalt(project, "history", "--json").stdout)
+    assert [(e["run_id"], e["status"], e["passed"], e["duration_ms"]) for e in entries] == [
+        ("r-live", "running", None, None), ("r-killed", "incomplete", None, None)]
+    table = cobalt(project, "history").stdout
+    assert "running" in next(ln for ln in table.splitlines() if "r-live" in ln)
+    assert "incomplete" in next(ln for ln in table.splitlines() if "r-killed" in ln)
+
+
+def test_compare_previous_latest_reports_b_minus_a(runs: tuple[Path, list[dict[str, Any]]]) -> None:
+    root, stored = runs
+    # stored[1] (6 wrong) against the all-right baseline stored[2], by id prefixes
+    result = cobalt(root, "compare", stored[2]["run_id"][:-1], stored[1]["run_id"][:-1], "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert (data["run_a"], data["run_b"]) == (stored[2]["run_id"], stored[1]["run_id"])
+    evaluators = {e["evaluator"]: e for e in data["evaluators"]}
+    exact, short = evaluators["exact"], evaluators["short"]
+    assert exact["mean_a"] == 1.0 and exact["mean_b"] == 0.25 and exact["delta"] == -0.75
+    assert exact["verdict"] == "regressed" and exact["ci_high"] < 0 and exact["pairs"] == 8
+    assert short["delta"] == 0 and short["verdict"] == "no significant change"
+    assert [(r["index"], r["evaluator"], r["delta"]) for r in data["regressions"]] == [
+        (i, "exact", -1.0) for i in range(5)]  # the default top 5 of the 6 that regressed
+    assert data["improvements"] == [] and data["unpaired"] == [] and data["paired"] == 8
+    assert {m["metric"] for m in data["metrics"]} == {"latency.p95", "cost.mean"}
+
+
+def test_compare_reversed_is_improved_and_top_limits(runs: tuple[Path, list[dict[str, Any]]]) -> None:
+    root, stored = runs
+    data = json.loads(cobalt(root, "compare", stored[1]["run_id"], stored[2]["run_id"], "--json", "--top",
+                             "2").stdout)
+    exact = next(e for e in data["evaluators"] if e["evaluator"] == "exact")
+    assert exact["delta"] == 0.75 and exact["verdict"] == "improved" and exact["ci_low"] > 0
+    assert [r["index"] for r in data["improvements"]] == [0, 1] and data["regressions"] == []
+
+
+def test_compare_latest_reports_changed_inputs_as_unpaired(runs: tuple[Path, list[dict[str, Any]]]) -> None:
+    root, stored = runs
+    data = json.loads(cobalt(root, "compare", "previous", "latest", "--json").stdout)
+    assert (data["run_a"], data["run_b"]) == (stored[1]["run_id"], stored[0]["run_id"])
+    assert data["unpaired"] == [{"index": 7, "run_index": 0, "reason": "input changed"}] and data["paired"] == 7
+    assert all(e["verdict"] == "no significant change" and e["pairs"] == 7 for e in data["evaluators"])
+
+
+def test_compare_table_and_markdown(runs: tuple[Path, list[dict[str, Any]]]) -> None:
+    root, stored = runs
+    table = cobalt(root, "compare", stored[2]["run_id"], stored[1]["run_id"])
+    assert table.returncode == 0 and "\x1b[" not in table.stdout
+    row = next(ln for ln in table.stdout.splitlines() if ln.startswith("exact"))
+    assert row.split()[:4] == ["exact", "1.000", "0.250", "-0.750"] and row.rstrip().endswith("regressed")
+    assert "most regressed: item 0 run 0 exact 1.000 -> 0.000 (-1.000)  q0" in table.stdout
+    markdown = cobalt(root, "compare", stored[2]["run_id"], stored[1]["run_id"], "--markdown")
+    assert markdown.stdout.startswith(f"### cobalt compare: `{stored[1]['run_id']}` vs baseline")
+    assert "| short | 1.000 | 1.000 | +0.000 | [+0.000, +0.000] | 8 | no significant change |" in markdown.stdout
+
+
+def test_compare_scopes_latest_and_previous_by_experiment(runs: tuple[Path, list[dict[str, Any]]]) -> None:
+    root, _ = runs
+    result = cobalt(root, "compare", "previous", "latest", "--experiment", "other")
+    assert result.returncode == 2
+    assert result.stderr.strip() == ("error: There is no previous run of experiment 'other' yet (1 stored); "
+                                     "run an experiment first.")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [(("nope", "latest"), "error: No run has id 'nope'; `cobalt history` lists the stored runs."),
+     (("2", "latest"), "error: Run id '2' is ambiguous"),
+     (("previous", "latest", "--json", "--markdown"), "error: Choose one output format: --json or --markdown"),
+     (("previous", "latest", "--top", "-1"), "error: --top must be 0 or more, got -1.")],
+)
+def test_compare_bad_input_exits_2(runs: tuple[Path, list[dict[str, Any]]], args: tuple[str, ...],
+                                   message: str) -> None:
+    root, _ = runs
+    result = cobalt(root, "compare", *args)
+    assert result.returncode == 2 and result.stdout == ""
+    assert len(result.stderr.strip().splitlines()) == 1 and result.stderr.startswith(message), result.stderr
+
+
+def test_compare_without_runs_exits_2(project: Path) -> None:
+    result = cobalt(project, "compare", "previous", "latest")
+    assert result.returncode == 2 and "no runs to compare yet; run `cobalt run` first" in result.stderr

@@ -1,0 +1,458 @@
+"""The Dagster layer against real components: the example project, a real instance, the real DuckDB file."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pytest
+
+import cobalt_dagster
+from cobalt_lib import Config, ConfigError, Dataset, Evaluator, Experiment, Store, experiment, load_config
+from cobalt_lib._discovery import load_experiments
+from cobalt_lib._pipeline import new_run_id
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "dagster_project"
+BIN = Path(sys.executable).parent
+STAGES = ("dataset", "outputs", "scores", "aggregates")
+SUPPORT, SUMMARIZER = "support_bot", "my_summarizer_agent"
+AGGREGATES = dg.AssetKey([SUPPORT, "aggregates"])
+DEPLOY = dg.AssetKey([SUPPORT, "deploy"])
+GATE = "gate_0_exact_min_0_75"
+CHECK = dg.AssetCheckKey(AGGREGATES, GATE)
+
+
+@dataclass
+class Project:
+    root: Path
+    defs: dg.Definitions
+
+    @property
+    def config(self) -> Config:
+        return load_config(self.root)
+
+    @property
+    def store(self) -> Store:
+        return Store(self.config.output_path / "cobalt.duckdb")
+
+    def experiment(self, name: str) -> Experiment:
+        return next(e for e in load_experiments(self.config) if e.name == name)
+
+
+def copy_example(dest: Path) -> Path:
+    shutil.copytree(EXAMPLE, dest, ignore=shutil.ignore_patterns(".cobalt", "__pycache__"))
+    return dest
+
+
+def load_project(root: Path) -> Project:
+    """Import the copied project's definitions.py (the user's code location) under a unique name."""
+    spec = importlib.util.spec_from_file_location(f"cobalt_example_{uuid.uuid4().hex}", root / "definitions.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return Project(root, module.defs)
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Project:
+    """One copy and one Definitions for the tests whose assertions are keyed by their own run ids."""
+    return load_project(copy_example(tmp_path_factory.mktemp("shared") / "proj"))
+
+
+@pytest.fixture
+def fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Project:
+    """A project copy of its own (an empty store), made the working directory."""
+    root = copy_example(tmp_path / "proj")
+    monkeypatch.chdir(root)
+    return load_project(root)
+
+
+@pytest.fixture
+def instance(tmp_path: Path) -> Iterator[dg.DagsterInstance]:
+    home = tmp_path / "dh"
+    home.mkdir()
+    with dg.DagsterInstance.from_config(str(home)) as inst:
+        yield inst
+
+
+def run_job(project: Project, instance: dg.DagsterInstance, experiment: str = SUPPORT, *,
+            partition: str | None = None, only: list[dg.AssetKey] | None = None) -> tuple[str, Any]:
+    """Execute the experiment's job in process for a new partition (a new cobalt run id)."""
+    if partition is None:
+        partition = new_run_id()
+        instance.add_dynamic_partitions(f"{experiment}_runs", [partition])
+    result = project.defs.resolve_job_def(f"{experiment}_eval").execute_in_process(
+        instance=instance, partition_key=partition, raise_on_error=False, asset_selection=only)
+    return partition, result
+
+
+def materialisations(instance: dg.DagsterInstance, key: dg.AssetKey, partition: str) -> list[dg.AssetMaterialization]:
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=key, asset_partitions=[partition]), limit=10).records
+    return [r.asset_materialization for r in records if r.asset_materialization is not None]
+
+
+def check_evaluations(instance: dg.DagsterInstance, run_id: str) -> list[Any]:
+    records = instance.get_records_for_run(run_id=run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION).records
+    return [r.event_log_entry.dagster_event.asset_check_evaluation_data for r in records
+            if r.event_log_entry.dagster_event is not None]
+
+
+def comparable(store: Store, run_id: str) -> dict[str, Any]:
+    """A run's stored rows without what legitimately differs between two runs (ids, latency, times)."""
+    return {
+        "outputs": [(r["item_index"], r["run_index"], r["input"], r["output"], r["status"], r["error"])
+                    for r in store.rows("outputs", run_id)],
+        "scores": [(r["item_index"], r["run_index"], r["evaluator"], r["score"], r["status"], r["passed"])
+                   for r in store.rows("scores", run_id)],
+        "aggregates": {r["metric"]: (r["kind"], r["mean"], r["count"], r["pass_rate"], r["errors"])
+                       for r in store.rows("aggregates", run_id) if r["metric"] != "latency"},
+        "verdicts": [(r["name"], r["passed"], r["actual"], r["expected"], r["message"])
+                     for r in store.rows("verdicts", run_id)],
+    }
+
+
+# 1. Definitions --------------------------------------------------------------------------------------
+
+
+def test_definitions_of_the_two_experiment_project(shared: Project) -> None:
+    defs = shared.defs
+    keys = {key.to_user_string() for key in defs.resolve_all_asset_keys()}
+    assert keys == {f"{name}/{stage}" for name in (SUPPORT, SUMMARIZER) for stage in STAGES} | {"support_bot/deploy"}
+    graph = defs.resolve_asset_graph()
+    assert graph.asset_check_keys == {CHECK}  # one gate (exact >= 0.75); the summarizer has none
+    assert graph.get(DEPLOY).parent_keys == {AGGREGATES}
+    assert graph.get(dg.AssetKey([SUPPORT, "outputs"])).parent_keys == {dg.AssetKey([SUPPORT, "dataset"])}
+    assert {j.name for j in defs.resolve_all_job_defs()} >= {"support_bot_eval", "my_summarizer_agent_eval"}
+    assert defs.resolve_job_def("support_bot_eval").partitions_def == dg.DynamicPartitionsDefinition(
+        name="support_bot_runs")
+    schedule = defs.resolve_schedule_def("support_bot_schedule")
+    assert (schedule.cron_schedule, schedule.execution_timezone, schedule.job_name) == (
+        "0 2 * * *", "UTC", "support_bot_eval")
+    sensor = defs.resolve_sensor_def("cobalt_run_requests")
+    assert {t.job_name for t in sensor.targets} == {"support_bot_eval", "my_summarizer_agent_eval"}
+    assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
+    checks = defs.get_repository_def().asset_checks_defs_by_key
+    assert checks[CHECK].check_specs_by_output_name and all(
+        spec.blocking for spec in checks[CHECK].check_specs_by_output_name.values())
+
+
+def test_dagster_cli_validates_the_code_location(tmp_path: Path) -> None:
+    root = copy_example(tmp_path / "proj")
+    (tmp_path / "home").mkdir()
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home")}
+    env.pop("COBALT_PROJECT_DIR", None)
+    result = subprocess.run([str(BIN / "dagster"), "definitions", "validate", "-m", "definitions"], cwd=root,
+                            env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    # The module workspace.yaml loads finds the same project from COBALT_PROJECT_DIR.
+    result = subprocess.run([str(BIN / "dagster"), "definitions", "validate", "-m", "cobalt_dagster.definitions"],
+                            cwd=tmp_path, env={**env, "COBALT_PROJECT_DIR": str(root)}, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+# 2. A run through Dagster equals a library run ---------------------------------------------------------
+
+
+def test_a_dagster_run_materialises_the_four_assets_like_the_library(shared: Project,
+                                                                    instance: dg.DagsterInstance) -> None:
+    partition, result = run_job(shared, instance)
+    assert result.success
+    for stage in (*STAGES, "deploy"):
+        assert len(materialisations(instance, dg.AssetKey([SUPPORT, stage]), partition)) == 1, stage
+    assert {r.dagster_run.run_id for r in instance.get_run_records(
+        dg.RunsFilter(tags={"dagster/partition": partition}))} == {result.run_id}
+
+    store = shared.store
+    run = store.query("SELECT * FROM runs WHERE run_id = ?", [partition])[0]
+    assert (run["experiment"], run["status"], run["source"], run["passed"]) == (
+        "support-bot", "completed", "dagster", True)
+    library = shared.experiment("support-bot").run(config=shared.config)
+    assert library.source == "library" and library.passed
+    assert store.query("SELECT source FROM runs WHERE run_id = ?", [library.id]) == [{"source": "library"}]
+    ours, theirs = comparable(store, partition), comparable(store, library.id)
+    assert ours == theirs
+    assert len(ours["outputs"]) == 4 and len(ours["scores"]) == 8
+    assert ours["aggregates"]["exact"][1] == 1.0 and ours["verdicts"][0][1] is True
+
+    metadata = materialisations(instance, AGGREGATES, partition)[0].metadata
+    assert metadata["exact_mean"].value == 1.0
+    assert metadata["actionable_mean"].value == 1.0
+    assert metadata["exact_pass_rate"].value == 1.0
+    assert (metadata["gates_passed"].value, metadata["gates_failed"].value, metadata["errors"].value) == (1, 0, 0)
+    assert metadata["cobalt_run_id"].value == partition
+    assert isinstance(metadata["worst_items"], dg.MarkdownMetadataValue)
+    assert metadata["worst_items"].value.splitlines()[0] == "| item | status | exact | actionable | output |"
+    assert len(metadata["worst_items"].value.splitlines()) == 2 + 4
+    assert isinstance(metadata["diff_with_previous"], dg.MarkdownMetadataValue)
+    scores_metadata = materialisations(instance, dg.AssetKey([SUPPORT, "scores"]), partition)[0].metadata
+    assert scores_metadata["exact_mean"].value == 1.0 and scores_metadata["exact_eval_errors"].value == 0
+    outputs_metadata = materialisations(instance, dg.AssetKey([SUPPORT, "outputs"]), partition)[0].metadata
+    assert (outputs_metadata["items"].value, outputs_metadata["ok"].value) == (4, 4)
+
+
+def test_second_dagster_run_diffs_with_the_previous_one(fresh: Project, instance: dg.DagsterInstance) -> None:
+    first, _ = run_job(fresh, instance, SUMMARIZER)
+    second, result = run_job(fresh, instance, SUMMARIZER)
+    assert result.success
+    first_md = materialisations(instance, dg.AssetKey([SUMMARIZER, "aggregates"]), first)[0].metadata
+    assert "first run" in first_md["diff_with_previous"].value
+    diff = materialisations(instance, dg.AssetKey([SUMMARIZER, "aggregates"]), second)[0].metadata
+    lines = diff["diff_with_previous"].value.splitlines()
+    assert lines[0] == f"Compared with run `{first}`"
+    assert "| short | 1.000 | 1.000 | +0.000 |" in lines
+    assert diff["short_mean"].value == 1.0
+
+
+# 3. Gates --------------------------------------------------------------------------------------------
+
+
+def test_a_failing_gate_blocks_deploy_now_and_later(shared: Project, instance: dg.DagsterInstance,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SUPPORT_BOT_BROKEN", "1")
+    partition, result = run_job(shared, instance)
+    assert not result.success
+    record = instance.get_run_record_by_id(result.run_id)
+    assert record is not None and record.dagster_run.status == dg.DagsterRunStatus.FAILURE
+    [evaluation] = check_evaluations(instance, result.run_id)
+    assert evaluation.check_name == GATE and evaluation.asset_key == AGGREGATES
+    assert evaluation.passed is False and evaluation.blocking is True
+    assert evaluation.severity == dg.AssetCheckSeverity.ERROR
+    assert evaluation.metadata["actual"].value == 0.0 and evaluation.metadata["expected"].value == 0.75
+    assert evaluation.metadata["cobalt_run_id"].value == partition
+    assert len(materialisations(instance, AGGREGATES, partition)) == 1  # the results are kept
+    assert materialisations(instance, DEPLOY, partition) == []
+    assert [(v["passed"], v["actual"]) for v in shared.store.rows("verdicts", partition)] == [(False, 0.0)]
+
+    # A later run of deploy alone re-reads the stored verdict (the agent is fine again by now).
+    monkeypatch.delenv("SUPPORT_BOT_BROKEN")
+    _, later = run_job(shared, instance, partition=partition, only=[DEPLOY])
+    assert not later.success
+    [failure] = [e for e in later.all_events if e.event_type_value == "STEP_FAILURE"]
+    assert failure.step_key == "support_bot__deploy"
+    message = failure.step_failure_data.error.message
+    assert f"quality gates failed for 'support-bot' run {partition}" in message
+    assert "exact >= 0.75" in message
+    assert materialisations(instance, DEPLOY, partition) == []
+    assert {e.event_type_value for e in later.all_events} & {"ASSET_MATERIALIZATION", "ASSET_CHECK_EVALUATION"} \
+        == set()
+
+
+def test_a_passing_gate_lets_deploy_materialise(shared: Project, instance: dg.DagsterInstance) -> None:
+    partition, result = run_job(shared, instance)
+    assert result.success
+    [evaluation] = check_evaluations(instance, result.run_id)
+    assert evaluation.passed is True and evaluation.severity == dg.AssetCheckSeverity.ERROR
+    [deployed] = materialisations(instance, DEPLOY, partition)
+    assert deployed.metadata["deployed_run"].value == partition
+    # Deploying that partition again later succeeds: its stored verdict passed.
+    _, later = run_job(shared, instance, partition=partition, only=[DEPLOY])
+    assert later.success
+    assert len(materialisations(instance, DEPLOY, partition)) == 2
+
+
+def test_deploy_of_a_partition_without_results_fails(shared: Project, instance: dg.DagsterInstance) -> None:
+    partition = new_run_id()
+    instance.add_dynamic_partitions("support_bot_runs", [partition])
+    _, result = run_job(shared, instance, partition=partition, only=[DEPLOY])
+    assert not result.success
+    [failure] = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+    assert "has no stored results" in failure.step_failure_data.error.message
+
+
+# 4. Schedule and request sensor ------------------------------------------------------------------------
+
+
+def test_schedule_adds_a_partition_and_requests_its_run(shared: Project, instance: dg.DagsterInstance) -> None:
+    schedule = shared.defs.resolve_schedule_def("support_bot_schedule")
+    context = dg.build_schedule_context(instance=instance, repository_def=shared.defs.get_repository_def())
+    data = schedule.evaluate_tick(context)
+    [request] = data.run_requests or []
+    assert request.partition_key and request.run_key == request.partition_key
+    assert request.tags["cobalt/trigger"] == "schedule"
+    assert instance.get_dynamic_partitions("support_bot_runs") == [request.partition_key]
+    # The requested run is runnable as is.
+    _, result = run_job(shared, instance, partition=request.partition_key)
+    assert result.success
+    assert shared.store.query("SELECT status FROM runs WHERE run_id = ?", [request.partition_key]) == [
+        {"status": "completed"}]
+
+
+def test_request_sensor_turns_a_request_file_into_a_run(shared: Project, instance: dg.DagsterInstance) -> None:
+    path = cobalt_dagster.request_run(shared.config, "support-bot", concurrency=2)
+    assert path.is_file() and path.parent == shared.config.output_path / "requests"
+    sensor = shared.defs.resolve_sensor_def("cobalt_run_requests")
+    result = sensor(dg.build_sensor_context(instance=instance))
+    assert isinstance(result, dg.SensorResult)
+    [request] = result.run_requests or []
+    [add] = result.dynamic_partitions_requests or []
+    assert isinstance(add, dg.AddDynamicPartitionsRequest)
+    assert (add.partitions_def_name, list(add.partition_keys)) == ("support_bot_runs", [path.stem])
+    assert (request.job_name, request.partition_key, request.run_key) == ("support_bot_eval", path.stem, path.stem)
+    assert request.tags == {"cobalt/trigger": "request", "cobalt/concurrency": "2"}
+    assert not path.exists()
+    # Nothing left: the next tick requests nothing.
+    again = sensor(dg.build_sensor_context(instance=instance))
+    assert isinstance(again, dg.SensorResult) and not again.run_requests
+
+
+def test_request_sensor_sets_aside_bad_requests(shared: Project, instance: dg.DagsterInstance) -> None:
+    directory = shared.config.output_path / "requests"
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "a-garbled.json").write_text("{not json")
+    (directory / "b-unknown.json").write_text('{"experiment": "nope"}')
+    (directory / "c-list.json").write_text('["support-bot"]')
+    (directory / "d-concurrency.json").write_text('{"experiment": "support-bot", "concurrency": "many"}')
+    good = cobalt_dagster.request_run(shared.config, "my-summarizer-agent")
+    result = shared.defs.resolve_sensor_def("cobalt_run_requests")(dg.build_sensor_context(instance=instance))
+    assert isinstance(result, dg.SensorResult)
+    assert [(r.job_name, r.partition_key) for r in result.run_requests or []] == [
+        ("my_summarizer_agent_eval", good.stem)]
+    assert sorted(p.name for p in directory.iterdir()) == ["a-garbled.rejected", "b-unknown.rejected",
+                                                           "c-list.rejected", "d-concurrency.rejected"]
+    for path in directory.iterdir():
+        path.unlink()
+
+
+# 5. `cobalt run` is a Dagster run; record_run reports a library run ---------------------------------------
+
+
+def _cobalt(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", "COBALT_PROJECT_DIR",
+                                                           "GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY")}
+    return subprocess.run([str(BIN / "cobalt"), *args], cwd=root, env=env, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_cobalt_run_is_a_dagster_run_on_the_local_instance(tmp_path: Path) -> None:
+    root = copy_example(tmp_path / "proj")
+    result = _cobalt(root, "run", "--ci")
+    assert result.returncode == 0, result.stdout + result.stderr
+    config = load_config(root)
+    store = Store(config.output_path / "cobalt.duckdb")
+    runs = {r["experiment"]: r for r in store.runs()}
+    assert set(runs) == {"support-bot", "my-summarizer-agent"}
+    assert {r["source"] for r in runs.values()} == {"dagster"}
+    assert (root / ".cobalt" / "dagster").is_dir()
+    with cobalt_dagster.local_instance(config) as instance:
+        for name, run in runs.items():
+            [record] = instance.get_run_records(dg.RunsFilter(tags={"dagster/partition": run["run_id"]}))
+            assert record.dagster_run.job_name == f"{cobalt_dagster.dagster_name(name)}_eval"
+            assert record.dagster_run.status == dg.DagsterRunStatus.SUCCESS
+            assert record.dagster_run.tags["cobalt/trigger"] == "cli"
+        before = len(instance.get_run_records())
+    assert before == 2
+
+    plain = _cobalt(root, "run", "--ci", "--no-dagster")
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    library = [r for r in store.runs() if r["source"] == "library"]
+    assert len(library) == 2
+    with cobalt_dagster.local_instance(config) as instance:
+        assert len(instance.get_run_records()) == before
+        for run in library:
+            assert instance.get_run_records(dg.RunsFilter(tags={"dagster/partition": run["run_id"]})) == []
+
+
+def test_cobalt_run_exits_1_on_a_failing_gate_and_keeps_the_results(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    root = copy_example(tmp_path / "proj")
+    monkeypatch.setenv("SUPPORT_BOT_BROKEN", "1")
+    result = _cobalt(root, "run", "--ci", "--filter", "support")
+    assert result.returncode == 1, result.stdout + result.stderr
+    config = load_config(root)
+    [run] = Store(config.output_path / "cobalt.duckdb").runs()
+    assert (run["status"], run["passed"], run["source"]) == ("completed", False, "dagster")
+    with cobalt_dagster.local_instance(config) as instance:
+        [record] = instance.get_run_records(dg.RunsFilter(tags={"dagster/partition": run["run_id"]}))
+        [evaluation] = check_evaluations(instance, record.dagster_run.run_id)
+        assert evaluation.passed is False
+
+
+def test_record_run_reports_a_library_run(fresh: Project) -> None:
+    report = fresh.experiment("support-bot").run(config=fresh.config)
+    cobalt_dagster.record_run(report)  # config and instance from the working directory
+    with cobalt_dagster.local_instance(fresh.config) as instance:
+        assert instance.get_dynamic_partitions("support_bot_runs") == [report.id]
+        for stage in STAGES:
+            key = dg.AssetKey([SUPPORT, stage])
+            assert len(materialisations(instance, key, report.id)) == 1, stage
+            assert instance.get_materialized_partitions(key) == {report.id}
+        metadata = materialisations(instance, AGGREGATES, report.id)[0].metadata
+        assert metadata["exact_mean"].value == 1.0 and metadata["cobalt_run_id"].value == report.id
+        [check] = instance.event_log_storage.get_asset_check_execution_history(CHECK, limit=10)
+        assert check.evaluation is not None and check.evaluation.passed is True
+        assert instance.get_run_records() == []  # reported, not run
+
+
+# 6. Names ----------------------------------------------------------------------------------------------
+
+
+def test_dagster_names() -> None:
+    assert cobalt_dagster.dagster_name("my-summarizer-agent") == "my_summarizer_agent"
+    assert cobalt_dagster.dagster_name("support bot.v2") == "support_bot_v2"
+    assert cobalt_dagster.dagster_name("already_fine_1") == "already_fine_1"
+    assert cobalt_dagster.check_name("exact >= 0.75", 0) == GATE
+
+
+def test_colliding_experiment_names_are_a_config_error(tmp_path: Path) -> None:
+    data = Dataset([{"input": "x"}])
+    scorer = [Evaluator(name="len", type="function", fn=lambda ctx: 1.0)]
+    both = [experiment("a-b", data, lambda ctx: "x", evaluators=scorer),
+            experiment("a_b", data, lambda ctx: "x", evaluators=scorer)]
+    with pytest.raises(ConfigError) as error:
+        cobalt_dagster.build_definitions(tmp_path, experiments=both)
+    assert "'a-b'" in str(error.value) and "'a_b'" in str(error.value)
+
+
+def test_experiment_display_names_stay_as_written(shared: Project, instance: dg.DagsterInstance) -> None:
+    partition, result = run_job(shared, instance, SUMMARIZER)
+    assert result.success
+    assert shared.store.query("SELECT experiment FROM runs WHERE run_id = ?", [partition]) == [
+        {"experiment": "my-summarizer-agent"}]
+    assert len(materialisations(instance, dg.AssetKey([SUMMARIZER, "aggregates"]), partition)) == 1
+
+
+# 8. History read back from the instance agrees with the store --------------------------------------------
+
+
+def test_instance_history_agrees_with_the_store(fresh: Project, instance: dg.DagsterInstance,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    good, _ = run_job(fresh, instance)
+    monkeypatch.setenv("SUPPORT_BOT_BROKEN", "1")
+    bad, _ = run_job(fresh, instance)
+    monkeypatch.delenv("SUPPORT_BOT_BROKEN")
+    library = fresh.experiment("support-bot").run(config=fresh.config)
+    cobalt_dagster.record_run(library, instance=instance)
+
+    runs = {r["run_id"]: r for r in fresh.store.runs("support-bot")}
+    assert set(runs) == {good, bad, library.id}
+    assert {k: r["passed"] for k, r in runs.items()} == {good: True, bad: False, library.id: True}
+
+    assert instance.get_materialized_partitions(AGGREGATES) == set(runs)
+    records = instance.fetch_materializations(AGGREGATES, limit=100).records
+    by_partition = {r.partition_key: r.asset_materialization for r in records}
+    assert set(by_partition) == set(runs)
+    for run_id, materialisation in by_partition.items():
+        assert materialisation is not None
+        metadata = materialisation.metadata
+        assert metadata["cobalt_run_id"].value == run_id
+        stored = {a["metric"]: a["mean"] for a in fresh.store.rows("aggregates", run_id)}
+        assert metadata["exact_mean"].value == stored["exact"]
+        assert metadata["gates_failed"].value == (0 if runs[run_id]["passed"] else 1)
+
+    history = instance.event_log_storage.get_asset_check_execution_history(CHECK, limit=100)
+    checked = {}
+    for execution in history:
+        assert execution.evaluation is not None
+        checked[str(execution.evaluation.metadata["cobalt_run_id"].value)] = execution.evaluation.passed
+    assert checked == {k: r["passed"] for k, r in runs.items()}
