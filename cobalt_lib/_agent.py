@@ -6,6 +6,7 @@ import asyncio
 import hashlib
 import inspect
 import json
+import math
 import queue
 import threading
 import time
@@ -34,16 +35,30 @@ class AgentContext:
         return self.item.get("input")
 
 
+#: How many sync calls stuck past their timeout a run gives up on (their slots go back to the
+#: run); past this many, a stuck call keeps its slot until it returns.
+MAX_ABANDONED_CALLS = 32
+
+
 class DaemonThreads:
     """Worker threads for sync agents. Daemon threads, so an agent that hangs forever cannot
     keep the process alive after the run has recorded it as a timeout."""
 
     def __init__(self, max_workers: int) -> None:
         self.max_workers = max_workers
+        self.abandoned = 0
         self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
         self._idle = 0
         self._lock = threading.Lock()
+
+    def abandon(self) -> bool:
+        """Give up on one stuck call: one more thread may start in its place. False past the cap."""
+        with self._lock:
+            if self.abandoned >= MAX_ABANDONED_CALLS:
+                return False
+            self.abandoned += 1
+            return True
 
     def submit(self, fn: Callable[[], Any]) -> asyncio.Future[Any]:
         loop = asyncio.get_running_loop()
@@ -52,7 +67,7 @@ class DaemonThreads:
         with self._lock:
             if self._idle > 0:
                 self._idle -= 1
-            elif len(self._threads) < self.max_workers:
+            elif len(self._threads) < self.max_workers + self.abandoned:
                 thread = threading.Thread(target=self._work, name="cobalt-agent", daemon=True)
                 self._threads.append(thread)
                 thread.start()
@@ -108,10 +123,8 @@ async def call_agent(runner: Runner, ctx: AgentContext, *, timeout: float, limit
             try:
                 value = await asyncio.wait_for(asyncio.shield(future), timeout)
             except TimeoutError:
-                # The thread cannot be stopped: its slot stays taken until it returns, so the
-                # concurrency bound holds for the calls really in flight.
                 release_later = True
-                future.add_done_callback(lambda _f: limit.release())
+                _hold_slot(future, limit, threads, grace=timeout)
                 raise
         else:
             value = await asyncio.wait_for(_awaitable(runner, ctx), timeout)
@@ -132,6 +145,27 @@ async def call_agent(runner: Runner, ctx: AgentContext, *, timeout: float, limit
     return result
 
 
+def _hold_slot(future: asyncio.Future[Any], limit: asyncio.Semaphore, threads: DaemonThreads,
+               grace: float) -> None:
+    """A thread cannot be stopped: a timed-out call keeps its slot until it returns, so the bound
+    holds for calls really in flight; but one stuck for `grace` more seconds is abandoned (up to
+    MAX_ABANDONED_CALLS), so a few calls that hang forever cannot stall the rest of the run."""
+    released = False
+
+    def release(*_: object) -> None:
+        nonlocal released
+        if not released:
+            released = True
+            limit.release()
+
+    def give_up() -> None:
+        if not released and not future.done() and threads.abandon():
+            release()
+
+    future.add_done_callback(release)
+    asyncio.get_running_loop().call_later(grace, give_up)
+
+
 async def _awaitable(runner: Runner, ctx: AgentContext) -> Any:
     value = runner(ctx)
     if inspect.isawaitable(value):
@@ -142,11 +176,32 @@ async def _awaitable(runner: Runner, ctx: AgentContext) -> Any:
 def _fill_output(result: ItemResult, value: Any, prices: Mapping[str, tuple[float, float]]) -> None:
     if isinstance(value, Mapping) and "output" in value:
         metadata = value.get("metadata") or {}
-        result.output = value["output"]
-        result.metadata = dict(metadata) if isinstance(metadata, Mapping) else {"value": metadata}
+        result.output = json_safe(value["output"])
+        result.metadata = json_safe(dict(metadata) if isinstance(metadata, Mapping) else {"value": metadata})
     else:
-        result.output = value
+        result.output = json_safe(value)
     result.tokens, result.cost_usd = agent_usage(result.metadata, prices)
+
+
+def json_safe(value: Any) -> Any:
+    """`value` as JSON holds it, so the report, the results file and the store agree.
+
+    Objects JSON cannot hold become their `str()`, bytes are decoded as UTF-8 (bad bytes replaced),
+    NaN and infinities become None.
+    """
+    if isinstance(value, str | bool | int | None):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8", errors="replace")
+    if isinstance(value, Mapping):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [json_safe(v) for v in value]
+    if hasattr(value, "model_dump"):  # a pydantic model the agent returned
+        return json_safe(value.model_dump(mode="json"))
+    return str(value)
 
 
 def agent_usage(

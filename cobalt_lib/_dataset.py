@@ -67,7 +67,10 @@ class Dataset:
             raise DatasetError(f"Could not download dataset {url}: {exc}.") from None
         if response.status_code >= 400:
             raise DatasetError(f"Could not download dataset {url}: HTTP {response.status_code}.")
-        text = response.content.decode("utf-8-sig", errors="replace")
+        try:
+            text = response.content.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise DatasetError(f"Dataset {url} is not UTF-8 ({exc.reason} at byte {exc.start}).") from None
         return cls(_parse(text, fmt, url), source=url)
 
     # -- transformations ----------------------------------------------------------------------
@@ -175,7 +178,13 @@ def _parse_jsonl(text: str, where: str) -> list[Item]:
     return items
 
 
+#: Python's csv module refuses fields over 128 KiB by default; long documents are ordinary here.
+_CSV_FIELD_LIMIT = 64 * 2**20
+
+
 def _parse_csv(text: str, where: str) -> list[Item]:
+    if csv.field_size_limit() < _CSV_FIELD_LIMIT:
+        csv.field_size_limit(_CSV_FIELD_LIMIT)
     reader = csv.reader(io.StringIO(text, newline=""))
     try:
         header = next(reader)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._config import Config
-from ._errors import EvaluatorError, TemplateError
+from ._errors import EvaluatorError, JudgeError, TemplateError
 from ._judge import SYSTEM_PROMPT, Judge
 from ._pricing import cost_usd
 from ._providers import Endpoint, resolve_embeddings, resolve_judge
@@ -93,7 +93,8 @@ class Evaluator:
         self.provider = provider
         self.base_url = base_url
         self.system = system
-        self.threshold = 0.85 if threshold is None and type == "similarity" else (threshold or 0.5)
+        default = 0.85 if type == "similarity" else 0.5
+        self.threshold = default if threshold is None else threshold
         self.ignore_case = ignore_case
         self.ignore_whitespace = ignore_whitespace
         self.description = description
@@ -158,8 +159,11 @@ class Evaluator:
             else:
                 assert endpoint is not None
                 result = await self._similarity(ctx, judge, endpoint)
-        except TemplateError as exc:
+        except (TemplateError, JudgeError) as exc:
             result = Evaluation(status="eval-error", error=str(exc))
+        except Exception as exc:  # a bug in cobalt or a provider SDK: one eval-error, not a stopped run
+            result = Evaluation(status="eval-error", error=f"{type(exc).__name__}: {exc}",
+                                raw_response=traceback.format_exc(limit=8))
         if result.status == "ok" and result.score is not None:
             result.passed = result.score >= self.threshold
         return result

@@ -8,7 +8,7 @@ import difflib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, overload
 
-from ._assertions import Assertion
+from ._assertions import RUN_METRICS, Assertion
 from ._config import Config, load_config
 from ._dataset import Dataset
 from ._errors import ConfigError
@@ -55,8 +55,12 @@ class Experiment:
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ConfigError(f"{where}: evaluator names must be unique; {duplicates[0]!r} is used twice.")
-        _check_positive(where, runs=runs, concurrency=concurrency, judge_concurrency=judge_concurrency,
-                        timeout=timeout)
+        reserved = sorted(set(names) & set(RUN_METRICS))
+        if reserved:
+            raise ConfigError(f"{where}: evaluator name {reserved[0]!r} is taken by the run metric of that name; "
+                              "choose another name.")
+        _check_positive(where, integer=True, runs=runs, concurrency=concurrency, judge_concurrency=judge_concurrency)
+        _check_positive(where, timeout=timeout)
         if isinstance(tags, str) or not all(isinstance(t, str) for t in tags):
             raise ConfigError(f"{where}: tags must be a list of strings, got {tags!r}.")
         for gate in assertions:
@@ -126,10 +130,12 @@ def _resumable(exp: Experiment, config: Config, ref: str) -> tuple[str, str, lis
     return run_id, run["started_at"].isoformat(), stored_items(store, run_id)
 
 
-def _check_positive(where: str, **values: float | None) -> None:
+def _check_positive(where: str, *, integer: bool = False, **values: float | None) -> None:
+    kinds = int if integer else int | float
     for name, value in values.items():
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or value <= 0):
-            raise ConfigError(f"{where}: {name} must be a positive number, got {value!r}.")
+        if value is not None and (isinstance(value, bool) or not isinstance(value, kinds) or value <= 0):
+            what = "a positive whole number" if integer else "a positive number"
+            raise ConfigError(f"{where}: {name} must be {what}, got {value!r}.")
 
 
 @overload

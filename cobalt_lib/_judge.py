@@ -70,6 +70,10 @@ def _json_objects(text: str) -> list[dict[str, Any]]:
     return found
 
 
+#: Joins the first answer and the one after the stricter retry in an eval-error's raw_response.
+RETRY_SEPARATOR = "\n--- after the stricter retry ---\n"
+
+
 class Judge:
     """Judge and embeddings calls of one run: shared clients, cache, concurrency limit and prices."""
 
@@ -97,6 +101,7 @@ class Judge:
         usage = [0, 0]
         calls = 0
         raw = ""
+        answers: list[str] = []
         try:
             for attempt in range(2):
                 async with self._limit:
@@ -105,6 +110,7 @@ class Judge:
                 usage[0] += completion.input_tokens
                 usage[1] += completion.output_tokens
                 raw = completion.text
+                answers.append(raw)
                 parsed = parse_judgement(raw)
                 if not isinstance(parsed, str):
                     score, reason = parsed
@@ -114,7 +120,8 @@ class Judge:
                 if attempt == 0:
                     messages = [*messages, {"role": "assistant", "content": raw},
                                 {"role": "user", "content": STRICT_RETRY.format(problem=parsed)}]
-            return self._record(endpoint, started, usage, calls, status="eval-error", raw_response=raw,
+            return self._record(endpoint, started, usage, calls, status="eval-error",
+                                raw_response=RETRY_SEPARATOR.join(answers),
                                 error=f"unusable judge answer after a stricter retry: {parsed}")
         except JudgeError as exc:
             return self._record(endpoint, started, usage, calls, status="eval-error", error=str(exc),

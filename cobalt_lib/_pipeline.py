@@ -145,6 +145,8 @@ class Session:
         runner = plan.experiment.runner
         is_async = inspect.iscoroutinefunction(runner) or inspect.iscoroutinefunction(type(runner).__call__)
         self.threads = None if is_async else DaemonThreads(plan.concurrency)
+        #: Where an agent output goes the moment it exists (the store, when the stage writes outputs).
+        self.output_sink: Callable[[ItemResult], None] = lambda item: None
 
     async def __aenter__(self) -> Session:
         return self
@@ -241,12 +243,19 @@ def summarise(plan: RunPlan, items: list[ItemResult], duration_ms: float) -> Sum
     return summary
 
 
-def _score_stats(evaluations: list[Any]) -> Stats:
+def _score_stats(evaluations: list[Any], attempts: int | None = None) -> Stats:
+    """Stats of the scored evaluations. `attempts` (per item, with runs > 1) counts runs whose agent
+    call failed as unscored and not passed, so a flaky item cannot look solid."""
     scored = [ev for ev in evaluations if ev.status == "ok" and ev.score is not None]
     stats = _describe([ev.score for ev in scored])
-    stats.errors = len(evaluations) - len(scored)
-    stats.coverage = len(scored) / len(evaluations) if evaluations else None
-    stats.pass_rate = sum(bool(ev.passed) for ev in scored) / len(scored) if scored else None
+    total = len(evaluations) if attempts is None else attempts
+    stats.errors = total - len(scored)
+    stats.coverage = len(scored) / total if total else None
+    passes = sum(bool(ev.passed) for ev in scored)
+    if attempts is not None:
+        stats.pass_rate = passes / attempts if attempts else None
+    else:
+        stats.pass_rate = passes / len(scored) if scored else None
     return stats
 
 
@@ -260,7 +269,7 @@ def _spreads(plan: RunPlan, items: list[ItemResult]) -> list[ItemSpread]:
         by_index.setdefault(item.index, []).append(item)
     return [
         ItemSpread(index=index, runs=len(group), evaluators={
-            e.name: _score_stats([i.evaluations[e.name] for i in group if e.name in i.evaluations])
+            e.name: _score_stats([i.evaluations[e.name] for i in group if e.name in i.evaluations], len(group))
             for e in plan.evaluators})
         for index, group in sorted(by_index.items())
     ]
@@ -320,8 +329,6 @@ async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Seq
 
     async def one(key: T) -> None:
         item = await step(session, key)
-        if "outputs" in tables:
-            writer.add("outputs", output_row(plan.run_id, item))
         if "scores" in tables:
             for row in score_rows(plan.run_id, item):
                 writer.add("scores", row)
@@ -331,6 +338,8 @@ async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Seq
 
     try:
         async with Session(plan) as session:
+            if "outputs" in tables:
+                session.output_sink = lambda item: writer.add("outputs", output_row(plan.run_id, item))
             await bounded(keys, 2 * (plan.concurrency + plan.judge_concurrency), one)
     finally:
         writer.close()
@@ -338,15 +347,20 @@ async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Seq
 
 
 async def agent_step(session: Session, key: tuple[int, int]) -> ItemResult:
-    return await produce(session, *key)
+    item = await produce(session, *key)
+    session.output_sink(item)
+    return item
 
 
 async def full_step(session: Session, key: tuple[int, int]) -> ItemResult:
-    return await score(session, await produce(session, *key))
+    # The output is stored before the judge runs: a crash while judging keeps the paid-for agent call.
+    return await score(session, await agent_step(session, key))
 
 
 async def rescore_step(session: Session, item: ItemResult) -> ItemResult:
-    return await score(session, item.model_copy(update={"evaluations": {}}, deep=True))
+    item = item.model_copy(update={"evaluations": {}}, deep=True)
+    session.output_sink(item)
+    return await score(session, item)
 
 
 async def execute(plan: RunPlan, observer: Observer | None = None, *,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 #: US dollars per million (input, output) tokens, list prices. Extend with `[prices]` in config.
@@ -33,11 +34,16 @@ def price_for(model: str, extra: Mapping[str, tuple[float, float]] | None = None
     for name in candidates:
         if name in table:
             return table[name]
-    for name in candidates:  # dated snapshots such as gpt-4o-mini-2024-07-18
-        prefix = max((k for k in table if name.startswith(k + "-")), key=len, default=None)
-        if prefix:
-            return table[prefix]
+    for name in candidates:  # snapshots of a known model: gpt-4o-mini-2024-07-18, claude-haiku-4-5-20251001
+        base = _SNAPSHOT.sub("", name)
+        if base != name and base in table:
+            return table[base]
     return None
+
+
+#: Only a date or `-latest` marks a snapshot: `o3-mini` or `gpt-5-pro` are other models, with
+#: other prices, so they stay unknown rather than priced as `o3` or `gpt-5`.
+_SNAPSHOT = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8}|latest)$")
 
 
 def cost_usd(

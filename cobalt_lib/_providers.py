@@ -12,6 +12,7 @@ import contextlib
 import email.utils
 import os
 import random
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,10 +48,24 @@ class Endpoint:
         return f"{self.provider}/{self.model}"
 
     def sampling(self) -> dict[str, Any]:
+        if self.provider != "anthropic" and is_reasoning_model(self.model):
+            # OpenAI's reasoning models reject max_tokens and temperature, and spend part of the
+            # budget thinking: a judge answer needs more room than 512 tokens there.
+            return {"max_completion_tokens": max(self.max_tokens, REASONING_MIN_TOKENS)}
         params: dict[str, Any] = {"max_tokens": self.max_tokens}
         if self.temperature is not None and self.send_temperature:
             params["temperature"] = self.temperature
         return params
+
+
+#: The least output budget a reasoning-model judge gets (its reasoning tokens count against it).
+REASONING_MIN_TOKENS = 4096
+_REASONING = re.compile(r"^(o\d+|gpt-5)(\b|-|$)")
+
+
+def is_reasoning_model(model: str) -> bool:
+    """OpenAI's o-series and gpt-5 family, also behind a `vendor/` prefix (OpenRouter)."""
+    return bool(_REASONING.match(model.rsplit("/", 1)[-1]))
 
 
 def resolve_judge(judge: JudgeConfig, *, provider: str | None = None, model: str | None = None,
@@ -195,8 +210,16 @@ async def _with_retries(endpoint: Endpoint, call: Any) -> Any:
     deadline = time.monotonic() + endpoint.retry_max_seconds
     attempt = 0
     while True:
+        budget = asyncio.timeout(max(0.0, deadline - time.monotonic()))
         try:
-            return await call()
+            # retry_max_seconds bounds the calls as well as the waits between them.
+            async with budget:
+                return await call()
+        except TimeoutError as exc:
+            if not budget.expired():
+                raise JudgeError(_describe(endpoint, exc)) from None
+            raise JudgeError(f"{endpoint.label} call gave up after {attempt + 1} attempts: the retry budget "
+                             f"of {endpoint.retry_max_seconds:g} s ([judge] retry_max_seconds) ran out") from None
         except Exception as exc:
             status = getattr(exc, "status_code", None)
             retryable = _is_connection_error(exc) or status == 429 or (status is not None and status >= 500)
@@ -231,8 +254,12 @@ def _retry_after(exc: Exception) -> float | None:
     try:
         return max(0.0, float(value))
     except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value) if value else None
-        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+        pass
+    try:  # an HTTP date; a header that is neither falls back to our own backoff
+        parsed = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return max(0.0, parsed.timestamp() - time.time())
 
 
 def _describe(endpoint: Endpoint, exc: Exception) -> str:

@@ -243,11 +243,11 @@ class BatchWriter:
                     self._cond.wait(self.max_delay)
                 batch, self._pending, self._count = self._pending, {}, 0
                 closing = self._closed
-            if batch and self._error is None:
+            if batch:
                 try:
                     self.store.write(batch)
-                except BaseException as exc:  # surfaced by close(); the run itself goes on
-                    self._error = exc
+                except BaseException as exc:  # surfaced by close(); the run and later batches go on
+                    self._error = self._error or exc
             if closing:
                 with self._cond:
                     if not self._pending:

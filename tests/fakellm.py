@@ -45,8 +45,9 @@ def text(content: str, **kw: Any) -> Reply:
     return Reply(text=content, **kw)
 
 
-def error(status: int, *, retry_after: float | None = None, **kw: Any) -> Reply:
-    headers = {"retry-after": f"{retry_after:g}"} if retry_after is not None else {}
+def error(status: int, *, retry_after: float | None = None, headers: dict[str, str] | None = None,
+          **kw: Any) -> Reply:
+    headers = {**({"retry-after": f"{retry_after:g}"} if retry_after is not None else {}), **(headers or {})}
     return Reply(status=status, headers=headers, body={"error": {"message": f"scripted {status}",
                                                                  "type": "scripted"}}, **kw)
 
@@ -77,6 +78,8 @@ class FakeLLM:
         self.port = 0
         self.requests: list[dict[str, Any]] = []
         self.respond: Responder = _default_responder
+        #: Replaces the embeddings (which are otherwise computed from the text), e.g. with an error.
+        self.embeddings_reply: Reply | None = None
         self._queue: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -106,6 +109,7 @@ class FakeLLM:
             self._queue.clear()
             self.requests.clear()
             self.respond = _default_responder
+            self.embeddings_reply = None
             self.latency = 0.0
             self.max_inflight = 0
 
@@ -140,7 +144,7 @@ class FakeLLM:
 
     def _respond(self, kind: str, body: dict[str, Any]) -> Reply:
         if kind == "embeddings":
-            return Reply(text="")
+            return self.embeddings_reply or Reply(text="")
         result = self.respond(kind, body)
         return text(result) if isinstance(result, str) else result
 

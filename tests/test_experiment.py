@@ -105,6 +105,68 @@ def test_a_hung_sync_agent_times_out_and_the_run_finishes(project: Path) -> None
     assert [i.status for i in report.items[1:]] == ["ok"] * 5
 
 
+def test_a_sync_agent_stuck_forever_does_not_stall_the_run_at_concurrency_one(project: Path) -> None:
+    release, returned = threading.Event(), threading.Event()
+
+    def agent(ctx):
+        if ctx.index == 0:
+            release.wait(60)
+            returned.set()
+        return ctx.item["expected_output"]
+
+    try:
+        report = experiment("stuck", DATA, agent, timeout=0.2, concurrency=1,
+                            evaluators=[Evaluator(name="exact", type="exact-match")]).run()
+        # the run ended while the stuck call was still inside the agent: its slot was given up
+        assert not returned.is_set()
+    finally:
+        release.set()
+    assert report.items[0].status == "timeout"
+    assert [i.evaluations["exact"].score for i in report.items[1:]] == [1.0] * 5
+
+
+def test_outputs_json_cannot_hold_are_stored_as_text_everywhere(project: Path) -> None:
+    class Opaque:
+        def __str__(self) -> str:
+            return "opaque-object"
+
+    outputs = {0: Opaque(), 1: b"caf\xc3\xa9 \xff", 2: {"nested": (1, float("nan"))}}
+    exp = experiment("odd-outputs", DATA.slice(0, 3), lambda ctx: {"output": outputs[ctx.index],
+                                                                   "metadata": {"obj": Opaque()}})
+    report = exp.run()
+    assert report.status == "completed" and report.results_path
+    assert [i.output for i in report.items] == ["opaque-object", "café \ufffd", {"nested": [1, None]}]
+    assert report.items[0].metadata == {"obj": "opaque-object"}
+    import json
+
+    from cobalt_lib._store import Store
+
+    saved = json.loads(Path(report.results_path).read_text())
+    assert [i["output"] for i in saved["items"]] == [i.output for i in report.items]
+    rows = Store(project / ".cobalt" / "cobalt.duckdb").rows("outputs", report.id)
+    assert [r["output"] for r in rows] == [i.output for i in report.items]
+
+
+def test_threshold_zero_is_kept_as_the_pass_mark(project: Path) -> None:
+    ev = Evaluator(name="any", type="function", fn=lambda ctx: 0.3, threshold=0.0)
+    assert ev.threshold == 0.0
+    report = experiment("zero", DATA.slice(0, 2), _echo_expected, evaluators=[ev]).run()
+    assert report.summary.scores["any"].pass_rate == 1.0
+
+
+def test_spread_counts_failed_runs_as_unscored_and_not_passed(project: Path) -> None:
+    def agent(ctx):
+        if ctx.index == 0 and ctx.run_index > 0:
+            raise RuntimeError("flaky")
+        return ctx.item["expected_output"]
+
+    exp = experiment("flaky", DATA.slice(0, 2), agent, runs=3, evaluators=[Evaluator(name="exact", type="exact-match")])
+    spread = {s.index: s.evaluators["exact"] for s in exp.run().summary.per_item}
+    assert (spread[0].count, spread[0].errors) == (1, 2)
+    assert spread[0].pass_rate == pytest.approx(1 / 3) and spread[0].coverage == pytest.approx(1 / 3)
+    assert (spread[1].pass_rate, spread[1].coverage) == (1.0, 1.0)
+
+
 @pytest.mark.parametrize("limit", [1, 3])
 def test_concurrency_is_a_true_bound_on_agent_calls(project: Path, limit: int) -> None:
     state = {"now": 0, "max": 0}
@@ -228,7 +290,9 @@ def test_exact_match_field_missing_from_an_item_fails_before_the_run(project: Pa
     [({"concurency": 3}, "did you mean 'concurrency'"), ({"runs": 0}, "runs must be a positive"),
      ({"timeout": -1}, "timeout must be"), ({"tags": "v1"}, "tags must be a list"),
      ({"evaluators": [Evaluator(name="a", type="exact-match")] * 2}, "used twice"),
-     ({"assertions": ["relevance > 0.8"]}, "assertions must come from")],
+     ({"assertions": ["relevance > 0.8"]}, "assertions must come from"),
+     ({"runs": 1.5}, "runs must be a positive whole number"), ({"concurrency": 2.5}, "whole number"),
+     ({"evaluators": [Evaluator(name="latency", type="exact-match")]}, "taken by the run metric")],
 )
 def test_experiment_option_errors(options: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 from conftest import TEST_KEY, write_judge_config
-from fakellm import FakeLLM, answer, error, score_from_prompt, text
+from fakellm import FakeLLM, Reply, answer, error, score_from_prompt, text
 
 from cobalt_lib import Dataset, Evaluator, MissingApiKeyError, TemplateError, experiment, load_config
-from cobalt_lib._judge import parse_judgement
+from cobalt_lib._judge import RETRY_SEPARATOR, parse_judgement
 
 
 def _items(n: int = 3) -> Dataset:
@@ -97,7 +97,9 @@ def test_always_garbage_is_an_eval_error_left_out_of_the_mean(judged_project: Pa
     report = exp.run(config=load_config())
     first = report.items[0].evaluations["quality"]
     assert first.status == "eval-error" and first.score is None
-    assert first.raw_response == "I cannot score this (bad)." and "stricter retry" in (first.error or "")
+    # both answers are kept: the first one and the one after the stricter retry
+    assert first.raw_response == RETRY_SEPARATOR.join(["I cannot score this (bad)."] * 2)
+    assert "stricter retry" in (first.error or "")
     stats = report.summary.scores["quality"]
     assert stats.avg == pytest.approx(0.65) and stats.count == 2 and stats.errors == 1
     assert stats.coverage == pytest.approx(2 / 3)
@@ -252,3 +254,45 @@ def test_similarity_scores_with_embeddings(judged_project: Path, llm: FakeLLM) -
     assert close.score == 1.0 and close.raw_score is not None and close.raw_score >= 0.9
     assert far.score is not None and far.score < 0.6
     assert llm.count("embeddings") == 2
+
+
+def test_fenced_json_with_prose_from_the_server_is_scored(judged_project: Path, llm: FakeLLM) -> None:
+    llm.script(text('Here is my verdict:\n```json\n{"score": 0.75, "reason": "mostly right"}\n```\nThanks!'))
+    ev = _run(1).items[0].evaluations["quality"]
+    assert (ev.status, ev.score, ev.reason, ev.judge_calls) == ("ok", 0.75, "mostly right", 1)
+
+
+def test_unparseable_retry_after_falls_back_to_backoff(judged_project: Path, llm: FakeLLM) -> None:
+    llm.script(error(429, headers={"retry-after": "soon"}), answer(0.6))
+    report = _run(2, concurrency=1)
+    assert [i.evaluations["quality"].score for i in report.items] == [0.6, 0.8]
+    assert report.status == "completed" and llm.count("chat") == 3
+
+
+def test_retry_budget_bounds_the_calls_too(project: Path, llm: FakeLLM) -> None:
+    (project / "cobalt.toml").write_text(
+        f'[judge]\nbase_url = "{llm.openai_url}"\ntimeout = 30\nmax_retries = 5\nretry_max_seconds = 0.5\n')
+    llm.script(Reply(text='{"score": 1}', delay=5))
+    ev = _run(1).items[0].evaluations["quality"]
+    assert ev.status == "eval-error" and "retry budget of 0.5 s" in (ev.error or "")
+
+
+def test_reasoning_models_get_max_completion_tokens_and_no_temperature(judged_project: Path, llm: FakeLLM) -> None:
+    _run(1, evaluator=Evaluator(name="quality", prompt="{{output}}", model="o4-mini"))
+    body = llm.requests[0]["body"]
+    assert body["max_completion_tokens"] >= 4096
+    assert "max_tokens" not in body and "temperature" not in body
+    _run(1, evaluator=Evaluator(name="quality", prompt="{{output}}", model="gpt-4o-mini"))
+    assert llm.requests[1]["body"]["max_tokens"] == 512
+
+
+def test_failed_embeddings_are_eval_errors_and_the_run_goes_on(judged_project: Path, llm: FakeLLM) -> None:
+    llm.embeddings_reply = error(400)
+    exp = experiment("sim-down", _items(3), lambda ctx: "x",
+                     evaluators=[Evaluator(name="semantic", type="similarity"),
+                                 Evaluator(name="exact", type="exact-match")])
+    report = exp.run(config=load_config())
+    assert report.status == "completed"
+    assert [i.evaluations["semantic"].status for i in report.items] == ["eval-error"] * 3
+    assert "HTTP 400" in (report.items[0].evaluations["semantic"].error or "")
+    assert report.summary.scores["exact"].count == 3
