@@ -11,7 +11,7 @@ from typing import Any
 
 from ._config import Config
 from ._errors import ConfigError
-from ._report import AssertionResult, ExperimentReport, split_path
+from ._report import STAT_NAMES, AssertionResult, ExperimentReport, split_path
 
 RUN_METRICS = ("latency", "cost", "tokens")
 
@@ -22,10 +22,25 @@ def lower_is_better(metric: str) -> bool:
     return name.startswith(("latency", "cost", "tokens")) or name.endswith(("Duration", "Latency"))
 
 
+#: Gates compare with this relative slack, so a mean that rounding puts a hair off its limit
+#: (three scores of 0.35 average to 0.34999999999999998) still counts as on the limit.
+_SLACK = 1e-9
+
+
+def meets(actual: float, limit: float, *, lower: bool) -> bool:
+    """`actual <= limit` for lower-is-better metrics, else `actual >= limit`, up to float rounding."""
+    slack = _SLACK * max(1.0, abs(limit))
+    return actual <= limit + slack if lower else actual >= limit - slack
+
+
 def check_metric(path: str, known: Iterable[str], where: str) -> None:
     """Raise before the run if `path` names no metric the experiment produces."""
     name, _ = split_path(path)
     names = list(known)
+    base, dot, stat = path.rpartition(".")
+    if name not in names and dot and base in names:
+        raise ConfigError(f"{where} asks for statistic {stat!r} of {base!r}, which does not exist; "
+                          f"use one of {', '.join(sorted(STAT_NAMES))}.")
     if name not in names:
         close = difflib.get_close_matches(name, names, n=1)
         hint = f"did you mean {close[0]!r}?" if close else f"known metrics: {', '.join(names)}."
@@ -60,9 +75,10 @@ class Threshold(Assertion):
     def evaluate(self, report: ExperimentReport, config: Config) -> list[AssertionResult]:
         actual = report.metric(self.path)
         if actual is None:
+            why = "no item reported it" if split_path(self.path)[0] in RUN_METRICS else "no successful scores"
             return [AssertionResult(name=self.name, passed=False, expected=self.value,
-                                    message=f"{self.path} has no value in this run (no successful scores)")]
-        passed = actual <= self.value if self.lower else actual >= self.value
+                                    message=f"{self.path} has no value in this run ({why})")]
+        passed = meets(actual, self.value, lower=self.lower)
         verb = "at most" if self.lower else "at least"
         return [AssertionResult(name=self.name, passed=passed, actual=actual, expected=self.value,
                                 message=f"{self.path} = {actual:.4g}, must be {verb} {self.value:g}")]
@@ -102,7 +118,7 @@ class NoRegression(Assertion):
             actual = report.metric(metric)
             lower = lower_is_better(metric)
             limit = base * (1 + self.tolerance) if lower else base * (1 - self.tolerance)
-            passed = actual is not None and (actual <= limit if lower else actual >= limit)
+            passed = actual is not None and meets(actual, limit, lower=lower)
             shown = "none" if actual is None else f"{actual:.4g}"
             results.append(AssertionResult(
                 name=f"no_regression:{metric}", passed=passed, actual=actual, expected=limit,
@@ -144,7 +160,8 @@ class ErrorRate(Assertion):
     def evaluate(self, report: ExperimentReport, config: Config) -> list[AssertionResult]:
         s = report.summary
         rate = (s.errors + s.timeouts) / s.total_runs if s.total_runs else 0.0
-        return [AssertionResult(name=self.name, passed=rate <= self.max_rate, actual=rate, expected=self.max_rate,
+        passed = meets(rate, self.max_rate, lower=True)
+        return [AssertionResult(name=self.name, passed=passed, actual=rate, expected=self.max_rate,
                                 message=f"{s.errors + s.timeouts} of {s.total_runs} agent calls failed ({rate:.1%})")]
 
 

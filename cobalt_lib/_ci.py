@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from collections.abc import Sequence
@@ -23,55 +24,85 @@ def run_summary(report: ExperimentReport) -> dict[str, Any]:
     }
 
 
-def _escape(text: str) -> str:
-    """GitHub workflow-command escaping for annotation properties and messages."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A").replace(":", "%3A").replace(",", "%2C")
+def _escape_data(text: str) -> str:
+    """Workflow-command escaping of a message: the runner decodes only %25, %0D and %0A there."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
-def github_outputs(reports: Sequence[ExperimentReport]) -> None:
-    """Under GitHub Actions: append a Markdown summary and print one ::error per failed gate."""
+def _escape_property(text: str) -> str:
+    """Workflow-command escaping of a property such as `title`, where `:` and `,` are separators."""
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def github_outputs(reports: Sequence[ExperimentReport]) -> list[str]:
+    """Under GitHub Actions: append a Markdown summary and print one ::error per failed gate.
+
+    Returns warnings (a step summary that cannot be written does not fail the run)."""
     if os.environ.get("GITHUB_ACTIONS") != "true":
-        return
+        return []
+    warnings = []
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_path:
-        with Path(summary_path).open("a", encoding="utf-8") as fh:
-            for report in reports:
-                fh.write(report_markdown(report) + "\n")
+        try:
+            with Path(summary_path).open("a", encoding="utf-8") as fh:
+                for report in reports:
+                    fh.write(report_markdown(report) + "\n")
+        except OSError as exc:
+            warnings.append(f"could not append to GITHUB_STEP_SUMMARY ({summary_path}): {exc.strerror or exc}")
     for report in reports:
         for gate in report.assertions:
             if not gate.passed:
-                title = _escape(f"cobalt gate failed: {report.name}")
-                print(f"::error title={title}::{_escape(gate.name + ': ' + gate.message)}", flush=True)
+                title = _escape_property(f"cobalt gate failed: {report.name}")
+                print(f"::error title={title}::{_escape_data(gate.name + ': ' + gate.message)}", flush=True)
+    return warnings
 
 
 def post_webhooks(urls: Sequence[str], report: ExperimentReport, *, attempts: int = 3,
-                  timeout: float = 10.0) -> list[str]:
-    """POST the run summary to each URL (bounded retries); returns warnings for those that failed."""
+                  timeout: float = 10.0, budget: float = 30.0) -> list[str]:
+    """POST the run summary to every URL at once, retrying 429, 5xx and network errors with backoff
+    (honouring Retry-After) within `budget` seconds in all; returns a warning per URL that failed."""
     if not urls:
         return []
     import httpx
 
     payload = run_summary(report)
-    warnings = []
-    with httpx.Client(timeout=timeout) as client:
-        for url in urls:
-            problem = ""
-            for attempt in range(attempts):
-                try:
-                    response = client.post(url, json=payload)
-                    if response.status_code < 400:
-                        problem = ""
-                        break
-                    problem = f"HTTP {response.status_code}"
-                    if response.status_code < 500 and response.status_code != 429:
-                        break
-                except httpx.HTTPError as exc:
-                    problem = type(exc).__name__
-                if attempt + 1 < attempts:
-                    time.sleep(0.2 * 2**attempt)
-            if problem:
-                warnings.append(f"webhook {_redact(url)} failed after retries: {problem}")
-    return warnings
+    deadline = time.monotonic() + budget
+
+    async def post_all() -> list[str | None]:
+        async with httpx.AsyncClient(timeout=timeout) as client:
+            return list(await asyncio.gather(*(_post(client, url, payload, attempts, deadline) for url in urls)))
+
+    return [warning for warning in asyncio.run(post_all()) if warning]
+
+
+async def _post(client: Any, url: str, payload: dict[str, Any], attempts: int, deadline: float) -> str | None:
+    import httpx
+
+    problem = ""
+    for attempt in range(1, attempts + 1):
+        wait = 0.2 * 2**attempt
+        try:
+            async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+                response = await client.post(url, json=payload)
+            if response.status_code < 400:
+                return None
+            problem = f"HTTP {response.status_code}"
+            if response.status_code < 500 and response.status_code != 429:
+                return f"webhook {_redact(url)} failed: {problem}"
+            wait = _retry_after(response.headers.get("retry-after")) or wait
+        except (httpx.HTTPError, TimeoutError) as exc:
+            problem = type(exc).__name__
+        if attempt == attempts or time.monotonic() + wait > deadline:
+            return f"webhook {_redact(url)} failed after {attempt} attempt{'s' if attempt > 1 else ''}: {problem}"
+        await asyncio.sleep(wait)
+    return None
+
+
+def _retry_after(value: str | None) -> float | None:
+    try:
+        return max(0.0, float(value)) if value else None
+    except ValueError:
+        return None
 
 
 def _redact(url: str) -> str:

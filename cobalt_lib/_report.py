@@ -166,11 +166,13 @@ class ExperimentReport(BaseModel):
         stats = self.summary.scores.get(name) or self.summary.metrics.get(name)
         return None if stats is None else stats.get(stat)
 
-    def save_baseline(self, path: str | Path) -> Path:
-        """Write `{metric: mean}` for every evaluator and metric, for `no_regression`."""
+    def save_baseline(self, path: str | Path, *, metrics: bool = False) -> Path:
+        """Write `{evaluator: mean}` for `no_regression`; `metrics=True` adds latency, cost and tokens
+        (whose noise between identical runs can exceed a tolerance, hence opt-in)."""
         target = Path(path)
         baseline = {name: s.avg for name, s in self.summary.scores.items() if s.avg is not None}
-        baseline.update({n: s.avg for n, s in self.summary.metrics.items() if s.avg is not None})
+        if metrics:
+            baseline.update({n: s.avg for n, s in self.summary.metrics.items() if s.avg is not None})
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(baseline, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         return target

@@ -120,3 +120,40 @@ def test_config_thresholds_and_error_rate_become_gates() -> None:
 def test_fail_on_error_means_zero_errors() -> None:
     [gate] = config_assertions(define_config(ci={"fail_on_error": True}))
     assert gate.evaluate(_report(), CONFIG)[0].passed is False
+
+
+@pytest.mark.parametrize("value", [0.35, 0.1, 0.7, 0.45])
+def test_a_mean_of_repeated_scores_at_the_limit_passes(project: Path, value: float) -> None:
+    exp = experiment("edge", Dataset([{"i": i} for i in range(3)]), lambda ctx: "x",
+                     evaluators=[Evaluator(name="quality", type="function", fn=lambda ctx: value)],
+                     assertions=[threshold("quality", value), threshold("quality", value + 1e-6)])
+    verdicts = [a.passed for a in exp.run().assertions]
+    assert verdicts == [True, False]
+
+
+def test_no_regression_at_exactly_the_tolerance_passes(tmp_path: Path) -> None:
+    config = define_config()
+    config.root = tmp_path
+    (tmp_path / "base.json").write_text(json.dumps({"relevance": 0.8000000000000002}))
+    [result] = no_regression("base.json", tolerance=0.1).evaluate(_report(relevance=0.72), config)
+    assert result.passed is True
+
+
+def test_save_baseline_holds_evaluators_unless_metrics_are_asked_for(project: Path) -> None:
+    exp = experiment("base", Dataset([{"expected_output": "a"}]), lambda ctx: "a",
+                     evaluators=[Evaluator(name="exact", type="exact-match")])
+    report = exp.run()
+    assert json.loads(report.save_baseline(project / "b.json").read_text()) == {"exact": 1.0}
+    assert set(json.loads(report.save_baseline(project / "m.json", metrics=True).read_text())) == {"exact", "latency"}
+
+
+def test_an_unknown_statistic_is_named_as_such(project: Path) -> None:
+    exp = experiment("stat", Dataset([{"expected_output": "a"}]), lambda ctx: "a",
+                     evaluators=[Evaluator(name="exact", type="exact-match")], assertions=[threshold("exact.p42", 1)])
+    with pytest.raises(ConfigError, match=r"statistic 'p42' of 'exact'.*p95"):
+        exp.run()
+
+
+def test_a_run_metric_without_values_says_no_item_reported_it() -> None:
+    [result] = threshold("cost.mean", 0.1).evaluate(_report(), CONFIG)
+    assert result.passed is False and "no item reported it" in result.message

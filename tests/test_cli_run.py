@@ -147,7 +147,8 @@ def test_github_actions_summary_and_annotations(qa_project: Path) -> None:
     result = cobalt(qa_project, "run", "--ci", "-f", "qa", WRONG="3", GITHUB_ACTIONS="true",
                     GITHUB_STEP_SUMMARY=str(summary))
     assert result.returncode == 1
-    assert "::error title=cobalt gate failed%3A qa::exact >= 0.75%3A exact = 0.25%2C must be at least 0.75" \
+    # `:` and `,` are escaped in the title property only: the runner does not decode them in the message
+    assert "::error title=cobalt gate failed%3A qa::exact >= 0.75: exact = 0.25, must be at least 0.75" \
         in result.stdout.splitlines()
     text = summary.read_text()
     assert text.startswith("### cobalt: qa — FAILED") and "| exact | 0.250 |" in text
@@ -199,3 +200,29 @@ def test_a_failing_webhook_is_a_warning_not_a_failure(qa_project: Path, hook_ser
     assert len(handler.received) == 3  # bounded retries
     assert "warning: webhook" in result.stderr and "HTTP 500" in result.stderr
     assert "secret-token" not in result.stderr
+
+
+def test_an_unwritable_step_summary_is_a_warning(qa_project: Path) -> None:
+    result = cobalt(qa_project, "run", "--ci", "-f", "qa", GITHUB_ACTIONS="true",
+                    GITHUB_STEP_SUMMARY=str(qa_project / "no" / "such" / "dir" / "summary.md"))
+    assert result.returncode == 0, result.stderr
+    assert "warning: could not append to GITHUB_STEP_SUMMARY" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [(["run", "--bogus"], "No such option: --bogus"), (["run", "--concurrency", "0"], "--concurrency"),
+     (["history", "--limit", "abc"], "--limit"), (["compare"], "Missing argument"),
+     (["nosuchcmd"], "No such command 'nosuchcmd'")],
+)
+def test_usage_errors_are_one_message_and_exit_2(project: Path, args: list[str], message: str) -> None:
+    result = cobalt(project, *args)
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_path_that_cannot_be_written_is_exit_2(project: Path) -> None:
+    (project / "a-file").write_text("x")
+    result = cobalt(project, "init", str(project / "a-file" / "sub"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.startswith("error: ") and "a-file" in result.stderr

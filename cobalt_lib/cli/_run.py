@@ -55,10 +55,11 @@ def run(
         reports = run_with_dagster(plans, config, reporter, concurrency=concurrency, add_tags=add_tag or ())
     if json_output:
         print_json([run_summary(r) for r in reports])
-    github_outputs(reports)
+    warnings = github_outputs(reports)
     for report in reports:
-        for warning in post_webhooks(config.webhooks, report):
-            print(f"warning: {warning}", file=sys.stderr)
+        warnings += post_webhooks(config.webhooks, report)
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     code = 0 if all(r.passed for r in reports) else 1
     if ui:
         from ._serve import serve_dashboard
