@@ -16,10 +16,13 @@ from pathlib import Path
 from typing import Any
 
 
-def cache_key(kind: str, provider: str, model: str, prompt: Any, params: dict[str, Any]) -> str:
-    """SHA-256 of everything that determines the answer (never the API key or base URL)."""
+def cache_key(kind: str, provider: str, model: str, prompt: Any, params: dict[str, Any],
+              base_url: str | None = None) -> str:
+    """SHA-256 of everything that determines the answer: the server too (two OpenAI-compatible
+    servers may serve different weights under one model name), never the API key."""
     payload = json.dumps(
-        {"kind": kind, "provider": provider, "model": model, "prompt": prompt, "params": params},
+        {"kind": kind, "provider": provider, "model": model, "prompt": prompt, "params": params,
+         **({"base_url": base_url} if base_url else {})},
         sort_keys=True,
         ensure_ascii=False,
         separators=(",", ":"),

@@ -91,7 +91,7 @@ class Judge:
                     salt: Mapping[str, Any] | None = None) -> Evaluation:
         """Judge one rendered prompt. Never raises for a bad answer or failed call: records it."""
         params = {**endpoint.sampling(), "system": system, **(salt or {})}
-        key = cache_key("judge", endpoint.provider, endpoint.model, prompt, params)
+        key = cache_key("judge", endpoint.provider, endpoint.model, prompt, params, endpoint.base_url)
         hit = self.cache.get(key)
         if hit is not None:
             return Evaluation(score=hit["score"], reason=hit.get("reason"), raw_response=hit.get("raw"),
@@ -141,7 +141,7 @@ class Judge:
 
     async def embed(self, endpoint: Endpoint, texts: list[str]) -> tuple[list[list[float]], int, int]:
         """Vectors for `texts` (cached per text), the tokens spent and the number of calls made."""
-        keys = [cache_key("embedding", endpoint.provider, endpoint.model, t, {}) for t in texts]
+        keys = [cache_key("embedding", endpoint.provider, endpoint.model, t, {}, endpoint.base_url) for t in texts]
         vectors: list[list[float] | None] = []
         for key in keys:
             hit = self.cache.get(key)

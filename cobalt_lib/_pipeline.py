@@ -65,6 +65,8 @@ class RunPlan:
     source: Literal["library", "dagster"] = "library"
     parent_run_id: str | None = None
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
+    #: The evaluators this run calls; the others keep the scores an item arrives with (a partial rescore).
+    scored: frozenset[str] = frozenset()
 
     @property
     def store(self) -> Store:
@@ -80,6 +82,7 @@ class RunPlan:
             "runs": self.runs, "concurrency": self.concurrency, "judge_concurrency": self.judge_concurrency,
             "timeout": self.timeout, "evaluators": [e.describe() for e in self.evaluators],
             "assertions": [a.describe() for a in self.assertions],
+            **({"rescored": sorted(self.scored)} if self.parent_run_id else {}),
             "dataset": {"source": exp.dataset.source, "size": self.total_items},
             "runner": getattr(exp.runner, "__qualname__", repr(exp.runner)),
         }
@@ -96,8 +99,8 @@ def prepare(experiment: Experiment, config: Config, *, run_id: str | None = None
             timestamp: str | None = None) -> RunPlan:
     """Validate everything that can be validated before the first agent call.
 
-    `evaluators` keeps only those names (for rescoring); `items` validates stored items instead of
-    the dataset's.
+    `evaluators` runs only those names (a partial rescore: the others keep their stored scores);
+    `items` validates stored items instead of the dataset's.
     """
     chosen = _choose_evaluators(experiment, evaluators)
     checked = list(items) if items is not None else list(experiment.dataset)
@@ -106,7 +109,7 @@ def prepare(experiment: Experiment, config: Config, *, run_id: str | None = None
             evaluator.check_item(item, index)
     endpoints = {e.name: e.endpoint(config) for e in chosen}
     assertions = [*experiment.assertions, *config_assertions(config)]
-    known = [*(e.name for e in chosen), *RUN_METRICS]
+    known = [*(e.name for e in experiment.evaluators), *RUN_METRICS]
     for gate in assertions:
         for path in gate.metrics(config):
             check_metric(path, known, f"Assertion {gate.name!r}")
@@ -120,7 +123,7 @@ def prepare(experiment: Experiment, config: Config, *, run_id: str | None = None
         timeout=timeout or experiment.timeout or config.timeout, endpoints=endpoints, assertions=assertions,
         tags=list(dict.fromkeys([*experiment.tags, *tags])), source=source, parent_run_id=parent_run_id,
         prices={name: (p.input, p.output) for name, p in config.prices.items()},
-        evaluators=chosen, total_items=len(checked),
+        evaluators=list(experiment.evaluators), scored=frozenset(e.name for e in chosen), total_items=len(checked),
     )
 
 
@@ -169,12 +172,15 @@ async def score(session: Session, item: ItemResult) -> ItemResult:
     """Stage 2 for one item: every evaluator on an ok output, concurrently."""
     if item.status != "ok":
         return item
-    evaluators = session.plan.evaluators
+    plan = session.plan
+    evaluators = [e for e in plan.evaluators if e.name in plan.scored]
     ctx = EvalContext(item=item.item, output=item.output, metadata=item.metadata, index=item.index,
                       run_index=item.run_index)
-    results = await asyncio.gather(
-        *(e.evaluate(ctx, session.judge, session.plan.endpoints[e.name]) for e in evaluators))
-    item.evaluations = {e.name: r for e, r in zip(evaluators, results, strict=True)}
+    results = await asyncio.gather(*(e.evaluate(ctx, session.judge, plan.endpoints[e.name]) for e in evaluators))
+    fresh = {e.name: r for e, r in zip(evaluators, results, strict=True)}
+    kept = item.evaluations
+    item.evaluations = {e.name: fresh.get(e.name) or kept[e.name] for e in plan.evaluators
+                        if e.name in fresh or e.name in kept}
     return item
 
 
@@ -358,7 +364,8 @@ async def full_step(session: Session, key: tuple[int, int]) -> ItemResult:
 
 
 async def rescore_step(session: Session, item: ItemResult) -> ItemResult:
-    item = item.model_copy(update={"evaluations": {}}, deep=True)
+    kept = {name: ev for name, ev in item.evaluations.items() if name not in session.plan.scored}
+    item = item.model_copy(update={"evaluations": kept}, deep=True)
     session.output_sink(item)
     return await score(session, item)
 

@@ -39,6 +39,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("score", "DOUBLE"), ("raw_score", "DOUBLE"), ("reason", "VARCHAR"), ("status", "VARCHAR"),
         ("passed", "BOOLEAN"), ("error", "VARCHAR"), ("raw_response", "VARCHAR"), ("cached", "BOOLEAN"),
         ("judge_model", "VARCHAR"), ("latency_ms", "DOUBLE"), ("tokens", "BIGINT"), ("cost_usd", "DOUBLE"),
+        ("judge_calls", "INTEGER"),
     ],
     "aggregates": [
         ("run_id", "VARCHAR"), ("metric", "VARCHAR"), ("kind", "VARCHAR"), ("mean", "DOUBLE"),

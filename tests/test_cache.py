@@ -87,8 +87,9 @@ def test_key_depends_on_provider_model_prompt_and_parameters() -> None:
     others = {cache_key("judge", "anthropic", "m", "prompt", {"temperature": 0}),
               cache_key("judge", "openai", "m2", "prompt", {"temperature": 0}),
               cache_key("judge", "openai", "m", "prompt!", {"temperature": 0}),
-              cache_key("judge", "openai", "m", "prompt", {"temperature": 1})}
-    assert base not in others and len(others) == 4
+              cache_key("judge", "openai", "m", "prompt", {"temperature": 1}),
+              cache_key("judge", "openai", "m", "prompt", {"temperature": 0}, "http://127.0.0.1:8000/v1")}
+    assert base not in others and len(others) == 5
     assert len(base) == 64
 
 

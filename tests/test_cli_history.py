@@ -219,3 +219,22 @@ def test_compare_bad_input_exits_2(runs: tuple[Path, list[dict[str, Any]]], args
 def test_compare_without_runs_exits_2(project: Path) -> None:
     result = cobalt(project, "compare", "previous", "latest")
     assert result.returncode == 2 and "no runs to compare yet; run `cobalt run` first" in result.stderr
+
+
+@pytest.mark.parametrize("width", [80, 100, 160])
+def test_history_table_never_cuts_run_ids_or_costs(width: int) -> None:
+    from rich.console import Console
+
+    from cobalt_lib.cli._history import _history_table, history_entry
+
+    run = {"run_id": "20261123020211-c9139d9f", "experiment": "a-rather-long-experiment-name",
+           "started_at": "2026-11-23T02:02:11+00:00", "tags": ["nightly", "v2"], "status": "completed",
+           "passed": True, "summary": {"estimated_cost": 0.0123}, "finished_at": None}
+    entry = history_entry(run, {"relevance": 0.81, "exact": 1.0, "faithfulness": 0.5})
+    console = Console(width=width, record=True, no_color=True)
+    console.print(_history_table([entry], width))
+    text = console.export_text()
+    assert max(len(line) for line in text.splitlines()) <= width
+    assert "20261123020211-c9139d9f" in text and "$0.0123" in text and "passed" in text
+    assert ("2026-11-23" in text) is (width >= 110)
+    assert "nightly" in text and "[" not in text

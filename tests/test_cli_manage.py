@@ -366,12 +366,24 @@ def test_rescore_runs_the_new_judge_prompt_without_calling_the_agent(judged_run:
     assert result.stdout.strip().endswith(f"Rescored run {old} as new run {new['run_id']}.")
     assert "gate FAIL judge >= 0.5" in result.stdout
     aggregates = {r["metric"]: r["mean"] for r in store.rows("aggregates", new["run_id"]) if r["kind"] == "evaluator"}
-    assert aggregates == {"judge": pytest.approx(0.3)}
+    assert aggregates == {"exact": 1.0, "judge": pytest.approx(0.3)}  # exact carried over from the old run
     old_outputs, new_outputs = store.rows("outputs", old), store.rows("outputs", new["run_id"])
     keep = ("item_index", "output", "status", "error", "input_hash", "latency_ms")
     assert [{k: o[k] for k in keep} for o in new_outputs] == [{k: o[k] for k in keep} for o in old_outputs]
     assert [(s["item_index"], s["evaluator"], s["reason"]) for s in store.rows("scores", new["run_id"])] == [
-        (i, "judge", "v2 is strict") for i in range(3)]
+        (i, name, reason) for i in range(3) for name, reason in (("exact", "exact match"), ("judge", "v2 is strict"))]
+
+
+def test_rescoring_one_evaluator_keeps_the_others_scores_for_their_gates(judged_run: tuple[Path, str],
+                                                                         llm: FakeLLM) -> None:
+    root, _ = judged_run
+    result = cobalt(root, "rescore", "latest", "--evaluator", "exact", AGENT_FORBIDDEN="1")
+    # the gate is on `judge`, which is not re-run: its stored scores carry over and still pass it
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert llm.count("chat") == 3
+    report = json.loads(cobalt(root, "export", "latest", "-f", "json").stdout)
+    assert {n: s["avg"] for n, s in report["summary"]["scores"].items()} == {"exact": 1.0, "judge": 0.9}
+    assert report["config"]["rescored"] == ["exact"] and report["assertions"][0]["passed"] is True
 
 
 def test_rescore_with_an_unchanged_judge_uses_the_cache(judged_run: tuple[Path, str], llm: FakeLLM) -> None:

@@ -52,6 +52,10 @@ def test_rows_and_json_agree_with_the_report(judged_project: Path, llm: FakeLLM)
                       for i in report.items for name, ev in i.evaluations.items())
     assert sorted((r["item_index"], r["evaluator"], r["score"], r["status"], r["cached"]) for r in scores) == expected
     assert len(scores) == 8
+    judge_calls = sorted((i.index, ev.judge_calls) for i in report.items for n, ev in i.evaluations.items()
+                         if n == "judge")
+    assert sorted((r["item_index"], r["judge_calls"]) for r in scores if r["evaluator"] == "judge") == judge_calls
+    assert sum(c for _, c in judge_calls) == report.summary.judge_calls > 0
 
     aggregates = {r["metric"]: r for r in store.rows("aggregates", report.id)}
     assert set(aggregates) == {"exact", "judge", "latency", "cost", "tokens"}

@@ -9,6 +9,7 @@ import typer
 from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from .._compare import Comparison, ci_text, compare_reports, comparison_markdown
 from .._errors import ConfigError
@@ -66,6 +67,7 @@ def history_entry(run: dict[str, Any], means: dict[str, float | None]) -> dict[s
         "date": started.isoformat() if isinstance(started, datetime) else started,
         "tags": run.get("tags") or [], "status": run["status"], "passed": run.get("passed"),
         "scores": means, "duration_ms": _duration_ms(run), "cost": summary.get("estimated_cost"),
+        "agent_cost": summary.get("agent_cost"), "judge_cost": summary.get("judge_cost"),
         "parent_run_id": run.get("parent_run_id"),
     }
 
@@ -80,16 +82,35 @@ def _seconds(ms: float | None) -> str:
     return "-" if ms is None else f"{ms / 1000:.1f}s"
 
 
-def _history_table(entries: list[dict[str, Any]]) -> Table:
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    for column in ("date", "run id", "experiment", "tags", "status", "scores (mean)", "duration", "cost"):
-        table.add_column(column, justify="right" if column in ("duration", "cost") else "left")
+def _cost(entry: dict[str, Any]) -> str:
+    """The total when both parts are known; else the judge's part, marked, rather than nothing."""
+    if entry["cost"] is not None:
+        return f"${entry['cost']:.4f}"
+    if entry.get("judge_cost"):
+        return f"judge ${entry['judge_cost']:.4f}"
+    return "unknown"
+
+
+def _history_table(entries: list[dict[str, Any]], width: int = 160) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1), collapse_padding=True)
+    # On a narrow terminal the date goes (the run id begins with the same UTC time) and tags move
+    # under the experiment's name, so run ids and costs never have to be cut.
+    wide = width >= 110
+    with_tags = wide and any(e["tags"] for e in entries)
+    columns = [*(["date"] if wide else []), "run id", "experiment", *(["tags"] if with_tags else []),
+               "status", "scores (mean)", "time", "cost"]
+    for column in columns:
+        table.add_column(column, justify="right" if column in ("time", "cost") else "left",
+                         no_wrap=column in ("date", "run id", "status", "time", "cost"), overflow="fold",
+                         min_width={"experiment": 8, "scores (mean)": 12}.get(column))
     for e in entries:
         started = datetime.fromisoformat(e["date"]).astimezone() if e["date"] else None
         scores = "  ".join(f"{name}={'-' if mean is None else f'{mean:.2f}'}" for name, mean in e["scores"].items())
-        table.add_row(started.strftime("%Y-%m-%d %H:%M:%S") if started else "-", e["run_id"], e["experiment"],
-                      ",".join(e["tags"]), _verdict(e), scores or "-", _seconds(e["duration_ms"]),
-                      "unknown" if e["cost"] is None else f"${e['cost']:.4f}")
+        tags = ",".join(e["tags"])
+        name = e["experiment"] if with_tags or not tags else f"{e['experiment']}\n({tags})"
+        cells = [*([started.strftime("%Y-%m-%d %H:%M") if started else "-"] if wide else []), e["run_id"], name,
+                 *([tags] if with_tags else []), _verdict(e), scores or "-", _seconds(e["duration_ms"]), _cost(e)]
+        table.add_row(*(Text(cell) for cell in cells))  # Text: a name or tag is never read as rich markup
     return table
 
 
@@ -117,7 +138,8 @@ def history(
                         if value)
         typer.echo(f"No runs{scope} yet; run `cobalt run`." if scope else NO_RUNS)
     else:
-        console().print(_history_table(entries))
+        out = console()
+        out.print(_history_table(entries, out.width))
 
 
 def _fmt(value: float | None, digits: int = 3, sign: bool = False) -> str:
