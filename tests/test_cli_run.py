@@ -226,3 +226,36 @@ def test_a_path_that_cannot_be_written_is_exit_2(project: Path) -> None:
     result = cobalt(project, "init", str(project / "a-file" / "sub"))
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.startswith("error: ") and "a-file" in result.stderr
+
+
+JUDGED = '''
+from cobalt_lib import Dataset, Evaluator, experiment
+
+experiment("judged", Dataset([{"input": f"q{i}"} for i in range(3)]), lambda ctx: "an answer",
+           evaluators=[Evaluator(name="judge", prompt="Rate {{output}} for {{input}}")])
+'''
+
+
+def test_the_api_key_never_reaches_output_results_store_or_dagster(judged_project: Path, llm) -> None:
+    from conftest import TEST_KEY
+    from fakellm import Reply
+
+    # A server that echoes the key back in its error, as some providers do.
+    echo = {"error": {"message": f"Incorrect API key provided: {TEST_KEY}", "type": "invalid_request_error"}}
+    (judged_project / "experiments").mkdir()
+    (judged_project / "experiments" / "judged.cobalt.py").write_text(JUDGED)
+    outputs = ""
+    for mode in (["--no-dagster"], []):
+        llm.script(Reply(status=401, body=echo))
+        result = cobalt(judged_project, "run", *mode)
+        assert result.returncode == 0, result.stderr
+        assert "eval-error" in result.stdout or "judge" in result.stdout
+        outputs += result.stdout + result.stderr
+    assert "***" in json.dumps([json.loads(p.read_text()) for p in (judged_project / ".cobalt/results").glob("*.json")])
+    assert TEST_KEY not in outputs
+    leaks = [p for p in (judged_project / ".cobalt").rglob("*") if p.is_file() and TEST_KEY.encode() in p.read_bytes()]
+    assert leaks == []
+    store = Store(judged_project / ".cobalt" / "cobalt.duckdb")  # DuckDB may compress text: ask it too
+    scores = [r for run in store.runs() for r in store.rows("scores", run["run_id"])]
+    assert len(scores) == 6 and all(TEST_KEY not in json.dumps(r, default=str) for r in scores)
+    assert sum("***" in (r["error"] or "") for r in scores) == 2

@@ -280,3 +280,21 @@ def test_parse_duration_rejects_bad_values(value: object) -> None:
 def test_bad_duration_message_shows_examples() -> None:
     with pytest.raises(ConfigError, match=r"write it like '90s', '15m', '12h' or '7d'"):
         parse_duration("forever")
+
+
+def test_discovery_follows_test_dir_and_test_match(project: Path) -> None:
+    from cobalt_lib._discovery import discover_files, load_experiments
+
+    (project / "cobalt.toml").write_text('test_dir = "evals"\ntest_match = ["**/*.eval.py", "smoke_*.py"]\n')
+    body = 'from cobalt_lib import experiment\nexperiment("{name}", [{{"input": 1}}], lambda ctx: 1)\n'
+    files = {"evals/qa.eval.py": "qa", "evals/deep/er/rag.eval.py": "rag", "evals/smoke_one.py": "smoke",
+             "evals/deep/smoke_two.py": "not-matched", "evals/qa.cobalt.py": "default-pattern",
+             "experiments/x.cobalt.py": "default-dir"}
+    for rel, name in files.items():
+        (project / rel).parent.mkdir(parents=True, exist_ok=True)
+        (project / rel).write_text(body.format(name=name))
+    config = load_config()
+    assert [p.relative_to(project).as_posix() for p in discover_files(config)] == [
+        "evals/deep/er/rag.eval.py", "evals/qa.eval.py", "evals/smoke_one.py"]
+    assert sorted(e.name for e in load_experiments(config)) == ["qa", "rag", "smoke"]
+    assert [e.name for e in load_experiments(config, name_filter="ra")] == ["rag"]
