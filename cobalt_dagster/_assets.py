@@ -12,14 +12,14 @@ from typing import Any
 
 import dagster as dg
 
-from cobalt_lib import Experiment, ItemResult
+from cobalt_lib import AssertionResult, Experiment, ItemResult
 from cobalt_lib._assertions import Assertion
 from cobalt_lib._history import load_report
 from cobalt_lib._pipeline import agent_step, finish, item_keys, rescore_step, start_run, stream
 from cobalt_lib._rows import item_from_rows
 
-from ._live import OBSERVERS
-from ._metadata import aggregates_metadata, outputs_metadata, scores_metadata
+from ._live import OBSERVERS, stage_observer
+from ._metadata import aggregates_metadata, dataset_metadata, outputs_metadata, scores_metadata
 from ._names import dagster_name
 from ._resource import CobaltResource, run_async
 
@@ -72,17 +72,15 @@ def experiment_defs(experiment: Experiment, gates: list[Assertion]) -> Experimen
         observer = OBSERVERS.get(plan.run_id)
         if observer:
             observer.on_start(plan)
-        return dg.MaterializeResult(metadata={
-            "items": dg.MetadataValue.int(len(experiment.dataset)),
-            "source": dg.MetadataValue.text(experiment.dataset.source or "inline"),
-            "evaluators": dg.MetadataValue.text(", ".join(e.name for e in plan.evaluators)),
-            "cobalt_run_id": dg.MetadataValue.text(plan.run_id)})
+        return dg.MaterializeResult(metadata=dataset_metadata(
+            plan.run_id, len(experiment.dataset), experiment.dataset.source, [e.name for e in plan.evaluators]))
 
     @dg.asset(name="outputs", deps=[dataset], description="The agent's output for every item.", **common)
     def outputs(context: dg.AssetExecutionContext, cobalt: CobaltResource) -> dg.MaterializeResult:
         plan = cobalt.plan(experiment, _partition(context), context.run.tags)
         plan.store.write({}, delete_run=plan.run_id, delete_tables=["outputs", "scores"])  # re-materialisation
-        items = run_async(stream(plan, item_keys(plan), agent_step, tables=("outputs",)))
+        items = run_async(stream(plan, item_keys(plan), agent_step, tables=("outputs",),
+                                 observer=stage_observer(plan.run_id, "outputs")))
         return dg.MaterializeResult(metadata=outputs_metadata(items))
 
     @dg.asset(name="scores", deps=[outputs], description="Every evaluator's score of every output.", **common)
@@ -91,7 +89,7 @@ def experiment_defs(experiment: Experiment, gates: list[Assertion]) -> Experimen
         stored = _load_items(cobalt, plan.run_id, with_scores=False)
         plan.store.write({}, delete_run=plan.run_id, delete_tables=["scores"])
         items = run_async(stream(plan, stored, rescore_step, tables=("scores",),
-                                 observer=OBSERVERS.get(plan.run_id)))
+                                 observer=stage_observer(plan.run_id, "scores")))
         return dg.MaterializeResult(metadata=scores_metadata(items))
 
     @dg.asset(name="aggregates", deps=[scores], description="Statistics per evaluator and verdicts.", **common)
@@ -126,16 +124,24 @@ def _gate_check(experiment: Experiment, gate: Assertion, aggregates: dg.AssetsDe
     def check(context: dg.AssetCheckExecutionContext, cobalt: CobaltResource) -> dg.AssetCheckResult:
         run_id = context.run.tags.get("dagster/partition", "")
         report = load_report(cobalt.store(), run_id)
-        results = gate.evaluate(report, cobalt.config())
-        failed = [r for r in results if not r.passed]
-        shown = failed[0] if failed else (results[0] if results else None)
-        metadata: dict[str, Any] = {"cobalt_run_id": dg.MetadataValue.text(run_id),
-                                    "message": dg.MetadataValue.text("; ".join(r.message for r in results))}
-        if shown is not None and shown.actual is not None:
-            metadata["actual"] = dg.MetadataValue.float(shown.actual)
-        if shown is not None and shown.expected is not None:
-            metadata["expected"] = dg.MetadataValue.float(shown.expected)
-        return dg.AssetCheckResult(passed=not failed and bool(results), severity=dg.AssetCheckSeverity.ERROR,
+        passed, metadata = gate_outcome(run_id, gate.evaluate(report, cobalt.config()))
+        return dg.AssetCheckResult(passed=passed, severity=dg.AssetCheckSeverity.ERROR,
                                    metadata=metadata, description=gate.name)
 
     return check
+
+
+def gate_outcome(run_id: str, results: list[AssertionResult]) -> tuple[bool, dict[str, Any]]:
+    """A gate's check verdict and metadata; shared with `record_run` so both look the same in the UI.
+
+    A gate with no results (nothing to evaluate) does not pass; the first failure is the one shown.
+    """
+    failed = [r for r in results if not r.passed]
+    shown = failed[0] if failed else (results[0] if results else None)
+    metadata: dict[str, Any] = {"cobalt_run_id": dg.MetadataValue.text(run_id),
+                                "message": dg.MetadataValue.text("; ".join(r.message for r in results))}
+    if shown is not None and shown.actual is not None:
+        metadata["actual"] = dg.MetadataValue.float(shown.actual)
+    if shown is not None and shown.expected is not None:
+        metadata["expected"] = dg.MetadataValue.float(shown.expected)
+    return not failed and bool(results), metadata

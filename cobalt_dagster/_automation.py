@@ -33,7 +33,10 @@ def build_schedules(config: Config, defs: list[ExperimentDefs]) -> list[dg.Sched
 def _schedule(target: ExperimentDefs, cron: str, timezone: str) -> dg.ScheduleDefinition:
     parts = target.partitions
 
+    # RUNNING by default: listing an experiment under [schedules] is the user's request to run it, and
+    # `cobalt serve` promises that schedules run while it is up (a STOPPED default needs a UI click).
     @dg.schedule(name=f"{target.name}_schedule", job=target.job, cron_schedule=cron, execution_timezone=timezone,
+                 default_status=dg.DefaultScheduleStatus.RUNNING,
                  description=f"Runs the cobalt experiment {target.experiment.name!r} on {cron} ({timezone}).")
     def schedule(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
         # A schedule cannot return dynamic-partition requests, so the partition is added here.

@@ -2,25 +2,20 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
 import dagster as dg
 
-from cobalt_lib import Config, Experiment, load_config, load_experiments
+from cobalt_lib import Config, Experiment, load_experiments
 from cobalt_lib._assertions import config_assertions
 
 from ._assets import ExperimentDefs, experiment_defs
 from ._automation import build_schedules, build_sensor
 from ._instance import quiet_dagster_warnings
 from ._names import check_unique
+from ._project import project_config
 from ._resource import CobaltResource
-
-
-def project_dir_from_env() -> Path:
-    """`COBALT_PROJECT_DIR` if set, else the working directory (the project root is found upward)."""
-    return Path(os.environ.get("COBALT_PROJECT_DIR") or Path.cwd())
 
 
 def build_experiment_defs(experiments: Sequence[Experiment], config: Config) -> list[ExperimentDefs]:
@@ -36,7 +31,7 @@ def build_definitions(project_dir: str | Path | None = None, *,
     `experiments` defaults to those discovered under the project's `test_dir`.
     """
     quiet_dagster_warnings()
-    config = load_config(Path(project_dir) if project_dir else project_dir_from_env())
+    config = project_config(project_dir)
     found = list(experiments) if experiments is not None else load_experiments(config)
     defs = build_experiment_defs(found, config)
     return dg.Definitions(

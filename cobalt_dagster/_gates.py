@@ -3,26 +3,30 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
+from filelock import FileLock
 
-from cobalt_lib import Config, ExperimentReport, Store, load_config
+from cobalt_lib import Config, ExperimentReport, Store
 
-from ._assets import check_name
+from ._assets import check_name, gate_outcome
 from ._instance import local_instance
-from ._metadata import aggregates_metadata
+from ._metadata import aggregates_metadata, dataset_metadata, outputs_metadata, scores_metadata
 from ._names import dagster_name
+from ._project import project_config
 
 
 def require_gates_passed(experiment: str, run_id: str, project_dir: str | Path | None = None) -> None:
     """Raise `dagster.Failure` unless the stored verdicts of `run_id` all passed.
 
     Blocking checks stop downstream steps only inside one Dagster run; call this at the top of a
-    deploy asset so a deploy materialised later for a failed partition fails too.
+    deploy asset so a deploy materialised later for a failed partition fails too. The project is
+    `project_dir`, else `COBALT_PROJECT_DIR` (set by `cobalt serve`), else the working directory.
     """
-    config = load_config(Path(project_dir) if project_dir else None)
+    config = project_config(project_dir)
     store = Store(config.output_path / "cobalt.duckdb")
-    runs = store.query("SELECT status, experiment FROM runs WHERE run_id = ?", [run_id])
+    runs = store.query("SELECT status, experiment FROM runs WHERE run_id = ?", [run_id]) if store.path.exists() else []
     if not runs:
         raise dg.Failure(description=f"cobalt run {run_id} of {experiment!r} has no stored results; run it first.")
     if runs[0]["status"] != "completed":
@@ -35,25 +39,58 @@ def require_gates_passed(experiment: str, run_id: str, project_dir: str | Path |
 
 
 def record_run(report: ExperimentReport, *, config: Config | None = None,
-               instance: dg.DagsterInstance | None = None) -> None:
-    """Report a plain-library run to the Dagster instance: its partition, four materialisations and checks."""
-    config = config or load_config()
+               instance: dg.DagsterInstance | None = None) -> bool:
+    """Report a plain-library run to the Dagster instance: its partition, four materialisations and checks.
+
+    Returns False, recording nothing, for a run Dagster itself executed (`report.source == "dagster"`:
+    its assets are already materialised) and for a run already recorded, so calling it twice is safe.
+    `config` defaults to the project of `COBALT_PROJECT_DIR`, else of the working directory.
+    """
+    if report.source == "dagster":
+        return False
+    config = config or project_config()
     instance = instance or local_instance(config)
     name = dagster_name(report.name)
-    instance.add_dynamic_partitions(f"{name}_runs", [report.id])
-    store = Store(config.output_path / "cobalt.duckdb")
-    tags = {"cobalt/source": report.source}
-    for stage in ("dataset", "outputs", "scores"):
-        instance.report_runless_asset_event(dg.AssetMaterialization(
-            asset_key=[name, stage], partition=report.id, tags=tags,
-            metadata={"cobalt_run_id": dg.MetadataValue.text(report.id)}))
-    instance.report_runless_asset_event(dg.AssetMaterialization(
-        asset_key=[name, "aggregates"], partition=report.id, tags=tags,
-        metadata=aggregates_metadata(report, store)))
-    gates = report.config.get("assertions", [])
-    for index, gate in enumerate(gates):
-        results = [a for a in report.assertions if a.gate == gate["name"]]
-        instance.report_runless_asset_event(dg.AssetCheckEvaluation(
+    # Two recorders of one run at once must not both see "not yet recorded".
+    with FileLock(str(config.output_path / "record_run.lock"), timeout=60):
+        if _recorded(instance, name, report.id):
+            return False
+        instance.add_dynamic_partitions(f"{name}_runs", [report.id])
+        for stage, metadata in _stage_metadata(report, Store(config.output_path / "cobalt.duckdb")):
+            instance.report_runless_asset_event(dg.AssetMaterialization(
+                asset_key=[name, stage], partition=report.id, tags={"cobalt/source": report.source},
+                metadata=metadata))
+        for evaluation in _check_evaluations(report, name):
+            instance.report_runless_asset_event(evaluation)
+    return True
+
+
+def _recorded(instance: dg.DagsterInstance, name: str, run_id: str) -> bool:
+    """`aggregates` is materialised last of the four, so its presence means the run was recorded."""
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey([name, "aggregates"]), asset_partitions=[run_id]), limit=1)
+    return bool(records.records)
+
+
+def _stage_metadata(report: ExperimentReport, store: Store) -> list[tuple[str, dict[str, Any]]]:
+    """The metadata each asset would have carried had Dagster run it (the same builders)."""
+    dataset = report.config.get("dataset") or {}
+    evaluators = [e["name"] for e in report.config.get("evaluators", [])]
+    return [
+        ("dataset", dataset_metadata(report.id, int(dataset.get("size") or report.summary.total_items),
+                                     dataset.get("source"), evaluators)),
+        ("outputs", outputs_metadata(report.items)),
+        ("scores", scores_metadata(report.items)),
+        ("aggregates", aggregates_metadata(report, store)),
+    ]
+
+
+def _check_evaluations(report: ExperimentReport, name: str) -> list[dg.AssetCheckEvaluation]:
+    evaluations = []
+    for index, gate in enumerate(report.config.get("assertions", [])):
+        passed, metadata = gate_outcome(report.id, [a for a in report.assertions if a.gate == gate["name"]])
+        evaluations.append(dg.AssetCheckEvaluation(
             asset_key=dg.AssetKey([name, "aggregates"]), check_name=check_name(gate["name"], index),
-            passed=bool(results) and all(a.passed for a in results), severity=dg.AssetCheckSeverity.ERROR,
-            metadata={"cobalt_run_id": report.id}, partition=None))
+            passed=passed, severity=dg.AssetCheckSeverity.ERROR, metadata=metadata, description=gate["name"],
+            blocking=True, partition=None))  # as the real check: blocking, and not partitioned
+    return evaluations

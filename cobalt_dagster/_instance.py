@@ -15,8 +15,14 @@ from cobalt_lib import Config
 if TYPE_CHECKING:
     import dagster as dg
 
-#: Run config that keeps Dagster's per-event console logging out of the terminal reporter.
-QUIET_RUN_CONFIG: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+#: Run config for `cobalt run`: cobalt reports items, gates and failures itself, so Dagster's console
+#: logger (which prints a failed gate as an ERROR block with a stack trace) stays silent.
+QUIET_RUN_CONFIG: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+
+#: The instance's dagster.yaml: without one, `dagster dev`, the webserver and `definitions validate`
+#: warn that none was found; telemetry stays off for a tool that runs inside other projects.
+INSTANCE_YAML = "# Written by cobalt; edit freely, cobalt never overwrites it.\ntelemetry:\n  enabled: false\n"
+MARKER = ".cobalt-migrated"
 
 
 def quiet_dagster_warnings() -> None:
@@ -40,10 +46,21 @@ def local_instance(config: Config) -> dg.DagsterInstance:
     home = dagster_home(config)
     home.mkdir(parents=True, exist_ok=True)
     with FileLock(str(home.parent / "dagster.lock"), timeout=120):
-        marker = home / ".cobalt-migrated"
+        yaml = home / "dagster.yaml"
+        if not yaml.exists():
+            yaml.write_text(INSTANCE_YAML, encoding="utf-8")
         instance = dg.DagsterInstance.from_config(str(home))
-        if not marker.exists():
-            with contextlib.redirect_stdout(io.StringIO()):  # its progress lines would mix with our output
-                instance.upgrade()
-            marker.write_text("1\n")
+        _migrate(instance, home / MARKER)
     return instance
+
+
+def _migrate(instance: dg.DagsterInstance, marker: Path) -> None:
+    """Migrate the storage on first use and again whenever the installed Dagster version changes
+    (an upgrade can bring schema migrations); the marker holds the version it was migrated for."""
+    import dagster as dg
+
+    if marker.is_file() and marker.read_text(encoding="utf-8").strip() == dg.__version__:
+        return
+    with contextlib.redirect_stdout(io.StringIO()):  # its progress lines would mix with our output
+        instance.upgrade()
+    marker.write_text(f"{dg.__version__}\n", encoding="utf-8")

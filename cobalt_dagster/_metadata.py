@@ -15,6 +15,15 @@ def _clip(value: Any, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def dataset_metadata(run_id: str, size: int, source: str | None, evaluators: list[str]) -> dict[str, Any]:
+    return {
+        "items": dg.MetadataValue.int(size),
+        "source": dg.MetadataValue.text(source or "inline"),
+        "evaluators": dg.MetadataValue.text(", ".join(evaluators)),
+        "cobalt_run_id": dg.MetadataValue.text(run_id),
+    }
+
+
 def outputs_metadata(items: list[ItemResult]) -> dict[str, Any]:
     latencies = sorted(i.latency_ms for i in items if i.status == "ok" and i.latency_ms is not None)
     p95 = latencies[min(len(latencies) - 1, int(0.95 * len(latencies)))] if latencies else None

@@ -7,6 +7,7 @@ import time
 from collections.abc import Sequence
 
 import dagster as dg
+from dagster._core.errors import DagsterExecutionInterruptedError  # not exported by `dagster` in 1.13
 
 from cobalt_lib import Config, ExperimentReport, Store
 from cobalt_lib._history import load_report
@@ -17,6 +18,19 @@ from ._definitions import build_experiment_defs
 from ._instance import QUIET_RUN_CONFIG, local_instance, quiet_dagster_warnings
 from ._live import OBSERVERS
 from ._resource import CobaltResource
+
+#: Error classes of failed steps: a blocking gate that failed, and Ctrl-C inside a step.
+GATE_FAILED = "DagsterAssetCheckFailedError"
+INTERRUPTED = "DagsterExecutionInterruptedError"
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped the run `run_id`; what finished is kept and the run is stored as `status`."""
+
+    def __init__(self, run_id: str, status: str) -> None:
+        super().__init__(run_id, status)
+        self.run_id = run_id
+        self.status = status
 
 
 def run_with_dagster(plans: Sequence[RunPlan], config: Config, observer: Observer | None = None, *,
@@ -52,16 +66,22 @@ def _run_one(plan: RunPlan, target: ExperimentDefs, definitions: dg.Definitions,
         result = definitions.resolve_job_def(target.job.name).execute_in_process(
             instance=instance, partition_key=plan.run_id, tags=tags, raise_on_error=False,
             run_config=QUIET_RUN_CONFIG)
-    except KeyboardInterrupt:
-        _mark_incomplete(plan, store, started)
-        raise
+    except (KeyboardInterrupt, DagsterExecutionInterruptedError):  # Ctrl-C outside a step
+        raise _interrupted(plan, store, started, tags) from None
     finally:
         OBSERVERS.pop(plan.run_id, None)
-    failure = _step_failure(result)
-    if failure:
-        print(f"cobalt: Dagster run {result.run_id} failed: {failure}", file=sys.stderr)
+    failures = _step_failures(result)
+    # Inside a step Dagster turns Ctrl-C into a step failure; it is still the user stopping the run.
+    if any(cls == INTERRUPTED for _, cls, _ in failures):
+        raise _interrupted(plan, store, started, tags)
+    if failures:
+        step, _, message = failures[0]
+        print(f"cobalt: Dagster run {result.run_id} failed: {step}: {message}", file=sys.stderr)
         if not _finished(store, plan.run_id):
-            return _mark_incomplete(plan, store, started)
+            report = _mark_incomplete(plan, store, started, tags)
+            if observer:  # the aggregates asset never ran to print the summary: show what was kept
+                observer.on_finish(report)
+            return report
     return load_report(store, plan.run_id)
 
 
@@ -70,18 +90,31 @@ def _finished(store: Store, run_id: str) -> bool:
     return bool(rows) and rows[0]["status"] == "completed"
 
 
-def _mark_incomplete(plan: RunPlan, store: Store, started: float) -> ExperimentReport:
+def _mark_incomplete(plan: RunPlan, store: Store, started: float, tags: dict[str, str]) -> ExperimentReport:
     """Keep what finished: aggregate the stored items and mark the run incomplete."""
+    # Finish it as the assets would have: source "dagster" and the stored start time, not the CLI's plan.
+    plan = CobaltResource(project_dir=str(plan.config.root)).plan(plan.experiment, plan.run_id, tags)
     stored = store.path.exists() and store.query("SELECT 1 FROM runs WHERE run_id = ?", [plan.run_id])
     items = load_report(store, plan.run_id).items if stored else []
     return finish(plan, items, (time.perf_counter() - started) * 1000, "incomplete")
 
 
-def _step_failure(result: dg.ExecuteInProcessResult) -> str | None:
-    """The first failed asset step's error (a failed gate check is not a failure of the run's work)."""
+def _interrupted(plan: RunPlan, store: Store, started: float, tags: dict[str, str]) -> RunInterrupted:
+    """Mark the interrupted run incomplete (unless it had already completed) and say so to the caller."""
+    status = "completed" if _finished(store, plan.run_id) else _mark_incomplete(plan, store, started, tags).status
+    return RunInterrupted(plan.run_id, status)
+
+
+def _step_failures(result: dg.ExecuteInProcessResult) -> list[tuple[str, str, str]]:
+    """(step key, error class, message) of each failed step, failed gates left out: a failed gate is a
+    verdict cobalt reports itself, not a failure of the run's work. Decided by the error's class, as a
+    step key cannot tell a check from an asset (an experiment may well be named `gate-keeper`)."""
+    failures = []
     for event in result.all_events:
-        if event.event_type_value == "STEP_FAILURE" and event.step_key and "gate_" not in event.step_key:
-            data = event.step_failure_data
-            error = data.error if data else None
-            return f"{event.step_key}: {error.message.strip() if error else 'unknown error'}"
-    return None
+        if event.event_type_value != "STEP_FAILURE":
+            continue
+        error = event.step_failure_data.error if event.step_failure_data else None
+        cls = error.cls_name if error else ""
+        if cls != GATE_FAILED:
+            failures.append((event.step_key or "?", cls or "", error.message.strip() if error else "unknown error"))
+    return failures

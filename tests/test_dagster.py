@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import uuid
@@ -15,11 +17,14 @@ from typing import Any
 
 import dagster as dg
 import pytest
+from conftest import write_judge_config
 
 import cobalt_dagster
+from cobalt_dagster._orchestrate import run_with_dagster
 from cobalt_lib import Config, ConfigError, Dataset, Evaluator, Experiment, Store, experiment, load_config
 from cobalt_lib._discovery import load_experiments
-from cobalt_lib._pipeline import new_run_id
+from cobalt_lib._history import load_report
+from cobalt_lib._pipeline import new_run_id, prepare
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "dagster_project"
 BIN = Path(sys.executable).parent
@@ -109,6 +114,7 @@ def check_evaluations(instance: dg.DagsterInstance, run_id: str) -> list[Any]:
 
 def comparable(store: Store, run_id: str) -> dict[str, Any]:
     """A run's stored rows without what legitimately differs between two runs (ids, latency, times)."""
+    [summary] = [r["summary"] for r in store.query("SELECT summary FROM runs WHERE run_id = ?", [run_id])]
     return {
         "outputs": [(r["item_index"], r["run_index"], r["input"], r["output"], r["status"], r["error"])
                     for r in store.rows("outputs", run_id)],
@@ -118,6 +124,7 @@ def comparable(store: Store, run_id: str) -> dict[str, Any]:
                        for r in store.rows("aggregates", run_id) if r["metric"] != "latency"},
         "verdicts": [(r["name"], r["passed"], r["actual"], r["expected"], r["message"])
                      for r in store.rows("verdicts", run_id)],
+        "summary": {k: summary[k] for k in ("judge_calls", "judge_cost", "total_tokens")},
     }
 
 
@@ -138,6 +145,7 @@ def test_definitions_of_the_two_experiment_project(shared: Project) -> None:
     schedule = defs.resolve_schedule_def("support_bot_schedule")
     assert (schedule.cron_schedule, schedule.execution_timezone, schedule.job_name) == (
         "0 2 * * *", "UTC", "support_bot_eval")
+    assert schedule.default_status == dg.DefaultScheduleStatus.RUNNING  # runs under `cobalt serve` untouched
     sensor = defs.resolve_sensor_def("cobalt_run_requests")
     assert {t.job_name for t in sensor.targets} == {"support_bot_eval", "my_summarizer_agent_eval"}
     assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
@@ -148,12 +156,14 @@ def test_definitions_of_the_two_experiment_project(shared: Project) -> None:
 
 def test_dagster_cli_validates_the_code_location(tmp_path: Path) -> None:
     root = copy_example(tmp_path / "proj")
-    (tmp_path / "home").mkdir()
-    env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home")}
+    with cobalt_dagster.local_instance(load_config(root)):  # the instance `cobalt serve` and `cobalt run` use
+        pass
+    env = {**os.environ, "DAGSTER_HOME": str(root / ".cobalt" / "dagster")}
     env.pop("COBALT_PROJECT_DIR", None)
     result = subprocess.run([str(BIN / "dagster"), "definitions", "validate", "-m", "definitions"], cwd=root,
                             env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
+    assert "No dagster instance configuration file" not in result.stderr  # cobalt wrote its dagster.yaml
     # The module workspace.yaml loads finds the same project from COBALT_PROJECT_DIR.
     result = subprocess.run([str(BIN / "dagster"), "definitions", "validate", "-m", "cobalt_dagster.definitions"],
                             cwd=tmp_path, env={**env, "COBALT_PROJECT_DIR": str(root)}, capture_output=True,
@@ -369,6 +379,10 @@ def test_cobalt_run_exits_1_on_a_failing_gate_and_keeps_the_results(tmp_path: Pa
     monkeypatch.setenv("SUPPORT_BOT_BROKEN", "1")
     result = _cobalt(root, "run", "--ci", "--filter", "support")
     assert result.returncode == 1, result.stdout + result.stderr
+    # cobalt reports the failed gate itself; Dagster's ERROR block and stack trace stay out of the way.
+    assert "gate FAIL exact >= 0.75" in result.stdout
+    assert "Traceback" not in result.stderr and "DagsterAssetCheckFailedError" not in result.stderr
+    assert result.stderr == ""
     config = load_config(root)
     [run] = Store(config.output_path / "cobalt.duckdb").runs()
     assert (run["status"], run["passed"], run["source"]) == ("completed", False, "dagster")
@@ -378,9 +392,10 @@ def test_cobalt_run_exits_1_on_a_failing_gate_and_keeps_the_results(tmp_path: Pa
         assert evaluation.passed is False
 
 
-def test_record_run_reports_a_library_run(fresh: Project) -> None:
+def test_record_run_reports_a_library_run_once(fresh: Project) -> None:
     report = fresh.experiment("support-bot").run(config=fresh.config)
-    cobalt_dagster.record_run(report)  # config and instance from the working directory
+    assert cobalt_dagster.record_run(report) is True  # config and instance from the working directory
+    assert cobalt_dagster.record_run(report) is False  # already recorded: nothing is added twice
     with cobalt_dagster.local_instance(fresh.config) as instance:
         assert instance.get_dynamic_partitions("support_bot_runs") == [report.id]
         for stage in STAGES:
@@ -389,18 +404,271 @@ def test_record_run_reports_a_library_run(fresh: Project) -> None:
             assert instance.get_materialized_partitions(key) == {report.id}
         metadata = materialisations(instance, AGGREGATES, report.id)[0].metadata
         assert metadata["exact_mean"].value == 1.0 and metadata["cobalt_run_id"].value == report.id
+        outputs = materialisations(instance, dg.AssetKey([SUPPORT, "outputs"]), report.id)[0].metadata
+        assert (outputs["items"].value, outputs["ok"].value, outputs["errors"].value) == (4, 4, 0)
         [check] = instance.event_log_storage.get_asset_check_execution_history(CHECK, limit=10)
         assert check.evaluation is not None and check.evaluation.passed is True
         assert instance.get_run_records() == []  # reported, not run
 
 
-# 6. Names ----------------------------------------------------------------------------------------------
+def test_record_run_checks_look_like_the_real_checks(fresh: Project, instance: dg.DagsterInstance,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SUPPORT_BOT_BROKEN", "1")
+    _, result = run_job(fresh, instance)
+    [real] = check_evaluations(instance, result.run_id)
+    library = fresh.experiment("support-bot").run(config=fresh.config)
+    assert cobalt_dagster.record_run(library, instance=instance) is True
+    [recorded] = [e.evaluation for e in instance.event_log_storage.get_asset_check_execution_history(CHECK, limit=10)
+                  if e.evaluation is not None and e.evaluation.metadata["cobalt_run_id"].value == library.id]
+
+    def values(metadata: Any) -> dict[str, Any]:
+        return {k: v.value for k, v in metadata.items() if k != "cobalt_run_id"}
+
+    assert (recorded.passed, recorded.blocking, recorded.severity) == (False, True, dg.AssetCheckSeverity.ERROR)
+    assert values(recorded.metadata) == values(real.metadata)
+    assert values(real.metadata) == {"actual": 0.0, "expected": 0.75,
+                                     "message": "exact = 0, must be at least 0.75"}
+
+
+def test_record_run_skips_a_run_dagster_executed(fresh: Project, instance: dg.DagsterInstance) -> None:
+    partition, result = run_job(fresh, instance)
+    assert result.success
+    report = load_report(fresh.store, partition)
+    assert report.source == "dagster"
+    assert cobalt_dagster.record_run(report, instance=instance) is False
+    for stage in STAGES:
+        assert len(materialisations(instance, dg.AssetKey([SUPPORT, stage]), partition)) == 1, stage
+    assert len(instance.event_log_storage.get_asset_check_execution_history(CHECK, limit=10)) == 1
+
+
+def test_gates_and_record_run_find_the_project_from_cobalt_project_dir(
+        fresh: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    report = fresh.experiment("support-bot").run(config=fresh.config)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # as a code server started from another directory
+    monkeypatch.setenv("COBALT_PROJECT_DIR", str(fresh.root))
+    cobalt_dagster.require_gates_passed("support-bot", report.id)  # found, completed and passed: no error
+    with pytest.raises(dg.Failure, match="has no stored results"):
+        cobalt_dagster.require_gates_passed("support-bot", "no-such-run")
+    assert cobalt_dagster.record_run(report) is True
+    with cobalt_dagster.local_instance(fresh.config) as instance:
+        assert len(materialisations(instance, AGGREGATES, report.id)) == 1
+    assert not (elsewhere / ".cobalt").exists()
+
+
+# 6. `cobalt run` on the Dagster path: failures, live progress, Ctrl-C ------------------------------------
+
+
+class AgentCrash(BaseException):
+    """Gets past cobalt's per-item error handling (which catches Exception), so the outputs step fails."""
+
+
+def bare_config(root: Path, toml: str = "") -> Config:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "cobalt.toml").write_text(toml, encoding="utf-8")
+    return load_config(root)
+
+
+def test_a_failed_step_fails_the_run_even_when_the_experiment_is_named_like_a_gate(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = bare_config(tmp_path / "proj")
+
+    async def crash(ctx: Any) -> str:
+        raise AgentCrash("the agent's process died")
+
+    keeper = experiment("gate-keeper", Dataset([{"input": "x"}]), crash,
+                        evaluators=[Evaluator(name="one", type="function", fn=lambda ctx: 1.0)])
+    plan = prepare(keeper, config)
+    [report] = run_with_dagster([plan], config)
+    assert (report.status, report.passed) == ("incomplete", False)
+    assert Store(config.output_path / "cobalt.duckdb").query(
+        "SELECT status, source FROM runs WHERE run_id = ?", [plan.run_id]) == [
+        {"status": "incomplete", "source": "dagster"}]
+    err = capsys.readouterr().err
+    assert "gate_keeper__outputs" in err and "the agent's process died" in err
+
+
+class Recorder:
+    """An Observer writing what it is told, in order, next to what the evaluator saw."""
+
+    def __init__(self, events: list[tuple[Any, ...]]) -> None:
+        self.events = events
+
+    def on_start(self, plan: Any) -> None:
+        self.events.append(("start",))
+
+    def on_item(self, item: Any) -> None:
+        self.events.append(("item", item.index, item.status))
+
+    def on_finish(self, report: Any) -> None:
+        self.events.append(("finish",))
+
+
+class OutputRecorder(Recorder):
+    def on_output(self, item: Any) -> None:
+        self.events.append(("output", item.index, item.status))
+
+
+def _run_watched(root: Path, observer: Recorder) -> None:
+    """Three items through Dagster; item 1's agent call fails; the evaluator notes each item it scores."""
+    config = bare_config(root, "concurrency = 1\n")
+
+    def agent(ctx: Any) -> str:
+        if ctx.index == 1:
+            raise ValueError("agent broke on item 1")
+        return "fine"
+
+    def seen(ctx: Any) -> float:
+        observer.events.append(("score", ctx.index))
+        return 1.0
+
+    watched = experiment("watched", Dataset([{"input": f"q{i}"} for i in range(3)]), agent,
+                         evaluators=[Evaluator(name="seen", type="function", fn=seen)])
+    [report] = run_with_dagster([prepare(watched, config)], config, observer)
+    assert report.status == "completed" and report.summary.errors == 1
+
+
+def test_a_failed_agent_call_is_reported_before_scoring_starts_and_every_item_once(tmp_path: Path) -> None:
+    events: list[tuple[Any, ...]] = []
+    _run_watched(tmp_path / "proj", Recorder(events))
+    assert events[0] == ("start",) and events[-1] == ("finish",)
+    assert events[1] == ("item", 1, "error")  # live: during the outputs asset, before any score
+    items = [e for e in events if e[0] == "item"]
+    assert sorted(items) == [("item", 0, "ok"), ("item", 1, "error"), ("item", 2, "ok")]
+    for index in (0, 2):  # an ok item is reported once scored, as on the library path
+        assert events.index(("score", index)) < events.index(("item", index, "ok"))
+
+
+def test_an_observer_with_on_output_sees_every_output_as_the_agent_returns(tmp_path: Path) -> None:
+    events: list[tuple[Any, ...]] = []
+    _run_watched(tmp_path / "proj", OutputRecorder(events))
+    # Every output as it arrives, all before the scores stage starts ...
+    assert sorted(events[1:4]) == [("output", 0, "ok"), ("output", 1, "error"), ("output", 2, "ok")]
+    assert [e for e in events[4:] if e[0] == "output"] == []
+    # ... then every item once through on_item, failed ones included, as on the library path.
+    items = [e for e in events if e[0] == "item"]
+    assert sorted(items) == [("item", 0, "ok"), ("item", 1, "error"), ("item", 2, "ok")]
+    assert all(events.index(item) > 3 for item in items)
+
+
+SLOW_EXPERIMENT = """
+import asyncio
+from cobalt_lib import Dataset, Evaluator, experiment
+
+data = Dataset([{"input": f"q{i}", "expected_output": f"a{i}"} for i in range(4)])
+
+
+@experiment("slow", data, evaluators=[Evaluator(name="exact", type="exact-match")], concurrency=1)
+async def agent(ctx):
+    if ctx.index == 2:
+        print("AGENT-WAITING", flush=True)  # tells the test that items 0 and 1 are done
+        await asyncio.sleep(600)
+    return ctx.item["expected_output"]
+"""
+
+
+def test_ctrl_c_on_the_dagster_path_keeps_finished_items_and_exits_130(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    bare_config(root)
+    (root / "experiments").mkdir()
+    (root / "experiments" / "slow.cobalt.py").write_text(SLOW_EXPERIMENT, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", "COBALT_PROJECT_DIR")}
+    proc = subprocess.Popen([str(BIN / "cobalt"), "run", "--ci"], cwd=root, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    header = proc.stdout.readline()
+    run_id = header.split("(", 1)[1].split(")", 1)[0]
+    assert proc.stdout.readline().strip() == "AGENT-WAITING", header
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert f"interrupted: finished items kept in run {run_id} (incomplete)" in err
+    assert "Traceback" not in err and "Dagster" not in err, err
+    store = Store(root / ".cobalt" / "cobalt.duckdb")
+    [run] = store.runs()
+    assert (run["run_id"], run["status"], run["passed"], run["source"]) == (run_id, "incomplete", False, "dagster")
+    assert [r["item_index"] for r in store.rows("outputs", run_id)] == [0, 1]
+
+
+def test_dagster_and_library_runs_agree_on_judge_calls_cost_and_tokens(judged_project: Path, llm: Any) -> None:
+    write_judge_config(judged_project, llm, extra="[cache]\nenabled = false\n")  # both runs really call
+    config = load_config(judged_project)
+    judged = experiment("judged", Dataset([{"input": f"q{i}"} for i in range(3)]), lambda ctx: "an answer",
+                        evaluators=[Evaluator(name="relevance", prompt="Does {{output}} answer {{input}}?")])
+    [dagster_report] = run_with_dagster([prepare(judged, config)], config)
+    library = judged.run(config=config)
+    store = Store(config.output_path / "cobalt.duckdb")
+    ours, theirs = comparable(store, dagster_report.id), comparable(store, library.id)
+    assert ours == theirs
+    assert ours["summary"]["judge_calls"] == 3 and ours["summary"]["total_tokens"] == 3 * 30
+    assert ours["summary"]["judge_cost"] is not None and ours["summary"]["judge_cost"] > 0
+    assert llm.count() == 6
+
+
+# 7. The local instance and `cobalt serve` ------------------------------------------------------------
+
+
+def test_local_instance_has_a_dagster_yaml_and_migrates_again_after_a_dagster_upgrade(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = bare_config(tmp_path / "proj")
+    upgrades: list[str] = []
+    real_upgrade = dg.DagsterInstance.upgrade
+
+    def counting_upgrade(self: dg.DagsterInstance, *args: Any, **kwargs: Any) -> Any:
+        upgrades.append(dg.__version__)
+        return real_upgrade(self, *args, **kwargs)
+
+    monkeypatch.setattr(dg.DagsterInstance, "upgrade", counting_upgrade)
+    home = cobalt_dagster.dagster_home(config)
+    with cobalt_dagster.local_instance(config) as instance:
+        assert instance.telemetry_enabled is False  # from the dagster.yaml cobalt wrote
+    marker = home / ".cobalt-migrated"
+    assert (home / "dagster.yaml").is_file() and marker.read_text() == f"{dg.__version__}\n"
+    assert len(upgrades) == 1
+    with cobalt_dagster.local_instance(config):
+        pass
+    assert len(upgrades) == 1  # same Dagster: no second migration
+    marker.write_text("1.12.0\n")  # migrated by an older Dagster
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: true\n")  # the user's own settings
+    with cobalt_dagster.local_instance(config) as instance:
+        assert instance.telemetry_enabled is True  # never overwritten
+    assert len(upgrades) == 2 and marker.read_text() == f"{dg.__version__}\n"
+
+
+def test_serve_loads_the_projects_own_definitions(tmp_path: Path) -> None:
+    from cobalt_lib.cli._serve import DEFAULT_MODULE, dagster_commands, dagster_target
+
+    root = copy_example(tmp_path / "proj")
+    assert dagster_target(root) == ["-f", str(root / "definitions.py")]  # the example's deploy asset too
+    assert dagster_target(root, "definitions") == ["-m", "definitions"]  # --module wins
+    (root / "workspace.yaml").write_text("load_from:\n  - python_file: definitions.py\n")
+    assert dagster_target(root) == ["-w", str(root / "workspace.yaml")]  # workspace.yaml beats definitions.py
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert dagster_target(empty) == ["-m", DEFAULT_MODULE]
+    assert dagster_target(empty, DEFAULT_MODULE) == ["-m", DEFAULT_MODULE]  # an installed module is fine
+    webserver, daemon = dagster_commands(4321, ["-f", "defs.py"])
+    assert webserver[1:] == ["-f", "defs.py", "-h", "127.0.0.1", "-p", "4321"]
+    assert webserver[0].endswith("dagster-webserver") and daemon[0].endswith("dagster-daemon")
+    assert daemon[1:] == ["run", "-f", "defs.py"]
+
+    result = _cobalt(root, "serve", "--module", "no_such_defs", "--no-open")
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"error: No Python module 'no_such_defs' in {root} or the environment; pass --module a module "
+        "importable from the project root, such as `definitions`."]
+    assert not (root / ".cobalt").exists()  # nothing started
+
+
+# 8. Names ----------------------------------------------------------------------------------------------
 
 
 def test_dagster_names() -> None:
     assert cobalt_dagster.dagster_name("my-summarizer-agent") == "my_summarizer_agent"
     assert cobalt_dagster.dagster_name("support bot.v2") == "support_bot_v2"
     assert cobalt_dagster.dagster_name("already_fine_1") == "already_fine_1"
+    assert cobalt_dagster.dagster_name("2024 eval") == "x_2024_eval"  # a Dagster name cannot start with a digit
     assert cobalt_dagster.check_name("exact >= 0.75", 0) == GATE
 
 
@@ -422,19 +690,21 @@ def test_experiment_display_names_stay_as_written(shared: Project, instance: dg.
     assert len(materialisations(instance, dg.AssetKey([SUMMARIZER, "aggregates"]), partition)) == 1
 
 
-# 8. History read back from the instance agrees with the store --------------------------------------------
+# 9. History read back from the instance agrees with the store --------------------------------------------
 
 
-def test_instance_history_agrees_with_the_store(fresh: Project, instance: dg.DagsterInstance,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_instance_history_agrees_with_cobalt_history(fresh: Project, instance: dg.DagsterInstance,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     good, _ = run_job(fresh, instance)
     monkeypatch.setenv("SUPPORT_BOT_BROKEN", "1")
     bad, _ = run_job(fresh, instance)
     monkeypatch.delenv("SUPPORT_BOT_BROKEN")
     library = fresh.experiment("support-bot").run(config=fresh.config)
-    cobalt_dagster.record_run(library, instance=instance)
+    assert cobalt_dagster.record_run(library, instance=instance) is True
 
-    runs = {r["run_id"]: r for r in fresh.store.runs("support-bot")}
+    listed = _cobalt(fresh.root, "history", "--experiment", "support-bot", "--json")
+    assert listed.returncode == 0, listed.stderr
+    runs = {r["run_id"]: r for r in json.loads(listed.stdout)}
     assert set(runs) == {good, bad, library.id}
     assert {k: r["passed"] for k, r in runs.items()} == {good: True, bad: False, library.id: True}
 
@@ -446,8 +716,8 @@ def test_instance_history_agrees_with_the_store(fresh: Project, instance: dg.Dag
         assert materialisation is not None
         metadata = materialisation.metadata
         assert metadata["cobalt_run_id"].value == run_id
-        stored = {a["metric"]: a["mean"] for a in fresh.store.rows("aggregates", run_id)}
-        assert metadata["exact_mean"].value == stored["exact"]
+        assert metadata["exact_mean"].value == runs[run_id]["scores"]["exact"]
+        assert metadata["actionable_mean"].value == runs[run_id]["scores"]["actionable"]
         assert metadata["gates_failed"].value == (0 if runs[run_id]["passed"] else 1)
 
     history = instance.event_log_storage.get_asset_check_execution_history(CHECK, limit=100)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from .._ci import github_outputs, post_webhooks, run_summary
+from .._config import Config
 from .._discovery import load_experiments
 from .._errors import ConfigError
 from .._pipeline import RunPlan, execute, prepare
@@ -49,10 +51,8 @@ def run(
     if no_dagster:
         reports = [_run_one(plan, ci=ci, quiet=json_output) for plan in plans]
     else:
-        from cobalt_dagster._orchestrate import run_with_dagster
-
-        reporter = None if json_output else TerminalReporter(ci=ci)
-        reports = run_with_dagster(plans, config, reporter, concurrency=concurrency, add_tags=add_tag or ())
+        reports = _run_dagster(plans, config, ci=ci, quiet=json_output, concurrency=concurrency,
+                               add_tags=add_tag or ())
     if json_output:
         print_json([run_summary(r) for r in reports])
     warnings = github_outputs(reports)
@@ -73,5 +73,21 @@ def _run_one(plan: RunPlan, *, ci: bool, quiet: bool) -> ExperimentReport:
     try:
         return asyncio.run(execute(plan, reporter))
     except KeyboardInterrupt:
-        print(f"interrupted: finished items kept in run {plan.run_id} (incomplete)", file=sys.stderr)
+        _say_interrupted(plan.run_id)
         raise
+
+
+def _run_dagster(plans: list[RunPlan], config: Config, *, ci: bool, quiet: bool, concurrency: int | None,
+                 add_tags: Sequence[str]) -> list[ExperimentReport]:
+    from cobalt_dagster._orchestrate import RunInterrupted, run_with_dagster
+
+    reporter = None if quiet else TerminalReporter(ci=ci)
+    try:
+        return run_with_dagster(plans, config, reporter, concurrency=concurrency, add_tags=add_tags)
+    except RunInterrupted as exc:
+        _say_interrupted(exc.run_id, exc.status)
+        raise  # the entry point turns it into exit code 130, as on the library path
+
+
+def _say_interrupted(run_id: str, status: str = "incomplete") -> None:
+    print(f"interrupted: finished items kept in run {run_id} ({status})", file=sys.stderr)

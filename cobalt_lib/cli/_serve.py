@@ -22,17 +22,60 @@ from ._common import project_config
 STOP_SECONDS = 10.0
 
 
-def serve_dashboard(config: Config, port: int | None = None, *, open_browser: bool | None = None) -> int:
+#: What `cobalt serve` loads when the project has no definitions of its own: every experiment found.
+DEFAULT_MODULE = "cobalt_dagster.definitions"
+
+
+def dagster_target(root: Path, module: str | None = None) -> list[str]:
+    """The code location arguments for `dagster-webserver` and `dagster-daemon run`, first match wins:
+
+    1. `module` (`cobalt serve --module`), a module importable from the project root;
+    2. `workspace.yaml` in the project root (it may list several code locations);
+    3. `definitions.py` in the project root (a code location merging cobalt's definitions with yours);
+    4. `cobalt_dagster.definitions`: the project's experiments alone.
+    """
+    if module:
+        if not _module_exists(root, module):
+            raise ConfigError(f"No Python module {module!r} in {root} or the environment; "
+                              "pass --module a module importable from the project root, such as `definitions`.")
+        return ["-m", module]
+    for name, flag in (("workspace.yaml", "-w"), ("definitions.py", "-f")):
+        if (root / name).is_file():
+            return [flag, str(root / name)]
+    return ["-m", DEFAULT_MODULE]
+
+
+def _module_exists(root: Path, module: str) -> bool:
+    """Without importing it (that would run the user's code here): a file under the root, or an
+    installed top-level package."""
+    import importlib.util
+
+    path = root.joinpath(*module.split("."))
+    if path.with_suffix(".py").is_file() or (path / "__init__.py").is_file():
+        return True
+    try:
+        return importlib.util.find_spec(module.split(".")[0]) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def dagster_commands(port: int, target: list[str]) -> list[list[str]]:
+    """The webserver (on 127.0.0.1 only) and the daemon that runs schedules and the request sensor."""
+    bin_dir = Path(sys.executable).parent
+    return [[str(bin_dir / "dagster-webserver"), *target, "-h", "127.0.0.1", "-p", str(port)],
+            [str(bin_dir / "dagster-daemon"), "run", *target]]
+
+
+def serve_dashboard(config: Config, port: int | None = None, *, open_browser: bool | None = None,
+                    module: str | None = None) -> int:
     """Run webserver + daemon until Ctrl-C (or SIGTERM); returns the exit code."""
     from cobalt_dagster import dagster_home, local_instance
 
+    target = dagster_target(config.root, module)  # a bad --module is an error before anything starts
     local_instance(config)  # create and migrate first: webserver and daemon racing on it corrupts it
     port = port or config.dashboard.port
     env = {**os.environ, "DAGSTER_HOME": str(dagster_home(config)), "COBALT_PROJECT_DIR": str(config.root)}
-    bin_dir = Path(sys.executable).parent
-    module = ["-m", "cobalt_dagster.definitions"]
-    commands = [[str(bin_dir / "dagster-webserver"), *module, "-h", "127.0.0.1", "-p", str(port)],
-                [str(bin_dir / "dagster-daemon"), "run", *module]]
+    commands = dagster_commands(port, target)
     children = [subprocess.Popen(cmd, env=env, cwd=config.root, start_new_session=True,
                                  stdout=subprocess.DEVNULL if i else None) for i, cmd in enumerate(commands)]
     stopping = False
@@ -90,14 +133,19 @@ def _stop(children: list[subprocess.Popen[bytes]]) -> None:
 def serve(
     port: Annotated[int | None, typer.Option("--port", "-p", help="Port on 127.0.0.1 (default 4000).")] = None,
     open_browser: Annotated[bool | None, typer.Option("--open/--no-open", help="Open a browser tab.")] = None,
+    module: Annotated[str | None, typer.Option(
+        "--module", "-m", help="Your Dagster definitions module (default: the project root's workspace.yaml, "
+        "else its definitions.py, else cobalt's experiments alone).")] = None,
 ) -> None:
     """Start the dashboard: the Dagster webserver and daemon for this project on 127.0.0.1.
 
-    Uses DAGSTER_HOME=.cobalt/dagster; schedules from `[schedules]` run while it is up.
+    Uses DAGSTER_HOME=.cobalt/dagster; schedules from `[schedules]` run while it is up. Loads
+    `--module` if given, else workspace.yaml, else definitions.py in the project root, else every
+    experiment of the project (`cobalt_dagster.definitions`).
 
-    Example: `cobalt serve --port 4000`
+    Example: `cobalt serve --port 4000 --module my_project.definitions`
     """
-    raise typer.Exit(serve_dashboard(project_config(), port, open_browser=open_browser))
+    raise typer.Exit(serve_dashboard(project_config(), port, open_browser=open_browser, module=module))
 
 
 @app.command()

@@ -1,6 +1,7 @@
 """A Dagster code location: cobalt's experiments plus a `deploy` asset gated by the quality check.
 
-    dagster dev -m definitions          (from this directory)
+    cobalt serve                        (from this directory: it finds and loads this file)
+    DAGSTER_HOME=$PWD/.cobalt/dagster dagster dev -m definitions    (same instance as `cobalt run`)
     dagster definitions validate -m definitions
 """
 
