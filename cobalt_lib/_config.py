@@ -63,6 +63,8 @@ class CacheConfig(_Section):
 class DashboardConfig(_Section):
     port: int = 4000
     open: bool = False
+    #: The Dagster definitions module `cobalt serve` loads (`--module` wins over it).
+    module: str | None = None
 
 
 class Bound(_Section):

@@ -38,7 +38,11 @@ T = TypeVar("T")
 
 
 class Observer(Protocol):
-    """Receives progress; the terminal reporter and the MCP server implement it."""
+    """Receives progress; the terminal reporter and the MCP server implement it.
+
+    `on_item` gets each item once, scored. An observer may also define `on_output(item)`: the
+    Dagster path, which runs every agent call before any scoring, calls it as each output arrives.
+    """
 
     def on_start(self, plan: RunPlan) -> None: ...
     def on_item(self, item: ItemResult) -> None: ...

@@ -49,9 +49,12 @@ class TerminalReporter:
         self._lock = threading.Lock()
         self._progress: Progress | None = None
         self._task: Any = None
+        self._agent_task: Any = None
         self._thresholds: dict[str, float] = {}
         self._done = 0
+        self._outputs = 0
         self._total = 0
+        self._reported: set[tuple[int, int]] = set()
 
     # -- Observer -------------------------------------------------------------------------------
 
@@ -59,7 +62,8 @@ class TerminalReporter:
         exp = plan.experiment
         self._thresholds = {e.name: e.threshold for e in plan.evaluators}
         self._total = plan.total_items * plan.runs
-        self._done = 0
+        self._done = self._outputs = 0
+        self._reported = set()
         n_eval = len(plan.evaluators)
         line = (f"{plan.total_items} items x {plan.runs} run{'s' if plan.runs != 1 else ''} x "
                 f"{n_eval} evaluator{'s' if n_eval != 1 else ''}  |  "
@@ -70,28 +74,54 @@ class TerminalReporter:
             self.console.print(Panel(Text(line), title=f"[bold]cobalt[/] {exp.name}", subtitle=plan.run_id,
                                      box=box.ROUNDED, expand=False))
         if self.live and self._total > LINE_LIMIT:
+            self._task = self._start_progress().add_task("running", total=self._total)
+
+    def _start_progress(self) -> Progress:
+        if self._progress is None:
             self._progress = Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
                                       MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("ETA"),
                                       TimeRemainingColumn(), console=self.console, transient=True)
-            self._task = self._progress.add_task("running", total=self._total)
             self._progress.start()
+        return self._progress
+
+    def on_output(self, item: ItemResult) -> None:
+        """An agent call finished, scores to follow (the Dagster path runs every agent call first).
+
+        A failed call is printed now, once; ok ones advance an `agent` bar on a terminal, or print a
+        count at each quarter otherwise, so the agent stage is never silent."""
+        with self._lock:
+            self._outputs += 1
+            if self.live:
+                progress = self._start_progress()
+                if self._agent_task is None:
+                    self._agent_task = progress.add_task("agent", total=self._total)
+                progress.advance(self._agent_task)
+            elif self._total >= 8 and self._outputs * 4 // self._total > (self._outputs - 1) * 4 // self._total:
+                self.console.print(f"agent calls: {self._outputs}/{self._total} done")
+            if item.status != "ok":
+                self._reported.add((item.index, item.run_index))
+                self._print(self.item_line(item))
 
     def on_item(self, item: ItemResult) -> None:
         with self._lock:
             self._done += 1
-            if self._progress is not None:
+            if self._task is not None and self._progress is not None:
                 self._progress.advance(self._task)
-                if item.status != "ok":
-                    self._progress.console.print(self.item_line(item))
+            if (item.index, item.run_index) in self._reported:
                 return
-            if self.ci and self._total > LINE_LIMIT and item.status == "ok" and not self._low(item):
+            many = self._total > LINE_LIMIT
+            if (many and (self.live or self.ci)) and item.status == "ok" and not (self.ci and self._low(item)):
                 return
-            self.console.print(self.item_line(item))
+            self._print(self.item_line(item))
+
+    def _print(self, line: Text) -> None:
+        (self._progress.console if self._progress is not None else self.console).print(line)
 
     def on_finish(self, report: ExperimentReport) -> None:
         if self._progress is not None:
             self._progress.stop()
             self._progress = None
+        self._task = self._agent_task = None
         self.print_summary(report)
 
     # -- rendering -------------------------------------------------------------------------------

@@ -259,3 +259,9 @@ def test_the_api_key_never_reaches_output_results_store_or_dagster(judged_projec
     scores = [r for run in store.runs() for r in store.rows("scores", run["run_id"])]
     assert len(scores) == 6 and all(TEST_KEY not in json.dumps(r, default=str) for r in scores)
     assert sum("***" in (r["error"] or "") for r in scores) == 2
+
+
+def test_a_tag_no_experiment_has_is_named(qa_project: Path) -> None:
+    result = cobalt(qa_project, "run", "--tag", "nightly")
+    assert result.returncode == 2
+    assert result.stderr.strip() == "error: None of the 2 experiments found has the tag nightly; their tags: smoke."

@@ -660,6 +660,12 @@ def test_serve_loads_the_projects_own_definitions(tmp_path: Path) -> None:
         "importable from the project root, such as `definitions`."]
     assert not (root / ".cobalt").exists()  # nothing started
 
+    configured = root.parent / "configured"
+    configured.mkdir()
+    (configured / "cobalt.toml").write_text('[dashboard]\nmodule = "missing_cfg_defs"\n')
+    result = _cobalt(configured, "serve", "--no-open")
+    assert result.returncode == 2 and "'missing_cfg_defs'" in result.stderr  # [dashboard] module is used
+
 
 # 8. Names ----------------------------------------------------------------------------------------------
 

@@ -42,7 +42,11 @@ def run(
     config = project_config()
     experiments = load_experiments(config, files or None, filter)
     if tag:
-        experiments = [e for e in experiments if set(tag) & set(e.tags)]
+        found, experiments = experiments, [e for e in experiments if set(tag) & set(e.tags)]
+        if found and not experiments:
+            known = sorted({t for e in found for t in e.tags})
+            raise ConfigError(f"None of the {len(found)} experiments found has the tag {' or '.join(tag)}; "
+                              f"their tags: {', '.join(known) or 'none'}.")
     if not experiments:
         where = ", ".join(map(str, files)) if files else f"{config.test_dir}/ matching {', '.join(config.test_match)}"
         raise ConfigError(f"No experiments found in {where}; create one with `cobalt init` or pass a file.")

@@ -29,7 +29,7 @@ DEFAULT_MODULE = "cobalt_dagster.definitions"
 def dagster_target(root: Path, module: str | None = None) -> list[str]:
     """The code location arguments for `dagster-webserver` and `dagster-daemon run`, first match wins:
 
-    1. `module` (`cobalt serve --module`), a module importable from the project root;
+    1. `module` (`cobalt serve --module`, else `[dashboard] module`), importable from the project root;
     2. `workspace.yaml` in the project root (it may list several code locations);
     3. `definitions.py` in the project root (a code location merging cobalt's definitions with yours);
     4. `cobalt_dagster.definitions`: the project's experiments alone.
@@ -71,7 +71,8 @@ def serve_dashboard(config: Config, port: int | None = None, *, open_browser: bo
     """Run webserver + daemon until Ctrl-C (or SIGTERM); returns the exit code."""
     from cobalt_dagster import dagster_home, local_instance
 
-    target = dagster_target(config.root, module)  # a bad --module is an error before anything starts
+    # A bad module is an error before anything starts.
+    target = dagster_target(config.root, module or config.dashboard.module)
     local_instance(config)  # create and migrate first: webserver and daemon racing on it corrupts it
     port = port or config.dashboard.port
     env = {**os.environ, "DAGSTER_HOME": str(dagster_home(config)), "COBALT_PROJECT_DIR": str(config.root)}
@@ -140,7 +141,8 @@ def serve(
     """Start the dashboard: the Dagster webserver and daemon for this project on 127.0.0.1.
 
     Uses DAGSTER_HOME=.cobalt/dagster; schedules from `[schedules]` run while it is up. Loads
-    `--module` if given, else workspace.yaml, else definitions.py in the project root, else every
+    `--module` if given, else `[dashboard] module` from config, else workspace.yaml, else
+    definitions.py in the project root, else every
     experiment of the project (`cobalt_dagster.definitions`).
 
     Example: `cobalt serve --port 4000 --module my_project.definitions`
