@@ -158,8 +158,8 @@ class Clients:
         client = self.get(endpoint)
 
         async def call() -> tuple[list[list[float]], int]:
-            raw = await client.embeddings.with_raw_response.create(model=endpoint.model, input=texts)
-            data = raw.http_response.json()
+            body = {"model": endpoint.model, "input": texts}
+            data = _object(endpoint, await client.post("/embeddings", cast_to=object, body=body))
             vectors = [row["embedding"] for row in sorted(data["data"], key=lambda r: r.get("index", 0))]
             return vectors, int((data.get("usage") or {}).get("prompt_tokens") or 0)
 
@@ -178,13 +178,17 @@ def _make_client(endpoint: Endpoint) -> Any:
     return openai.AsyncOpenAI(http_client=openai.DefaultAioHttpClient(), **common)
 
 
+# Both calls go through the SDK client's own `post` (its documented way to reach any endpoint):
+# auth, base URL, headers, timeouts, error types and the aiohttp transport are the SDK's, but the
+# typed `create()` wrappers walk every request through a TypedDict transform and every response
+# through pydantic models, which cost about 2 ms of CPU per call: more than everything else
+# cobalt does per item (see benchmarks/RESULTS.md).
+
+
 async def _openai_call(client: Any, endpoint: Endpoint, system: str, messages: list[dict[str, str]]) -> Completion:
-    params = endpoint.sampling()
-    # Reading the raw JSON skips building the SDK's pydantic models: a measurable CPU saving.
-    raw = await client.chat.completions.with_raw_response.create(
-        model=endpoint.model, messages=[{"role": "system", "content": system}, *messages], **params
-    )
-    data = raw.http_response.json()
+    body = {"model": endpoint.model, "messages": [{"role": "system", "content": system}, *messages],
+            **endpoint.sampling()}
+    data = _object(endpoint, await client.post("/chat/completions", cast_to=object, body=body))
     choices = data.get("choices") or [{}]
     text = (choices[0].get("message") or {}).get("content") or ""
     usage = data.get("usage") or {}
@@ -194,16 +198,21 @@ async def _openai_call(client: Any, endpoint: Endpoint, system: str, messages: l
 
 async def _anthropic_call(client: Any, endpoint: Endpoint, system: str,
                           messages: list[dict[str, str]]) -> Completion:
-    params = endpoint.sampling()
-    extra = {"temperature": params.pop("temperature")} if "temperature" in params else None
-    raw = await client.messages.with_raw_response.create(
-        model=endpoint.model, system=system, messages=messages, extra_body=extra, **params
-    )
-    data = raw.http_response.json()
+    body = {"model": endpoint.model, "system": system, "messages": messages, **endpoint.sampling()}
+    data = _object(endpoint, await client.post("/v1/messages", cast_to=object, body=body))
     text = "".join(block.get("text", "") for block in data.get("content") or [] if block.get("type") == "text")
     usage = data.get("usage") or {}
     return Completion(text, int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0),
                       data.get("model") or endpoint.model)
+
+
+def _object(endpoint: Endpoint, data: Any) -> dict[str, Any]:
+    """The decoded JSON answer; a server that answers 200 with something else (an HTML page from a
+    proxy, say) is a judge error, not a crash."""
+    if not isinstance(data, dict):
+        raise JudgeError(f"{endpoint.label} answered with {type(data).__name__}, not a JSON object: "
+                         f"{str(data)[:200]!r}; check base_url {endpoint.base_url!r}")
+    return data
 
 
 async def _with_retries(endpoint: Endpoint, call: Any) -> Any:
@@ -220,6 +229,8 @@ async def _with_retries(endpoint: Endpoint, call: Any) -> Any:
                 raise JudgeError(_describe(endpoint, exc)) from None
             raise JudgeError(f"{endpoint.label} call gave up after {attempt + 1} attempts: the retry budget "
                              f"of {endpoint.retry_max_seconds:g} s ([judge] retry_max_seconds) ran out") from None
+        except JudgeError:
+            raise
         except Exception as exc:
             status = getattr(exc, "status_code", None)
             retryable = _is_connection_error(exc) or status == 429 or (status is not None and status >= 500)

@@ -135,6 +135,8 @@ class FakeLLM:
             reply = scripted or self._respond(kind, body)
             if self.latency or reply.delay:
                 await asyncio.sleep(self.latency + reply.delay)
+            if isinstance(reply.body, str):  # a page that is not JSON, as a misconfigured proxy serves
+                return web.Response(text=reply.body, status=reply.status, content_type="text/html")
             if reply.status != 200:
                 return web.json_response(reply.body or {}, status=reply.status, headers=reply.headers)
             return web.json_response(self._payload(kind, body, reply), headers=reply.headers)

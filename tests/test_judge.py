@@ -296,3 +296,11 @@ def test_failed_embeddings_are_eval_errors_and_the_run_goes_on(judged_project: P
     assert [i.evaluations["semantic"].status for i in report.items] == ["eval-error"] * 3
     assert "HTTP 400" in (report.items[0].evaluations["semantic"].error or "")
     assert report.summary.scores["exact"].count == 3
+
+
+def test_a_server_answering_html_is_an_eval_error_naming_the_url(judged_project: Path, llm: FakeLLM) -> None:
+    llm.script(Reply(status=200, body="<html>proxy login</html>"))
+    report = _run(2, concurrency=1)
+    ev = report.items[0].evaluations["quality"]
+    assert ev.status == "eval-error" and "not a JSON object" in (ev.error or "") and llm.openai_url in (ev.error or "")
+    assert report.items[1].evaluations["quality"].score == 0.8
