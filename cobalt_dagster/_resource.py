@@ -1,6 +1,5 @@
 """The resource every cobalt asset uses: where the project (config, store, experiments) lives."""
 
-import asyncio
 from collections.abc import Coroutine, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -9,6 +8,7 @@ import dagster as dg
 from pydantic import Field
 
 from cobalt_lib import Config, Experiment, Store, load_config
+from cobalt_lib._aio import run as run_coroutine
 from cobalt_lib._pipeline import RunPlan, prepare
 
 T = TypeVar("T")
@@ -42,4 +42,4 @@ class CobaltResource(dg.ConfigurableResource):
 
 def run_async(coro: Coroutine[Any, Any, T]) -> T:
     """Run a stage coroutine from a (synchronous) Dagster op."""
-    return asyncio.run(coro)
+    return run_coroutine(coro)

@@ -8,6 +8,7 @@ import difflib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, overload
 
+from ._aio import run as run_coroutine
 from ._assertions import RUN_METRICS, Assertion
 from ._config import Config, load_config
 from ._dataset import Dataset
@@ -99,10 +100,10 @@ class Experiment:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(coro)
+            return run_coroutine(coro)
         # Inside a running loop (a notebook): run on a fresh loop in a helper thread.
         with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="cobalt-run") as pool:
-            return pool.submit(asyncio.run, coro).result()
+            return pool.submit(run_coroutine, coro).result()
 
     async def arun(self, *, config: Config | None = None, observer: Any = None, resume: str | None = None,
                    **overrides: Any) -> ExperimentReport:

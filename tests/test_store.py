@@ -89,6 +89,20 @@ def test_a_batch_is_one_transaction(tmp_path: Path) -> None:
         assert con.execute("SELECT count(*) FROM outputs").fetchone() == (0,)
 
 
+def test_rows_round_trip_by_name_with_nan_as_null_and_no_files_left(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.duckdb")
+    rows = [{"run_id": "r", "item_index": i, "run_index": 0, "status": "ok", "latency_ms": float("nan") if i else 2.5,
+             "output": {"text": f"ans {i}", "list": [1, None]}, "metadata": {"k": "ü"}, "input": {"input": i}}
+            for i in range(3)]
+    store.write({"outputs": list(reversed(rows))})  # order of keys and rows does not matter: columns by name
+    stored = store.rows("outputs", "r")
+    assert [(r["item_index"], r["latency_ms"], r["output"], r["metadata"]) for r in stored] == [
+        (0, 2.5, {"text": "ans 0", "list": [1, None]}, {"k": "ü"}), (1, None, {"text": "ans 1", "list": [1, None]},
+                                                                      {"k": "ü"}),
+        (2, None, {"text": "ans 2", "list": [1, None]}, {"k": "ü"})]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.duckdb"]  # the batch file is gone
+
+
 def test_reading_a_missing_store_says_what_to_do(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="run an experiment first"):
         Store(tmp_path / "none.duckdb").runs()

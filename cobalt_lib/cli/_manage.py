@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import time
 from dataclasses import dataclass, field
@@ -12,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
+from .._aio import run as run_coroutine
 from .._config import Config, parse_duration
 from .._discovery import load_experiments
 from .._errors import ConfigError
@@ -240,6 +240,6 @@ def rescore(
     items = _stored_items(stored)
     runs = max((i.run_index for i in stored.items), default=0) + 1
     plan = prepare(found[-1], config, evaluators=evaluator or None, items=items, runs=runs, parent_run_id=old_id)
-    report = asyncio.run(execute(plan, TerminalReporter(ci=ci), outputs=stored.items))
+    report = run_coroutine(execute(plan, TerminalReporter(ci=ci), outputs=stored.items))
     typer.echo(f"Rescored run {old_id} as new run {report.id}.")
     raise typer.Exit(0 if report.passed else 1)

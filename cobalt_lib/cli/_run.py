@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -10,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from .._aio import run as run_coroutine
 from .._ci import github_outputs, post_webhooks, run_summary
 from .._config import Config
 from .._discovery import load_experiments
@@ -75,7 +75,7 @@ def run(
 def _run_one(plan: RunPlan, *, ci: bool, quiet: bool) -> ExperimentReport:
     reporter = None if quiet else TerminalReporter(ci=ci)
     try:
-        return asyncio.run(execute(plan, reporter))
+        return run_coroutine(execute(plan, reporter))
     except KeyboardInterrupt:
         _say_interrupted(plan.run_id)
         raise
