@@ -406,3 +406,16 @@ def test_rescore_bad_input_exits_2(judged_run: tuple[Path, str], llm: FakeLLM) -
     gone = cobalt(root, "rescore", "latest")
     assert gone.returncode == 2 and "belongs to experiment 'judged', which no experiment file" in gone.stderr
     assert llm.count("chat") == 3 and len(Store(root / ".cobalt" / "cobalt.duckdb").runs()) == 1
+
+
+def test_rescore_scopes_latest_by_experiment_and_reports_to_github(judged_run: tuple[Path, str],
+                                                                   llm: FakeLLM) -> None:
+    root, old = judged_run
+    summary = root / "summary.md"
+    result = cobalt(root, "rescore", "latest", "-e", "judged", AGENT_FORBIDDEN="1", GITHUB_ACTIONS="true",
+                    GITHUB_STEP_SUMMARY=str(summary))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"Rescored run {old} as new run" in result.stdout
+    assert summary.read_text().startswith("### cobalt: judged")
+    missing = cobalt(root, "rescore", "latest", "-e", "nope")
+    assert missing.returncode == 2 and "nope" in missing.stderr

@@ -24,6 +24,7 @@ from .._store import TABLES, Store
 from ._app import app
 from ._common import project_config, project_store
 from ._history import stored_runs
+from ._run import announce
 
 
 def human_size(size: float) -> str:
@@ -221,6 +222,8 @@ def rescore(
     run: Annotated[str, typer.Argument(help="Run id, unique prefix, `latest` or `previous`.")],
     evaluator: Annotated[list[str] | None, typer.Option("--evaluator", help="Only this evaluator (repeatable).")
                          ] = None,
+    experiment: Annotated[str | None, typer.Option(
+        "--experiment", "-e", help="Where `latest`/`previous` look (default: every experiment).")] = None,
     ci: Annotated[bool, typer.Option("--ci", help="Compact output without colour.")] = False,
 ) -> None:
     """Re-run the evaluators over a stored run's outputs, without calling the agent, as a new run.
@@ -231,7 +234,7 @@ def rescore(
     """
     config = project_config()
     store = _existing_store(config)
-    old_id = resolve_run(store, run)
+    old_id = resolve_run(store, run, experiment=experiment)
     stored = load_report(store, old_id)
     found = [e for e in load_experiments(config) if e.name == stored.name]
     if not found:
@@ -242,4 +245,5 @@ def rescore(
     plan = prepare(found[-1], config, evaluators=evaluator or None, items=items, runs=runs, parent_run_id=old_id)
     report = run_coroutine(execute(plan, TerminalReporter(ci=ci), outputs=stored.items))
     typer.echo(f"Rescored run {old_id} as new run {report.id}.")
+    announce([report], config)
     raise typer.Exit(0 if report.passed else 1)

@@ -59,17 +59,22 @@ def run(
                                add_tags=add_tag or ())
     if json_output:
         print_json([run_summary(r) for r in reports])
-    warnings = github_outputs(reports)
-    for report in reports:
-        warnings += post_webhooks(config.webhooks, report)
-    for warning in warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+    announce(reports, config)
     code = 0 if all(r.passed for r in reports) else 1
     if ui:
         from ._serve import serve_dashboard
 
         serve_dashboard(config, open_browser=True)
     raise typer.Exit(code)
+
+
+def announce(reports: list[ExperimentReport], config: Config) -> None:
+    """After runs: GitHub Actions outputs and webhooks; their failures are warnings, never failures."""
+    warnings = github_outputs(reports)
+    for report in reports:
+        warnings += post_webhooks(config.webhooks, report)
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
 
 
 def _run_one(plan: RunPlan, *, ci: bool, quiet: bool) -> ExperimentReport:
