@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import inspect
 import json
@@ -174,9 +175,15 @@ class Evaluator:
         return render(self.prompt or "", variables, where=f"Evaluator {self.name!r}")
 
     async def _call_function(self, ctx: EvalContext) -> Evaluation:
-        assert self.fn is not None
+        fn = self.fn
+        assert fn is not None
         try:
-            value = self.fn(ctx)
+            if _is_async(fn):
+                value = await fn(ctx)
+            else:
+                # A worker thread: a slow sync evaluator must not stall the event loop (and with it
+                # every agent timeout and judge call of the run).
+                value = await asyncio.get_running_loop().run_in_executor(None, fn, ctx)
             if inspect.isawaitable(value):
                 value = await value
         except Exception as exc:
@@ -204,6 +211,10 @@ class Evaluator:
         return Evaluation(score=score, raw_score=cosine, reason=f"cosine similarity {cosine:.3f}",
                           judge_model=endpoint.label, input_tokens=tokens, judge_calls=calls,
                           cached=calls == 0, cost_usd=_embedding_cost(endpoint, tokens, judge))
+
+
+def _is_async(fn: Callable[..., Any]) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
 
 
 def _from_value(value: Any, name: str) -> Evaluation:

@@ -336,3 +336,28 @@ async def test_run_works_inside_a_running_event_loop(project: Path) -> None:
     report = experiment("notebook", DATA, _echo_expected,
                         evaluators=[Evaluator(name="exact", type="exact-match")]).run()
     assert report.summary.scores["exact"].avg == 1.0
+
+
+def test_a_slow_sync_evaluator_does_not_stall_agent_timeouts(project: Path) -> None:
+    released = threading.Event()
+
+    def slow_judge(ctx):
+        if ctx.index == 0:  # blocks its worker thread, never the event loop: item 2 sets the event
+            return 1.0 if released.wait(5) else 0.0
+        return 1.0
+
+    async def agent(ctx):
+        if ctx.index == 1:
+            await asyncio.sleep(10)  # times out while item 0's evaluator is busy
+        if ctx.index == 2:
+            await asyncio.sleep(0.3)
+            released.set()  # item 2 can only get here if the loop kept running
+        return "x"
+
+    try:
+        report = experiment("slow-eval", DATA.slice(0, 3), agent, timeout=1.0, concurrency=3,
+                            evaluators=[Evaluator(name="f", type="function", fn=slow_judge)]).run()
+    finally:
+        released.set()
+    assert [i.status for i in report.items] == ["ok", "timeout", "ok"]
+    assert report.items[0].evaluations["f"].score == 1.0
