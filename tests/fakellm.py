@@ -87,6 +87,8 @@ class FakeLLM:
         self._runner: web.AppRunner | None = None
         self._inflight = 0
         self.max_inflight = 0
+        #: Bumped by reset(): a slow request left over from an earlier test does not count as in flight.
+        self._generation = 0
 
     # -- urls -----------------------------------------------------------------------------------
 
@@ -112,6 +114,8 @@ class FakeLLM:
             self.embeddings_reply = None
             self.latency = 0.0
             self.max_inflight = 0
+            self._inflight = 0
+            self._generation += 1
 
     def count(self, kind: str | None = None) -> int:
         with self._lock:
@@ -129,6 +133,7 @@ class FakeLLM:
             headers = {k.lower(): v for k, v in request.headers.items()}
             self.requests.append({"kind": kind, "body": body, "headers": headers, "time": time.monotonic()})
             scripted = self._queue.popleft() if (self._queue and kind != "embeddings") else None
+            generation = self._generation
             self._inflight += 1
             self.max_inflight = max(self.max_inflight, self._inflight)
         try:
@@ -142,7 +147,8 @@ class FakeLLM:
             return web.json_response(self._payload(kind, body, reply), headers=reply.headers)
         finally:
             with self._lock:
-                self._inflight -= 1
+                if generation == self._generation:
+                    self._inflight -= 1
 
     def _respond(self, kind: str, body: dict[str, Any]) -> Reply:
         if kind == "embeddings":
