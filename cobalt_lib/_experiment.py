@@ -125,9 +125,12 @@ def _resumable(exp: Experiment, config: Config, ref: str) -> tuple[str, str, lis
 
     store = Store(config.output_path / "cobalt.duckdb")
     run_id = resolve_run(store, ref, experiment=exp.name)
-    run = store.query("SELECT started_at, status FROM runs WHERE run_id = ?", [run_id])[0]
+    run = store.with_live_status(store.query("SELECT * FROM runs WHERE run_id = ?", [run_id]))[0]
     if run["status"] == "completed":
         raise ConfigError(f"Run {run_id} of {exp.name!r} is already completed; there is nothing to resume.")
+    if run["status"] == "running":
+        raise ConfigError(f"Run {run_id} of {exp.name!r} is still running (process {run['pid']} on "
+                          f"{run['host']}); stop it first, or wait for it to finish.")
     return run_id, run["started_at"].isoformat(), stored_items(store, run_id)
 
 

@@ -265,3 +265,55 @@ def test_a_tag_no_experiment_has_is_named(qa_project: Path) -> None:
     result = cobalt(qa_project, "run", "--tag", "nightly")
     assert result.returncode == 2
     assert result.stderr.strip() == "error: None of the 2 experiments found has the tag nightly; their tags: smoke."
+
+
+RESUMABLE = '''
+import asyncio, os
+from pathlib import Path
+from cobalt_lib import Dataset, Evaluator, experiment
+
+data = Dataset([{"input": f"q{i}", "expected_output": f"a{i}"} for i in range(12)])
+
+@experiment("resumable", data, concurrency=4, evaluators=[Evaluator(name="exact", type="exact-match")])
+async def agent(ctx):
+    with open(Path(__file__).parent.parent / "calls.txt", "a") as fh:
+        fh.write(f"{ctx.index}\\n")
+    if ctx.index >= 5 and not os.environ.get("UNBLOCK"):
+        await asyncio.sleep(600)  # stuck until Ctrl-C
+    return ctx.item["expected_output"]
+'''
+
+
+def test_resume_finishes_an_interrupted_run_with_only_the_missing_items(project: Path) -> None:
+    import signal
+
+    (project / "experiments").mkdir()
+    (project / "experiments" / "resumable.cobalt.py").write_text(RESUMABLE)
+    clean = {k: v for k, v in os.environ.items() if k not in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY")}
+    proc = subprocess.Popen([COBALT, "run", "--no-dagster"], cwd=project, env=clean, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None
+    finished = 0
+    while finished < 5:  # item lines, as the reporter prints them: the condition, not a sleep
+        line = proc.stdout.readline()
+        assert line, "the run ended early"
+        finished += "✓" in line
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "interrupted: finished items kept in run" in err
+    store = Store(project / ".cobalt" / "cobalt.duckdb")
+    run_id = store.runs()[0]["run_id"]
+    assert store.runs()[0]["status"] == "incomplete"
+    (project / "calls.txt").unlink()
+
+    result = cobalt(project, "run", "--resume", "latest", "--no-dagster", UNBLOCK="1")
+    assert result.returncode == 0, result.stdout + result.stderr
+    called = sorted(int(i) for i in (project / "calls.txt").read_text().split())
+    assert called == list(range(5, 12))  # only the agent calls that never finished
+    [run] = store.runs()
+    assert (run["run_id"], run["status"], run["passed"]) == (run_id, "completed", True)
+    outputs = store.rows("outputs", run_id)
+    assert [o["item_index"] for o in outputs] == list(range(12))  # no duplicates
+    assert len(store.rows("scores", run_id)) == 12
+    again = cobalt(project, "run", "--resume", run_id, "--no-dagster")
+    assert again.returncode == 2 and "already completed" in again.stderr

@@ -14,11 +14,12 @@ from .._ci import github_outputs, post_webhooks, run_summary
 from .._config import Config
 from .._discovery import load_experiments
 from .._errors import ConfigError
+from .._history import resolve_run
 from .._pipeline import RunPlan, execute, prepare
 from .._report import ExperimentReport
 from .._reporter import TerminalReporter
 from ._app import app
-from ._common import print_json, project_config
+from ._common import print_json, project_config, project_store
 
 
 @app.command()
@@ -32,6 +33,9 @@ def run(
     json_output: Annotated[bool, typer.Option("--json", help="Print the run summaries as JSON instead.")] = False,
     ui: Annotated[bool, typer.Option("--ui", help="Open the dashboard after the run.")] = False,
     no_dagster: Annotated[bool, typer.Option("--no-dagster", help="Run the plain library path.")] = False,
+    resume: Annotated[str | None, typer.Option(
+        "--resume", help="Finish an interrupted run (its id, a prefix or `latest`): only what is missing runs.")
+    ] = None,
 ) -> None:
     """Run experiments and report each item as it finishes.
 
@@ -40,6 +44,13 @@ def run(
     Exit codes: 0 all gates passed, 1 a gate failed, 2 bad usage, config or input (nothing runs).
     """
     config = project_config()
+    if resume:
+        reports = [_resume(config, resume, files, ci=ci, quiet=json_output, concurrency=concurrency,
+                           record=not no_dagster)]
+        if json_output:
+            print_json([run_summary(r) for r in reports])
+        announce(reports, config)
+        raise typer.Exit(0 if reports[0].passed else 1)
     experiments = load_experiments(config, files or None, filter)
     if tag:
         found, experiments = experiments, [e for e in experiments if set(tag) & set(e.tags)]
@@ -75,6 +86,30 @@ def announce(reports: list[ExperimentReport], config: Config) -> None:
         warnings += post_webhooks(config.webhooks, report)
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
+
+
+def _resume(config: Config, ref: str, files: list[Path] | None, *, ci: bool, quiet: bool,
+            concurrency: int | None, record: bool) -> ExperimentReport:
+    """Finish a stored run on the library path: its rows say which agent calls and scores are done."""
+    store = project_store(config)
+    run_id = resolve_run(store, ref)
+    name = store.query("SELECT experiment FROM runs WHERE run_id = ?", [run_id])[0]["experiment"]
+    found = [e for e in load_experiments(config, files or None) if e.name == name]
+    if not found:
+        raise ConfigError(f"Run {run_id} belongs to experiment {name!r}, which no experiment file under "
+                          f"{config.test_dir}/ declares; pass its file to resume it.")
+    reporter = None if quiet else TerminalReporter(ci=ci)
+    overrides = {"concurrency": concurrency} if concurrency else {}
+    try:
+        report = run_coroutine(found[-1].arun(config=config, observer=reporter, resume=run_id, **overrides))
+    except KeyboardInterrupt:
+        print(f"interrupted: finished items kept in run {run_id} (incomplete)", file=sys.stderr)
+        raise
+    if record:  # keep the Dagster history complete, as a Dagster-executed run would
+        from cobalt_dagster import record_run
+
+        record_run(report, config=config)
+    return report
 
 
 def _run_one(plan: RunPlan, *, ci: bool, quiet: bool) -> ExperimentReport:
