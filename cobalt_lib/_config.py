@@ -29,7 +29,7 @@ class _Section(BaseModel):
 
 class JudgeConfig(_Section):
     provider: Provider = "openai"
-    model: str = "gpt-4o-mini"
+    model: str | None = Field(default=None, description="default: the provider's, see DEFAULT_MODELS")
     base_url: str | None = None
     api_key: SecretStr | None = Field(default=None, exclude=True, repr=False)
     temperature: float | None = 0.0

@@ -25,7 +25,7 @@ from ._config import Config
 from ._errors import ConfigError
 from ._evaluators import EvalContext, Evaluator
 from ._judge import Judge
-from ._providers import Endpoint
+from ._providers import Endpoint, import_sdks
 from ._report import AssertionResult, ExperimentReport, ItemResult, ItemSpread, Stats, Summary
 from ._results import write_results
 from ._rows import aggregate_rows, output_row, run_row, score_rows, verdict_rows
@@ -147,6 +147,7 @@ class Session:
 
     def __init__(self, plan: RunPlan) -> None:
         self.plan = plan
+        import_sdks(plan.endpoints[e.name] for e in plan.evaluators if e.name in plan.scored)
         self.judge = Judge(plan.cache(), plan.judge_concurrency, plan.prices)
         self.agent_limit = asyncio.Semaphore(plan.concurrency)
         runner = plan.experiment.runner
@@ -229,12 +230,15 @@ def summarise(plan: RunPlan, items: list[ItemResult], duration_ms: float) -> Sum
     evaluations = [ev for i in items for ev in i.evaluations.values()]
     fresh = [ev for ev in evaluations if not ev.cached]
     agent_cost = _known_sum([i.cost_usd for i in ok]) if any(i.cost_usd is not None for i in ok) else None
+    agent_tokens = sum(i.tokens or 0 for i in items)
+    if plan.parent_run_id is not None:  # a rescore calls no agent: the outputs' cost was paid by the parent run
+        agent_cost, agent_tokens = 0.0, 0
     judge_cost = _known_sum([ev.cost_usd for ev in fresh if ev.judge_calls])
     summary = Summary(
         total_items=plan.total_items, total_runs=len(items), ok=len(ok),
         errors=sum(i.status == "error" for i in items), timeouts=sum(i.status == "timeout" for i in items),
-        total_duration_ms=duration_ms, avg_latency_ms=_stats.mean([i.latency_ms for i in ok if i.latency_ms]),
-        agent_tokens=sum(i.tokens or 0 for i in items), judge_tokens=sum(ev.tokens for ev in fresh),
+        total_duration_ms=duration_ms, avg_latency_ms=_stats.mean(_latencies(items)),
+        agent_tokens=agent_tokens, judge_tokens=sum(ev.tokens for ev in fresh),
         judge_calls=sum(ev.judge_calls for ev in evaluations), cached_scores=sum(ev.cached for ev in evaluations),
         agent_cost=agent_cost, judge_cost=judge_cost,
         estimated_cost=None if agent_cost is None or judge_cost is None else agent_cost + judge_cost,
@@ -242,9 +246,9 @@ def summarise(plan: RunPlan, items: list[ItemResult], duration_ms: float) -> Sum
     summary.total_tokens = summary.agent_tokens + summary.judge_tokens
     for evaluator in plan.evaluators:
         summary.scores[evaluator.name] = _score_stats([i.evaluations[evaluator.name] for i in items
-                                                       if evaluator.name in i.evaluations])
+                                                       if evaluator.name in i.evaluations], len(items))
     summary.metrics = {
-        "latency": _describe([i.latency_ms for i in ok if i.latency_ms is not None]),
+        "latency": _describe(_latencies(items)),
         "cost": _describe([i.cost_usd for i in ok if i.cost_usd is not None]),
         "tokens": _describe([float(i.tokens) for i in ok if i.tokens is not None]),
     }
@@ -253,19 +257,21 @@ def summarise(plan: RunPlan, items: list[ItemResult], duration_ms: float) -> Sum
     return summary
 
 
-def _score_stats(evaluations: list[Any], attempts: int | None = None) -> Stats:
-    """Stats of the scored evaluations. `attempts` (per item, with runs > 1) counts runs whose agent
-    call failed as unscored and not passed, so a flaky item cannot look solid."""
+def _latencies(items: list[ItemResult]) -> list[float]:
+    """Agent latencies of ok and timed-out calls: a timeout took at least the timeout, and leaving it
+    out would let latency gates pass exactly when the agent is slowest."""
+    return [i.latency_ms for i in items if i.status != "error" and i.latency_ms is not None]
+
+
+def _score_stats(evaluations: list[Any], attempts: int) -> Stats:
+    """Statistics of the usable scores; `errors` counts eval-errors. Coverage and pass rate are over
+    every attempted agent call, so a failed or timed-out call counts as unscored and not passed: a
+    flaky agent cannot look solid."""
     scored = [ev for ev in evaluations if ev.status == "ok" and ev.score is not None]
     stats = _describe([ev.score for ev in scored])
-    total = len(evaluations) if attempts is None else attempts
-    stats.errors = total - len(scored)
-    stats.coverage = len(scored) / total if total else None
-    passes = sum(bool(ev.passed) for ev in scored)
-    if attempts is not None:
-        stats.pass_rate = passes / attempts if attempts else None
-    else:
-        stats.pass_rate = passes / len(scored) if scored else None
+    stats.errors = sum(ev.status != "ok" for ev in evaluations)
+    stats.coverage = len(scored) / attempts if attempts else None
+    stats.pass_rate = sum(bool(ev.passed) for ev in scored) / attempts if attempts else None
     return stats
 
 
@@ -368,7 +374,9 @@ async def full_step(session: Session, key: tuple[int, int]) -> ItemResult:
 
 
 async def rescore_step(session: Session, item: ItemResult) -> ItemResult:
-    kept = {name: ev for name, ev in item.evaluations.items() if name not in session.plan.scored}
+    # Scores carried over from the stored run cost this run nothing: they count as reused (cached).
+    kept = {name: ev.model_copy(update={"cached": True, "judge_calls": 0})
+            for name, ev in item.evaluations.items() if name not in session.plan.scored}
     item = item.model_copy(update={"evaluations": kept}, deep=True)
     session.output_sink(item)
     return await score(session, item)

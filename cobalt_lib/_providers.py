@@ -14,6 +14,7 @@ import os
 import random
 import re
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
@@ -24,6 +25,8 @@ from ._errors import ConfigError, JudgeError, MissingApiKeyError
 KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "openrouter": "OPENROUTER_API_KEY"}
 BASE_URL_VARIABLES = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
 OPENROUTER_URL = "https://openrouter.ai/api/v1"
+#: The judge model when neither the evaluator nor `[judge] model` (for its provider) names one.
+DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5", "openrouter": "openai/gpt-4o-mini"}
 _LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
 _PLACEHOLDER_KEY = "cobalt-local-placeholder"
 
@@ -85,7 +88,7 @@ def resolve_judge(judge: JudgeConfig, *, provider: str | None = None, model: str
         )
     return Endpoint(
         provider=prov,
-        model=model or judge.model,
+        model=model or (judge.model if same_provider else None) or DEFAULT_MODELS[prov],
         base_url=url,
         api_key=key,
         max_tokens=judge.max_tokens,
@@ -164,6 +167,16 @@ class Clients:
             return vectors, int((data.get("usage") or {}).get("prompt_tokens") or 0)
 
         return await _with_retries(endpoint, call)
+
+
+def import_sdks(endpoints: Iterable[Endpoint | None]) -> None:
+    """Import the SDKs these endpoints need now, before any agent call: `import openai` takes about
+    0.6 s, and done lazily inside the event loop it would stall every agent call in flight."""
+    providers = {e.provider for e in endpoints if e is not None}
+    if providers - {"anthropic"}:
+        import openai  # noqa: F401
+    if "anthropic" in providers:
+        import anthropic  # noqa: F401
 
 
 def _make_client(endpoint: Endpoint) -> Any:

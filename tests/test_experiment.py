@@ -162,7 +162,7 @@ def test_spread_counts_failed_runs_as_unscored_and_not_passed(project: Path) -> 
 
     exp = experiment("flaky", DATA.slice(0, 2), agent, runs=3, evaluators=[Evaluator(name="exact", type="exact-match")])
     spread = {s.index: s.evaluators["exact"] for s in exp.run().summary.per_item}
-    assert (spread[0].count, spread[0].errors) == (1, 2)
+    assert (spread[0].count, spread[0].errors) == (1, 0)  # errors are eval-errors; agent failures lower coverage
     assert spread[0].pass_rate == pytest.approx(1 / 3) and spread[0].coverage == pytest.approx(1 / 3)
     assert (spread[1].pass_rate, spread[1].coverage) == (1.0, 1.0)
 
@@ -361,3 +361,43 @@ def test_a_slow_sync_evaluator_does_not_stall_agent_timeouts(project: Path) -> N
         released.set()
     assert [i.status for i in report.items] == ["ok", "timeout", "ok"]
     assert report.items[0].evaluations["f"].score == 1.0
+
+
+def test_a_partial_rescore_counts_carried_scores_as_reused_and_no_agent_cost(project: Path) -> None:
+    from cobalt_lib._aio import run as run_coroutine
+    from cobalt_lib._pipeline import execute, prepare
+
+    calls: list[int] = []
+
+    def agent(ctx):
+        calls.append(ctx.index)
+        return {"output": ctx.item["expected_output"], "metadata": {"cost_usd": 0.01, "tokens": 5}}
+
+    exp = experiment("rescored", DATA.slice(0, 3), agent,
+                     evaluators=[Evaluator(name="exact", type="exact-match"),
+                                 Evaluator(name="f", type="function", fn=lambda ctx: 0.5)])
+    first = exp.run()
+    plan = prepare(exp, load_config(), evaluators=["f"], parent_run_id=first.id,
+                   items=[i.item for i in first.items])
+    again = run_coroutine(execute(plan, outputs=first.items))
+    assert calls == [0, 1, 2]  # the agent ran once, for the first run only
+    s = again.summary
+    assert (s.agent_cost, s.agent_tokens, s.judge_calls, s.cached_scores) == (0.0, 0, 0, 3)
+    assert [i.evaluations["exact"].cached for i in again.items] == [True] * 3
+    assert again.summary.scores["exact"].avg == 1.0 and again.summary.metrics["cost"].avg == 0.01
+
+
+def test_timeouts_count_in_latency_coverage_and_pass_rate(project: Path) -> None:
+    async def agent(ctx):
+        if ctx.index == 3:
+            await asyncio.sleep(5)
+        return ctx.item["expected_output"]
+
+    report = experiment("slow-tail", DATA.slice(0, 4), agent, timeout=0.3,
+                        evaluators=[Evaluator(name="exact", type="exact-match")],
+                        assertions=[threshold("latency.max", 250)]).run()
+    exact, latency = report.summary.scores["exact"], report.summary.metrics["latency"]
+    assert (exact.avg, exact.count, exact.errors) == (1.0, 3, 0)
+    assert exact.coverage == pytest.approx(0.75) and exact.pass_rate == pytest.approx(0.75)
+    assert latency.count == 4 and latency.max is not None and latency.max >= 300  # the timeout is in
+    assert report.assertions[0].passed is False  # a latency gate sees the slow tail

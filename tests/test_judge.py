@@ -304,3 +304,32 @@ def test_a_server_answering_html_is_an_eval_error_naming_the_url(judged_project:
     ev = report.items[0].evaluations["quality"]
     assert ev.status == "eval-error" and "not a JSON object" in (ev.error or "") and llm.openai_url in (ev.error or "")
     assert report.items[1].evaluations["quality"].score == 0.8
+
+
+def test_each_provider_gets_its_own_default_model(judged_project: Path, llm: FakeLLM) -> None:
+    (judged_project / "cobalt.toml").write_text(f'[judge]\nbase_url = "{llm.openai_url}"\n')  # no model
+    anthropic_ev = Evaluator(name="claude", prompt="{{output}}", provider="anthropic", base_url=llm.anthropic_url)
+    exp = experiment("defaults", _items(1), lambda ctx: "x",
+                     evaluators=[Evaluator(name="gpt", prompt="{{output}}"), anthropic_ev])
+    report = exp.run(config=load_config())
+    models = {r["kind"]: r["body"]["model"] for r in llm.requests}
+    assert models == {"chat": "gpt-4o-mini", "messages": "claude-haiku-4-5"}
+    assert report.items[0].evaluations["claude"].judge_model == "anthropic/claude-haiku-4-5"
+    assert report.items[0].evaluations["claude"].cost_usd == pytest.approx((20 * 1.0 + 10 * 5.0) / 1e6)
+
+
+def test_the_judge_sdk_is_imported_before_the_first_agent_call(judged_project: Path, llm: FakeLLM) -> None:
+    import subprocess
+    import sys
+
+    script = judged_project / "probe.py"
+    script.write_text(
+        "import sys\nfrom cobalt_lib import Dataset, Evaluator, experiment, load_config\n"
+        "seen = []\n"
+        "def agent(ctx):\n    seen.append('openai' in sys.modules)\n    return 'x'\n"
+        "experiment('probe', Dataset([{'input': 1}]), agent,"
+        " evaluators=[Evaluator(name='q', prompt='{{output}}')]).run(config=load_config())\n"
+        "print(seen)\n")
+    result = subprocess.run([sys.executable, str(script)], cwd=judged_project, capture_output=True, text=True,
+                            timeout=60)
+    assert result.stdout.strip() == "[True]", result.stderr  # not lazily inside the loop mid-run
