@@ -8,6 +8,7 @@ import io
 import json
 import random
 import re
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, overload
@@ -42,10 +43,12 @@ class Dataset:
 
     @classmethod
     def from_file(cls, path: str | Path, *, format: str | None = None) -> Dataset:
-        """Read a `.json` (array, or object with `items`), `.jsonl` or `.csv` file."""
-        p = Path(path)
-        if not p.is_file():
-            raise DatasetError(f"Dataset file {p} does not exist; check the path (relative to {Path.cwd()}).")
+        """Read a `.json` (array, or object with `items`), `.jsonl` or `.csv` file.
+
+        A relative path is read from the working directory or, failing that, from the directory of
+        the file calling `from_file` (an experiment file next to its data works from anywhere).
+        """
+        p = _locate(Path(path))
         fmt = _format_of(str(p), format)
         try:
             text = p.read_bytes().decode("utf-8-sig")
@@ -81,8 +84,10 @@ class Dataset:
     def filter(self, predicate: Callable[[Item], bool]) -> Dataset:
         return Dataset((item for item in self._items if predicate(dict(item))), source=self.source)
 
-    def sample(self, n: int, *, seed: int | None = None) -> Dataset:
-        """`n` items chosen without replacement, in their original order; same seed, same items."""
+    def sample(self, n: int, *, seed: int | None = 0) -> Dataset:
+        """`n` items chosen without replacement, in their original order; same seed, same items.
+
+        The default seed is 0, so an eval samples the same items every run; `seed=None` draws anew."""
         if n < 0:
             raise DatasetError(f"sample(n={n}): n must be zero or more.")
         if n >= len(self._items):
@@ -180,6 +185,19 @@ def _parse_jsonl(text: str, where: str) -> list[Item]:
 
 #: Python's csv module refuses fields over 128 KiB by default; long documents are ordinary here.
 _CSV_FIELD_LIMIT = 64 * 2**20
+
+
+def _locate(path: Path) -> Path:
+    if path.is_file() or path.is_absolute():
+        if not path.is_file():
+            raise DatasetError(f"Dataset file {path} does not exist; check the path.")
+        return path
+    caller = Path(sys._getframe(2).f_code.co_filename).parent  # frames: [0] _locate, [1] from_file
+    beside = caller / path
+    if beside.is_file():
+        return beside
+    raise DatasetError(f"Dataset file {path} does not exist, neither in {Path.cwd()} nor beside the calling "
+                       f"file in {caller}; check the path.")
 
 
 def _parse_csv(text: str, where: str) -> list[Item]:

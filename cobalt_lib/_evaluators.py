@@ -229,10 +229,13 @@ def _from_value(value: Any, name: str) -> Evaluation:
         value, reason = value["score"], value.get("reason")
     if isinstance(value, bool):
         value = 1.0 if value else 0.0
-    if not isinstance(value, int | float) or math.isnan(value):
+    if not isinstance(value, int | float):
         return Evaluation(status="eval-error", raw_response=repr(value)[:500],
                           error=f"evaluator {name!r} returned {type(value).__name__}; "
                                 "return a float in 0..1, a bool, a dict with 'score' or an EvalResult")
+    if math.isnan(value):
+        return Evaluation(status="eval-error", raw_response="nan",
+                          error=f"evaluator {name!r} returned NaN; return a float in 0..1")
     if not 0.0 <= value <= 1.0:
         return Evaluation(status="eval-error", raw_score=float(value), raw_response=repr(value),
                           error=f"evaluator {name!r} returned score {value}, outside 0..1")

@@ -97,9 +97,7 @@ class Experiment:
         then finishes that run, doing only the missing items and scores.
         """
         coro = self.arun(config=config, observer=observer, **overrides)
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
+        if not _loop_running():
             return run_coroutine(coro)
         # Inside a running loop (a notebook): run on a fresh loop in a helper thread.
         with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="cobalt-run") as pool:
@@ -116,6 +114,16 @@ class Experiment:
         run_id, timestamp, items = _resumable(self, config, resume)
         plan = prepare(self, config, run_id=run_id, timestamp=timestamp, **overrides)
         return await execute(plan, observer, resume=items)
+
+
+def _loop_running() -> bool:
+    # Answered outside any `except` block, so an error from the run is not chained to this check's
+    # "no running event loop" RuntimeError in the user's traceback.
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _resumable(exp: Experiment, config: Config, ref: str) -> tuple[str, str, list[Any]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 import threading
 from typing import IO, TYPE_CHECKING, Any
@@ -27,7 +28,12 @@ def _fmt(value: float | None, digits: int = 2) -> str:
 
 
 def _money(value: float | None) -> str:
-    return "unknown" if value is None else f"${value:.4f}"
+    """Dollars; sub-cent amounts keep three significant digits ($0.000027, not $0.0000)."""
+    if value is None:
+        return "unknown"
+    if value == 0 or abs(value) >= 0.01:
+        return f"${value:.4f}"
+    return f"${value:.{2 - math.floor(math.log10(abs(value)))}f}"
 
 
 def _ms(value: float | None) -> str:

@@ -288,3 +288,26 @@ def test_from_url_malformed_line_names_url_and_line(served: str, tmp_path: Path)
     (tmp_path / "www" / "bad.jsonl").write_text('{"a": 1}\nnot json\n', encoding="utf-8")
     with pytest.raises(DatasetError, match=r"bad\.jsonl, line 2: invalid JSON"):
         Dataset.from_url(f"{served}/bad.jsonl")
+
+
+def test_sample_is_reproducible_by_default() -> None:
+    data = Dataset([{"i": i} for i in range(100)])
+    assert list(data.sample(10)) == list(data.sample(10)) == list(data.sample(10, seed=0))
+    assert list(data.sample(10, seed=1)) != list(data.sample(10))
+
+
+def test_a_relative_path_is_also_found_beside_the_calling_file(tmp_path: Path, monkeypatch) -> None:
+    import subprocess
+    import sys
+
+    folder = tmp_path / "experiments"
+    folder.mkdir()
+    (folder / "qa.jsonl").write_text('{"input": "a"}\n{"input": "b"}\n')
+    (folder / "exp.py").write_text("from cobalt_lib import Dataset\nprint(len(Dataset.from_file('qa.jsonl')))\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    result = subprocess.run([sys.executable, str(folder / "exp.py")], cwd=elsewhere, capture_output=True, text=True)
+    assert result.stdout.strip() == "2", result.stderr
+    monkeypatch.chdir(elsewhere)
+    with pytest.raises(DatasetError, match=r"neither in .*elsewhere nor beside the calling file"):
+        Dataset.from_file("missing.jsonl")

@@ -239,7 +239,7 @@ def test_async_function_evaluator_sees_the_context(project: Path) -> None:
     ("fn", "message"),
     [(lambda ctx: 1 / 0, "ZeroDivisionError"), (lambda ctx: "high", "returned str"),
      (lambda ctx: 1.5, "outside 0..1"), (lambda ctx: {"reason": "no score"}, "without 'score'"),
-     (lambda ctx: float("nan"), "returned float")],
+     (lambda ctx: float("nan"), "returned NaN")],
 )
 def test_function_evaluator_failures_are_eval_errors(project: Path, fn, message: str) -> None:
     exp = experiment("bad-fn", DATA.slice(0, 2), _echo_expected,
@@ -401,3 +401,12 @@ def test_timeouts_count_in_latency_coverage_and_pass_rate(project: Path) -> None
     assert exact.coverage == pytest.approx(0.75) and exact.pass_rate == pytest.approx(0.75)
     assert latency.count == 4 and latency.max is not None and latency.max >= 300  # the timeout is in
     assert report.assertions[0].passed is False  # a latency gate sees the slow tail
+
+
+def test_an_error_from_run_carries_no_unrelated_chained_exception(project: Path) -> None:
+    from cobalt_lib import MissingApiKeyError
+
+    exp = experiment("keyless", DATA.slice(0, 1), _echo_expected, evaluators=[Evaluator(name="q", prompt="{{output}}")])
+    with pytest.raises(MissingApiKeyError) as caught:
+        exp.run()
+    assert caught.value.__context__ is None and caught.value.__cause__ is None
