@@ -157,3 +157,13 @@ def test_an_unknown_statistic_is_named_as_such(project: Path) -> None:
 def test_a_run_metric_without_values_says_no_item_reported_it() -> None:
     [result] = threshold("cost.mean", 0.1).evaluate(_report(), CONFIG)
     assert result.passed is False and "no item reported it" in result.message
+
+
+def test_config_thresholds_apply_to_the_experiments_that_produce_the_metric(project: Path) -> None:
+    (project / "cobalt.toml").write_text('[ci]\nthresholds = { relevance = { min = 0.8 }, exact = { min = 0.9 } }\n')
+    from cobalt_lib import load_config
+
+    data = Dataset([{"expected_output": "a"}])
+    with_exact = experiment("has-exact", data, lambda ctx: "b", evaluators=[Evaluator(name="exact", type="exact-match")])
+    report = with_exact.run(config=load_config())  # `relevance` is another experiment's: no usage error
+    assert [(a.name, a.passed) for a in report.assertions] == [("exact >= 0.9", False)]
