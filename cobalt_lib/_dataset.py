@@ -126,6 +126,9 @@ class Dataset:
 
 def _format_of(name: str, explicit: str | None) -> str:
     fmt = (explicit or Path(name).suffix).lower()
+    if not fmt:
+        raise DatasetError(f"Cannot tell the format of dataset {name or '/'} from its name; pass "
+                           f"format= one of {', '.join(f[1:] for f in _FORMATS)}.")
     fmt = fmt if fmt.startswith(".") else f".{fmt}"
     if fmt not in _FORMATS:
         raise DatasetError(

@@ -83,6 +83,10 @@ class Evaluator:
             raise EvaluatorError(f"{where} (llm-judge) needs prompt=..., e.g. 'Rate the answer {{{{output}}}}...'.")
         if type == "function" and not callable(fn):
             raise EvaluatorError(f"{where} (function) needs fn=<callable taking ctx>, got {fn!r}.")
+        _check_options_apply(where, type, prompt=prompt, fn=fn, model=model, provider=provider,
+                             base_url=base_url, system=system, ignore_case=ignore_case or None,
+                             ignore_whitespace=ignore_whitespace or None,
+                             field=None if field == "expected_output" else field)
         if threshold is not None and not 0.0 <= threshold <= 1.0:
             raise EvaluatorError(f"{where}: threshold={threshold} must be within 0..1.")
         self.name = name
@@ -211,6 +215,22 @@ class Evaluator:
         return Evaluation(score=score, raw_score=cosine, reason=f"cosine similarity {cosine:.3f}",
                           judge_model=endpoint.label, input_tokens=tokens, judge_calls=calls,
                           cached=calls == 0, cost_usd=_embedding_cost(endpoint, tokens, judge))
+
+
+#: Which evaluator types use each option (an option another type would silently ignore is an error).
+_OPTION_TYPES = {
+    "prompt": ("llm-judge",), "system": ("llm-judge",), "fn": ("function",),
+    "model": ("llm-judge", "similarity"), "provider": ("llm-judge", "similarity"),
+    "base_url": ("llm-judge", "similarity"), "field": ("exact-match", "similarity"),
+    "ignore_case": ("exact-match",), "ignore_whitespace": ("exact-match",),
+}
+
+
+def _check_options_apply(where: str, type: str, **given: Any) -> None:
+    for option, value in given.items():
+        if value is not None and type not in _OPTION_TYPES[option]:
+            raise EvaluatorError(f"{where} ({type}) does not use {option}=; it is for "
+                                 f"{' and '.join(_OPTION_TYPES[option])} evaluators. Remove it or change type=.")
 
 
 def _is_async(fn: Callable[..., Any]) -> bool:

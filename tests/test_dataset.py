@@ -311,3 +311,10 @@ def test_a_relative_path_is_also_found_beside_the_calling_file(tmp_path: Path, m
     monkeypatch.chdir(elsewhere)
     with pytest.raises(DatasetError, match=r"neither in .*elsewhere nor beside the calling file"):
         Dataset.from_file("missing.jsonl")
+
+
+def test_a_name_without_extension_asks_for_format(tmp_path: Path) -> None:
+    (tmp_path / "data").write_text('{"input": 1}\n')
+    with pytest.raises(DatasetError, match=r"Cannot tell the format of dataset .*data from its name; pass format="):
+        Dataset.from_file(tmp_path / "data")
+    assert len(Dataset.from_file(tmp_path / "data", format="jsonl")) == 1
