@@ -209,3 +209,19 @@ def test_a_concurrent_reader_never_breaks_a_run(project: Path) -> None:
     assert int(out) > 0
     store = Store(project / ".cobalt" / "cobalt.duckdb")
     assert len(store.rows("outputs", report.id)) == 300 and len(store.rows("scores", report.id)) == 300
+
+
+def test_a_killed_but_unreaped_run_process_reads_as_incomplete(tmp_path: Path) -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    store = Store(tmp_path / "s.duckdb")
+    store.write({"runs": [{"run_id": "r", "experiment": "e", "status": "running", "pid": child.pid,
+                           "host": __import__("socket").gethostname()}]})
+    assert store.runs()[0]["status"] == "running"
+    os.kill(child.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and "Z" not in Path(f"/proc/{child.pid}/stat").read_text().split(")")[-1][:3]:
+        pass  # wait for the kernel to mark it a zombie (not reaped: no wait() yet)
+    try:
+        assert store.runs()[0]["status"] == "incomplete"
+    finally:
+        child.wait()
