@@ -8,7 +8,7 @@ from pathlib import Path
 import dagster as dg
 
 from cobalt_lib import Config, Experiment, load_experiments
-from cobalt_lib._assertions import config_assertions
+from cobalt_lib._assertions import experiment_gates
 
 from ._assets import ExperimentDefs, experiment_defs
 from ._automation import build_schedules, build_sensor
@@ -20,8 +20,8 @@ from ._resource import CobaltResource
 
 def build_experiment_defs(experiments: Sequence[Experiment], config: Config) -> list[ExperimentDefs]:
     check_unique(e.name for e in experiments)
-    gates = config_assertions(config)
-    return [experiment_defs(e, [*e.assertions, *gates]) for e in experiments]
+    return [experiment_defs(e, experiment_gates(config, e.assertions, (v.name for v in e.evaluators)))
+            for e in experiments]
 
 
 def build_definitions(project_dir: str | Path | None = None, *,

@@ -190,6 +190,14 @@ def assertion(name: str, check: Callable[[Mapping[str, Any], Mapping[str, Any]],
     return Custom(name, check, message)
 
 
+def experiment_gates(config: Config, assertions: Iterable[Assertion], evaluators: Iterable[str]) -> list[Assertion]:
+    """An experiment's own gates, plus the `[ci]` ones that apply to it: a project-wide threshold
+    applies to the experiments that produce its metric."""
+    known = {*evaluators, *RUN_METRICS}
+    shared = [g for g in config_assertions(config) if all(split_path(m)[0] in known for m in g.metrics(config))]
+    return [*assertions, *shared]
+
+
 def config_assertions(config: Config) -> list[Assertion]:
     """The gates that `[ci]` in config adds to every experiment."""
     gates: list[Assertion] = []

@@ -8,6 +8,7 @@ an item whose input changed between the runs is reported as unpaired, never comp
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -93,6 +94,9 @@ class Comparison(BaseModel):
     improvements: list[ItemChange] = Field(default_factory=list)
     status_changes: list[StatusChange] = Field(default_factory=list)
     unpaired: list[Unpaired] = Field(default_factory=list)
+    #: The experiment `latest`/`previous` were looked up in when the caller chose it for the user
+    #: (`cobalt compare` without --experiment); None when the runs were named outright.
+    scope: str | None = None
 
     @property
     def regressed(self) -> list[str]:
@@ -238,6 +242,20 @@ def _cell(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def unpaired_summary(unpaired: list[Unpaired], shown: int = 5) -> str:
+    """One line for every unpaired item: how many, why, and the first few (a changed dataset can
+    leave hundreds, one line each would bury the comparison)."""
+    reasons = ", ".join(f"{count} {reason}" for reason, count in Counter(u.reason for u in unpaired).items())
+    items = [str(u.index) if u.run_index == 0 else f"{u.index} (run {u.run_index})" for u in unpaired[:shown]]
+    more = f" and {len(unpaired) - shown} more" if len(unpaired) > shown else ""
+    noun = "item" if len(unpaired) == 1 else "items"
+    return f"{len(unpaired)} unpaired {noun}, not compared ({reasons}): {noun} {', '.join(items)}{more}"
+
+
+def scope_note(c: Comparison) -> str:
+    return f"latest/previous looked up in experiment {c.scope!r} only (--experiment picks another)"
+
+
 def ci_text(e: EvaluatorDelta) -> str:
     return "–" if e.ci_low is None or e.ci_high is None else f"[{e.ci_low:+.3f}, {e.ci_high:+.3f}]"
 
@@ -247,7 +265,8 @@ def comparison_markdown(c: Comparison) -> str:
     level = f"{c.confidence:.0%}"
     parts = [f"### cobalt compare: `{c.run_b}` vs baseline `{c.run_a}`",
              f"{c.experiment_b} vs {c.experiment_a} · {c.paired} paired items · {len(c.unpaired)} unpaired · "
-             f"{level} paired bootstrap CI ({c.resamples} resamples, seed {c.seed})",
+             f"{level} paired bootstrap CI ({c.resamples} resamples, seed {c.seed})"
+             + (f" · {scope_note(c)}" if c.scope else ""),
              "\n".join([f"| evaluator | A | B | B - A | {level} CI | pairs | verdict |",
                         "|---|---|---|---|---|---|---|",
                         *(f"| {e.evaluator} | {_num(e.mean_a)} | {_num(e.mean_b)} | {_num(e.delta, sign=True)} "
@@ -265,6 +284,5 @@ def comparison_markdown(c: Comparison) -> str:
         parts.append("#### Status changes\n\n" + "\n".join(
             f"- item {s.index} run {s.run_index}: {s.status_a} → {s.status_b}" for s in c.status_changes))
     if c.unpaired:
-        parts.append("#### Unpaired (not compared)\n\n" + "\n".join(
-            f"- item {u.index} run {u.run_index}: {u.reason}" for u in c.unpaired))
+        parts.append(f"#### Unpaired\n\n{unpaired_summary(c.unpaired)}")
     return "\n\n".join(parts) + "\n"

@@ -8,13 +8,13 @@ import json
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from ._markdown import report_markdown
-from ._report import Evaluation, ExperimentReport, ItemResult, split_path
+from ._report import Evaluation, ExperimentReport, ItemResult
 
 CSV_COLUMNS = ("index", "run_index", "input", "output", "status", "evaluator", "score", "reason", "latency_ms")
-_GATE_NAME = re.compile(r"^(?P<path>\S+) >= (?P<value>\S+)$")
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
@@ -78,39 +78,19 @@ def to_json(report: ExperimentReport) -> str:
     return report.model_dump_json(indent=2) + "\n"
 
 
-def gate_values(report: ExperimentReport) -> dict[str, float]:
-    """Per evaluator, the strictest `threshold` gate (direction min) on its mean."""
-    gates: dict[str, float] = {}
-    names = set(evaluator_names(report))
+def _case_outcome(item: ItemResult, ev: Evaluation | None) -> tuple[str, str] | None:
+    """(`failure` | `error`, message) for a failed item test case, None when it passed.
 
-    def add(path: Any, value: Any) -> None:
-        if not isinstance(path, str) or not isinstance(value, int | float):
-            return
-        name, stat = split_path(path)
-        if name in names and stat in ("mean", "avg"):
-            gates[name] = max(float(value), gates.get(name, float("-inf")))
-
-    for entry in report.config.get("assertions") or []:
-        if isinstance(entry, dict) and entry.get("type") == "threshold" and entry.get("direction") == "min":
-            add(entry.get("path"), entry.get("value"))
-    for verdict in report.assertions:  # reports without the config entries (older runs)
-        match = _GATE_NAME.match(verdict.name)
-        if match and verdict.expected is not None:
-            add(match["path"], verdict.expected)
-    return gates
-
-
-def _case_outcome(item: ItemResult, ev: Evaluation | None, gate: float | None) -> tuple[str, str] | None:
-    """(`failure` | `error`, message) for a failed test case, None when it passed."""
+    An item is judged by the evaluator's own pass mark (`passed`), never by a gate: gates apply to
+    run statistics such as the mean, and get their own test cases (`_gate_suite`).
+    """
     if item.status != "ok":
         return "failure", f"the agent call {item.status}: {item.error or 'no output'}"
     if ev is None:
         return "error", "the evaluator did not score this item"
     if ev.status != "ok" or ev.score is None:
         return "error", f"eval-error: {ev.error or 'no score'}"
-    if gate is not None and ev.score < gate:
-        return "failure", f"score {ev.score:.4g} is below the gate {gate:g}" + (f": {ev.reason}" if ev.reason else "")
-    if gate is None and ev.passed is False:
+    if ev.passed is False:
         return "failure", f"score {ev.score:.4g} is below the evaluator's pass mark" + (
             f": {ev.reason}" if ev.reason else "")
     return None
@@ -121,30 +101,54 @@ def _xml(text: str) -> str:
     return _NOT_XML.sub("?", text)
 
 
-def to_junit(report: ExperimentReport) -> str:
-    """One <testcase> per item and evaluator; failed below the gate (or pass mark), <error> on eval-error."""
-    names = evaluator_names(report)
-    gates = gate_values(report)
-    suites = ET.Element("testsuites", name="cobalt")
-    suite = ET.SubElement(suites, "testsuite", name=_xml(report.name), timestamp=report.timestamp,
-                          time=f"{report.summary.total_duration_ms / 1000:.3f}")
-    counts = {"tests": 0, "failure": 0, "error": 0}
+def _add_case(suite: ET.Element, classname: str, name: str, seconds: float,
+              outcome: tuple[str, str] | None) -> None:
+    """One <testcase>, with a <failure> or <error> child when `outcome` says it failed."""
+    case = ET.SubElement(suite, "testcase", classname=_xml(classname), name=_xml(name), time=f"{seconds:.3f}")
+    if outcome is not None:
+        kind, message = outcome[0], _xml(outcome[1])
+        ET.SubElement(case, kind, message=message, type=kind).text = message
+
+
+def _item_suite(report: ExperimentReport) -> ET.Element:
+    suite = ET.Element("testsuite", name=_xml(report.name), timestamp=report.timestamp,
+                       time=f"{report.summary.total_duration_ms / 1000:.3f}")
     for item in report.items:
-        for name in names:
+        for name in evaluator_names(report):
             label = f"item {item.index} / {name}" + (f" (run {item.run_index})" if item.run_index else "")
-            case = ET.SubElement(suite, "testcase", classname=_xml(report.name), name=_xml(label),
-                                 time=f"{(item.latency_ms or 0) / 1000:.3f}")
-            counts["tests"] += 1
-            outcome = _case_outcome(item, item.evaluations.get(name), gates.get(name))
-            if outcome is not None:
-                kind, message = outcome[0], _xml(outcome[1])
-                counts[kind] += 1
-                ET.SubElement(case, kind, message=message, type=kind).text = message
-    suite.set("tests", str(counts["tests"]))
-    suite.set("failures", str(counts["failure"]))
-    suite.set("errors", str(counts["error"]))
+            _add_case(suite, report.name, label, (item.latency_ms or 0) / 1000,
+                      _case_outcome(item, item.evaluations.get(name)))
+    return suite
+
+
+def _gate_suite(report: ExperimentReport) -> ET.Element:
+    """One test case per quality gate, failed exactly when the run's gate failed (what exits 1)."""
+    name = f"{report.name} / gates"
+    suite = ET.Element("testsuite", name=_xml(name), timestamp=report.timestamp, time="0.000")
+    for gate in report.assertions:
+        _add_case(suite, name, gate.name, 0.0, None if gate.passed else ("failure", gate.message or "gate failed"))
+    return suite
+
+
+def _count(suite: ET.Element) -> None:
+    """Set tests, failures and errors on a suite from its cases."""
+    cases = list(suite.iter("testcase"))
+    suite.set("tests", str(len(cases)))
+    suite.set("failures", str(sum(c.find("failure") is not None for c in cases)))
+    suite.set("errors", str(sum(c.find("error") is not None for c in cases)))
+
+
+def to_junit(report: ExperimentReport) -> str:
+    """A testsuite of item x evaluator cases (agent failures, eval-errors, scores below the pass mark)
+    and, when the run has gates, a testsuite `<name> / gates` with one case per gate."""
+    suites = ET.Element("testsuites", name="cobalt")
+    suites.append(_item_suite(report))
+    if report.assertions:
+        suites.append(_gate_suite(report))
+    for suite in suites:
+        _count(suite)
     for key in ("tests", "failures", "errors"):
-        suites.set(key, suite.get(key, "0"))
+        suites.set(key, str(sum(int(suite.get(key, "0")) for suite in suites)))
     ET.indent(suites)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
 
@@ -152,3 +156,10 @@ def to_junit(report: ExperimentReport) -> str:
 RENDERERS: dict[str, Callable[[ExperimentReport], str]] = {
     "csv": to_csv, "markdown": to_markdown, "json": to_json, "junit": to_junit,
 }
+#: The format a file name implies when `--format` is not given (`-o results.xml` is JUnit).
+FORMATS_BY_SUFFIX = {".csv": "csv", ".md": "markdown", ".markdown": "markdown", ".json": "json", ".xml": "junit"}
+
+
+def format_for(path: Path) -> str | None:
+    """The export format `path`'s extension implies, None when it implies none."""
+    return FORMATS_BY_SUFFIX.get(path.suffix.lower())

@@ -19,14 +19,14 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from . import _stats
 from ._agent import AgentContext, DaemonThreads, call_agent
-from ._assertions import RUN_METRICS, Assertion, check_metric, config_assertions
+from ._assertions import RUN_METRICS, Assertion, check_metric, experiment_gates
 from ._cache import ResponseCache
 from ._config import Config
 from ._errors import ConfigError
 from ._evaluators import EvalContext, Evaluator
 from ._judge import Judge
 from ._providers import Endpoint, import_sdks
-from ._report import AssertionResult, ExperimentReport, ItemResult, ItemSpread, Stats, Summary, split_path
+from ._report import AssertionResult, ExperimentReport, ItemResult, ItemSpread, Stats, Summary
 from ._results import write_results
 from ._rows import aggregate_rows, output_row, run_row, score_rows, verdict_rows
 from ._store import BatchWriter, Store
@@ -113,9 +113,7 @@ def prepare(experiment: Experiment, config: Config, *, run_id: str | None = None
             evaluator.check_item(item, index)
     endpoints = {e.name: e.endpoint(config) for e in chosen}
     known = [*(e.name for e in experiment.evaluators), *RUN_METRICS]
-    # `[ci] thresholds` serve a whole project: each applies to the experiments that produce its metric.
-    shared = [g for g in config_assertions(config) if all(split_path(m)[0] in known for m in g.metrics(config))]
-    assertions = [*experiment.assertions, *shared]
+    assertions = experiment_gates(config, experiment.assertions, (e.name for e in experiment.evaluators))
     for gate in assertions:
         for path in gate.metrics(config):
             check_metric(path, known, f"Assertion {gate.name!r}")

@@ -164,6 +164,7 @@ def test_config_thresholds_apply_to_the_experiments_that_produce_the_metric(proj
     from cobalt_lib import load_config
 
     data = Dataset([{"expected_output": "a"}])
-    with_exact = experiment("has-exact", data, lambda ctx: "b", evaluators=[Evaluator(name="exact", type="exact-match")])
+    with_exact = experiment("has-exact", data, lambda ctx: "b",
+                            evaluators=[Evaluator(name="exact", type="exact-match")])
     report = with_exact.run(config=load_config())  # `relevance` is another experiment's: no usage error
     assert [(a.name, a.passed) for a in report.assertions] == [("exact >= 0.9", False)]

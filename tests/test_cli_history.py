@@ -146,6 +146,30 @@ def test_history_shows_running_and_incomplete_runs(project: Path) -> None:
     assert "incomplete" in next(ln for ln in table.splitlines() if "r-killed" in ln)
 
 
+def test_history_suggests_the_closest_stored_experiment(runs: tuple[Path, list[dict[str, Any]]]) -> None:
+    root, _ = runs
+    typo = cobalt(root, "history", "-e", "qaa")
+    assert typo.returncode == 0 and typo.stdout.strip() == "No runs of experiment 'qaa' yet; did you mean 'qa'?"
+    unknown = cobalt(root, "history", "-e", "zzzz")
+    assert unknown.stdout.strip() == "No runs of experiment 'zzzz' yet; stored experiments: other, qa."
+    untagged = cobalt(root, "history", "-e", "other", "--tag", "smoke")  # a real experiment: nothing to suggest
+    assert untagged.stdout.strip() == "No runs of experiment 'other' tagged 'smoke' yet; run `cobalt run`."
+
+
+def test_history_time_of_a_resumed_run_leaves_out_the_gap_before_the_resume(project: Path) -> None:
+    store = Store(project / ".cobalt" / "cobalt.duckdb")
+    row = {"run_id": "r-resumed", "experiment": "qa", "started_at": "2026-01-01T00:00:00+00:00", "tags": [],
+           "config": {}}
+    store.start_run(row)
+    # Crashed after a second of work and resumed five hours later for half a second more.
+    store.finish_run({**row, "status": "completed", "finished_at": "2026-01-01T05:00:00.500000+00:00",
+                      "summary": {"total_duration_ms": 1500.0}, "passed": True}, [], [])
+    [entry] = json.loads(cobalt(project, "history", "--json").stdout)
+    assert entry["duration_ms"] == 1500.0
+    line = next(ln for ln in cobalt(project, "history").stdout.splitlines() if "r-resumed" in ln)
+    assert " 1.5s " in line
+
+
 def test_compare_previous_latest_reports_b_minus_a(runs: tuple[Path, list[dict[str, Any]]]) -> None:
     root, stored = runs
     # stored[1] (6 wrong) against the all-right baseline stored[2], by id prefixes
@@ -181,6 +205,16 @@ def test_compare_latest_reports_changed_inputs_as_unpaired(runs: tuple[Path, lis
     assert all(e["verdict"] == "no significant change" and e["pairs"] == 7 for e in data["evaluators"])
 
 
+def test_compare_prints_unpaired_items_as_one_line(runs: tuple[Path, list[dict[str, Any]]]) -> None:
+    root, _ = runs
+    result = cobalt(root, "compare", "previous", "latest")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[1] == "latest/previous looked up in experiment 'qa' only (--experiment picks another)"
+    assert [ln for ln in lines if "unpaired" in ln and "paired items" not in ln] == [
+        "1 unpaired item, not compared (1 input changed): item 7"]
+
+
 def test_compare_table_and_markdown(runs: tuple[Path, list[dict[str, Any]]]) -> None:
     root, stored = runs
     table = cobalt(root, "compare", stored[2]["run_id"], stored[1]["run_id"])
@@ -214,6 +248,65 @@ def test_compare_bad_input_exits_2(runs: tuple[Path, list[dict[str, Any]]], args
     result = cobalt(root, "compare", *args)
     assert result.returncode == 2 and result.stdout == ""
     assert len(result.stderr.strip().splitlines()) == 1 and result.stderr.startswith(message), result.stderr
+
+
+@pytest.fixture(scope="module")
+def interleaved(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
+    """Three library runs, oldest first: qa (all right), other, qa (6 of 8 wrong): the newest run's
+    experiment is qa, and the run just before the newest is another experiment's."""
+    root = tmp_path_factory.mktemp("interleaved")
+    write_experiments(root)
+    for name, env, code in (("qa", {}, 0), ("other", {}, 0), ("qa", {"WRONG": "6"}, 1)):
+        result = cobalt(root, "run", "--no-dagster", "-f", name, **env)
+        assert result.returncode == code, result.stdout + result.stderr
+    stored = Store(root / ".cobalt" / "cobalt.duckdb").runs()
+    assert [r["experiment"] for r in stored] == ["qa", "other", "qa"]
+    return root, stored
+
+
+def test_compare_previous_latest_stays_within_the_newest_runs_experiment(
+        interleaved: tuple[Path, list[dict[str, Any]]]) -> None:
+    root, stored = interleaved
+    result = cobalt(root, "compare", "previous", "latest", "--json")
+    assert result.returncode == 0 and result.stderr == ""
+    data = json.loads(result.stdout)
+    assert (data["run_a"], data["run_b"], data["scope"]) == (stored[2]["run_id"], stored[0]["run_id"], "qa")
+    assert data["paired"] == 8 and data["unpaired"] == []
+    table = cobalt(root, "compare", "previous", "latest").stdout.splitlines()
+    assert table[0].startswith(f"compare {stored[0]['run_id']} (qa) against baseline {stored[2]['run_id']} (qa)")
+    assert table[1] == "latest/previous looked up in experiment 'qa' only (--experiment picks another)"
+    # Beside a run named outright, `latest` is the newest run of that run's experiment.
+    named = json.loads(cobalt(root, "compare", stored[1]["run_id"], "latest", "--json").stdout)
+    assert (named["run_b"], named["scope"]) == (stored[1]["run_id"], "other")
+    explicit = json.loads(cobalt(root, "compare", "previous", "latest", "-e", "qa", "--json").stdout)
+    assert explicit["scope"] is None and explicit["run_a"] == stored[2]["run_id"]
+    lone = cobalt(root, "compare", "previous", stored[1]["run_id"])  # `other` has one run: no previous one
+    assert lone.returncode == 2 and lone.stdout == ""
+    assert lone.stderr.strip() == (f"error: Experiment 'other' (run {stored[1]['run_id']}'s) has 1 run, so no "
+                                   "previous one; pass --experiment NAME to compare another experiment's runs, "
+                                   "or give two run ids.")
+
+
+def test_compare_warns_when_two_named_runs_are_of_different_experiments(
+        interleaved: tuple[Path, list[dict[str, Any]]]) -> None:
+    root, stored = interleaved
+    result = cobalt(root, "compare", stored[1]["run_id"], stored[0]["run_id"], "--json")
+    assert result.returncode == 0
+    assert result.stderr.strip() == (f"warning: run {stored[1]['run_id']} is of experiment 'other' and run "
+                                     f"{stored[0]['run_id']} of 'qa'; items are paired by index across different "
+                                     "experiments.")
+    same = cobalt(root, "compare", stored[2]["run_id"], stored[0]["run_id"], "--json")
+    assert same.returncode == 0 and same.stderr == ""
+
+
+def test_compare_fail_on_regression(interleaved: tuple[Path, list[dict[str, Any]]]) -> None:
+    root, stored = interleaved
+    regressed = cobalt(root, "compare", "previous", "latest", "--fail-on-regression")
+    assert regressed.returncode == 1 and "regressed" in regressed.stdout
+    assert regressed.stderr.strip() == "regressed: exact (--fail-on-regression)"
+    assert cobalt(root, "compare", "previous", "latest").returncode == 0  # without the flag: a report only
+    improved = cobalt(root, "compare", stored[0]["run_id"], stored[2]["run_id"], "--fail-on-regression")
+    assert improved.returncode == 0 and improved.stderr == ""
 
 
 def test_compare_without_runs_exits_2(project: Path) -> None:

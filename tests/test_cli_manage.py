@@ -18,7 +18,7 @@ import pytest
 from fakellm import FakeLLM, answer
 
 from cobalt_lib import AssertionResult, Evaluation, ExperimentReport, ItemResult, Store
-from cobalt_lib._export import gate_values, to_csv, to_junit
+from cobalt_lib._export import to_csv, to_junit
 
 COBALT = str(Path(sys.executable).parent / "cobalt")
 _DROP = ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "WRONG", "BOOM", "PROMPT_VERSION", "AGENT_FORBIDDEN")
@@ -136,20 +136,32 @@ def test_export_csv_has_a_row_per_item_and_evaluator(exported: tuple[Path, dict[
     assert all(float(r["latency_ms"]) > 0 for r in rows)
 
 
+def junit_outcomes(root: ET.Element) -> dict[str, dict[str, tuple[str, str | None]]]:
+    """Per testsuite name: test case name -> (`pass` | `failure` | `error`, message)."""
+    return {suite.get("name", ""): {case.get("name", ""): (case[0].tag, case[0].get("message")) if len(case)
+                                    else ("pass", None) for case in suite.iter("testcase")}
+            for suite in root.iter("testsuite")}
+
+
+def suite_counts(element: ET.Element) -> tuple[str | None, ...]:
+    return tuple(element.get(key) for key in ("tests", "failures", "errors"))
+
+
 def test_export_junit_to_a_file(exported: tuple[Path, dict[str, Any]]) -> None:
     root, run = exported
     target = root / "reports" / "junit.xml"
     result = cobalt(root, "export", run["run_id"][:-2], "--format", "junit", "-o", "reports/junit.xml")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == f"Wrote run {run['run_id']} as junit to reports/junit.xml"
-    suite = ET.parse(target).getroot().find("testsuite")
-    assert suite is not None
-    assert (suite.get("name"), suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("qa", "8", "4", "1")
-    outcome = {case.get("name"): (case[0].tag, case[0].get("message")) if len(case) else ("pass", None)
-               for case in suite.iter("testcase")}
-    assert {case.get("classname") for case in suite.iter("testcase")} == {"qa"}
-    assert outcome == {
-        "item 0 / exact": ("failure", "score 0 is below the gate 0.5: expected 'a0', got 'wrong'"),
+    tree = ET.parse(target).getroot()
+    items, gates = tree.findall("testsuite")
+    assert (items.get("name"), *suite_counts(items)) == ("qa", "8", "4", "1")
+    assert (gates.get("name"), *suite_counts(gates)) == ("qa / gates", "1", "0", "0")
+    assert suite_counts(tree) == ("9", "4", "1")
+    assert {case.get("classname") for case in items.iter("testcase")} == {"qa"}
+    # Items fail on their own pass mark (0.5 for both evaluators), never on the gate on the mean.
+    assert junit_outcomes(tree) == {"qa": {
+        "item 0 / exact": ("failure", "score 0 is below the evaluator's pass mark: expected 'a0', got 'wrong'"),
         "item 0 / picky": ("pass", None),
         "item 1 / exact": ("pass", None),
         "item 1 / picky": ("failure", "score 0.4 is below the evaluator's pass mark: picky says so"),
@@ -157,7 +169,53 @@ def test_export_junit_to_a_file(exported: tuple[Path, dict[str, Any]]) -> None:
         "item 2 / picky": ("error", "eval-error: ValueError: picky cannot score item 2"),
         "item 3 / exact": ("failure", "the agent call error: RuntimeError: agent exploded"),
         "item 3 / picky": ("failure", "the agent call error: RuntimeError: agent exploded"),
-    }
+    }, "qa / gates": {"exact >= 0.5": ("pass", None)}}
+
+
+# The walkthrough's case: every item clears its evaluator's pass mark, yet the run fails two gates,
+# one on the mean and one on a run metric; JUnit must fail exactly those two, as the exit code does.
+GATED = """
+from cobalt_lib import Dataset, Evaluator, experiment, threshold
+
+
+def relevance(ctx):
+    return {"score": 0.75 if ctx.index == 0 else 0.78, "reason": "fine"}
+
+
+experiment("qa-agent", Dataset([{"input": f"q{i}"} for i in range(4)]), lambda ctx: "an answer",
+           evaluators=[Evaluator(name="relevance", type="function", fn=relevance)],
+           assertions=[threshold("relevance", 0.8)])
+"""
+
+
+def test_junit_fails_the_gates_that_failed_the_run_not_the_items(project: Path) -> None:
+    write_experiment(project, GATED, "qa.cobalt.py")
+    (project / "cobalt.toml").write_text('[ci]\nthresholds = { "latency.p95" = { max = 0.000001 } }\n')
+    run = cobalt(project, "run", "--no-dagster")
+    assert run.returncode == 1, run.stdout + run.stderr
+    result = cobalt(project, "export", "latest", "-o", "junit.xml")  # the format from the extension
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().endswith("as junit to junit.xml")
+    tree = ET.parse(project / "junit.xml").getroot()
+    assert suite_counts(tree) == ("6", "2", "0")
+    outcomes = junit_outcomes(tree)
+    assert set(outcomes["qa-agent"].values()) == {("pass", None)} and len(outcomes["qa-agent"]) == 4
+    gates = outcomes["qa-agent / gates"]
+    assert gates["relevance >= 0.8"] == ("failure", "relevance = 0.7725, must be at least 0.8")
+    kind, message = gates["latency.p95 <= 1e-06"]
+    assert kind == "failure" and re.fullmatch(r"latency\.p95 = [\d.e+-]+, must be at most 1e-06", message or "")
+
+
+@pytest.mark.parametrize(("name", "first"), [("out.csv", "index,run_index"), ("out.md", "### cobalt: qa"),
+                                             ("OUT.JSON", "{"), ("out.xml", "<?xml")])
+def test_export_infers_the_format_from_the_file_extension(exported: tuple[Path, dict[str, Any]], name: str,
+                                                         first: str) -> None:
+    root, _ = exported
+    result = cobalt(root, "export", "latest", "-o", f"inferred/{name}")
+    assert result.returncode == 0, result.stderr
+    assert (root / "inferred" / name).read_text().startswith(first)
+    explicit = cobalt(root, "export", "latest", "-f", "csv", "-o", "inferred/forced.xml")  # --format wins
+    assert (root / "inferred" / "forced.xml").read_text().startswith("index,run_index"), explicit.stderr
 
 
 def test_export_json_is_the_results_file(exported: tuple[Path, dict[str, Any]]) -> None:
@@ -182,6 +240,9 @@ def test_export_markdown_has_the_summary_and_an_items_table(exported: tuple[Path
     ("args", "message"),
     [(("latest", "--format", "xml"), "error: Got --format 'xml'; choose one of csv, markdown, json, junit."),
      (("latest",), "error: Got no --format; choose one of csv, markdown, json, junit."),
+     (("latest", "-o", "results.txt"), "error: Got no --format and cannot tell one from 'results.txt'; pass "
+                                        "--format csv|markdown|json|junit or name the file *.csv, *.md, *.json or "
+                                        "*.xml."),
      (("previous", "-f", "csv"), "error: There is no previous run yet (1 stored)"),
      (("zzz", "-f", "csv"), "error: No run has id 'zzz'")],
 )
@@ -203,18 +264,23 @@ def _report(**config: Any) -> ExperimentReport:
                             items=items)
 
 
-def test_junit_gates_come_from_config_or_verdicts_else_the_pass_mark() -> None:
-    no_gate = ET.fromstring(to_junit(_report()))  # the evaluator's own pass mark failed both
-    assert no_gate.get("failures") == "2" and no_gate[0].get("name") == "qa <&>"
-    assert [c.get("name") for c in no_gate.iter("testcase")] == ["item 0 / s", "item 0 / s (run 1)"]
-    assert "bell ? rings" in (no_gate.find("testsuite/testcase/failure").get("message") or "")  # type: ignore[union-attr]
-    gated = _report(assertions=[{"type": "threshold", "path": "s.mean", "value": 0.5, "direction": "min"},
-                                {"type": "threshold", "path": "s.p95", "value": 0.9, "direction": "min"}])
-    assert gate_values(gated) == {"s": 0.5} and ET.fromstring(to_junit(gated)).get("failures") == "0"
-    from_verdicts = _report()
-    from_verdicts.assertions = [AssertionResult(name="s >= 0.7", passed=False, expected=0.7)]
-    assert gate_values(from_verdicts) == {"s": 0.7}
-    assert ET.fromstring(to_junit(from_verdicts)).get("failures") == "2"
+def test_junit_items_follow_the_pass_mark_and_gates_get_their_own_suite() -> None:
+    report = _report()  # both runs of item 0 score 0.6 but fail their evaluator's pass mark
+    tree = ET.fromstring(to_junit(report))
+    assert [s.get("name") for s in tree.iter("testsuite")] == ["qa <&>"]  # no gates: no gates suite
+    assert suite_counts(tree) == ("2", "2", "0")
+    assert [c.get("name") for c in tree.iter("testcase")] == ["item 0 / s", "item 0 / s (run 1)"]
+    assert "bell ? rings" in (tree.find("testsuite/testcase/failure").get("message") or "")  # type: ignore[union-attr]
+    for item in report.items:
+        item.evaluations["s"].passed = True
+    report.assertions = [AssertionResult(name="s >= 0.7", passed=False, message="s = 0.6, must be at least 0.7"),
+                         AssertionResult(name="latency.p95 <= 100", passed=True, message="latency.p95 = 5")]
+    tree = ET.fromstring(to_junit(report))
+    assert suite_counts(tree) == ("4", "1", "0")
+    assert junit_outcomes(tree) == {
+        "qa <&>": {"item 0 / s": ("pass", None), "item 0 / s (run 1)": ("pass", None)},
+        "qa <&> / gates": {"s >= 0.7": ("failure", "s = 0.6, must be at least 0.7"),
+                           "latency.p95 <= 100": ("pass", None)}}
 
 
 def test_csv_writes_structured_inputs_as_json() -> None:

@@ -28,6 +28,8 @@ WRONG = int(os.environ.get("WRONG", "0"))
 @experiment("qa", data, tags=["smoke"], evaluators=[Evaluator(name="exact", type="exact-match")],
             assertions=[threshold("exact", 0.75)])
 def agent(ctx):
+    if os.environ.get("CRASH"):  # the process dies mid-run, as on a power cut: the run is left incomplete
+        os._exit(3)
     return "nope" if ctx.index < WRONG else ctx.item["expected_output"]
 '''
 
@@ -140,6 +142,23 @@ def test_bad_usage_exits_2_with_one_sentence_and_nothing_runs(qa_project: Path, 
 def test_no_experiments_is_a_usage_error(project: Path) -> None:
     result = cobalt(project, "run")
     assert result.returncode == 2 and "cobalt init" in result.stderr
+
+
+def test_a_filter_that_matches_nothing_names_the_experiments_found(qa_project: Path) -> None:
+    result = cobalt(qa_project, "run", "-f", "zzz")
+    assert result.returncode == 2
+    assert result.stderr.strip() == "error: No experiment name contains 'zzz' (--filter); found: other-agent, qa."
+
+
+def test_a_config_threshold_no_experiment_produces_is_a_warning(qa_project: Path) -> None:
+    # Needs [ci] thresholds to apply only to experiments producing the metric (prepare() in _pipeline.py).
+    (qa_project / "cobalt.toml").write_text("[ci]\nthresholds = { exact = { min = 0.5 }, relevance = { min = 0.8 } }\n")
+    result = cobalt(qa_project, "run", "--ci", "--no-dagster")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stderr.splitlines() == [
+        "warning: [ci] thresholds 'relevance' applies to none of the experiments run (none produces 'relevance'); "
+        "it gates nothing."]
+    assert "gate PASS exact >= 0.5" in result.stdout
 
 
 def test_github_actions_summary_and_annotations(qa_project: Path) -> None:
@@ -300,9 +319,11 @@ def test_resume_finishes_an_interrupted_run_with_only_the_missing_items(project:
         finished += "✓" in line
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130 and "interrupted: finished items kept in run" in err
     store = Store(project / ".cobalt" / "cobalt.duckdb")
     run_id = store.runs()[0]["run_id"]
+    assert proc.returncode == 130
+    assert err.strip().endswith(f"interrupted: finished items kept in run {run_id} (incomplete); finish it with "
+                                f"`cobalt run --resume {run_id}`")
     assert store.runs()[0]["status"] == "incomplete"
     (project / "calls.txt").unlink()
 
@@ -317,3 +338,62 @@ def test_resume_finishes_an_interrupted_run_with_only_the_missing_items(project:
     assert len(store.rows("scores", run_id)) == 12
     again = cobalt(project, "run", "--resume", run_id, "--no-dagster")
     assert again.returncode == 2 and "already completed" in again.stderr
+
+
+def test_resume_latest_with_a_filter_finishes_that_experiments_run(qa_project: Path) -> None:
+    crashed = cobalt(qa_project, "run", "-f", "qa", "--no-dagster", CRASH="1")
+    assert crashed.returncode == 3
+    assert cobalt(qa_project, "run", "-f", "other", "--no-dagster").returncode == 0  # now the newest run
+    store = Store(qa_project / ".cobalt" / "cobalt.duckdb")
+    runs = {r["experiment"]: r for r in store.runs()}
+    assert (runs["qa"]["status"], runs["other-agent"]["status"]) == ("incomplete", "completed")
+
+    result = cobalt(qa_project, "run", "--resume", "latest", "-f", "qa", "--no-dagster")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert {r["run_id"]: r["status"] for r in store.runs()} == {runs["qa"]["run_id"]: "completed",
+                                                               runs["other-agent"]["run_id"]: "completed"}
+    assert len(store.rows("outputs", runs["qa"]["run_id"])) == 4
+
+    both = cobalt(qa_project, "run", "--resume", "latest", "-f", "a", "--no-dagster")
+    assert both.returncode == 2
+    assert both.stderr.strip() == ("error: --resume finishes one run, but --filter/--tag match 2 experiments "
+                                   "(other-agent, qa); narrow them to one.")
+    none = cobalt(qa_project, "run", "--resume", "latest", "-f", "zzz")
+    assert none.returncode == 2 and "No experiment name contains 'zzz' (--filter)" in none.stderr
+
+
+# Item 3's agent call waits for a byte on GATE_FD: the test closes its end of stdout first, so every
+# line printed after it (item lines, the summary) meets a closed pipe, as with `cobalt run | head -1`.
+GATED = """
+import os
+from cobalt_lib import Dataset, Evaluator, experiment
+
+@experiment("gated", Dataset([{"input": f"q{i}", "expected_output": "a"} for i in range(6)]), concurrency=1,
+            evaluators=[Evaluator(name="exact", type="exact-match")])
+def agent(ctx):
+    if ctx.index == 3:
+        os.read(int(os.environ["GATE_FD"]), 1)
+    return "a"
+"""
+
+
+@pytest.mark.parametrize("mode", [["--no-dagster"], []], ids=["library", "dagster"])
+def test_a_closed_stdout_does_not_stop_the_run(project: Path, mode: list[str]) -> None:
+    (project / "experiments").mkdir()
+    (project / "experiments" / "gated.cobalt.py").write_text(GATED)
+    gate_read, gate_write = os.pipe()
+    clean = {k: v for k, v in os.environ.items() if k not in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY")}
+    proc = subprocess.Popen([COBALT, "run", "--ci", *mode], cwd=project, env={**clean, "GATE_FD": str(gate_read)},
+                            pass_fds=(gate_read,), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    os.close(gate_read)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline().startswith("cobalt run gated (")
+    proc.stdout.close()  # the reader goes away, as `head -1` does
+    os.write(gate_write, b"x")
+    os.close(gate_write)
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 0, err
+    assert "Traceback" not in err and "BrokenPipe" not in err
+    [run] = Store(project / ".cobalt" / "cobalt.duckdb").runs()
+    assert (run["status"], run["passed"]) == ("completed", True)
+    assert len(Store(project / ".cobalt" / "cobalt.duckdb").rows("scores", run["run_id"])) == 6

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from cobalt_lib import Evaluation, ExperimentReport, ItemResult, Stats, Summary
-from cobalt_lib._compare import bootstrap_ci, compare_reports, comparison_markdown
+from cobalt_lib._compare import Unpaired, bootstrap_ci, compare_reports, comparison_markdown, unpaired_summary
 from cobalt_lib._report import ItemStatus
 from cobalt_lib._stats import describe
 
@@ -168,4 +168,20 @@ def test_markdown_rendering() -> None:
     assert text.startswith("### cobalt compare: `b` vs baseline `a`")
     assert "| exact | 1.000 | 0.250 | -0.750 | [-1.000, -1.000] | 3 | regressed |" in text
     assert "| 0 | 0 | exact | 1.000 | 0.000 | -1.000 | question 0 |" in text
-    assert "- item 3 run 0: input changed" in text
+    assert "#### Unpaired\n\n1 unpaired item, not compared (1 input changed): item 3\n" in text
+    assert "latest/previous" not in text  # the runs were named outright: no scope to report
+    scoped = compare_reports(a, b)
+    scoped.scope = "qa"
+    assert "· latest/previous looked up in experiment 'qa' only (--experiment picks another)" in \
+        comparison_markdown(scoped)
+
+
+def test_unpaired_items_are_summarised_in_one_line() -> None:
+    a = make_report("a", {"s": [1.0] * 4})
+    b = make_report("b", {"s": [1.0] * 10}, hashes=["h0", "x1", "x2", "h3", *(f"h{i}" for i in range(4, 10))])
+    unpaired = compare_reports(a, b).unpaired
+    assert unpaired_summary(unpaired) == ("8 unpaired items, not compared (2 input changed, 6 only in B): "
+                                          "items 1, 2, 4, 5, 6 and 3 more")
+    assert unpaired_summary(unpaired, shown=8).endswith("items 1, 2, 4, 5, 6, 7, 8, 9")
+    one = Unpaired(index=3, run_index=1, reason="only in A")
+    assert unpaired_summary([one]) == "1 unpaired item, not compared (1 only in A): item 3 (run 1)"

@@ -732,3 +732,17 @@ def test_instance_history_agrees_with_cobalt_history(fresh: Project, instance: d
         assert execution.evaluation is not None
         checked[str(execution.evaluation.metadata["cobalt_run_id"].value)] = execution.evaluation.passed
     assert checked == {k: r["passed"] for k, r in runs.items()}
+
+
+def test_config_thresholds_become_checks_only_where_the_metric_exists() -> None:
+    from cobalt_dagster._definitions import build_experiment_defs
+    from cobalt_lib import Dataset, Evaluator, define_config, experiment
+
+    data = Dataset([{"expected_output": "a"}])
+    judged = experiment("with-exact", data, lambda ctx: "a", evaluators=[Evaluator(name="exact", type="exact-match")])
+    other = experiment("without", data, lambda ctx: "a", evaluators=[Evaluator(name="f", type="function", fn=len)])
+    config = define_config(ci={"thresholds": {"exact": {"min": 0.9}}})
+    defs = {d.experiment.name: d for d in build_experiment_defs([judged, other], config)}
+    names = {name: sorted(spec.name for check in d.checks for spec in check.check_specs) for name, d in defs.items()}
+    assert len(names["with-exact"]) == 1 and "exact" in names["with-exact"][0]
+    assert names["without"] == []

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn, TextIO, cast
 
 import click
 import typer
@@ -19,8 +20,59 @@ __all__ = ["app", "main"]
 _INTERRUPTS: tuple[type[BaseException], ...] = (KeyboardInterrupt, click.Abort, getattr(typer, "Abort", click.Abort))
 
 
+class QuietWhenClosed:
+    """stdout that goes quiet once its reader has gone (`cobalt run | head -3`).
+
+    A closed pipe must not end a run half-done: the agent calls already spent would be lost and the
+    exit code would say the gates failed. So a write to a closed stdout is dropped, and the file
+    descriptor is pointed at /dev/null so that later writes and the flush at exit succeed too.
+    Everything else is the wrapped stream's.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._to_devnull()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._to_devnull()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+    def _to_devnull(self) -> None:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, self._stream.fileno())
+        except (OSError, ValueError):  # no file descriptor (an in-memory stream): replace the stream
+            self._stream = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115  (lives as long as stdout)
+        finally:
+            os.close(devnull)
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: known errors become one sentence and exit code 2; Ctrl-C exits 130."""
+    """Entry point: known errors become one sentence and exit code 2; Ctrl-C exits 130.
+
+    A closed stdout (`cobalt run | head`) silences the output; the command still finishes.
+    """
+    stdout = sys.stdout
+    sys.stdout = cast(TextIO, QuietWhenClosed(stdout))
+    try:
+        _main(argv)
+    finally:
+        sys.stdout.flush()  # while still wrapped: buffered text for a closed pipe must not fail at exit
+        sys.stdout = stdout
+
+
+def _main(argv: list[str] | None) -> None:
     try:
         code = app(args=argv, standalone_mode=False)
     except CobaltError as exc:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+import sys
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -11,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .._compare import Comparison, ci_text, compare_reports, comparison_markdown
+from .._compare import Comparison, ci_text, compare_reports, comparison_markdown, scope_note, unpaired_summary
 from .._errors import ConfigError
 from .._history import load_report, resolve_run
 from .._store import Store
@@ -51,12 +53,15 @@ def _evaluator_means(store: Store, run_ids: list[str]) -> dict[str, dict[str, fl
 
 
 def _duration_ms(run: dict[str, Any]) -> float | None:
+    """The run's own working time: the summary's, which for a resumed run leaves out the gap between
+    the crash and the resume; else the wall time from start to finish."""
+    value = (run.get("summary") or {}).get("total_duration_ms")
+    if isinstance(value, int | float) and value > 0:  # 0 is the default of a summary never filled in
+        return float(value)
     started, finished = run.get("started_at"), run.get("finished_at")
     if isinstance(started, datetime) and isinstance(finished, datetime):
         return (finished - started).total_seconds() * 1000
-    summary = run.get("summary") or {}
-    value = summary.get("total_duration_ms")
-    return float(value) if isinstance(value, int | float) else None
+    return None
 
 
 def history_entry(run: dict[str, Any], means: dict[str, float | None]) -> dict[str, Any]:
@@ -114,6 +119,20 @@ def _history_table(entries: list[dict[str, Any]], width: int = 160) -> Table:
     return table
 
 
+def _no_runs_message(store: Store, experiment: str | None, tag: str | None) -> str:
+    scope = "".join(f" {what} {value!r}" for what, value in (("of experiment", experiment), ("tagged", tag))
+                    if value)
+    if not scope:
+        return NO_RUNS
+    known = sorted({r["experiment"] for r in stored_runs(store)}) if experiment else []
+    if experiment in known or not known:  # a real experiment with no run (tagged so) yet, or an empty store
+        return f"No runs{scope} yet; run `cobalt run`."
+    # Runs of other experiments exist: the name is more likely mistyped than never run.
+    close = difflib.get_close_matches(experiment or "", known, n=1, cutoff=0.5)
+    hint = f"did you mean {close[0]!r}?" if close else f"stored experiments: {', '.join(known)}."
+    return f"No runs{scope} yet; {hint}"
+
+
 @app.command()
 def history(
     experiment: Annotated[str | None, typer.Option("--experiment", "-e", help="Only this experiment.")] = None,
@@ -134,9 +153,7 @@ def history(
     if json_output:
         print_json(entries)
     elif not entries:
-        scope = "".join(f" {what} {value!r}" for what, value in (("of experiment", experiment), ("tagged", tag))
-                        if value)
-        typer.echo(f"No runs{scope} yet; run `cobalt run`." if scope else NO_RUNS)
+        typer.echo(_no_runs_message(store, experiment, tag))
     else:
         out = console()
         out.print(_history_table(entries, out.width))
@@ -152,6 +169,8 @@ def _print_comparison(c: Comparison) -> None:
     out = console()
     out.print(f"compare {c.run_b} ({c.experiment_b}) against baseline {c.run_a} ({c.experiment_a}): "
               f"{c.paired} paired items, {len(c.unpaired)} unpaired")
+    if c.scope:
+        out.print(scope_note(c))
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     for column in ("evaluator", "A", "B", "B - A", f"{c.confidence:.0%} CI", "pairs", "verdict"):
         table.add_column(column, justify="left" if column in ("evaluator", "verdict") else "right")
@@ -164,27 +183,67 @@ def _print_comparison(c: Comparison) -> None:
     for title, rows in (("most regressed", c.regressions), ("most improved", c.improvements)):
         for r in rows:
             text = " ".join(str(r.input).split())[:60]
-            out.print(f"{title}: item {r.index} run {r.run_index} {r.evaluator} {r.score_a:.3f} -> {r.score_b:.3f} "
-                      f"({r.delta:+.3f})  {text}")
+            out.print(Text(f"{title}: item {r.index} run {r.run_index} {r.evaluator} {r.score_a:.3f} -> "
+                           f"{r.score_b:.3f} ({r.delta:+.3f})  {text}"))
     for s in c.status_changes:
         out.print(f"status changed: item {s.index} run {s.run_index} {s.status_a} -> {s.status_b}")
-    for u in c.unpaired:
-        out.print(f"unpaired: item {u.index} run {u.run_index} ({u.reason}), not compared")
+    if c.unpaired:
+        out.print(unpaired_summary(c.unpaired))
+
+
+#: Run references that depend on which experiment's runs they are looked up in.
+_RELATIVE = ("latest", "previous")
+
+
+def _experiment_of(store: Store, run_id: str) -> str:
+    return str(store.query("SELECT experiment FROM runs WHERE run_id = ?", [run_id])[0]["experiment"])
+
+
+def resolve_pair(store: Store, refs: tuple[str, str], experiment: str | None) -> tuple[list[str], str | None]:
+    """The two run ids, and the experiment `latest`/`previous` were scoped to when the user named none.
+
+    Without --experiment, `latest` alone would be the newest run of *any* experiment, and comparing
+    two experiments pairs unrelated items; so they look in the experiment of the run named outright
+    beside them, else of the newest run.
+    """
+    if experiment or not any(ref in _RELATIVE for ref in refs):
+        return [resolve_run(store, ref, experiment) for ref in refs], None
+    named = [resolve_run(store, ref) for ref in refs if ref not in _RELATIVE]
+    anchor = named[0] if named else str(stored_runs(store)[0]["run_id"])
+    scope = _experiment_of(store, anchor)
+    stored = len(stored_runs(store, scope))
+    if "previous" in refs and stored < 2:
+        whose = f"run {anchor}'s" if named else "the newest run's"
+        raise ConfigError(f"Experiment {scope!r} ({whose}) has {stored} run, so no previous one; pass "
+                          "--experiment NAME to compare another experiment's runs, or give two run ids.")
+    return [resolve_run(store, ref, scope if ref in _RELATIVE else None) for ref in refs], scope
+
+
+def _warn_across_experiments(c: Comparison) -> None:
+    if c.experiment_a != c.experiment_b:
+        print(f"warning: run {c.run_a} is of experiment {c.experiment_a!r} and run {c.run_b} of "
+              f"{c.experiment_b!r}; items are paired by index across different experiments.", file=sys.stderr)
 
 
 @app.command()
 def compare(
     run_a: Annotated[str, typer.Argument(help="Baseline run: an id, a unique prefix, `latest` or `previous`.")],
     run_b: Annotated[str, typer.Argument(help="Run compared with the baseline (reported as B - A).")],
-    experiment: Annotated[str | None, typer.Option("--experiment", "-e",
-                                                   help="Resolve latest/previous within this experiment.")] = None,
+    experiment: Annotated[str | None, typer.Option(
+        "--experiment", "-e", help="Resolve latest/previous within this experiment (default: the experiment of "
+        "the newest run, or of the run named beside them).")] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
     markdown: Annotated[bool, typer.Option("--markdown", help="Print the comparison as Markdown.")] = False,
     top: Annotated[int, typer.Option("--top", help="How many most regressed/improved items.")] = 5,
+    fail_on_regression: Annotated[bool, typer.Option(
+        "--fail-on-regression", help="Exit 1 when any evaluator's verdict is `regressed`.")] = False,
 ) -> None:
     """Compare two runs: per-evaluator deltas with a bootstrap CI, and the items that moved most.
 
-    Example: `cobalt compare previous latest --experiment qa-agent`
+    Example: `cobalt compare previous latest --experiment qa-agent --fail-on-regression`
+
+    Exit codes: 0 done (or no regression with --fail-on-regression), 1 a regression with
+    --fail-on-regression, 2 bad usage.
     """
     if json_output and markdown:
         raise ConfigError("Choose one output format: --json or --markdown, not both.")
@@ -193,11 +252,16 @@ def compare(
     store = project_store(project_config())
     if not stored_runs(store):
         raise ConfigError(f"There are no runs to compare yet; run `cobalt run` first (store: {store.path}).")
-    reports = [load_report(store, resolve_run(store, ref, experiment)) for ref in (run_a, run_b)]
-    result = compare_reports(reports[0], reports[1], top=top)
+    ids, scope = resolve_pair(store, (run_a, run_b), experiment)
+    result = compare_reports(load_report(store, ids[0]), load_report(store, ids[1]), top=top)
+    result.scope = scope
+    _warn_across_experiments(result)
     if json_output:
         print_json(result.model_dump(mode="json"))
     elif markdown:
         typer.echo(comparison_markdown(result), nl=False)
     else:
         _print_comparison(result)
+    if fail_on_regression and result.regressed:
+        print(f"regressed: {', '.join(result.regressed)} (--fail-on-regression)", file=sys.stderr)
+        raise typer.Exit(1)

@@ -15,7 +15,7 @@ from .._aio import run as run_coroutine
 from .._config import Config, parse_duration
 from .._discovery import load_experiments
 from .._errors import ConfigError
-from .._export import RENDERERS
+from .._export import RENDERERS, format_for
 from .._history import load_report, resolve_run
 from .._pipeline import execute, prepare
 from .._report import ExperimentReport
@@ -178,7 +178,8 @@ def clean(
 def export(
     run: Annotated[str, typer.Argument(help="Run id, unique prefix, `latest` or `previous`.")],
     format: Annotated[str | None, typer.Option("--format", "-f", metavar="csv|markdown|json|junit",
-                                               help="Output format.")] = None,
+                                               help="Output format (default: from the -o file's extension: "
+                                               ".csv, .md, .json, .xml = junit).")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file (default: stdout).")
                       ] = None,
     experiment: Annotated[str | None, typer.Option("--experiment", "-e",
@@ -186,11 +187,9 @@ def export(
 ) -> None:
     """Export one run as CSV, Markdown, JSON (the results file) or JUnit XML.
 
-    Example: `cobalt export latest --format junit -o cobalt-junit.xml`
+    Example: `cobalt export latest -o cobalt-junit.xml` (the format follows the extension)
     """
-    if format not in RENDERERS:
-        got = "no --format" if format is None else f"--format {format!r}"
-        raise ConfigError(f"Got {got}; choose one of {', '.join(RENDERERS)}.")
+    format = _export_format(format, output)
     store = _existing_store(project_config())
     report = load_report(store, resolve_run(store, run, experiment))
     text = RENDERERS[format](report)
@@ -200,6 +199,19 @@ def export(
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(text, encoding="utf-8")
     typer.echo(f"Wrote run {report.id} as {format} to {output}")
+
+
+def _export_format(given: str | None, output: Path | None) -> str:
+    """`--format`, else what the output file's extension implies (`-o results.xml` is JUnit)."""
+    if given is None and output is not None:
+        given = format_for(output)
+        if given is None:
+            raise ConfigError(f"Got no --format and cannot tell one from {output.name!r}; pass --format "
+                              f"{'|'.join(RENDERERS)} or name the file *.csv, *.md, *.json or *.xml.")
+    if given is None or given not in RENDERERS:
+        got = "no --format" if given is None else f"--format {given!r}"
+        raise ConfigError(f"Got {got}; choose one of {', '.join(RENDERERS)}.")
+    return given
 
 
 def _existing_store(config: Config) -> Store:

@@ -10,10 +10,12 @@ from typing import Annotated
 import typer
 
 from .._aio import run as run_coroutine
+from .._assertions import Threshold
 from .._ci import github_outputs, post_webhooks, run_summary
 from .._config import Config
 from .._discovery import load_experiments
 from .._errors import ConfigError
+from .._experiment import Experiment
 from .._history import resolve_run
 from .._pipeline import RunPlan, execute, prepare
 from .._report import ExperimentReport
@@ -34,7 +36,8 @@ def run(
     ui: Annotated[bool, typer.Option("--ui", help="Open the dashboard after the run.")] = False,
     no_dagster: Annotated[bool, typer.Option("--no-dagster", help="Run the plain library path.")] = False,
     resume: Annotated[str | None, typer.Option(
-        "--resume", help="Finish an interrupted run (its id, a prefix or `latest`): only what is missing runs.")
+        "--resume", help="Finish an interrupted run (its id, a prefix or `latest`; with --filter, `latest` "
+        "of that experiment): only what is missing runs.")
     ] = None,
 ) -> None:
     """Run experiments and report each item as it finishes.
@@ -45,24 +48,17 @@ def run(
     """
     config = project_config()
     if resume:
-        reports = [_resume(config, resume, files, ci=ci, quiet=json_output, concurrency=concurrency,
+        reports = [_resume(config, resume, files, filter, tag, ci=ci, quiet=json_output, concurrency=concurrency,
                            record=not no_dagster)]
         if json_output:
             print_json([run_summary(r) for r in reports])
         announce(reports, config)
         raise typer.Exit(0 if reports[0].passed else 1)
-    experiments = load_experiments(config, files or None, filter)
-    if tag:
-        found, experiments = experiments, [e for e in experiments if set(tag) & set(e.tags)]
-        if found and not experiments:
-            known = sorted({t for e in found for t in e.tags})
-            raise ConfigError(f"None of the {len(found)} experiments found has the tag {' or '.join(tag)}; "
-                              f"their tags: {', '.join(known) or 'none'}.")
-    if not experiments:
-        where = ", ".join(map(str, files)) if files else f"{config.test_dir}/ matching {', '.join(config.test_match)}"
-        raise ConfigError(f"No experiments found in {where}; create one with `cobalt init` or pass a file.")
+    experiments = select_experiments(config, files, filter, tag)
     # Validate every experiment before running any: a usage error means nothing runs.
     plans = [prepare(exp, config, concurrency=concurrency, tags=add_tag or ()) for exp in experiments]
+    for warning in unused_thresholds(config, plans):
+        print(f"warning: {warning}", file=sys.stderr)
     if no_dagster:
         reports = [_run_one(plan, ci=ci, quiet=json_output) for plan in plans]
     else:
@@ -79,6 +75,36 @@ def run(
     raise typer.Exit(code)
 
 
+def select_experiments(config: Config, files: list[Path] | None, name_filter: str | None,
+                       tags: list[str] | None) -> list[Experiment]:
+    """The experiments to run: those found whose name contains `name_filter` and that have one of `tags`.
+
+    Selecting nothing is an error that says what was found, so a mistyped filter or tag is plain.
+    """
+    found = load_experiments(config, files or None)
+    if not found:
+        where = ", ".join(map(str, files)) if files else f"{config.test_dir}/ matching {', '.join(config.test_match)}"
+        raise ConfigError(f"No experiments found in {where}; create one with `cobalt init` or pass a file.")
+    named = [e for e in found if not name_filter or name_filter in e.name]
+    if not named:
+        raise ConfigError(f"No experiment name contains {name_filter!r} (--filter); found: "
+                          f"{', '.join(sorted({e.name for e in found}))}.")
+    chosen = [e for e in named if not tags or set(tags) & set(e.tags)]
+    if not chosen:
+        known = sorted({t for e in named for t in e.tags})
+        raise ConfigError(f"None of the {len(named)} experiments found has the tag {' or '.join(tags or [])}; "
+                          f"their tags: {', '.join(known) or 'none'}.")
+    return chosen
+
+
+def unused_thresholds(config: Config, plans: list[RunPlan]) -> list[str]:
+    """A warning per `[ci] thresholds` path that gates none of these runs: no experiment produces
+    that metric, so the threshold is a no-op (likely a typo or a missing evaluator)."""
+    used = {gate.path for plan in plans for gate in plan.assertions if isinstance(gate, Threshold)}
+    return [f"[ci] thresholds {path!r} applies to none of the experiments run (none produces {path!r}); "
+            "it gates nothing." for path in config.ci.thresholds if path not in used]
+
+
 def announce(reports: list[ExperimentReport], config: Config) -> None:
     """After runs: GitHub Actions outputs and webhooks; their failures are warnings, never failures."""
     warnings = github_outputs(reports)
@@ -88,13 +114,28 @@ def announce(reports: list[ExperimentReport], config: Config) -> None:
         print(f"warning: {warning}", file=sys.stderr)
 
 
-def _resume(config: Config, ref: str, files: list[Path] | None, *, ci: bool, quiet: bool,
-            concurrency: int | None, record: bool) -> ExperimentReport:
+def _resume_scope(config: Config, files: list[Path] | None, name_filter: str | None,
+                  tags: list[str] | None) -> tuple[list[Experiment], str | None]:
+    """The experiments `--resume` may finish a run of, and the one experiment whose runs `latest` and
+    `previous` then mean when --filter/--tag pick it (None: every experiment's runs)."""
+    if not name_filter and not tags:
+        return load_experiments(config, files or None), None
+    chosen = select_experiments(config, files, name_filter, tags)
+    if len(chosen) > 1:
+        raise ConfigError(f"--resume finishes one run, but --filter/--tag match {len(chosen)} experiments "
+                          f"({', '.join(e.name for e in chosen)}); narrow them to one.")
+    return chosen, chosen[0].name
+
+
+def _resume(config: Config, ref: str, files: list[Path] | None, name_filter: str | None,
+            tags: list[str] | None, *, ci: bool, quiet: bool, concurrency: int | None,
+            record: bool) -> ExperimentReport:
     """Finish a stored run on the library path: its rows say which agent calls and scores are done."""
+    candidates, scope = _resume_scope(config, files, name_filter, tags)
     store = project_store(config)
-    run_id = resolve_run(store, ref)
+    run_id = resolve_run(store, ref, scope)
     name = store.query("SELECT experiment FROM runs WHERE run_id = ?", [run_id])[0]["experiment"]
-    found = [e for e in load_experiments(config, files or None) if e.name == name]
+    found = [e for e in candidates if e.name == name]
     if not found:
         raise ConfigError(f"Run {run_id} belongs to experiment {name!r}, which no experiment file under "
                           f"{config.test_dir}/ declares; pass its file to resume it.")
@@ -103,7 +144,7 @@ def _resume(config: Config, ref: str, files: list[Path] | None, *, ci: bool, qui
     try:
         report = run_coroutine(found[-1].arun(config=config, observer=reporter, resume=run_id, **overrides))
     except KeyboardInterrupt:
-        print(f"interrupted: finished items kept in run {run_id} (incomplete)", file=sys.stderr)
+        _say_interrupted(run_id)
         raise
     if record:  # keep the Dagster history complete, as a Dagster-executed run would
         from cobalt_dagster import record_run
@@ -134,4 +175,5 @@ def _run_dagster(plans: list[RunPlan], config: Config, *, ci: bool, quiet: bool,
 
 
 def _say_interrupted(run_id: str, status: str = "incomplete") -> None:
-    print(f"interrupted: finished items kept in run {run_id} ({status})", file=sys.stderr)
+    print(f"interrupted: finished items kept in run {run_id} ({status}); finish it with "
+          f"`cobalt run --resume {run_id}`", file=sys.stderr)

@@ -59,6 +59,16 @@ def _module_exists(root: Path, module: str) -> bool:
         return False
 
 
+def check_definitions(config: Config) -> None:
+    """Build cobalt's own definitions here first: a config error (a `[schedules]` entry naming no
+    experiment, an experiment file that fails to load) raises ConfigError now, where it exits 2 with
+    one sentence. Inside the webserver it would only be a code-location error in a log, behind a
+    dashboard that looks healthy. A user's own definitions module is theirs to load: it is not imported here."""
+    from cobalt_dagster import build_definitions
+
+    build_definitions(config.root)
+
+
 def dagster_commands(port: int, target: list[str]) -> list[list[str]]:
     """The webserver (on 127.0.0.1 only) and the daemon that runs schedules and the request sensor."""
     bin_dir = Path(sys.executable).parent
@@ -71,8 +81,10 @@ def serve_dashboard(config: Config, port: int | None = None, *, open_browser: bo
     """Run webserver + daemon until Ctrl-C (or SIGTERM); returns the exit code."""
     from cobalt_dagster import dagster_home, local_instance
 
-    # A bad module is an error before anything starts.
+    # A bad module, or definitions that cannot be built, is an error before anything starts.
     target = dagster_target(config.root, module or config.dashboard.module)
+    if target == ["-m", DEFAULT_MODULE]:
+        check_definitions(config)
     local_instance(config)  # create and migrate first: webserver and daemon racing on it corrupts it
     port = port or config.dashboard.port
     env = {**os.environ, "DAGSTER_HOME": str(dagster_home(config)), "COBALT_PROJECT_DIR": str(config.root)}
