@@ -77,6 +77,15 @@ class CIConfig(_Section):
     max_error_rate: float | None = Field(default=None, ge=0, le=1)
     thresholds: dict[str, Bound] = Field(default_factory=dict)
 
+    @field_validator("thresholds", mode="before")
+    @classmethod
+    def _tables_only(cls, value: Any) -> Any:
+        for path, bound in value.items() if isinstance(value, dict) else ():
+            if isinstance(bound, int | float) and not isinstance(bound, bool):
+                raise ConfigError(f"ci.thresholds.{path} = {bound} needs a direction: write {{ min = {bound} }} "
+                                  f"(must reach it) or {{ max = {bound} }} (must stay under it).")
+        return value
+
 
 class Schedule(_Section):
     cron: str

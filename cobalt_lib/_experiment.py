@@ -111,8 +111,9 @@ class Experiment:
         config = config or load_config()
         if resume is None:
             return await execute(prepare(self, config, **overrides), observer)
-        run_id, timestamp, items = _resumable(self, config, resume)
+        run_id, timestamp, items, worked_ms = _resumable(self, config, resume)
         plan = prepare(self, config, run_id=run_id, timestamp=timestamp, **overrides)
+        plan.prior_duration_ms = worked_ms
         return await execute(plan, observer, resume=items)
 
 
@@ -126,8 +127,10 @@ def _loop_running() -> bool:
     return True
 
 
-def _resumable(exp: Experiment, config: Config, ref: str) -> tuple[str, str, list[Any]]:
-    """The run to resume: it must belong to this experiment; its stored rows say what is done."""
+def _resumable(exp: Experiment, config: Config, ref: str) -> tuple[str, str, list[Any], float]:
+    """The run to resume: it must belong to this experiment; its stored rows say what is done.
+
+    Also returns the working time already spent (a killed run saved none: 0)."""
     from ._history import resolve_run, stored_items
     from ._store import Store
 
@@ -139,7 +142,8 @@ def _resumable(exp: Experiment, config: Config, ref: str) -> tuple[str, str, lis
     if run["status"] == "running":
         raise ConfigError(f"Run {run_id} of {exp.name!r} is still running (process {run['pid']} on "
                           f"{run['host']}); stop it first, or wait for it to finish.")
-    return run_id, run["started_at"].isoformat(), stored_items(store, run_id)
+    worked_ms = float((run.get("summary") or {}).get("total_duration_ms") or 0.0)
+    return run_id, run["started_at"].isoformat(), stored_items(store, run_id), worked_ms
 
 
 def _check_positive(where: str, *, integer: bool = False, **values: float | None) -> None:

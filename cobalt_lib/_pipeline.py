@@ -71,6 +71,8 @@ class RunPlan:
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
     #: The evaluators this run calls; the others keep the scores an item arrives with (a partial rescore).
     scored: frozenset[str] = frozenset()
+    #: Working time already spent on this run before it was resumed.
+    prior_duration_ms: float = 0.0
 
     @property
     def store(self) -> Store:
@@ -409,7 +411,7 @@ async def execute(plan: RunPlan, observer: Observer | None = None, *,
             await stream(plan, missing, full_step, tables=("outputs", "scores"), observer=observer, into=items)
         status = "completed"
     finally:
-        report = finish(plan, items, (time.perf_counter() - started) * 1000, status)
+        report = finish(plan, items, plan.prior_duration_ms + (time.perf_counter() - started) * 1000, status)
         plan.experiment.last_report = report
     if observer:
         observer.on_finish(report)

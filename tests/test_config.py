@@ -298,3 +298,11 @@ def test_discovery_follows_test_dir_and_test_match(project: Path) -> None:
         "evals/deep/er/rag.eval.py", "evals/qa.eval.py", "evals/smoke_one.py"]
     assert sorted(e.name for e in load_experiments(config)) == ["qa", "rag", "smoke"]
     assert [e.name for e in load_experiments(config, name_filter="ra")] == ["rag"]
+
+
+def test_a_bare_number_threshold_asks_for_a_direction(project: Path) -> None:
+    (project / "cobalt.toml").write_text("[ci]\nthresholds = { relevance = 0.8 }\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config()
+    assert str(caught.value) == (f"{project / 'cobalt.toml'}: ci.thresholds.relevance = 0.8 needs a direction: "
+                                 "write { min = 0.8 } (must reach it) or { max = 0.8 } (must stay under it).")

@@ -413,3 +413,30 @@ def test_an_error_from_run_carries_no_unrelated_chained_exception(project: Path)
     with pytest.raises(MissingApiKeyError) as caught:
         exp.run()
     assert caught.value.__context__ is None and caught.value.__cause__ is None
+
+
+def test_resume_runs_only_what_is_missing_and_adds_up_working_time(project: Path) -> None:
+    from cobalt_lib import Store
+
+    state = {"stop": True}
+    calls: list[int] = []
+
+    def agent(ctx):
+        calls.append(ctx.index)
+        if ctx.index >= 3 and state["stop"]:
+            raise KeyboardInterrupt  # as a Ctrl-C would, mid-run
+        return ctx.item["expected_output"]
+
+    exp = experiment("resumable", DATA, agent, concurrency=1, evaluators=[Evaluator(name="exact", type="exact-match")])
+    with pytest.raises(KeyboardInterrupt):
+        exp.run()
+    store = Store(project / ".cobalt" / "cobalt.duckdb")
+    first = store.runs()[0]
+    assert first["status"] == "incomplete" and first["summary"]["total_duration_ms"] > 0
+    state["stop"], calls[:] = False, []
+    report = exp.run(resume="latest")
+    assert calls == [3, 4, 5]
+    assert (report.id, report.status, len(report.items), report.passed) == (first["run_id"], "completed", 6, True)
+    assert report.summary.total_duration_ms > first["summary"]["total_duration_ms"]
+    with pytest.raises(ConfigError, match="already completed"):
+        exp.run(resume=report.id)
