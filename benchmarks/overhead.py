@@ -189,10 +189,26 @@ def child_cached(args: argparse.Namespace) -> Result:
             "first_judge_calls": first.summary.judge_calls}
 
 
+Call = Callable[[Result], Awaitable[str]]
+
+
+async def reference_items(call: Call, n: int, concurrency: int) -> int:
+    """The plain-client workload: per item, under Semaphore(C), an agent call then a judge call."""
+    gate = asyncio.Semaphore(concurrency)
+
+    async def item(i: int) -> float:
+        async with gate:
+            question = f"question {i}"
+            answer = await call(agent_body(question))
+            return float(json.loads(await call(judge_body(question, answer)))["score"])
+
+    return len(await asyncio.gather(*(item(i) for i in range(n))))
+
+
 async def httpx_items(port: int, n: int, concurrency: int) -> int:
     import httpx
 
-    url, gate = chat_url(port), asyncio.Semaphore(concurrency)
+    url = chat_url(port)
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     async with httpx.AsyncClient(limits=limits, timeout=60.0) as client:
 
@@ -201,19 +217,13 @@ async def httpx_items(port: int, n: int, concurrency: int) -> int:
             response.raise_for_status()
             return str(response.json()["choices"][0]["message"]["content"])
 
-        async def item(i: int) -> float:
-            async with gate:
-                question = f"question {i}"
-                answer = await call(agent_body(question))
-                return float(json.loads(await call(judge_body(question, answer)))["score"])
-
-        return len(await asyncio.gather(*(item(i) for i in range(n))))
+        return await reference_items(call, n, concurrency)
 
 
 async def aiohttp_items(port: int, n: int, concurrency: int) -> int:
     import aiohttp
 
-    url, gate = chat_url(port), asyncio.Semaphore(concurrency)
+    url = chat_url(port)
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency)) as session:
 
         async def call(body: Result) -> str:
@@ -221,13 +231,7 @@ async def aiohttp_items(port: int, n: int, concurrency: int) -> int:
                 response.raise_for_status()
                 return str((await response.json())["choices"][0]["message"]["content"])
 
-        async def item(i: int) -> float:
-            async with gate:
-                question = f"question {i}"
-                answer = await call(agent_body(question))
-                return float(json.loads(await call(judge_body(question, answer)))["score"])
-
-        return len(await asyncio.gather(*(item(i) for i in range(n))))
+        return await reference_items(call, n, concurrency)
 
 
 def child_reference(args: argparse.Namespace) -> Result:

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+import inspect
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+
+
+def is_async_callable(fn: Callable[..., Any]) -> bool:
+    """A coroutine function, or an object whose `__call__` is one."""
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ._markdown import report_markdown
+from ._providers import retry_after_seconds
 from ._report import ExperimentReport
 
 
@@ -89,20 +90,13 @@ async def _post(client: Any, url: str, payload: dict[str, Any], attempts: int, d
             problem = f"HTTP {response.status_code}"
             if response.status_code < 500 and response.status_code != 429:
                 return f"webhook {_redact(url)} failed: {problem}"
-            wait = _retry_after(response.headers.get("retry-after")) or wait
+            wait = retry_after_seconds(response.headers) or wait
         except (httpx.HTTPError, TimeoutError) as exc:
             problem = type(exc).__name__
         if attempt == attempts or time.monotonic() + wait > deadline:
             return f"webhook {_redact(url)} failed after {attempt} attempt{'s' if attempt > 1 else ''}: {problem}"
         await asyncio.sleep(wait)
     return None
-
-
-def _retry_after(value: str | None) -> float | None:
-    try:
-        return max(0.0, float(value)) if value else None
-    except ValueError:
-        return None
 
 
 def _redact(url: str) -> str:

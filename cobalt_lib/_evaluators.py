@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._aio import is_async_callable
 from ._config import Config
 from ._errors import EvaluatorError, JudgeError, TemplateError
 from ._judge import SYSTEM_PROMPT, Judge
@@ -182,7 +183,7 @@ class Evaluator:
         fn = self.fn
         assert fn is not None
         try:
-            if _is_async(fn):
+            if is_async_callable(fn):
                 value = await fn(ctx)
             else:
                 # A worker thread: a slow sync evaluator must not stall the event loop (and with it
@@ -231,10 +232,6 @@ def _check_options_apply(where: str, type: str, **given: Any) -> None:
         if value is not None and type not in _OPTION_TYPES[option]:
             raise EvaluatorError(f"{where} ({type}) does not use {option}=; it is for "
                                  f"{' and '.join(_OPTION_TYPES[option])} evaluators. Remove it or change type=.")
-
-
-def _is_async(fn: Callable[..., Any]) -> bool:
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
 
 
 def _from_value(value: Any, name: str) -> Evaluation:

@@ -7,7 +7,6 @@ one asset per stage. Both share `prepare`, `produce`, `score`, `summarise` and `
 from __future__ import annotations
 
 import asyncio
-import inspect
 import math
 import sys
 import time
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from . import _stats
 from ._agent import AgentContext, DaemonThreads, call_agent
+from ._aio import is_async_callable
 from ._assertions import RUN_METRICS, Assertion, check_metric, experiment_gates
 from ._cache import ResponseCache
 from ._config import Config
@@ -153,8 +153,7 @@ class Session:
         self.judge = Judge(plan.cache(), plan.judge_concurrency, plan.prices)
         self.agent_limit = asyncio.Semaphore(plan.concurrency)
         runner = plan.experiment.runner
-        is_async = inspect.iscoroutinefunction(runner) or inspect.iscoroutinefunction(type(runner).__call__)
-        self.threads = None if is_async else DaemonThreads(plan.concurrency)
+        self.threads = None if is_async_callable(runner) else DaemonThreads(plan.concurrency)
         #: Where an agent output goes the moment it exists (the store, when the stage writes outputs).
         self.output_sink: Callable[[ItemResult], None] = lambda item: None
 

@@ -14,7 +14,7 @@ import os
 import random
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
@@ -249,7 +249,7 @@ async def _with_retries(endpoint: Endpoint, call: Any) -> Any:
             retryable = _is_connection_error(exc) or status == 429 or (status is not None and status >= 500)
             if not retryable:
                 raise JudgeError(_describe(endpoint, exc)) from None
-            wait = _retry_after(exc)
+            wait = retry_after_seconds(getattr(getattr(exc, "response", None), "headers", None))
             if wait is None:
                 wait = min(30.0, 0.5 * 2**attempt) * (0.75 + random.random() / 2)
             attempt += 1
@@ -262,9 +262,9 @@ def _is_connection_error(exc: Exception) -> bool:
     return type(exc).__name__ in {"APIConnectionError", "APITimeoutError"}
 
 
-def _retry_after(exc: Exception) -> float | None:
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None)
+def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
+    """The wait a 429 or 5xx response asks for (`retry-after-ms`, `retry-after` seconds or HTTP date);
+    None when it asks for none or says something unreadable (the caller's own backoff applies)."""
     if headers is None:
         return None
     if (ms := headers.get("retry-after-ms")) is not None:

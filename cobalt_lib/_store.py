@@ -69,7 +69,6 @@ class Store:
     def __init__(self, path: Path, *, lock_timeout: float = 60.0) -> None:
         self.path = Path(path)
         self.lock_timeout = lock_timeout
-        self._schema_ready = False
 
     @contextmanager
     def connect(self, *, read_only: bool = False) -> Iterator[Any]:
@@ -96,8 +95,7 @@ class Store:
             con.close()
 
     def ensure_schema(self) -> None:
-        key = self._file_key()
-        if self._schema_ready or (key is not None and key in _SCHEMA_READY):
+        if self._file_key() in _SCHEMA_READY:
             return
         with self.connect() as con:
             for table, cols in TABLES.items():
@@ -106,7 +104,6 @@ class Store:
                 for name, kind in cols:  # older stores gain new columns
                     if name not in existing:
                         con.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind.replace(' PRIMARY KEY', '')}")
-        self._schema_ready = True
         if (key := self._file_key()) is not None:
             _SCHEMA_READY.add(key)
 

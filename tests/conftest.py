@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from fakellm import FakeLLM
 
-from cobalt_lib import REGISTRY
+from cobalt_lib import REGISTRY, Store
 
 SECRET_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "OPENAI_BASE_URL",
                     "ANTHROPIC_BASE_URL")
@@ -52,6 +53,18 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root.mkdir()
     monkeypatch.chdir(root)
     return root
+
+
+def killed_and_live_runs(root: Path) -> Store:
+    """A store holding `r-killed` (its process has exited) and `r-live` (this test process), both `running`."""
+    store = Store(root / ".cobalt" / "cobalt.duckdb")
+    finished = subprocess.Popen([sys.executable, "-c", "pass"])  # its pid: a process that has exited
+    finished.wait()
+    store.start_run({"run_id": "r-killed", "experiment": "qa", "started_at": "2026-01-01T00:00:00+00:00",
+                     "pid": finished.pid, "tags": [], "config": {}})
+    store.start_run({"run_id": "r-live", "experiment": "qa", "started_at": "2026-01-02T00:00:00+00:00",
+                     "tags": [], "config": {}})  # this test process: alive
+    return store
 
 
 def write_judge_config(root: Path, llm: FakeLLM, *, provider: str = "openai", extra: str = "") -> None:

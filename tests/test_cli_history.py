@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import killed_and_live_runs
 
 from cobalt_lib import Store
 
@@ -131,13 +132,7 @@ def test_history_table(runs: tuple[Path, list[dict[str, Any]]]) -> None:
 
 
 def test_history_shows_running_and_incomplete_runs(project: Path) -> None:
-    store = Store(project / ".cobalt" / "cobalt.duckdb")
-    finished = subprocess.Popen([sys.executable, "-c", "pass"])  # its pid: a process that has exited
-    finished.wait()
-    store.start_run({"run_id": "r-killed", "experiment": "qa", "started_at": "2026-01-01T00:00:00+00:00",
-                     "pid": finished.pid, "tags": [], "config": {}})
-    store.start_run({"run_id": "r-live", "experiment": "qa", "started_at": "2026-01-02T00:00:00+00:00",
-                     "tags": [], "config": {}})  # this test process: alive
+    killed_and_live_runs(project)
     entries = json.loads(cobalt(project, "history", "--json").stdout)
     assert [(e["run_id"], e["status"], e["passed"], e["duration_ms"]) for e in entries] == [
         ("r-live", "running", None, None), ("r-killed", "incomplete", None, None)]

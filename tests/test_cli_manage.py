@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import killed_and_live_runs
 from fakellm import FakeLLM, answer
 
 from cobalt_lib import AssertionResult, Evaluation, ExperimentReport, ItemResult, Store
@@ -374,13 +375,7 @@ def test_clean_asks_on_a_terminal_then_deletes_everything(cleanable: tuple[Path,
 
 
 def test_clean_keeps_runs_still_in_progress(project: Path) -> None:
-    store = Store(project / ".cobalt" / "cobalt.duckdb")
-    finished = subprocess.Popen([sys.executable, "-c", "pass"])  # its pid: a process that has exited
-    finished.wait()
-    store.start_run({"run_id": "r-killed", "experiment": "qa", "started_at": "2026-01-01T00:00:00+00:00",
-                     "pid": finished.pid, "tags": [], "config": {}})
-    store.start_run({"run_id": "r-live", "experiment": "qa", "started_at": "2026-01-02T00:00:00+00:00",
-                     "tags": [], "config": {}})  # this test process: alive
+    store = killed_and_live_runs(project)
     result = cobalt(project, "clean", "--results", "--yes")
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [

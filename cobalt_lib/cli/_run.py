@@ -50,20 +50,17 @@ def run(
     if resume:
         reports = [_resume(config, resume, files, filter, tag, ci=ci, quiet=json_output, concurrency=concurrency,
                            record=not no_dagster)]
-        if json_output:
-            print_json([run_summary(r) for r in reports])
-        announce(reports, config)
-        raise typer.Exit(0 if reports[0].passed else 1)
-    experiments = select_experiments(config, files, filter, tag)
-    # Validate every experiment before running any: a usage error means nothing runs.
-    plans = [prepare(exp, config, concurrency=concurrency, tags=add_tag or ()) for exp in experiments]
-    for warning in unused_thresholds(config, plans):
-        print(f"warning: {warning}", file=sys.stderr)
-    if no_dagster:
-        reports = [_run_one(plan, ci=ci, quiet=json_output) for plan in plans]
     else:
-        reports = _run_dagster(plans, config, ci=ci, quiet=json_output, concurrency=concurrency,
-                               add_tags=add_tag or ())
+        experiments = select_experiments(config, files, filter, tag)
+        # Validate every experiment before running any: a usage error means nothing runs.
+        plans = [prepare(exp, config, concurrency=concurrency, tags=add_tag or ()) for exp in experiments]
+        for warning in unused_thresholds(config, plans):
+            print(f"warning: {warning}", file=sys.stderr)
+        if no_dagster:
+            reports = [_run_one(plan, ci=ci, quiet=json_output) for plan in plans]
+        else:
+            reports = _run_dagster(plans, config, ci=ci, quiet=json_output, concurrency=concurrency,
+                                   add_tags=add_tag or ())
     if json_output:
         print_json([run_summary(r) for r in reports])
     announce(reports, config)
