@@ -31,12 +31,20 @@ def free_port() -> int:
 
 
 def processes() -> dict[int, tuple[int, str]]:
-    """pid -> (parent pid, command line) of every process, from `ps`."""
-    out = subprocess.run(["ps", "-eo", "pid=,ppid=,args="], capture_output=True, text=True, check=True).stdout
+    """pid -> (parent pid, full command line) of every process, from /proc.
+
+    Not `ps`: it cuts `args` to the terminal width (80 columns under CI), which hid the command names.
+    """
     table = {}
-    for line in out.splitlines():
-        pid, ppid, *args = line.split(None, 2)
-        table[int(pid)] = (int(ppid), args[0] if args else "")
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            args = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:  # exited while we looked
+            continue
+        table[int(entry.name)] = (int(stat.rsplit(")", 1)[-1].split()[1]), args)
     return table
 
 
