@@ -169,9 +169,12 @@ class TerminalReporter:
         c.print(f"items {s.total_runs} ({s.ok} ok, {s.errors} errors, {s.timeouts} timeouts)  |  "
                 f"time {_ms(s.total_duration_ms)}  |  avg latency {_ms(s.avg_latency_ms)}"
                 + (f"  |  p95 {_ms(lat.p95)}" if lat and lat.p95 is not None else ""))
-        c.print(f"tokens {s.total_tokens} (agent {s.agent_tokens}, judge {s.judge_tokens})  |  "
-                f"cost: agent {_money(s.agent_cost)}, judge {_money(s.judge_cost)}  |  "
-                f"judge calls {s.judge_calls}, cached {s.cached_scores}")
+        if s.judge_calls or s.cached_scores or s.judge_tokens:
+            c.print(f"tokens {s.total_tokens} (agent {s.agent_tokens}, judge {s.judge_tokens})  |  "
+                    f"cost: agent {_money(s.agent_cost)}, judge {_money(s.judge_cost)}  |  "
+                    f"judge calls {s.judge_calls}, cached {s.cached_scores}")
+        else:  # no model-backed evaluator ran: a "judge $0.0000" column would only be noise
+            c.print(f"tokens {s.total_tokens}  |  cost: agent {_money(s.agent_cost)}  |  no judge calls")
         self._print_warnings(report)
         for gate in report.assertions:
             mark = Text("PASS ", style="bold green") if gate.passed else Text("FAIL ", style="bold red")

@@ -154,3 +154,14 @@ def test_money_keeps_significant_digits_for_sub_cent_amounts() -> None:
 
     assert [_money(v) for v in (None, 0.0, 2.7e-05, 0.00123, 0.5, 12.3456)] == [
         "unknown", "$0.0000", "$0.0000270", "$0.00123", "$0.5000", "$12.3456"]
+
+
+def test_a_run_without_model_evaluators_prints_no_judge_cost() -> None:
+    buffer = io.StringIO()
+    reporter = TerminalReporter(buffer, width=100)
+    plan = _plan(1)
+    item = ItemResult(index=0, output="a", latency_ms=1.0, evaluations={"exact": Evaluation(score=1.0)})
+    reporter.on_finish(build_report(plan, [item], 1.0, "completed"))
+    text = buffer.getvalue()
+    assert "tokens 0  |  cost: agent unknown  |  no judge calls" in text
+    assert "judge $" not in text
