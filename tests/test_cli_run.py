@@ -84,6 +84,15 @@ def test_init_is_idempotent_and_never_overwrites(project: Path) -> None:
     assert second.stdout.count("skipped") == 3 and "created" not in second.stdout
 
 
+def test_init_inside_a_project_says_which_config_now_wins(project: Path) -> None:
+    cobalt(project, "init")
+    nested = cobalt(project, "init", "sub")
+    assert nested.returncode == 0
+    assert f"is inside the cobalt project of {project.resolve() / 'cobalt.toml'}" in nested.stdout
+    assert (project / "sub" / "cobalt.toml").is_file()
+    assert "note:" not in cobalt(project, "init", "sub").stdout  # second time: nothing new written
+
+
 def test_run_prints_items_summary_and_where_results_went(qa_project: Path) -> None:
     result = cobalt(qa_project, "run", "--filter", "qa")
     assert result.returncode == 0, result.stderr

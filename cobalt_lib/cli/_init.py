@@ -96,7 +96,11 @@ def init(
     if existing is not None:
         skipped.append(f"{existing} (configuration already present)")
     else:
+        outer = find_project_root(root.parent)[1]
         _write(root / "cobalt.toml", CONFIG_TEMPLATE, done, skipped)
+        if outer is not None:  # a nested project is legal but rarely meant: say which config now wins
+            typer.echo(f"note: {root} is inside the cobalt project of {outer}; commands run from here on "
+                       f"use {root / 'cobalt.toml'} and results under {root / '.cobalt'}")
     _write(root / "experiments" / "example.cobalt.py", EXAMPLE_TEMPLATE, done, skipped)
     _ignore_output(root / ".gitignore", done, skipped)
     for path in done:
