@@ -39,9 +39,20 @@ def dagster_home(config: Config) -> Path:
     return config.output_path / "dagster"
 
 
-def local_instance(config: Config) -> dg.DagsterInstance:
-    """Open (creating and migrating on first use) the instance; two first runs at once both succeed."""
+#: `cobalt run` prints its own live output; Dagster's compute-log capture would route it through a
+#: file, a `tail -F` and a watcher process per step (and on Ctrl-C the watcher prints a traceback).
+NO_COMPUTE_LOGS = {"compute_logs": {"module": "dagster._core.storage.noop_compute_log_manager",
+                                    "class": "NoOpComputeLogManager", "config": {}}}
+
+
+def local_instance(config: Config, *, capture_logs: bool = True) -> dg.DagsterInstance:
+    """Open (creating and migrating on first use) the instance; two first runs at once both succeed.
+
+    `capture_logs=False` (for in-process CLI runs) leaves step stdout/stderr on the terminal instead
+    of copying them into the instance's compute logs.
+    """
     import dagster as dg
+    from dagster._core.instance.ref import InstanceRef  # overrides are only reachable through the ref
 
     home = dagster_home(config)
     home.mkdir(parents=True, exist_ok=True)
@@ -49,7 +60,8 @@ def local_instance(config: Config) -> dg.DagsterInstance:
         yaml = home / "dagster.yaml"
         if not yaml.exists():
             yaml.write_text(INSTANCE_YAML, encoding="utf-8")
-        instance = dg.DagsterInstance.from_config(str(home))
+        overrides = None if capture_logs else NO_COMPUTE_LOGS
+        instance = dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home), overrides=overrides))
         _migrate(instance, home / MARKER)
     return instance
 

@@ -37,7 +37,7 @@ def run_with_dagster(plans: Sequence[RunPlan], config: Config, observer: Observe
                      concurrency: int | None = None, add_tags: Sequence[str] = ()) -> list[ExperimentReport]:
     """Materialise each plan's experiment for a new partition (its run id), in process, one after another."""
     quiet_dagster_warnings()
-    instance = local_instance(config)
+    instance = local_instance(config, capture_logs=False)
     experiment_defs = build_experiment_defs([p.experiment for p in plans], config)
     definitions = dg.Definitions(
         assets=[a for d in experiment_defs for a in d.assets],

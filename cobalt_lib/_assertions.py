@@ -96,11 +96,16 @@ class NoRegression(Assertion):
         self.tolerance = tolerance
         self.name = f"no regression vs {self.baseline.name}"
 
+    def path(self, config: Config) -> Path:
+        """The baseline file: a relative path is under the project root."""
+        return self.baseline if self.baseline.is_absolute() else config.root / self.baseline
+
     def _load(self, config: Config) -> dict[str, float]:
-        path = self.baseline if self.baseline.is_absolute() else config.root / self.baseline
+        path = self.path(config)
         if not path.is_file():
-            raise ConfigError(f"Baseline {path} does not exist; create it with "
-                              f"report.save_baseline({str(self.baseline)!r}).")
+            raise ConfigError(f"Baseline {path} does not exist; write it from a good run with `cobalt export RUN "
+                              f"--format baseline -o {self.baseline}` or `cobalt run --update-baselines`, or "
+                              f"in Python with report.save_baseline({str(self.baseline)!r}).")
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except ValueError as exc:
@@ -120,10 +125,21 @@ class NoRegression(Assertion):
             limit = base * (1 + self.tolerance) if lower else base * (1 - self.tolerance)
             passed = actual is not None and meets(actual, limit, lower=lower)
             shown = "none" if actual is None else f"{actual:.4g}"
+            bound = "at most" if lower else "at least"
             results.append(AssertionResult(
                 name=f"no_regression:{metric}", passed=passed, actual=actual, expected=limit,
-                message=f"{metric} = {shown} against baseline {base:.4g} (tolerance {self.tolerance:.0%})"))
+                message=f"{metric} = {shown}, {bound} {limit:.4g} allowed (baseline {base:.4g} "
+                        f"{'+' if lower else '-'} {self.tolerance:.0%} of it)"))
         return results
+
+    def update(self, report: ExperimentReport, config: Config) -> Path:
+        """Rewrite the baseline from `report`: every evaluator's mean, plus the run metrics (latency,
+        cost, tokens) the old file already held."""
+        try:
+            kept = [m for m in self._load(config) if m in RUN_METRICS]
+        except ConfigError:  # missing or unreadable: this run makes a fresh one
+            kept = []
+        return report.save_baseline(self.path(config), metrics=kept)
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "type": "no_regression", "baseline": str(self.baseline),

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ._config import Config
 from ._errors import CobaltError, ConfigError
-from ._experiment import REGISTRY, Experiment
+from ._experiment import _RECORDINGS, Experiment
 
 
 def discover_files(config: Config) -> list[Path]:
@@ -33,7 +33,6 @@ def load_file(path: Path) -> list[Experiment]:
     path = Path(path).resolve()
     if not path.is_file():
         raise ConfigError(f"Experiment file {path} does not exist.")
-    before = {id(e) for e in REGISTRY.values()}
     module_name = "_cobalt_exp_" + hashlib.sha1(str(path).encode()).hexdigest()[:12]
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
@@ -41,6 +40,8 @@ def load_file(path: Path) -> list[Experiment]:
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
     sys.path.insert(0, str(path.parent))
+    declared: list[Experiment] = []
+    _RECORDINGS.append(declared)
     try:
         spec.loader.exec_module(module)
     except CobaltError:
@@ -52,9 +53,10 @@ def load_file(path: Path) -> list[Experiment]:
         raise ConfigError(f"{path}{line} raised {type(exc).__name__}: {exc}") from exc
     finally:
         sys.path.remove(str(path.parent))
-    declared = [e for e in REGISTRY.values() if id(e) not in before]
+        _RECORDINGS.remove(declared)
     for exp in declared:
         exp.source_file = str(path)
+    _refuse_duplicate_names(declared)
     return declared
 
 
@@ -62,11 +64,29 @@ def load_experiments(config: Config, files: Iterable[Path] | None = None,
                      name_filter: str | None = None) -> list[Experiment]:
     """Load the given files (or every discovered one); keep names containing `name_filter`."""
     experiments: list[Experiment] = []
-    for path in files if files is not None else discover_files(config):
+    paths = discover_files(config) if files is None else list(dict.fromkeys(Path(f).resolve() for f in files))
+    for path in paths:
         experiments.extend(load_file(path))
+    _refuse_duplicate_names(experiments)
     if name_filter:
         experiments = [e for e in experiments if name_filter in e.name]
     return experiments
+
+
+def _refuse_duplicate_names(experiments: Iterable[Experiment]) -> None:
+    """Runs, history, baselines and Dagster assets are keyed by experiment name: two experiments
+    under one name would mix their results (or, on the Dagster path, clash on asset keys)."""
+    seen: dict[str, Experiment] = {}
+    for exp in experiments:
+        first = seen.setdefault(exp.name, exp)
+        if first is not exp:
+            raise ConfigError(f"Experiment name {exp.name!r} is declared twice, at {_where(first)} and at "
+                              f"{_where(exp)}; give each experiment its own name.")
+
+
+def _where(exp: Experiment) -> str:
+    line = f", line {exp.source_line}" if exp.source_line else ""
+    return f"{exp.source_file or 'an unknown file'}{line}"
 
 
 def _user_line(exc: BaseException, path: Path) -> str:

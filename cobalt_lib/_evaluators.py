@@ -128,9 +128,10 @@ class Evaluator:
         if self.type == "llm-judge" and self.prompt:
             missing = missing_item_variables(self.prompt, item)
             if missing:
+                field = missing[0].removeprefix("item.")  # {{item.x}} and {{x}} both read the item's field x
                 raise TemplateError(
                     f"Evaluator {self.name!r} uses {{{{{missing[0]}}}}} but dataset item {index} has no "
-                    f"field {missing[0]!r} (fields: {', '.join(sorted(item)) or 'none'})."
+                    f"field {field!r} (fields: {', '.join(sorted(item)) or 'none'})."
                 )
         if self.type in ("exact-match", "similarity") and self.field not in item:
             raise EvaluatorError(

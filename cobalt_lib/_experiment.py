@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import difflib
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, overload
 
@@ -21,6 +22,10 @@ _OPTIONS = frozenset({"evaluators", "runs", "concurrency", "judge_concurrency", 
 
 #: Every declared experiment by name; declaring a name again replaces it (notebooks re-run cells).
 REGISTRY: dict[str, Experiment] = {}
+
+#: Open recordings of declarations (one per experiment file being loaded): unlike REGISTRY, they
+#: keep a name declared twice, so loading a file can refuse it.
+_RECORDINGS: list[list[Experiment]] = []
 
 
 class Experiment:
@@ -80,6 +85,7 @@ class Experiment:
         self.assertions = list(assertions)
         self.description = description or (getattr(runner, "__doc__", None) or "").strip() or None
         self.source_file: str | None = None
+        self.source_line: int | None = None
         self.last_report: ExperimentReport | None = None
 
     def __repr__(self) -> str:
@@ -174,9 +180,14 @@ def experiment(name: str, dataset: Dataset | Iterable[Mapping[str, Any]], runner
         hint = f"did you mean {close[0]!r}?" if close else f"options are {', '.join(sorted(_OPTIONS))}."
         raise ConfigError(f"experiment {name!r}: unknown option {unknown[0]!r}; {hint}")
 
+    line = sys._getframe(1).f_lineno  # where the user declared it, for "declared twice" errors
+
     def register(fn: Callable[..., Any]) -> Experiment:
         declared = Experiment(name, dataset, fn, **options)
+        declared.source_line = line
         REGISTRY[name] = declared
+        for recording in _RECORDINGS:
+            recording.append(declared)
         return declared
 
     return register(runner) if runner is not None else register

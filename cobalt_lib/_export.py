@@ -153,8 +153,13 @@ def to_junit(report: ExperimentReport) -> str:
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
 
 
+def to_baseline(report: ExperimentReport) -> str:
+    """The run's evaluator means as a `no_regression` baseline file."""
+    return json.dumps(report.baseline(), indent=2, sort_keys=True) + "\n"
+
+
 RENDERERS: dict[str, Callable[[ExperimentReport], str]] = {
-    "csv": to_csv, "markdown": to_markdown, "json": to_json, "junit": to_junit,
+    "csv": to_csv, "markdown": to_markdown, "json": to_json, "junit": to_junit, "baseline": to_baseline,
 }
 #: The format a file name implies when `--format` is not given (`-o results.xml` is JUnit).
 FORMATS_BY_SUFFIX = {".csv": "csv", ".md": "markdown", ".markdown": "markdown", ".json": "json", ".xml": "junit"}

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 from . import _stats
 from ._agent import AgentContext, DaemonThreads, call_agent
 from ._aio import is_async_callable
-from ._assertions import RUN_METRICS, Assertion, check_metric, experiment_gates
+from ._assertions import RUN_METRICS, Assertion, NoRegression, check_metric, experiment_gates
 from ._cache import ResponseCache
 from ._config import Config
 from ._errors import ConfigError
@@ -102,20 +102,28 @@ def prepare(experiment: Experiment, config: Config, *, run_id: str | None = None
             timeout: float | None = None, runs: int | None = None, tags: Iterable[str] = (),
             source: Literal["library", "dagster"] = "library", parent_run_id: str | None = None,
             evaluators: Sequence[str] | None = None, items: Sequence[Mapping[str, Any]] | None = None,
-            timestamp: str | None = None) -> RunPlan:
+            timestamp: str | None = None, update_baselines: bool = False) -> RunPlan:
     """Validate everything that can be validated before the first agent call.
 
     `evaluators` runs only those names (a partial rescore: the others keep their stored scores);
-    `items` validates stored items instead of the dataset's.
+    `items` validates stored items instead of the dataset's. `update_baselines` leaves out the
+    `no_regression` gates: this run is about to become their baseline.
     """
     chosen = _choose_evaluators(experiment, evaluators)
     checked = list(items) if items is not None else list(experiment.dataset)
+    if not checked:  # a run of nothing would "pass" every gate it has, and CI would go green on it
+        origin = experiment.dataset.source
+        raise ConfigError(f"Experiment {experiment.name!r} has no items to run: its dataset"
+                          f"{f' ({origin})' if origin else ''} is empty; add items, or check the file or "
+                          "filter that built it.")
     for index, item in enumerate(checked):
         for evaluator in chosen:
             evaluator.check_item(item, index)
     endpoints = {e.name: e.endpoint(config) for e in chosen}
     known = [*(e.name for e in experiment.evaluators), *RUN_METRICS]
     assertions = experiment_gates(config, experiment.assertions, (e.name for e in experiment.evaluators))
+    if update_baselines:
+        assertions = [gate for gate in assertions if not isinstance(gate, NoRegression)]
     for gate in assertions:
         for path in gate.metrics(config):
             check_metric(path, known, f"Assertion {gate.name!r}")

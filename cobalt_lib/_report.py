@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -166,13 +167,19 @@ class ExperimentReport(BaseModel):
         stats = self.summary.scores.get(name) or self.summary.metrics.get(name)
         return None if stats is None else stats.get(stat)
 
-    def save_baseline(self, path: str | Path, *, metrics: bool = False) -> Path:
-        """Write `{evaluator: mean}` for `no_regression`; `metrics=True` adds latency, cost and tokens
-        (whose noise between identical runs can exceed a tolerance, hence opt-in)."""
+    def baseline(self, *, metrics: bool | Iterable[str] = False) -> dict[str, float]:
+        """`{evaluator: mean}`, what `no_regression` compares with. `metrics=True` adds latency, cost
+        and tokens (whose noise between identical runs can exceed a tolerance, hence opt-in); a list
+        of names adds only those."""
+        values = {name: s.avg for name, s in self.summary.scores.items() if s.avg is not None}
+        wanted = set(self.summary.metrics) if metrics is True else set(metrics or ())
+        values.update({n: s.avg for n, s in self.summary.metrics.items() if n in wanted and s.avg is not None})
+        return values
+
+    def save_baseline(self, path: str | Path, *, metrics: bool | Iterable[str] = False) -> Path:
+        """Write `baseline(metrics=...)` as JSON to `path`, for `no_regression(path)`."""
         target = Path(path)
-        baseline = {name: s.avg for name, s in self.summary.scores.items() if s.avg is not None}
-        if metrics:
-            baseline.update({n: s.avg for n, s in self.summary.metrics.items() if s.avg is not None})
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(baseline, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        target.write_text(json.dumps(self.baseline(metrics=metrics), indent=2, sort_keys=True) + "\n",
+                          encoding="utf-8")
         return target

@@ -169,12 +169,15 @@ class TerminalReporter:
         c.print(f"items {s.total_runs} ({s.ok} ok, {s.errors} errors, {s.timeouts} timeouts)  |  "
                 f"time {_ms(s.total_duration_ms)}  |  avg latency {_ms(s.avg_latency_ms)}"
                 + (f"  |  p95 {_ms(lat.p95)}" if lat and lat.p95 is not None else ""))
+        # A rescore calls no agent, and the scores it carries over from its parent count as reused.
+        agent = "not called (rescore)" if report.parent_run_id else _money(s.agent_cost)
+        reused = "cached or carried over" if report.parent_run_id else "cached"
         if s.judge_calls or s.cached_scores or s.judge_tokens:
             c.print(f"tokens {s.total_tokens} (agent {s.agent_tokens}, judge {s.judge_tokens})  |  "
-                    f"cost: agent {_money(s.agent_cost)}, judge {_money(s.judge_cost)}  |  "
-                    f"judge calls {s.judge_calls}, cached {s.cached_scores}")
+                    f"cost: agent {agent}, judge {_money(s.judge_cost)}  |  "
+                    f"judge calls {s.judge_calls}, {reused} {s.cached_scores}")
         else:  # no model-backed evaluator ran: a "judge $0.0000" column would only be noise
-            c.print(f"tokens {s.total_tokens}  |  cost: agent {_money(s.agent_cost)}  |  no judge calls")
+            c.print(f"tokens {s.total_tokens}  |  cost: agent {agent}  |  no judge calls")
         self._print_warnings(report)
         for gate in report.assertions:
             mark = Text("PASS ", style="bold green") if gate.passed else Text("FAIL ", style="bold red")
@@ -196,3 +199,16 @@ class TerminalReporter:
         if failed:
             shown = ", ".join(f"#{i.index}" for i in failed[:20])
             self.console.print(Text(f"✗ {len(failed)} agent calls failed: {shown}", style="red"))
+        errors: dict[str, list[tuple[int, str]]] = {}
+        for item in report.items:
+            for name, ev in item.evaluations.items():
+                if ev.status == "eval-error":
+                    errors.setdefault(name, []).append((item.index, ev.error or ev.reason or "no message"))
+        for name, found in errors.items():  # an ERR cell alone would leave the user without the why
+            indexes = sorted({index for index, _ in found})
+            shown = ", ".join(f"#{i}" for i in indexes[:20]) + (f" and {len(indexes) - 20} more"
+                                                               if len(indexes) > 20 else "")
+            first = " ".join(found[0][1].split())
+            first = first if len(first) <= 160 else first[:157] + "..."
+            noun = "evaluation error" if len(found) == 1 else "evaluation errors"
+            self.console.print(Text(f"✗ {name}: {len(found)} {noun} ({shown}); first: {first}", style="red"))

@@ -7,7 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from cobalt_lib import ConfigError, Dataset, Evaluator, assertion, define_config, experiment, no_regression, threshold
+from cobalt_lib import (
+    ConfigError,
+    Dataset,
+    Evaluator,
+    assertion,
+    define_config,
+    experiment,
+    load_config,
+    no_regression,
+    threshold,
+)
 from cobalt_lib._assertions import config_assertions, lower_is_better
 from cobalt_lib._report import ExperimentReport, Stats, Summary
 
@@ -168,3 +178,31 @@ def test_config_thresholds_apply_to_the_experiments_that_produce_the_metric(proj
                             evaluators=[Evaluator(name="exact", type="exact-match")])
     report = with_exact.run(config=load_config())  # `relevance` is another experiment's: no usage error
     assert [(a.name, a.passed) for a in report.assertions] == [("exact >= 0.9", False)]
+
+
+def test_no_regression_names_the_limit_it_allowed(tmp_path: Path) -> None:
+    config = define_config()
+    config.root = tmp_path
+    (tmp_path / "base.json").write_text(json.dumps({"relevance": 0.8, "latency": 1000}))
+    report = _report(relevance=0.75)
+    report.summary.metrics["latency"] = Stats(avg=1100.0, count=10)
+    verdicts = {r.name: r for r in no_regression("base.json", tolerance=0.05).evaluate(report, config)}
+    assert verdicts["no_regression:relevance"].message == ("relevance = 0.75, at least 0.76 allowed "
+                                                          "(baseline 0.8 - 5% of it)")
+    assert verdicts["no_regression:relevance"].passed is False
+    assert verdicts["no_regression:latency"].message == ("latency = 1100, at most 1050 allowed "
+                                                        "(baseline 1000 + 5% of it)")
+
+
+def test_updating_a_baseline_keeps_the_run_metrics_it_held(project: Path) -> None:
+    exp = experiment("base", Dataset([{"expected_output": "a"}, {"expected_output": "b"}]), lambda ctx: "a",
+                     evaluators=[Evaluator(name="exact", type="exact-match")])
+    report = exp.run()
+    gate = no_regression("gates/base.json")
+    written = gate.update(report, load_config())  # no file yet: evaluator means only
+    assert written == project / "gates" / "base.json"
+    assert json.loads(written.read_text()) == {"exact": 0.5}
+    written.write_text(json.dumps({"exact": 0.9, "latency": 99999.0, "gone": 1.0}))
+    baseline = json.loads(gate.update(report, load_config()).read_text())
+    assert set(baseline) == {"exact", "latency"} and baseline["exact"] == 0.5 and baseline["latency"] < 99999.0
+    assert report.baseline(metrics=True).keys() == {"exact", "latency"}

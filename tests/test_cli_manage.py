@@ -442,6 +442,8 @@ def test_rescoring_one_evaluator_keeps_the_others_scores_for_their_gates(judged_
     # the gate is on `judge`, which is not re-run: its stored scores carry over and still pass it
     assert result.returncode == 0, result.stdout + result.stderr
     assert llm.count("chat") == 3
+    assert ("cost: agent not called (rescore), judge $0.0000  |  judge calls 0, cached or carried over 3"
+            in result.stdout)
     report = json.loads(cobalt(root, "export", "latest", "-f", "json").stdout)
     assert {n: s["avg"] for n, s in report["summary"]["scores"].items()} == {"exact": 1.0, "judge": 0.9}
     assert report["config"]["rescored"] == ["exact"] and report["assertions"][0]["passed"] is True

@@ -406,3 +406,40 @@ def test_a_closed_stdout_does_not_stop_the_run(project: Path, mode: list[str]) -
     [run] = Store(project / ".cobalt" / "cobalt.duckdb").runs()
     assert (run["status"], run["passed"]) == ("completed", True)
     assert len(Store(project / ".cobalt" / "cobalt.duckdb").rows("scores", run["run_id"])) == 6
+
+
+BASELINED = '''
+import os
+from cobalt_lib import Dataset, Evaluator, experiment, no_regression, threshold
+
+data = Dataset([{"input": f"q{i}", "expected_output": f"a{i}"} for i in range(4)])
+WRONG = int(os.environ.get("WRONG", "0"))
+
+@experiment("qa", data, evaluators=[Evaluator(name="exact", type="exact-match")],
+            assertions=[no_regression("baselines/qa.json", tolerance=0.1), threshold("exact", 0.5)])
+def agent(ctx):
+    return "nope" if ctx.index < WRONG else ctx.item["expected_output"]
+'''
+
+
+def test_update_baselines_writes_the_first_baseline_and_the_gate_then_holds(project: Path) -> None:
+    (project / "experiments").mkdir()
+    (project / "experiments" / "qa.cobalt.py").write_text(BASELINED)
+    baseline = project / "baselines" / "qa.json"
+    missing = cobalt(project, "run", "--ci", "--no-dagster")
+    assert missing.returncode == 2 and "--update-baselines" in missing.stderr and not baseline.exists()
+
+    bad = cobalt(project, "run", "--update-baselines", "--no-dagster", WRONG="3")  # exact 0.25 fails its threshold
+    assert bad.returncode == 1 and not baseline.exists()
+    assert f"warning: baseline {baseline} not updated: run" in bad.stderr and "failed a gate" in bad.stderr
+
+    first = cobalt(project, "run", "--update-baselines", "--no-dagster", WRONG="1")
+    assert first.returncode == 0, first.stderr
+    assert json.loads(baseline.read_text()) == {"exact": 0.75}
+    assert f"baseline {baseline} updated from run" in first.stdout
+    assert cobalt(project, "run", "--ci", "--no-dagster", WRONG="1").returncode == 0
+    worse = cobalt(project, "run", "--ci", "--no-dagster", WRONG="2")
+    assert worse.returncode == 1 and "exact = 0.5, at least 0.675 allowed" in worse.stdout
+
+    exported = cobalt(project, "export", "latest", "-f", "baseline", "-o", "b.json")
+    assert exported.returncode == 0 and json.loads((project / "b.json").read_text()) == {"exact": 0.5}

@@ -306,3 +306,25 @@ def test_a_bare_number_threshold_asks_for_a_direction(project: Path) -> None:
         load_config()
     assert str(caught.value) == (f"{project / 'cobalt.toml'}: ci.thresholds.relevance = 0.8 needs a direction: "
                                  "write { min = 0.8 } (must reach it) or { max = 0.8 } (must stay under it).")
+
+
+def test_an_experiment_name_declared_twice_is_refused_with_both_places(project: Path) -> None:
+    from cobalt_lib._discovery import load_experiments, load_file
+
+    body = 'from cobalt_lib import experiment\n\nexperiment("{name}", [{{"input": 1}}], lambda ctx: 1)\n'
+    exp_dir = project / "experiments"
+    exp_dir.mkdir()
+    (exp_dir / "a.cobalt.py").write_text(body.format(name="qa"))
+    (exp_dir / "b.cobalt.py").write_text(body.format(name="qa"))
+    config = load_config()
+    with pytest.raises(ConfigError) as caught:
+        load_experiments(config)
+    assert str(caught.value) == (f"Experiment name 'qa' is declared twice, at {exp_dir / 'a.cobalt.py'}, line 3 "
+                                 f"and at {exp_dir / 'b.cobalt.py'}, line 3; give each experiment its own name.")
+    # the same file named twice on the command line is one declaration, not two
+    assert [e.name for e in load_experiments(config, [exp_dir / "a.cobalt.py", exp_dir / "a.cobalt.py"])] == ["qa"]
+
+    twice = exp_dir / "twice.py"
+    twice.write_text(body.format(name="x") + '\n@experiment("x", [{"input": 2}])\ndef agent(ctx):\n    return 2\n')
+    with pytest.raises(ConfigError, match=r"'x' is declared twice, at .*twice\.py, line 3 and at .*twice\.py, line 5;"):
+        load_file(twice)

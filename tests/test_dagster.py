@@ -575,12 +575,12 @@ def test_ctrl_c_on_the_dagster_path_keeps_finished_items_and_exits_130(tmp_path:
     (root / "experiments" / "slow.cobalt.py").write_text(SLOW_EXPERIMENT, encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", "COBALT_PROJECT_DIR")}
     proc = subprocess.Popen([str(BIN / "cobalt"), "run", "--ci"], cwd=root, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
     assert proc.stdout is not None
     header = proc.stdout.readline()
     run_id = header.split("(", 1)[1].split(")", 1)[0]
     assert proc.stdout.readline().strip() == "AGENT-WAITING", header
-    proc.send_signal(signal.SIGINT)
+    os.killpg(proc.pid, signal.SIGINT)  # to the whole process group, as a terminal's Ctrl-C: children hear it too
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert f"interrupted: finished items kept in run {run_id} (incomplete)" in err

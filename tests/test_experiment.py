@@ -440,3 +440,16 @@ def test_resume_runs_only_what_is_missing_and_adds_up_working_time(project: Path
     assert report.summary.total_duration_ms > first["summary"]["total_duration_ms"]
     with pytest.raises(ConfigError, match="already completed"):
         exp.run(resume=report.id)
+
+
+def test_an_empty_dataset_is_refused_before_the_run(project: Path) -> None:
+    (project / "empty.jsonl").write_text("\n\n")
+    empty = experiment("empty", Dataset.from_file(project / "empty.jsonl"), _echo_expected)
+    with pytest.raises(ConfigError) as caught:
+        empty.run()
+    assert str(caught.value) == (f"Experiment 'empty' has no items to run: its dataset ({project / 'empty.jsonl'}) "
+                                 "is empty; add items, or check the file or filter that built it.")
+    assert not (project / ".cobalt" / "results").exists()  # nothing was stored for it
+    filtered = experiment("none-left", DATA.filter(lambda item: False), _echo_expected)
+    with pytest.raises(ConfigError, match=r"'none-left' has no items to run: its dataset is empty;"):
+        filtered.run()

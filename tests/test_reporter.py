@@ -24,13 +24,15 @@ def _plan(n: int = 3):
 
 
 def _items() -> list[ItemResult]:
-    def ev(score: float | None, status: str = "ok", cached: bool = False) -> Evaluation:
-        return Evaluation(score=score, status=status, cached=cached, passed=None if score is None else score >= 0.5)
+    def ev(score: float | None, status: str = "ok", cached: bool = False, error: str | None = None) -> Evaluation:
+        return Evaluation(score=score, status=status, cached=cached, error=error,
+                          passed=None if score is None else score >= 0.5)
 
     return [
         ItemResult(index=0, output="a", latency_ms=12.0, evaluations={"exact": ev(1.0), "style": ev(0.9, cached=True)}),
         ItemResult(index=1, output="b", latency_ms=1500.0,
-                   evaluations={"exact": ev(0.0), "style": ev(None, "eval-error")}),
+                   evaluations={"exact": ev(0.0), "style": ev(None, "eval-error",
+                                                                  error="ValueError: no style\n  in style()")}),
         ItemResult(index=2, status="timeout", error="the agent did not answer within 10 s", latency_ms=10000.0),
     ]
 
@@ -64,6 +66,7 @@ items 3 (2 ok, 0 errors, 1 timeouts)  |  time 11.60s  |  avg latency 3.84s  |  p
 tokens 0 (agent 0, judge 0)  |  cost: agent unknown, judge $0.0000  |  judge calls 0, cached 1
 ⚠ low exact (< 0.5): #1
 ✗ 1 agent calls failed: #2
+✗ style: 1 evaluation error (#1); first: ValueError: no style in style()
 results: .cobalt/results/x.json
 run id:  run-1
 """

@@ -128,3 +128,17 @@ def test_item_fields_absent_are_missing_in_order() -> None:
 def test_item_dotted_path_into_nested_field() -> None:
     assert missing_item_variables("{{item.input.question}}", ITEM) == []
     assert missing_item_variables("{{item.input.other}}", ITEM) == ["item.input.other"]
+
+
+def test_a_judge_prompt_naming_a_missing_item_field_fails_before_the_run_naming_the_field() -> None:
+    from cobalt_lib import Evaluator
+
+    judge = Evaluator(name="relevance", prompt="Is {{output}} right for {{item.nope}}?")
+    with pytest.raises(TemplateError) as caught:
+        judge.check_item(ITEM, 3)
+    assert str(caught.value) == ("Evaluator 'relevance' uses {{item.nope}} but dataset item 3 has no field 'nope' "
+                                 "(fields: expected_output, input, tags).")
+    bare = Evaluator(name="relevance", prompt="Is {{output}} right for {{context}}?")
+    with pytest.raises(TemplateError, match=r"uses \{\{context\}\} but dataset item 0 has no field 'context' "):
+        bare.check_item(ITEM, 0)
+    Evaluator(name="ok", prompt="{{output}} vs {{item.input}} and {{expected_output}}").check_item(ITEM, 0)

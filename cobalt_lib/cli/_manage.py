@@ -177,17 +177,19 @@ def clean(
 @app.command()
 def export(
     run: Annotated[str, typer.Argument(help="Run id, unique prefix, `latest` or `previous`.")],
-    format: Annotated[str | None, typer.Option("--format", "-f", metavar="csv|markdown|json|junit",
+    format: Annotated[str | None, typer.Option("--format", "-f", metavar="csv|markdown|json|junit|baseline",
                                                help="Output format (default: from the -o file's extension: "
-                                               ".csv, .md, .json, .xml = junit).")] = None,
+                                               ".csv, .md, .json, .xml = junit). `baseline` writes the "
+                                               "evaluator means for no_regression.")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file (default: stdout).")
                       ] = None,
     experiment: Annotated[str | None, typer.Option("--experiment", "-e",
                                                    help="Resolve latest/previous within this experiment.")] = None,
 ) -> None:
-    """Export one run as CSV, Markdown, JSON (the results file) or JUnit XML.
+    """Export one run as CSV, Markdown, JSON (the results file), JUnit XML or a no_regression baseline.
 
-    Example: `cobalt export latest -o cobalt-junit.xml` (the format follows the extension)
+    Example: `cobalt export latest -o cobalt-junit.xml` (the format follows the extension);
+    `cobalt export latest -f baseline -o baseline.json`
     """
     format = _export_format(format, output)
     store = _existing_store(project_config())

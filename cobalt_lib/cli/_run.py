@@ -5,12 +5,12 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TextIO
 
 import typer
 
 from .._aio import run as run_coroutine
-from .._assertions import Threshold
+from .._assertions import NoRegression, Threshold
 from .._ci import github_outputs, post_webhooks, run_summary
 from .._config import Config
 from .._discovery import load_experiments
@@ -39,6 +39,9 @@ def run(
         "--resume", help="Finish an interrupted run (its id, a prefix or `latest`; with --filter, `latest` "
         "of that experiment): only what is missing runs.")
     ] = None,
+    update_baselines: Annotated[bool, typer.Option(
+        "--update-baselines", help="Skip the no_regression gates and, when the other gates pass, write "
+        "their baseline files from this run (first run, or an accepted change in quality).")] = False,
 ) -> None:
     """Run experiments and report each item as it finishes.
 
@@ -47,20 +50,33 @@ def run(
     Exit codes: 0 all gates passed, 1 a gate failed, 2 bad usage, config or input (nothing runs).
     """
     config = project_config()
+    if resume and update_baselines:
+        raise ConfigError("--update-baselines writes baselines from a whole new run; run it without --resume.")
     if resume:
         reports = [_resume(config, resume, files, filter, tag, ci=ci, quiet=json_output, concurrency=concurrency,
                            record=not no_dagster)]
     else:
         experiments = select_experiments(config, files, filter, tag)
         # Validate every experiment before running any: a usage error means nothing runs.
-        plans = [prepare(exp, config, concurrency=concurrency, tags=add_tag or ()) for exp in experiments]
+        plans = [prepare(exp, config, concurrency=concurrency, tags=add_tag or (), update_baselines=update_baselines)
+                 for exp in experiments]
         for warning in unused_thresholds(config, plans):
             print(f"warning: {warning}", file=sys.stderr)
-        if no_dagster:
-            reports = [_run_one(plan, ci=ci, quiet=json_output) for plan in plans]
+        if no_dagster or update_baselines:
+            # The Dagster path's asset checks are every declared gate; without the no_regression ones
+            # the run goes the library way, then into the Dagster history as a recorded run.
+            reports = [_run_one(plan, ci=ci, quiet=json_output, record=update_baselines and not no_dagster)
+                       for plan in plans]
         else:
             reports = _run_dagster(plans, config, ci=ci, quiet=json_output, concurrency=concurrency,
                                    add_tags=add_tag or ())
+        if update_baselines:
+            out = sys.stderr if json_output else sys.stdout  # --json keeps stdout for the JSON
+            for plan, report in zip(plans, reports, strict=True):
+                _write_baselines(plan, report, config, out)
+            if not any(isinstance(g, NoRegression) for plan in plans for g in plan.experiment.assertions):
+                print("warning: --update-baselines: none of the experiments run has a no_regression gate, so "
+                      "no baseline was written.", file=sys.stderr)
     if json_output:
         print_json([run_summary(r) for r in reports])
     announce(reports, config)
@@ -150,13 +166,34 @@ def _resume(config: Config, ref: str, files: list[Path] | None, name_filter: str
     return report
 
 
-def _run_one(plan: RunPlan, *, ci: bool, quiet: bool) -> ExperimentReport:
+def _run_one(plan: RunPlan, *, ci: bool, quiet: bool, record: bool = False) -> ExperimentReport:
     reporter = None if quiet else TerminalReporter(ci=ci)
     try:
-        return run_coroutine(execute(plan, reporter))
+        report = run_coroutine(execute(plan, reporter))
     except KeyboardInterrupt:
         _say_interrupted(plan.run_id)
         raise
+    if record:
+        from cobalt_dagster import record_run
+
+        record_run(report, config=plan.config)
+    return report
+
+
+def _write_baselines(plan: RunPlan, report: ExperimentReport, config: Config, out: TextIO) -> None:
+    """`--update-baselines`: each no_regression gate's file from this run, unless another gate failed."""
+    gates = [g for g in plan.experiment.assertions if isinstance(g, NoRegression)]
+    if not gates:
+        return
+    if not report.passed or report.status != "completed":
+        why = "it failed a gate" if report.status == "completed" else f"it is {report.status}"
+        for gate in gates:
+            print(f"warning: baseline {gate.path(config)} not updated: run {report.id} of {plan.experiment.name!r} "
+                  f"{why}.", file=sys.stderr)
+        return
+    for gate in gates:
+        path = gate.update(report, config)
+        print(f"baseline {path} updated from run {report.id} ({plan.experiment.name})", file=out)
 
 
 def _run_dagster(plans: list[RunPlan], config: Config, *, ci: bool, quiet: bool, concurrency: int | None,
