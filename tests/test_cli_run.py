@@ -131,8 +131,8 @@ def test_add_tag_and_concurrency_reach_the_run(qa_project: Path) -> None:
     ("files", "message"),
     [({"cobalt.toml": "concurency = 3\n"}, "unknown key 'concurency'; did you mean 'concurrency'?"),
      ({"experiments/bad.cobalt.py": "def broken(:\n"}, "line 1: syntax error"),
-     ({"experiments/gate.cobalt.py": OTHER.replace('lambda ctx: "x",', 'lambda ctx: "x", assertions=['
-                                                   '__import__("cobalt_lib").threshold("exactt", 1)],')},
+     ({"experiments/gate.cobalt.py": OTHER.replace('"other-agent"', '"gated"').replace(
+         'lambda ctx: "x",', 'lambda ctx: "x", assertions=[__import__("cobalt_lib").threshold("exactt", 1)],')},
       "refers to metric 'exactt'"),
      ({"experiments/data.cobalt.py": "from cobalt_lib import Dataset\nDataset.from_file('d.jsonl')\n",
        "d.jsonl": '{"input": 1}\n{"input": \n'}, "d.jsonl, line 2: invalid JSON")],
