@@ -59,6 +59,45 @@ def request_run(config: Config, experiment: str, **options: Any) -> Path:
     return path
 
 
+#: How old the sensor daemon's latest heartbeat may be for the daemon to count as running: Dagster's
+#: daemons beat every 30 s, so two missed beats mean it has stopped. (A daemon never clears its last
+#: heartbeat: `cobalt serve` does when it stops it; one killed outright still counts for this long.)
+HEARTBEAT_SECONDS = 90.0
+
+
+def daemon_running(config: Config, *, now: float | None = None) -> bool:
+    """Whether a Dagster daemon (`cobalt serve`'s, or `dagster dev`'s on the same DAGSTER_HOME) is
+    running the sensors of the project's local instance: its sensor daemon's heartbeat is recent.
+
+    Never creates the instance: without one, no daemon has ever run for the project.
+    """
+    import time
+
+    from ._instance import dagster_home, local_instance
+
+    if not (dagster_home(config) / "dagster.yaml").is_file():
+        return False
+    instance = local_instance(config)
+    try:
+        beat = instance.get_daemon_heartbeats().get("SENSOR")
+    finally:
+        instance.dispose()
+    return beat is not None and (now if now is not None else time.time()) - beat.timestamp <= HEARTBEAT_SECONDS
+
+
+def forget_daemon(config: Config) -> None:
+    """After `cobalt serve` stopped its daemon: clear the heartbeats it left (a daemon never clears its
+    own), so that `cobalt request` right after a stop does not take the daemon for running."""
+    from ._instance import dagster_home, local_instance
+
+    if (dagster_home(config) / "dagster.yaml").is_file():
+        instance = local_instance(config)
+        try:
+            instance.wipe_daemon_heartbeats()
+        finally:
+            instance.dispose()
+
+
 def build_sensor(config: Config, defs: list[ExperimentDefs]) -> dg.SensorDefinition:
     by_name = {d.experiment.name: d for d in defs} | {d.name: d for d in defs}
     directory = config.output_path / REQUESTS_DIR

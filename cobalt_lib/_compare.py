@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ._report import ExperimentReport, ItemResult
+from ._units import duration, money
 
 Verdict = Literal["improved", "regressed", "no significant change", "not comparable"]
 Key = tuple[int, int]
@@ -36,6 +37,17 @@ class EvaluatorDelta(BaseModel):
     ci_low: float | None = None
     ci_high: float | None = None
     verdict: Verdict = "not comparable"
+    #: Paired items with a score in A, and in B (an eval-error or a failed agent call has none).
+    scored_a: int = 0
+    scored_b: int = 0
+    #: Paired items scored in A with no score in B although B ran the evaluator: lost to errors.
+    lost: int = 0
+
+    @property
+    def lost_scores(self) -> bool:
+        """B scored fewer of the paired items than A because of errors (all of them, at worst): a
+        breakdown the verdict, computed over the pairs left, cannot show."""
+        return self.lost > 0 and self.scored_b < self.scored_a
 
 
 class MetricDelta(BaseModel):
@@ -103,6 +115,11 @@ class Comparison(BaseModel):
         """Names of the evaluators whose CI lies below zero."""
         return [e.evaluator for e in self.evaluators if e.verdict == "regressed"]
 
+    @property
+    def lost_scores(self) -> list[EvaluatorDelta]:
+        """The evaluators that scored fewer paired items in B than in A because of errors."""
+        return [e for e in self.evaluators if e.lost_scores]
+
 
 def compare_reports(a: ExperimentReport, b: ExperimentReport, *, top: int = 5, resamples: int = 2000,
                     seed: int = 0, confidence: float = 0.95) -> Comparison:
@@ -121,7 +138,9 @@ def compare_reports(a: ExperimentReport, b: ExperimentReport, *, top: int = 5, r
     )
     for name in _evaluator_names(a, b):
         diffs = [c.delta for c in changes if c.evaluator == name]
-        result.evaluators.append(_evaluator_delta(a, b, name, diffs, resamples, seed, confidence))
+        delta = _evaluator_delta(a, b, name, diffs, resamples, seed, confidence)
+        _count_scored(delta, pairs, ran_in_b=_ran(b, name))
+        result.evaluators.append(delta)
     result.regressions = sorted((c for c in changes if c.delta < 0), key=_largest_first)[:top]
     result.improvements = sorted((c for c in changes if c.delta > 0), key=_largest_first)[:top]
     return result
@@ -197,6 +216,21 @@ def _evaluator_names(a: ExperimentReport, b: ExperimentReport) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def _ran(report: ExperimentReport, name: str) -> bool:
+    """Whether the run had the evaluator at all (its summary lists it even when every call failed)."""
+    return name in report.summary.scores or any(name in item.evaluations for item in report.items)
+
+
+def _count_scored(delta: EvaluatorDelta, pairs: list[tuple[ItemResult, ItemResult]], *, ran_in_b: bool) -> None:
+    name = delta.evaluator
+    for item_a, item_b in pairs:
+        score_a, score_b = _score(item_a, name), _score(item_b, name)
+        delta.scored_a += score_a is not None
+        delta.scored_b += score_b is not None
+        # An evaluator dropped from B is not an error of B's; a failed call or an eval-error is.
+        delta.lost += score_a is not None and score_b is None and ran_in_b
+
+
 def _mean(report: ExperimentReport, name: str) -> float | None:
     stats = report.summary.scores.get(name)
     if stats is not None and stats.avg is not None:
@@ -236,6 +270,23 @@ def _num(value: float | None, digits: int = 3, sign: bool = False) -> str:
     return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
 
 
+def metric_text(metric: str, value: float | None, *, sign: bool = False, missing: str = "–") -> str:
+    """A run metric with its unit: latencies (stored in ms) as `420ms` or `4.24s`, costs as dollars
+    with significant digits (`$0.0000421`, not `0.0000`); `sign` for a delta."""
+    if value is None:
+        return missing
+    kind = metric.split(".")[0]
+    size = abs(value)
+    text = duration(size) if kind == "latency" else money(size) if kind == "cost" else f"{size:.4f}"
+    return ("+" if value >= 0 else "-") + text if sign else ("-" if value < 0 else "") + text
+
+
+def lost_text(e: EvaluatorDelta) -> str:
+    """Why an evaluator with `lost_scores` counts as regressed, in one line."""
+    return (f"{e.evaluator} has no score in B for {e.lost} of the {e.scored_a} paired items scored in A "
+            "(eval-errors or failed agent calls)")
+
+
 def _cell(value: Any, limit: int = 60) -> str:
     text = value if isinstance(value, str) else "" if value is None else str(value)
     text = " ".join(text.split()).replace("|", "\\|")
@@ -272,8 +323,10 @@ def comparison_markdown(c: Comparison) -> str:
                         *(f"| {e.evaluator} | {_num(e.mean_a)} | {_num(e.mean_b)} | {_num(e.delta, sign=True)} "
                           f"| {ci_text(e)} | {e.pairs} | {e.verdict} |" for e in c.evaluators)]),
              "\n".join(["| metric | A | B | B - A |", "|---|---|---|---|",
-                        *(f"| {m.metric} | {_num(m.a, 4)} | {_num(m.b, 4)} | {_num(m.delta, 4, sign=True)} |"
-                          for m in c.metrics)])]
+                        *(f"| {m.metric} | {metric_text(m.metric, m.a)} | {metric_text(m.metric, m.b)} "
+                          f"| {metric_text(m.metric, m.delta, sign=True)} |" for m in c.metrics)])]
+    if c.lost_scores:
+        parts.append("#### Lost scores\n\n" + "\n".join(f"- {lost_text(e)}" for e in c.lost_scores))
     for title, rows in (("Most regressed", c.regressions), ("Most improved", c.improvements)):
         if rows:
             parts.append(f"#### {title}\n\n| item | run | evaluator | A | B | B - A | input |\n"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import sys
 import threading
 from typing import IO, TYPE_CHECKING, Any
@@ -15,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ._report import ExperimentReport, ItemResult
+from ._units import duration, money
 
 if TYPE_CHECKING:
     from ._pipeline import RunPlan
@@ -25,21 +25,6 @@ LINE_LIMIT = 50
 
 def _fmt(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
-
-
-def _money(value: float | None) -> str:
-    """Dollars; sub-cent amounts keep three significant digits ($0.000027, not $0.0000)."""
-    if value is None:
-        return "unknown"
-    if value == 0 or abs(value) >= 0.01:
-        return f"${value:.4f}"
-    return f"${value:.{2 - math.floor(math.log10(abs(value)))}f}"
-
-
-def _ms(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value / 1000:.2f}s" if value >= 1000 else f"{value:.0f}ms"
 
 
 class TerminalReporter:
@@ -152,7 +137,7 @@ class TerminalReporter:
             else:
                 style = "yellow" if name in low else ""
                 text.append(f"{name}={_fmt(ev.score)}" + ("*" if ev.cached else "") + " ", style=style)
-        text.append(f"({_ms(item.latency_ms)})", style="dim")
+        text.append(f"({duration(item.latency_ms)})", style="dim")
         return text
 
     def print_summary(self, report: ExperimentReport) -> None:
@@ -167,14 +152,14 @@ class TerminalReporter:
         c.print(table)
         lat = s.metrics.get("latency")
         c.print(f"items {s.total_runs} ({s.ok} ok, {s.errors} errors, {s.timeouts} timeouts)  |  "
-                f"time {_ms(s.total_duration_ms)}  |  avg latency {_ms(s.avg_latency_ms)}"
-                + (f"  |  p95 {_ms(lat.p95)}" if lat and lat.p95 is not None else ""))
+                f"time {duration(s.total_duration_ms)}  |  avg latency {duration(s.avg_latency_ms)}"
+                + (f"  |  p95 {duration(lat.p95)}" if lat and lat.p95 is not None else ""))
         # A rescore calls no agent, and the scores it carries over from its parent count as reused.
-        agent = "not called (rescore)" if report.parent_run_id else _money(s.agent_cost)
+        agent = "not called (rescore)" if report.parent_run_id else money(s.agent_cost)
         reused = "cached or carried over" if report.parent_run_id else "cached"
         if s.judge_calls or s.cached_scores or s.judge_tokens:
             c.print(f"tokens {s.total_tokens} (agent {s.agent_tokens}, judge {s.judge_tokens})  |  "
-                    f"cost: agent {agent}, judge {_money(s.judge_cost)}  |  "
+                    f"cost: agent {agent}, judge {money(s.judge_cost)}  |  "
                     f"judge calls {s.judge_calls}, {reused} {s.cached_scores}")
         else:  # no model-backed evaluator ran: a "judge $0.0000" column would only be noise
             c.print(f"tokens {s.total_tokens}  |  cost: agent {agent}  |  no judge calls")

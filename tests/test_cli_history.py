@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,21 +17,25 @@ from cobalt_lib import Store
 
 COBALT = str(Path(sys.executable).parent / "cobalt")
 _DROP = ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY",
-         "WRONG", "CHANGED")
+         "WRONG", "CHANGED", "BROKEN")
 
 # Eight questions; WRONG=n answers the first n with "no" (wrong for `exact`, still short for `short`);
-# CHANGED=i changes item i's input, so it cannot be paired with earlier runs.
+# CHANGED=i changes item i's input, so it cannot be paired with earlier runs; BROKEN=n makes `short` fail
+# (an eval-error) on the first n.
 QA = '''
 import os
 from cobalt_lib import Dataset, Evaluator, experiment, threshold
 
 WRONG = int(os.environ.get("WRONG", "0"))
 CHANGED = int(os.environ.get("CHANGED", "-1"))
+BROKEN = int(os.environ.get("BROKEN", "0"))
 data = Dataset([{"input": f"q{i}" + ("-v2" if i == CHANGED else ""), "expected_output": f"a{i}"}
                 for i in range(8)])
 
 
 def short(ctx):
+    if ctx.index < BROKEN:
+        raise RuntimeError("scorer broke")
     return {"score": 1.0 if len(ctx.output) <= 2 else 0.0, "reason": f"{len(ctx.output)} chars"}
 
 
@@ -141,14 +146,26 @@ def test_history_shows_running_and_incomplete_runs(project: Path) -> None:
     assert "incomplete" in next(ln for ln in table.splitlines() if "r-killed" in ln)
 
 
-def test_history_suggests_the_closest_stored_experiment(runs: tuple[Path, list[dict[str, Any]]]) -> None:
+def test_history_of_an_unknown_experiment_exits_2_naming_the_stored_ones(
+        runs: tuple[Path, list[dict[str, Any]]]) -> None:
     root, _ = runs
-    typo = cobalt(root, "history", "-e", "qaa")
-    assert typo.returncode == 0 and typo.stdout.strip() == "No runs of experiment 'qaa' yet; did you mean 'qa'?"
+    for args in (("-e", "qaa"), ("-e", "qaa", "--json"), ("-e", "qaa", "--tag", "smoke")):
+        typo = cobalt(root, "history", *args)
+        assert (typo.returncode, typo.stdout) == (2, "")
+        assert typo.stderr == ("error: No runs of experiment 'qaa' are stored; did you mean 'qa'? "
+                               "(stored experiments: other, qa)\n")
     unknown = cobalt(root, "history", "-e", "zzzz")
-    assert unknown.stdout.strip() == "No runs of experiment 'zzzz' yet; stored experiments: other, qa."
+    assert (unknown.returncode, unknown.stdout) == (2, "")
+    assert unknown.stderr == "error: No runs of experiment 'zzzz' are stored; stored experiments: other, qa.\n"
     untagged = cobalt(root, "history", "-e", "other", "--tag", "smoke")  # a real experiment: nothing to suggest
+    assert untagged.returncode == 0
     assert untagged.stdout.strip() == "No runs of experiment 'other' tagged 'smoke' yet; run `cobalt run`."
+
+
+def test_history_of_an_experiment_in_an_empty_project_is_a_friendly_message(project: Path) -> None:
+    result = cobalt(project, "history", "-e", "qa")
+    assert result.returncode == 0 and result.stdout.strip() == "No runs of experiment 'qa' yet; run `cobalt run`."
+    assert result.stderr == ""
 
 
 def test_history_time_of_a_resumed_run_leaves_out_the_gap_before_the_resume(project: Path) -> None:
@@ -216,6 +233,10 @@ def test_compare_table_and_markdown(runs: tuple[Path, list[dict[str, Any]]]) -> 
     assert table.returncode == 0 and "\x1b[" not in table.stdout
     row = next(ln for ln in table.stdout.splitlines() if ln.startswith("exact"))
     assert row.split()[:4] == ["exact", "1.000", "0.250", "-0.750"] and row.rstrip().endswith("regressed")
+    latency = next(ln for ln in table.stdout.splitlines() if ln.startswith("latency.p95")).split()
+    assert len(latency) == 4 and all(re.fullmatch(r"[+-]?\d+(\.\d+)?(ms|s)", cell) for cell in latency[1:]), latency
+    assert next(ln for ln in table.stdout.splitlines() if ln.startswith("cost.mean")).split() == [
+        "cost.mean", "-", "-", "-"]  # no cost known
     assert "most regressed: item 0 run 0 exact 1.000 -> 0.000 (-1.000)  q0" in table.stdout
     markdown = cobalt(root, "compare", stored[2]["run_id"], stored[1]["run_id"], "--markdown")
     assert markdown.stdout.startswith(f"### cobalt compare: `{stored[1]['run_id']}` vs baseline")
@@ -304,6 +325,62 @@ def test_compare_fail_on_regression(interleaved: tuple[Path, list[dict[str, Any]
     assert improved.returncode == 0 and improved.stderr == ""
 
 
+def test_compare_of_a_run_with_itself_warns(runs: tuple[Path, list[dict[str, Any]]]) -> None:
+    root, stored = runs
+    newest = stored[0]["run_id"]
+    same = cobalt(root, "compare", "latest", "latest", "--json")
+    assert same.returncode == 0 and json.loads(same.stdout)["run_a"] == json.loads(same.stdout)["run_b"] == newest
+    assert same.stderr == (f"warning: both ids name the same run {newest}; a run compared with itself shows "
+                           "no change.\n")
+    named = cobalt(root, "compare", newest[:-1], "latest", "--json")
+    assert named.returncode == 0 and named.stderr.startswith(
+        f"warning: both ids name the same run {newest} ('{newest[:-1]}' and 'latest');")
+    other = cobalt(root, "compare", "previous", "latest", "--json")
+    assert other.returncode == 0 and other.stderr == ""
+
+
+@pytest.fixture(scope="module")
+def broken(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
+    """Three qa runs, oldest first: every score; `short` an eval-error on items 0-1; `short` an eval-error
+    on every item (`exact` unchanged throughout)."""
+    root = tmp_path_factory.mktemp("broken")
+    write_experiments(root)
+    for env in ({}, {"BROKEN": "2"}, {"BROKEN": "8"}):
+        result = cobalt(root, "run", "--no-dagster", "-f", "qa", **env)
+        assert result.returncode == 0, result.stdout + result.stderr
+    stored = Store(root / ".cobalt" / "cobalt.duckdb").runs()
+    assert len(stored) == 3
+    return root, stored[::-1]
+
+
+def test_fail_on_regression_fails_when_an_evaluators_scores_all_became_errors(
+        broken: tuple[Path, list[dict[str, Any]]]) -> None:
+    root, (whole, _, none) = broken
+    result = cobalt(root, "compare", whole["run_id"], none["run_id"], "--fail-on-regression")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stderr == ("lost scores: short has no score in B for 8 of the 8 paired items scored in A "
+                             "(eval-errors or failed agent calls) (--fail-on-regression)\n")
+    lines = result.stdout.splitlines()
+    assert next(ln for ln in lines if ln.startswith("short")).split()[-2:] == ["not", "comparable"]
+    assert ("lost scores: short has no score in B for 8 of the 8 paired items scored in A (eval-errors or "
+            "failed agent calls)") in lines
+    data = json.loads(cobalt(root, "compare", whole["run_id"], none["run_id"], "--json").stdout)
+    short = next(e for e in data["evaluators"] if e["evaluator"] == "short")
+    assert (short["scored_a"], short["scored_b"], short["lost"], short["pairs"]) == (8, 0, 8, 0)
+    assert cobalt(root, "compare", whole["run_id"], none["run_id"]).returncode == 0  # a report only
+
+
+def test_fail_on_regression_fails_when_fewer_items_are_scored_because_of_errors(
+        broken: tuple[Path, list[dict[str, Any]]]) -> None:
+    root, (whole, partial, none) = broken
+    result = cobalt(root, "compare", whole["run_id"], partial["run_id"], "--fail-on-regression", "--json")
+    assert result.returncode == 1
+    assert result.stderr == ("lost scores: short has no score in B for 2 of the 8 paired items scored in A "
+                             "(eval-errors or failed agent calls) (--fail-on-regression)\n")
+    mended = cobalt(root, "compare", none["run_id"], whole["run_id"], "--fail-on-regression")
+    assert mended.returncode == 0 and mended.stderr == "" and "lost scores" not in mended.stdout
+
+
 def test_compare_without_runs_exits_2(project: Path) -> None:
     result = cobalt(project, "compare", "previous", "latest")
     assert result.returncode == 2 and "no runs to compare yet; run `cobalt run` first" in result.stderr
@@ -326,3 +403,20 @@ def test_history_table_never_cuts_run_ids_or_costs(width: int) -> None:
     assert "20261123020211-c9139d9f" in text and "$0.0123" in text and "passed" in text
     assert ("2026-11-23" in text) is (width >= 110)
     assert "nightly" in text and "[" not in text
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [(("run", "--concurrency", "0"), "Invalid value for '--concurrency' / '-c': 0 is not in the range x>=1 "
+                                     "(see `cobalt run --help`)"),
+     (("run", "-c", "abc"), "Invalid value for '--concurrency' / '-c': 'abc' is not a valid integer "
+                            "(see `cobalt run --help`)"),
+     (("compare", "latest"), "Missing argument 'run_b' (see `cobalt compare --help`)"),
+     (("history", "--limit", "1.5"), "Invalid value for '--limit' / '-n': '1.5' is not a valid integer "
+                                     "(see `cobalt history --help`)"),
+     (("history", "--bogus"), "No such option: --bogus (see `cobalt history --help`)"),
+     (("nosuchcmd",), "No such command 'nosuchcmd' (see `cobalt --help`)")],
+)
+def test_usage_errors_are_one_line(project: Path, args: tuple[str, ...], message: str) -> None:
+    result = cobalt(project, *args)
+    assert (result.returncode, result.stdout, result.stderr) == (2, "", f"error: {message}\n")

@@ -1,11 +1,14 @@
-"""`cobalt serve` refusing definitions that cannot load, as a user types it (nothing is started)."""
+"""`cobalt serve` refusing definitions that cannot load, and `cobalt request` telling whether a daemon will
+pick the request up, as a user types them (nothing is started)."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 COBALT = str(Path(sys.executable).parent / "cobalt")
@@ -36,3 +39,56 @@ def test_a_schedule_naming_no_experiment_is_a_usage_error_before_anything_starts
                                      "experiments: qa-agent.")
     assert "dashboard" not in result.stdout
     assert not (project / ".cobalt" / "dagster").exists()  # the Dagster instance was never even created
+
+
+def request(project: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([COBALT, "request", "qa-agent", "-c", "3"], cwd=project, capture_output=True, text=True,
+                          timeout=60, env=dict(os.environ), stdin=subprocess.DEVNULL)
+
+
+def only_request(project: Path) -> dict[str, object]:
+    [path] = (project / ".cobalt" / "requests").glob("*.json")
+    data: dict[str, object] = json.loads(path.read_text())
+    assert path.stem == data["run_id"]
+    return data
+
+
+def heartbeat(project: Path, age_seconds: float) -> None:
+    """What the sensor daemon of `cobalt serve` writes every 30 s into the project's instance."""
+    from dagster._daemon.types import DaemonHeartbeat
+
+    from cobalt_dagster import local_instance
+    from cobalt_lib import load_config
+
+    instance = local_instance(load_config(project))
+    try:
+        instance.add_daemon_heartbeat(DaemonHeartbeat(time.time() - age_seconds, "SENSOR", "test-daemon", None))
+    finally:
+        instance.dispose()
+
+
+def test_request_without_a_running_daemon_is_written_and_says_it_waits(project: Path) -> None:
+    (project / "experiments").mkdir()
+    (project / "experiments" / "qa.cobalt.py").write_text(EXPERIMENT)
+    result = request(project)
+    assert result.returncode == 0, result.stderr
+    data = only_request(project)
+    assert result.stdout == f"requested a run of qa-agent ({data['run_id']})\n"
+    assert result.stderr == ("warning: no `cobalt serve` daemon is running for this project, so the request "
+                             "waits until `cobalt serve` runs.\n")
+    assert (data["experiment"], data["concurrency"]) == ("qa-agent", 3)
+    assert not (project / ".cobalt" / "dagster").exists()  # asking did not create the Dagster instance
+
+
+def test_request_with_a_live_daemon_says_it_will_start_and_a_stopped_one_does_not(project: Path) -> None:
+    (project / "experiments").mkdir()
+    (project / "experiments" / "qa.cobalt.py").write_text(EXPERIMENT)
+    heartbeat(project, age_seconds=3600)  # a daemon that stopped an hour ago
+    stopped = request(project)
+    assert stopped.returncode == 0 and stopped.stderr.startswith("warning: no `cobalt serve` daemon is running")
+    (project / ".cobalt" / "requests" / f"{only_request(project)['run_id']}.json").unlink()
+    heartbeat(project, age_seconds=5)
+    live = request(project)
+    assert live.returncode == 0 and live.stderr == ""
+    assert live.stdout == (f"requested a run of qa-agent ({only_request(project)['run_id']}); the daemon of "
+                           "`cobalt serve` will start it\n")

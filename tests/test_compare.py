@@ -8,7 +8,15 @@ import numpy as np
 import pytest
 
 from cobalt_lib import Evaluation, ExperimentReport, ItemResult, Stats, Summary
-from cobalt_lib._compare import Unpaired, bootstrap_ci, compare_reports, comparison_markdown, unpaired_summary
+from cobalt_lib._compare import (
+    Unpaired,
+    bootstrap_ci,
+    compare_reports,
+    comparison_markdown,
+    lost_text,
+    metric_text,
+    unpaired_summary,
+)
 from cobalt_lib._report import ItemStatus
 from cobalt_lib._stats import describe
 
@@ -185,3 +193,58 @@ def test_unpaired_items_are_summarised_in_one_line() -> None:
     assert unpaired_summary(unpaired, shown=8).endswith("items 1, 2, 4, 5, 6, 7, 8, 9")
     one = Unpaired(index=3, run_index=1, reason="only in A")
     assert unpaired_summary([one]) == "1 unpaired item, not compared (1 only in A): item 3 (run 1)"
+
+
+def test_scores_that_all_became_errors_in_b_are_lost_not_just_not_comparable() -> None:
+    a = make_report("a", {"s": [0.5, 0.6, 0.7, 0.8], "ok": [1, 1, 1, 1]})
+    b = make_report("b", {"s": [None, None, None, None], "ok": [1, 1, 1, 1]})
+    result = compare_reports(a, b)
+    lost = result.evaluators[0]
+    assert (lost.verdict, lost.pairs, lost.mean_b) == ("not comparable", 0, None)
+    assert (lost.scored_a, lost.scored_b, lost.lost, lost.lost_scores) == (4, 0, 4, True)
+    assert [e.evaluator for e in result.lost_scores] == ["s"] and result.regressed == []
+    assert lost_text(lost) == ("s has no score in B for 4 of the 4 paired items scored in A "
+                               "(eval-errors or failed agent calls)")
+    assert "#### Lost scores\n\n- s has no score in B for 4 of the 4 paired items" in comparison_markdown(result)
+    assert (result.evaluators[1].lost, result.evaluators[1].lost_scores) == (0, False)
+
+
+def test_fewer_scores_in_b_because_of_errors_or_failed_calls_are_lost_scores() -> None:
+    a = make_report("a", {"s": [0.5, 0.5, None, 0.5, 0.5]})
+    b = make_report("b", {"s": [0.5, None, 0.5, 0.5, 0.5]}, statuses={4: "error"})
+    e = compare_reports(a, b).evaluators[0]
+    # Items 1 (eval-error) and 4 (failed call) lost their scores; item 2 gained one.
+    assert (e.scored_a, e.scored_b, e.lost, e.lost_scores) == (4, 3, 2, True)
+    assert e.verdict == "no significant change"  # over the two pairs left: the verdict alone hides the loss
+    gained = compare_reports(b, a).evaluators[0]
+    assert (gained.scored_a, gained.scored_b, gained.lost, gained.lost_scores) == (3, 4, 1, False)
+    swapped = compare_reports(a, make_report("b", {"s": [0.5, 0.5, 0.5, None, 0.5]})).evaluators[0]
+    assert (swapped.lost, swapped.lost_scores) == (1, False)  # as many scores as before: coverage did not fall
+
+
+def test_an_evaluator_dropped_from_b_has_not_lost_scores_to_errors() -> None:
+    a = make_report("a", {"s": [0.5, 0.5], "old": [1.0, 1.0]})
+    b = make_report("b", {"s": [0.5, 0.5]})
+    old = next(e for e in compare_reports(a, b).evaluators if e.evaluator == "old")
+    assert (old.scored_a, old.scored_b, old.lost, old.lost_scores) == (2, 0, 0, False)
+
+
+@pytest.mark.parametrize(
+    ("metric", "value", "sign", "text"),
+    [("latency.p95", 4238.4, False, "4.24s"), ("latency.p95", 420.4, False, "420ms"),
+     ("latency.p95", 0.04213, False, "0.0421ms"), ("latency.p95", -1500.0, True, "-1.50s"),
+     ("latency.p95", 295.0, True, "+295ms"), ("cost.mean", 4.2e-5, False, "$0.0000420"),
+     ("cost.mean", 0.0123, False, "$0.0123"), ("cost.mean", -4.2e-5, True, "-$0.0000420"),
+     ("cost.mean", None, False, "–"), ("tokens.mean", 12.5, False, "12.5000")],
+)
+def test_run_metrics_are_shown_with_their_units(metric: str, value: float | None, sign: bool, text: str) -> None:
+    assert metric_text(metric, value, sign=sign) == text
+
+
+def test_markdown_metrics_have_units() -> None:
+    a = make_report("a", {"s": [1, 1]}, latencies=[100.0, 4000.0], costs=[4e-5, 4.4e-5])
+    b = make_report("b", {"s": [1, 1]}, latencies=[100.0, 300.0], costs=[4e-5, 4e-5])
+    text = comparison_markdown(compare_reports(a, b))
+    assert "| latency.p95 | 3.81s | 290ms | -3.52s |" in text
+    assert "| cost.mean | $0.0000420 | $0.0000400 | -$0.00000200 |" in text
+    assert "Lost scores" not in text

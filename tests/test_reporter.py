@@ -153,9 +153,9 @@ def test_outputs_before_scores_report_progress_and_each_item_once() -> None:
 
 
 def test_money_keeps_significant_digits_for_sub_cent_amounts() -> None:
-    from cobalt_lib._reporter import _money
+    from cobalt_lib._units import money
 
-    assert [_money(v) for v in (None, 0.0, 2.7e-05, 0.00123, 0.5, 12.3456)] == [
+    assert [money(v) for v in (None, 0.0, 2.7e-05, 0.00123, 0.5, 12.3456)] == [
         "unknown", "$0.0000", "$0.0000270", "$0.00123", "$0.5000", "$12.3456"]
 
 

@@ -59,7 +59,7 @@ class QuietWhenClosed:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: known errors become one sentence and exit code 2; Ctrl-C exits 130.
+    """Entry point: known errors and usage errors become one line and exit code 2; Ctrl-C exits 130.
 
     A closed stdout (`cobalt run | head`) silences the output; the command still finishes.
     """
@@ -88,14 +88,56 @@ def _main(argv: list[str] | None) -> None:
     except Exception as exc:
         if not _is_usage_error(exc):
             raise
-        exc.show()  # type: ignore[attr-defined]
-        sys.exit(2)
+        if type(exc).__name__ == "NoArgsIsHelpError":  # `cobalt` alone: the help is the answer
+            exc.show()  # type: ignore[attr-defined]
+            sys.exit(2)
+        _fail(usage_message(exc))
     sys.exit(code if isinstance(code, int) else 0)
 
 
 def _fail(message: str) -> NoReturn:
     print(f"error: {message}", file=sys.stderr)
     sys.exit(2)
+
+
+#: Pydantic's error types for a number out of range (typer >= 0.25 validates options with pydantic),
+#: as the comparison and the `ctx` key holding the bound.
+_BOUNDS = {"greater_than_equal": (">=", "ge"), "greater_than": (">", "gt"), "less_than_equal": ("<=", "le"),
+           "less_than": ("<", "lt")}
+
+
+def usage_message(exc: Exception) -> str:
+    """A usage error as one line: click's message, the offending value when typer's validation knows
+    it, and where the help is (instead of click's usage block, hint and `Error:` line)."""
+    detail = _value_detail(exc)
+    if detail is not None and isinstance(getattr(exc, "message", None), str):
+        setattr(exc, "message", detail)  # noqa: B010  (BadParameter puts the option's name before it)
+    format_message = getattr(exc, "format_message", None)
+    text = " ".join(str(format_message() if callable(format_message) else exc).split()).rstrip(".")
+    ctx = getattr(exc, "ctx", None)
+    path = getattr(ctx, "command_path", None)
+    return f"{text} (see `{path} --help`)" if path else text
+
+
+def _value_detail(exc: Exception) -> str | None:
+    """`0 is not in the range x>=1`, `'abc' is not a valid integer`: the value the user gave, from the
+    pydantic error typer's validation raised; None when there is none to improve on."""
+    errors = getattr(exc.__cause__, "errors", None)
+    try:
+        first = errors()[0] if callable(errors) else None
+    except (TypeError, IndexError):
+        return None
+    if not isinstance(first, dict):
+        return None
+    kind, value, limits = first.get("type"), first.get("input"), first.get("ctx") or {}
+    if kind in _BOUNDS and _BOUNDS[kind][1] in limits:
+        op, key = _BOUNDS[kind]
+        return f"{value} is not in the range x{op}{limits[key]}"
+    if kind == "int_parsing":
+        return f"{value!r} is not a valid integer"
+    if kind == "float_parsing":
+        return f"{value!r} is not a valid number"
+    return None
 
 
 def _is_usage_error(exc: Exception) -> bool:

@@ -13,7 +13,16 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .._compare import Comparison, ci_text, compare_reports, comparison_markdown, scope_note, unpaired_summary
+from .._compare import (
+    Comparison,
+    ci_text,
+    compare_reports,
+    comparison_markdown,
+    lost_text,
+    metric_text,
+    scope_note,
+    unpaired_summary,
+)
 from .._errors import ConfigError
 from .._history import load_report, resolve_run
 from .._store import Store
@@ -119,18 +128,25 @@ def _history_table(entries: list[dict[str, Any]], width: int = 160) -> Table:
     return table
 
 
-def _no_runs_message(store: Store, experiment: str | None, tag: str | None) -> str:
+def _no_runs_message(experiment: str | None, tag: str | None) -> str:
+    """A real experiment with no run (tagged so) yet, or an empty store: nothing wrong, nothing to show."""
     scope = "".join(f" {what} {value!r}" for what, value in (("of experiment", experiment), ("tagged", tag))
                     if value)
-    if not scope:
-        return NO_RUNS
-    known = sorted({r["experiment"] for r in stored_runs(store)}) if experiment else []
-    if experiment in known or not known:  # a real experiment with no run (tagged so) yet, or an empty store
-        return f"No runs{scope} yet; run `cobalt run`."
-    # Runs of other experiments exist: the name is more likely mistyped than never run.
-    close = difflib.get_close_matches(experiment or "", known, n=1, cutoff=0.5)
-    hint = f"did you mean {close[0]!r}?" if close else f"stored experiments: {', '.join(known)}."
-    return f"No runs{scope} yet; {hint}"
+    return f"No runs{scope} yet; run `cobalt run`." if scope else NO_RUNS
+
+
+def check_stored_experiment(store: Store, experiment: str | None) -> None:
+    """ConfigError when the store has runs but none of `experiment`: the name is more likely mistyped
+    than never run, and an exit 0 with nothing listed would hide the typo from a script."""
+    if experiment is None or stored_runs(store, experiment):
+        return
+    known = sorted({r["experiment"] for r in stored_runs(store)})
+    if not known:  # an empty store: no run of anything yet, which `history` reports as such
+        return
+    close = difflib.get_close_matches(experiment, known, n=1, cutoff=0.5)
+    hint = f"did you mean {close[0]!r}? (stored experiments: " if close else "stored experiments: "
+    raise ConfigError(f"No runs of experiment {experiment!r} are stored; {hint}{', '.join(known)}"
+                      + (")" if close else "."))
 
 
 @app.command()
@@ -147,13 +163,14 @@ def history(
     if limit < 1:
         raise ConfigError(f"--limit must be 1 or more, got {limit}.")
     store = project_store(project_config())
+    check_stored_experiment(store, experiment)
     runs = [r for r in stored_runs(store, experiment) if tag is None or tag in (r.get("tags") or [])][:limit]
     means = _evaluator_means(store, [r["run_id"] for r in runs])
     entries = [history_entry(r, means.get(r["run_id"], {})) for r in runs]
     if json_output:
         print_json(entries)
     elif not entries:
-        typer.echo(_no_runs_message(store, experiment, tag))
+        typer.echo(_no_runs_message(experiment, tag))
     else:
         out = console()
         out.print(_history_table(entries, out.width))
@@ -178,8 +195,11 @@ def _print_comparison(c: Comparison) -> None:
         table.add_row(e.evaluator, _fmt(e.mean_a), _fmt(e.mean_b), _fmt(e.delta, sign=True), ci_text(e),
                       str(e.pairs), e.verdict)
     for m in c.metrics:
-        table.add_row(m.metric, _fmt(m.a, 4), _fmt(m.b, 4), _fmt(m.delta, 4, sign=True), "", "", "")
+        table.add_row(m.metric, metric_text(m.metric, m.a, missing="-"), metric_text(m.metric, m.b, missing="-"),
+                      metric_text(m.metric, m.delta, sign=True, missing="-"), "", "", "")
     out.print(table)
+    for e in c.lost_scores:
+        out.print(Text(f"lost scores: {lost_text(e)}"))
     for title, rows in (("most regressed", c.regressions), ("most improved", c.improvements)):
         for r in rows:
             text = " ".join(str(r.input).split())[:60]
@@ -219,6 +239,15 @@ def resolve_pair(store: Store, refs: tuple[str, str], experiment: str | None) ->
     return [resolve_run(store, ref, scope if ref in _RELATIVE else None) for ref in refs], scope
 
 
+def _warn_same_run(c: Comparison, refs: tuple[str, str]) -> None:
+    """Not an error: a script's `compare $BASELINE latest` may meet a baseline that is the newest run,
+    and "no change" is then the true answer; but typed by hand it is a slip worth pointing out."""
+    if c.run_a == c.run_b:
+        named = "" if refs[0] == refs[1] else f" ({refs[0]!r} and {refs[1]!r})"
+        print(f"warning: both ids name the same run {c.run_a}{named}; a run compared with itself shows no "
+              "change.", file=sys.stderr)
+
+
 def _warn_across_experiments(c: Comparison) -> None:
     if c.experiment_a != c.experiment_b:
         print(f"warning: run {c.run_a} is of experiment {c.experiment_a!r} and run {c.run_b} of "
@@ -236,14 +265,15 @@ def compare(
     markdown: Annotated[bool, typer.Option("--markdown", help="Print the comparison as Markdown.")] = False,
     top: Annotated[int, typer.Option("--top", help="How many most regressed/improved items.")] = 5,
     fail_on_regression: Annotated[bool, typer.Option(
-        "--fail-on-regression", help="Exit 1 when any evaluator's verdict is `regressed`.")] = False,
+        "--fail-on-regression", help="Exit 1 when any evaluator's verdict is `regressed`, or when it scored "
+        "fewer of the paired items in B than in A because of eval-errors or failed agent calls.")] = False,
 ) -> None:
     """Compare two runs: per-evaluator deltas with a bootstrap CI, and the items that moved most.
 
     Example: `cobalt compare previous latest --experiment qa-agent --fail-on-regression`
 
-    Exit codes: 0 done (or no regression with --fail-on-regression), 1 a regression with
-    --fail-on-regression, 2 bad usage.
+    Exit codes: 0 done (or no regression with --fail-on-regression), 1 a regression (or scores lost
+    to errors) with --fail-on-regression, 2 bad usage.
     """
     if json_output and markdown:
         raise ConfigError("Choose one output format: --json or --markdown, not both.")
@@ -255,6 +285,7 @@ def compare(
     ids, scope = resolve_pair(store, (run_a, run_b), experiment)
     result = compare_reports(load_report(store, ids[0]), load_report(store, ids[1]), top=top)
     result.scope = scope
+    _warn_same_run(result, (run_a, run_b))
     _warn_across_experiments(result)
     if json_output:
         print_json(result.model_dump(mode="json"))
@@ -262,6 +293,8 @@ def compare(
         typer.echo(comparison_markdown(result), nl=False)
     else:
         _print_comparison(result)
-    if fail_on_regression and result.regressed:
-        print(f"regressed: {', '.join(result.regressed)} (--fail-on-regression)", file=sys.stderr)
+    if fail_on_regression and (result.regressed or result.lost_scores):
+        reasons = [f"regressed: {', '.join(result.regressed)}"] if result.regressed else []
+        reasons += [f"lost scores: {lost_text(e)}" for e in result.lost_scores]
+        print(f"{'; '.join(reasons)} (--fail-on-regression)", file=sys.stderr)
         raise typer.Exit(1)

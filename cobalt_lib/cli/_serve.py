@@ -80,6 +80,7 @@ def serve_dashboard(config: Config, port: int | None = None, *, open_browser: bo
                     module: str | None = None) -> int:
     """Run webserver + daemon until Ctrl-C (or SIGTERM); returns the exit code."""
     from cobalt_dagster import dagster_home, local_instance
+    from cobalt_dagster._automation import forget_daemon
 
     # A bad module, or definitions that cannot be built, is an error before anything starts.
     target = dagster_target(config.root, module or config.dashboard.module)
@@ -110,6 +111,7 @@ def serve_dashboard(config: Config, port: int | None = None, *, open_browser: bo
         _stop(children)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+    forget_daemon(config)  # its last heartbeat would tell `cobalt request` the daemon still runs
     failed = [c for c in children if c.returncode not in (0, -signal.SIGINT, -signal.SIGTERM, 130, None)]
     return 0 if stopping or not failed else 1
 
@@ -169,9 +171,12 @@ def request(
 ) -> None:
     """Ask the running dashboard's daemon to run an experiment (picked up within seconds).
 
+    Without a running `cobalt serve` the request waits, and is picked up when it starts.
+
     Example: `cobalt request qa-agent`
     """
     from cobalt_dagster import request_run
+    from cobalt_dagster._automation import daemon_running
 
     from .._discovery import load_experiments
 
@@ -180,4 +185,9 @@ def request(
     if experiment not in names:
         raise ConfigError(f"No experiment named {experiment!r}; known: {', '.join(names) or 'none'}.")
     path = request_run(config, experiment, **({"concurrency": concurrency} if concurrency else {}))
-    typer.echo(f"requested a run of {experiment} ({path.stem}); the daemon of `cobalt serve` will start it")
+    if daemon_running(config):
+        typer.echo(f"requested a run of {experiment} ({path.stem}); the daemon of `cobalt serve` will start it")
+    else:
+        typer.echo(f"requested a run of {experiment} ({path.stem})")
+        print("warning: no `cobalt serve` daemon is running for this project, so the request waits until "
+              "`cobalt serve` runs.", file=sys.stderr)

@@ -1,0 +1,23 @@
+"""Money and durations as people read them, shared by the reporter, compare and exports."""
+
+from __future__ import annotations
+
+import math
+
+
+def money(value: float | None) -> str:
+    """Dollars; sub-cent amounts keep three significant digits ($0.000027, not $0.0000)."""
+    if value is None:
+        return "unknown"
+    if value == 0 or abs(value) >= 0.01:
+        return f"${value:.4f}"
+    return f"${value:.{2 - math.floor(math.log10(abs(value)))}f}"
+
+
+def duration(ms: float | None) -> str:
+    """Milliseconds as `4.24s`, `420ms` or `0.042ms` (never a bare `0ms` for a fast call); `-` for none."""
+    if ms is None:
+        return "-"
+    if ms >= 1000:
+        return f"{ms / 1000:.2f}s"
+    return f"{ms:.0f}ms" if ms >= 10 else f"{ms:.3g}ms"
