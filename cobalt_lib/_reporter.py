@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ._report import ExperimentReport, ItemResult
-from ._units import duration, money
+from ._units import count, duration, money
 
 if TYPE_CHECKING:
     from ._pipeline import RunPlan
@@ -56,8 +56,7 @@ class TerminalReporter:
         self._done = self._outputs = 0
         self._reported = set()
         n_eval = len(plan.evaluators)
-        line = (f"{plan.total_items} items x {plan.runs} run{'s' if plan.runs != 1 else ''} x "
-                f"{n_eval} evaluator{'s' if n_eval != 1 else ''}  |  "
+        line = (f"{count(plan.total_items, 'item')} x {count(plan.runs, 'run')} x {count(n_eval, 'evaluator')}  |  "
                 f"concurrency {plan.concurrency}  |  timeout {plan.timeout:g}s")
         if self.ci:
             self.console.print(f"cobalt run {exp.name} ({plan.run_id}): {line}")
@@ -151,7 +150,7 @@ class TerminalReporter:
                           str(st.count), str(st.errors))
         c.print(table)
         lat = s.metrics.get("latency")
-        c.print(f"items {s.total_runs} ({s.ok} ok, {s.errors} errors, {s.timeouts} timeouts)  |  "
+        c.print(f"items {s.total_runs} ({s.ok} ok, {count(s.errors, 'error')}, {count(s.timeouts, 'timeout')})  |  "
                 f"time {duration(s.total_duration_ms)}  |  avg latency {duration(s.avg_latency_ms)}"
                 + (f"  |  p95 {duration(lat.p95)}" if lat and lat.p95 is not None else ""))
         # A rescore calls no agent, and the scores it carries over from its parent count as reused.
@@ -183,7 +182,7 @@ class TerminalReporter:
         failed = [i for i in report.items if i.status != "ok"]
         if failed:
             shown = ", ".join(f"#{i.index}" for i in failed[:20])
-            self.console.print(Text(f"✗ {len(failed)} agent calls failed: {shown}", style="red"))
+            self.console.print(Text(f"✗ {count(len(failed), 'agent call')} failed: {shown}", style="red"))
         errors: dict[str, list[tuple[int, str]]] = {}
         for item in report.items:
             for name, ev in item.evaluations.items():

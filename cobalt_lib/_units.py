@@ -21,3 +21,8 @@ def duration(ms: float | None) -> str:
     if ms >= 1000:
         return f"{ms / 1000:.2f}s"
     return f"{ms:.0f}ms" if ms >= 10 else f"{ms:.3g}ms"
+
+
+def count(n: int, noun: str) -> str:
+    """`1 item`, `3 items`, `0 errors`: the noun agrees with the number."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"

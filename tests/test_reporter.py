@@ -62,10 +62,10 @@ evaluator    avg    min    max    p50    p95   n   errors
 ─────────────────────────────────────────────────────────
 exact       0.50   0.00   1.00   0.50   0.95   2        0
 style       0.90   0.90   0.90   0.90   0.90   1        1
-items 3 (2 ok, 0 errors, 1 timeouts)  |  time 11.60s  |  avg latency 3.84s  |  p95 9.15s
+items 3 (2 ok, 0 errors, 1 timeout)  |  time 11.60s  |  avg latency 3.84s  |  p95 9.15s
 tokens 0 (agent 0, judge 0)  |  cost: agent unknown, judge $0.0000  |  judge calls 0, cached 1
 ⚠ low exact (< 0.5): #1
-✗ 1 agent calls failed: #2
+✗ 1 agent call failed: #2
 ✗ style: 1 evaluation error (#1); first: ValueError: no style in style()
 results: .cobalt/results/x.json
 run id:  run-1
