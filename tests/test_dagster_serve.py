@@ -85,15 +85,21 @@ def poll(what: str, deadline: float, probe: Any, interval: float = 0.5) -> Any:
     raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], int, Path]]:
+def _as_a_background_job() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # what a shell does to `cobalt serve &`
+
+
+@pytest.fixture(params=["foreground", "background"])
+def served(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[subprocess.Popen[bytes], int, Path]]:
+    """`cobalt serve` as typed at a terminal, and as a shell's background job (SIGINT ignored, inherited)."""
     root = tmp_path / "proj"
     shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns(".cobalt", "__pycache__"))
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", "COBALT_PROJECT_DIR")}
     log = (tmp_path / "serve.log").open("wb")
     proc = subprocess.Popen([COBALT, "serve", "--port", str(port), "--no-open"], cwd=root, env=env,
-                            stdout=log, stderr=subprocess.STDOUT)
+                            stdout=log, stderr=subprocess.STDOUT,
+                            preexec_fn=_as_a_background_job if request.param == "background" else None)
     seen: dict[int, str] = {}
     try:
         yield proc, port, root
