@@ -79,6 +79,9 @@ def resolve_judge(judge: JudgeConfig, *, provider: str | None = None, model: str
         raise ConfigError(f"{who}: unknown provider {prov!r}; use one of {', '.join(KEY_VARIABLES)}.")
     same_provider = prov == judge.provider
     url = base_url or (judge.base_url if same_provider else None) or _default_base_url(prov)
+    if prov == "anthropic" and url:
+        # The SDK adds /v1/messages itself; a base_url written the OpenAI way (…/v1) would call /v1/v1/messages.
+        url = re.sub(r"/v1/?$", "", url.rstrip("/")) or url
     configured_key = judge.api_key.get_secret_value() if (judge.api_key and same_provider) else None
     key = configured_key or os.environ.get(KEY_VARIABLES[prov]) or (_PLACEHOLDER_KEY if _is_local(url) else None)
     if not key:
@@ -153,9 +156,12 @@ class Clients:
     async def complete(self, endpoint: Endpoint, system: str, messages: list[dict[str, str]]) -> Completion:
         """One chat call with bounded retries; returns the text and token usage."""
         client = self.get(endpoint)
-        if endpoint.provider == "anthropic":
-            return await _with_retries(endpoint, lambda: _anthropic_call(client, endpoint, system, messages))
-        return await _with_retries(endpoint, lambda: _openai_call(client, endpoint, system, messages))
+        call = _anthropic_call if endpoint.provider == "anthropic" else _openai_call
+        completion = await _with_retries(endpoint, lambda: call(client, endpoint, system, messages))
+        # A proxy or a debugging server can echo the request, headers included: the answer is kept
+        # (raw_response, reason, cache), so the key must not survive in it.
+        completion.text = redact(completion.text, endpoint)
+        return completion
 
     async def embed(self, endpoint: Endpoint, texts: list[str]) -> tuple[list[list[float]], int]:
         client = self.get(endpoint)
@@ -224,7 +230,7 @@ def _object(endpoint: Endpoint, data: Any) -> dict[str, Any]:
     proxy, say) is a judge error, not a crash."""
     if not isinstance(data, dict):
         raise JudgeError(f"{endpoint.label} answered with {type(data).__name__}, not a JSON object: "
-                         f"{str(data)[:200]!r}; check base_url {endpoint.base_url!r}")
+                         f"{redact(str(data), endpoint)[:200]!r}; check base_url {endpoint.base_url!r}")
     return data
 
 
@@ -286,6 +292,11 @@ def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
     return max(0.0, parsed.timestamp() - time.time())
 
 
+def redact(text: str, endpoint: Endpoint) -> str:
+    """`text` with the endpoint's API key replaced by `***`."""
+    return text.replace(endpoint.api_key, "***") if endpoint.api_key and len(endpoint.api_key) >= 8 else text
+
+
 def _describe(endpoint: Endpoint, exc: Exception) -> str:
     status = getattr(exc, "status_code", None)
     if status in (401, 403):
@@ -295,5 +306,5 @@ def _describe(endpoint: Endpoint, exc: Exception) -> str:
     else:
         hint = ""
     what = f"HTTP {status}" if status else type(exc).__name__
-    detail = str(exc).replace(endpoint.api_key, "***") if endpoint.api_key else str(exc)
+    detail = redact(str(exc), endpoint)
     return f"{endpoint.label} call failed: {what}: {detail[:300]}{hint}"

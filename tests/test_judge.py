@@ -79,6 +79,17 @@ def test_anthropic_judge_speaks_the_messages_api(judged_project: Path, llm: Fake
     assert report.items[0].evaluations["quality"].cost_usd == pytest.approx((20 * 1.0 + 10 * 5.0) / 1e6)
 
 
+def test_an_anthropic_base_url_written_with_v1_still_reaches_the_messages_api(judged_project: Path,
+                                                                              llm: FakeLLM) -> None:
+    write_judge_config(judged_project, llm, provider="anthropic")
+    config = judged_project / "cobalt.toml"
+    config.write_text(config.read_text().replace(llm.anthropic_url, llm.anthropic_url + "/v1/"))
+    llm.script(text('{"score": 0.6, "reason": "ok"}'))
+    report = _run(1, evaluator=Evaluator(name="quality", prompt="{{input}} {{output}}", model="claude-haiku-4-5"))
+    assert report.items[0].evaluations["quality"].score == 0.6  # not a 404 from /v1/v1/messages
+    assert llm.count("messages") == 1
+
+
 def test_garbage_then_valid_is_retried_once_with_a_stricter_prompt(judged_project: Path, llm: FakeLLM) -> None:
     llm.script(text("The answer looks great to me!"), answer(0.7, "fine"))
     report = _run(1)
@@ -333,3 +344,20 @@ def test_the_judge_sdk_is_imported_before_the_first_agent_call(judged_project: P
     result = subprocess.run([sys.executable, str(script)], cwd=judged_project, capture_output=True, text=True,
                             timeout=60)
     assert result.stdout.strip() == "[True]", result.stderr  # not lazily inside the loop mid-run
+
+
+def test_a_server_echoing_the_api_key_does_not_get_it_stored(judged_project: Path, llm: FakeLLM) -> None:
+    echo = f"I received: Authorization: Bearer {TEST_KEY}"
+    llm.script(text(echo), text(echo))
+    first = _run(1).items[0].evaluations["quality"]
+    assert first.status == "eval-error"
+    assert first.raw_response == RETRY_SEPARATOR.join(["I received: Authorization: Bearer ***"] * 2)
+    llm.script(text(f'{{"score": 0.5, "reason": "your key {TEST_KEY} works"}}'))
+    second = _run(1).items[0].evaluations["quality"]
+    assert second.score == 0.5 and second.reason == "your key *** works"
+    llm.script(Reply(body=f"<html>proxy saw key {TEST_KEY}</html>"))
+    third = _run(1, evaluator=Evaluator(name="quality", prompt="Again: {{input}}")).items[0].evaluations["quality"]
+    assert third.status == "eval-error" and "proxy saw key ***" in (third.error or "")
+    output = judged_project / ".cobalt"
+    stored = [p.read_bytes() for p in output.rglob("*") if p.is_file()]  # results, cache, the DuckDB file
+    assert len(stored) >= 5 and not [b for b in stored if TEST_KEY.encode() in b]
