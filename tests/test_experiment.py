@@ -453,3 +453,34 @@ def test_an_empty_dataset_is_refused_before_the_run(project: Path) -> None:
     filtered = experiment("none-left", DATA.filter(lambda item: False), _echo_expected)
     with pytest.raises(ConfigError, match=r"'none-left' has no items to run: its dataset is empty;"):
         filtered.run()
+
+
+def test_an_async_agent_that_swallows_its_cancellation_is_left_behind_and_the_run_finishes(project: Path) -> None:
+    async def stubborn(ctx):
+        if ctx.index == 1:
+            try:
+                await asyncio.sleep(30)
+            except BaseException:  # the user's bare `except:` around a retry
+                await asyncio.sleep(3)  # bounded, so the test ends even where the timeout cannot stop it
+        return ctx.item["expected_output"]
+
+    report = experiment("stubborn", DATA.slice(0, 3), stubborn, timeout=0.2,
+                        evaluators=[Evaluator(name="exact", type="exact-match")]).run()
+    assert [i.status for i in report.items] == ["ok", "timeout", "ok"]
+    assert report.items[1].error == ("the agent did not answer within 0.2 s; it ignored the cancellation and "
+                                     "was left running")
+    assert report.summary.scores["exact"].avg == 1.0
+
+
+def test_an_async_agent_blocking_the_event_loop_is_a_timeout_that_says_why(project: Path) -> None:
+    import time
+
+    async def blocking(ctx):
+        time.sleep(0.3)  # a blocking call inside async def: no timeout can fire meanwhile
+        return ctx.item["expected_output"]
+
+    report = experiment("blocking", DATA.slice(0, 2), blocking, timeout=0.1).run()
+    assert [i.status for i in report.items] == ["timeout", "timeout"]
+    assert all("the event loop was blocked" in (i.error or "") and "make it a plain def" in (i.error or "")
+               for i in report.items)
+    assert min(i.latency_ms or 0 for i in report.items) >= 300  # what the user waited, not what the agent claimed
