@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._report import ExperimentReport
+from ._units import count, money
 
 
 def _num(value: float | None, digits: int = 3) -> str:
@@ -27,10 +28,11 @@ def report_markdown(report: ExperimentReport) -> str:
     """A summary of one run: status, scores table, totals and gates."""
     s = report.summary
     verdict = "passed" if report.passed else "FAILED"
-    cost = "unknown" if s.estimated_cost is None else f"${s.estimated_cost:.4f}"
+    cost = money(s.estimated_cost)
     return "\n\n".join([
         f"### cobalt: {report.name} — {verdict}",
-        f"Run `{report.id}` ({report.status}) · {s.total_runs} items · {s.errors} errors · {s.timeouts} timeouts · "
+        f"Run `{report.id}` ({report.status}) · {count(s.total_runs, 'item')} · {count(s.errors, 'error')} · "
+        f"{count(s.timeouts, 'timeout')} · "
         f"{s.total_duration_ms / 1000:.1f} s · cost {cost}",
         scores_table(report),
         gates_list(report),

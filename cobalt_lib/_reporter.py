@@ -129,7 +129,8 @@ class TerminalReporter:
             text.append((item.error or "").splitlines()[0][:100] if item.error else "", style="red")
             return text
         low = self._low(item)
-        text.append("⚠ " if low else "✓ ", style="yellow" if low else "green")
+        failed = any(ev.status != "ok" for ev in item.evaluations.values())  # an ERR is no pass
+        text.append("⚠ " if low or failed else "✓ ", style="yellow" if low or failed else "green")
         for name, ev in item.evaluations.items():
             if ev.status != "ok":
                 text.append(f"{name}=ERR ", style="red")
@@ -156,7 +157,8 @@ class TerminalReporter:
         # A rescore calls no agent, and the scores it carries over from its parent count as reused.
         agent = "not called (rescore)" if report.parent_run_id else money(s.agent_cost)
         reused = "cached or carried over" if report.parent_run_id else "cached"
-        if s.judge_calls or s.cached_scores or s.judge_tokens:
+        judged = any(ev.judge_model for item in report.items for ev in item.evaluations.values())
+        if judged or s.judge_calls or s.cached_scores or s.judge_tokens:  # even if every judge call failed
             c.print(f"tokens {s.total_tokens} (agent {s.agent_tokens}, judge {s.judge_tokens})  |  "
                     f"cost: agent {agent}, judge {money(s.judge_cost)}  |  "
                     f"judge calls {s.judge_calls}, {reused} {s.cached_scores}")

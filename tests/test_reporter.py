@@ -168,3 +168,25 @@ def test_a_run_without_model_evaluators_prints_no_judge_cost() -> None:
     text = buffer.getvalue()
     assert "tokens 0  |  cost: agent unknown  |  no judge calls" in text
     assert "judge $" not in text
+
+
+def test_an_item_with_an_evaluation_error_is_not_marked_as_passing() -> None:
+    reporter = TerminalReporter(io.StringIO(), width=100)
+    reporter.on_start(_plan(1))
+    item = ItemResult(index=0, output="a", latency_ms=5.0,
+                      evaluations={"exact": Evaluation(score=1.0), "style": Evaluation(status="eval-error")})
+    assert reporter.item_line(item).plain == "    #0 ⚠ exact=1.00 style=ERR (5ms)"
+
+
+def test_judge_calls_that_all_failed_still_show_in_the_totals() -> None:
+    buffer = io.StringIO()
+    reporter = TerminalReporter(buffer, width=120)
+    plan = _plan(1)
+    failed = Evaluation(status="eval-error", error="openai/gpt-4o-mini call failed: HTTP 429",
+                        judge_model="openai/gpt-4o-mini")
+    item = ItemResult(index=0, output="a", latency_ms=1.0, evaluations={"exact": Evaluation(score=1.0),
+                                                                       "style": failed})
+    reporter.on_finish(build_report(plan, [item], 1.0, "completed"))
+    text = buffer.getvalue()
+    assert "no judge calls" not in text and "judge calls 0, cached 0" in text
+    assert "✗ style: 1 evaluation error (#0); first: openai/gpt-4o-mini call failed: HTTP 429" in text
