@@ -1,5 +1,9 @@
 """A Dagster code location: cobalt's experiments plus a `deploy` asset gated by the quality check.
 
+`deploy` runs where this file is loaded: under `cobalt serve` (schedules, `cobalt request`, the
+UI's job) or `dagster dev`. `cobalt run` evaluates only (the dataset, outputs, scores and
+aggregates assets), so running evals locally never deploys.
+
     cobalt serve                        (from this directory: it finds and loads this file)
     DAGSTER_HOME=$PWD/.cobalt/dagster dagster dev -m definitions    (same instance as `cobalt run`)
     dagster definitions validate -m definitions
@@ -19,7 +23,7 @@ NAME = dagster_name(EXPERIMENT)  # support_bot
 @dg.asset(
     key=dg.AssetKey([NAME, "deploy"]),
     deps=[dg.AssetKey([NAME, "aggregates"])],
-    group_name=NAME,  # in the experiment's group, so its job runs it after the gate
+    group_name=NAME,  # in the experiment's group, so this code location's job runs it after the gate
     partitions_def=dg.DynamicPartitionsDefinition(name=f"{NAME}_runs"),
     description="Ships the support bot; blocked when its quality gate fails.",
 )
