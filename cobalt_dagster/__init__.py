@@ -11,7 +11,7 @@ partition per cobalt run id), a blocking check per quality gate, a job `<experim
 schedule when `[schedules]` names it, and the `cobalt_run_requests` sensor.
 """
 
-from ._assets import ExperimentDefs, check_name, experiment_defs
+from ._assets import ExperimentDefs, check_name, check_names, experiment_defs
 from ._automation import request_run
 from ._definitions import build_definitions, build_experiment_defs
 from ._gates import record_run, require_gates_passed
@@ -25,6 +25,7 @@ __all__ = [
     "build_definitions",
     "build_experiment_defs",
     "check_name",
+    "check_names",
     "dagster_home",
     "dagster_name",
     "experiment_defs",

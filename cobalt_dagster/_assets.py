@@ -5,7 +5,9 @@ DuckDB tables through cobalt's store module; the partition key is the cobalt run
 (No `from __future__ import annotations` here: Dagster reads the context annotations at runtime.)
 """
 
+import hashlib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -104,22 +106,37 @@ def experiment_defs(experiment: Experiment, gates: list[Assertion]) -> Experimen
             observer.on_finish(report)
         return dg.MaterializeResult(metadata=aggregates_metadata(report, plan.store))
 
-    checks = [_gate_check(experiment, gate, aggregates, name, i) for i, gate in enumerate(gates)]
+    checks = [_gate_check(experiment, gate, aggregates, check)
+              for gate, check in zip(gates, check_names([g.name for g in gates]), strict=True)]
     job = dg.define_asset_job(f"{name}_eval", selection=dg.AssetSelection.groups(name),
                               description=f"Run the cobalt experiment {experiment.name!r}.")
     return ExperimentDefs(experiment, name, parts, [dataset, outputs, scores, aggregates], checks, job)
 
 
-def check_name(gate_name: str, index: int) -> str:
-    """A valid, deterministic Dagster check name for the experiment's `index`-th gate."""
+def check_name(gate_name: str) -> str:
+    """The Dagster check name of a gate, from its name rather than its position, so reordering or
+    adding gates keeps each check's history: `exact >= 0.75` -> `gate_exact_min_0_75`."""
     words = gate_name.replace(">=", " min ").replace("<=", " max ")
-    slug = re.sub(r"_+", "_", dagster_name(words)).strip("_")
-    return f"gate_{index}_{slug}"[:60].rstrip("_")
+    name = "gate_" + re.sub(r"_+", "_", dagster_name(words)).strip("_")
+    if len(name) > 60:  # Dagster's limit is generous, the UI's columns are not; a hash keeps long names apart
+        name = f"{name[:51].rstrip('_')}_{hashlib.sha1(gate_name.encode()).hexdigest()[:8]}"
+    return name
 
 
-def _gate_check(experiment: Experiment, gate: Assertion, aggregates: dg.AssetsDefinition, name: str,
-                index: int) -> dg.AssetChecksDefinition:
-    @dg.asset_check(asset=aggregates, name=check_name(gate.name, index), blocking=True,
+def check_names(gate_names: Sequence[str]) -> list[str]:
+    """`check_name` of each gate; a name that repeats gets `_2`, `_3`... in order of declaration."""
+    seen: dict[str, int] = {}
+    names = []
+    for gate_name in gate_names:
+        base = check_name(gate_name)
+        seen[base] = seen.get(base, 0) + 1
+        names.append(base if seen[base] == 1 else f"{base}_{seen[base]}")
+    return names
+
+
+def _gate_check(experiment: Experiment, gate: Assertion, aggregates: dg.AssetsDefinition,
+                check_id: str) -> dg.AssetChecksDefinition:
+    @dg.asset_check(asset=aggregates, name=check_id, blocking=True,
                     description=f"Quality gate: {gate.name}")
     def check(context: dg.AssetCheckExecutionContext, cobalt: CobaltResource) -> dg.AssetCheckResult:
         run_id = context.run.tags.get("dagster/partition", "")

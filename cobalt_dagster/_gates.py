@@ -10,7 +10,7 @@ from filelock import FileLock
 
 from cobalt_lib import Config, ExperimentReport, Store
 
-from ._assets import check_name, gate_outcome
+from ._assets import check_names, gate_outcome
 from ._instance import local_instance
 from ._metadata import aggregates_metadata, dataset_metadata, outputs_metadata, scores_metadata
 from ._names import dagster_name
@@ -87,10 +87,11 @@ def _stage_metadata(report: ExperimentReport, store: Store) -> list[tuple[str, d
 
 def _check_evaluations(report: ExperimentReport, name: str) -> list[dg.AssetCheckEvaluation]:
     evaluations = []
-    for index, gate in enumerate(report.config.get("assertions", [])):
+    gates = report.config.get("assertions", [])
+    for gate, check in zip(gates, check_names([g["name"] for g in gates]), strict=True):
         passed, metadata = gate_outcome(report.id, [a for a in report.assertions if a.gate == gate["name"]])
         evaluations.append(dg.AssetCheckEvaluation(
-            asset_key=dg.AssetKey([name, "aggregates"]), check_name=check_name(gate["name"], index),
+            asset_key=dg.AssetKey([name, "aggregates"]), check_name=check,
             passed=passed, severity=dg.AssetCheckSeverity.ERROR, metadata=metadata, description=gate["name"],
             blocking=True, partition=None))  # as the real check: blocking, and not partitioned
     return evaluations

@@ -32,7 +32,7 @@ STAGES = ("dataset", "outputs", "scores", "aggregates")
 SUPPORT, SUMMARIZER = "support_bot", "my_summarizer_agent"
 AGGREGATES = dg.AssetKey([SUPPORT, "aggregates"])
 DEPLOY = dg.AssetKey([SUPPORT, "deploy"])
-GATE = "gate_0_exact_min_0_75"
+GATE = "gate_exact_min_0_75"
 CHECK = dg.AssetCheckKey(AGGREGATES, GATE)
 
 
@@ -675,7 +675,12 @@ def test_dagster_names() -> None:
     assert cobalt_dagster.dagster_name("support bot.v2") == "support_bot_v2"
     assert cobalt_dagster.dagster_name("already_fine_1") == "already_fine_1"
     assert cobalt_dagster.dagster_name("2024 eval") == "x_2024_eval"  # a Dagster name cannot start with a digit
-    assert cobalt_dagster.check_name("exact >= 0.75", 0) == GATE
+    assert cobalt_dagster.check_name("exact >= 0.75") == GATE
+    # named by content, not position: reordering keeps each check (and its history); repeats get a suffix
+    assert cobalt_dagster.check_names(["latency.p95 <= 5000", "exact >= 0.75", "exact >= 0.75"]) == [
+        "gate_latency_p95_max_5000", GATE, GATE + "_2"]
+    long = cobalt_dagster.check_name("x" * 80 + " >= 1")
+    assert len(long) == 60 and long != cobalt_dagster.check_name("x" * 80 + " >= 2")
 
 
 def test_colliding_experiment_names_are_a_config_error(tmp_path: Path) -> None:

@@ -136,7 +136,7 @@ def test_serve_lists_assets_and_checks_and_stops_on_ctrl_c(
                 for stage in ("dataset", "outputs", "scores", "aggregates")}
     assert expected <= set(nodes)
     assert "support_bot/deploy" in nodes  # the project's own definitions.py, which serve found and loaded
-    assert nodes["support_bot/aggregates"] == ["gate_0_exact_min_0_75"]
+    assert nodes["support_bot/aggregates"] == ["gate_exact_min_0_75"]
     assert nodes["my_summarizer_agent/aggregates"] == []
     assert (root / ".cobalt" / "dagster").is_dir()  # DAGSTER_HOME is the project's local instance
 
