@@ -120,6 +120,8 @@ class Config(_Section):
     #: Where the configuration was found; not a config key.
     root: Path = Field(default_factory=Path.cwd, exclude=True)
     source: Path | None = Field(default=None, exclude=True)
+    #: Other config files beside `source`, which it shadows (only the first of CONFIG_FILES counts).
+    shadowed: list[Path] = Field(default_factory=list, exclude=True)
 
     @property
     def output_path(self) -> Path:
@@ -164,6 +166,9 @@ def load_config(start: Path | None = None) -> Config:
         config = _validate(_read_toml(source).get("tool", {}).get("cobalt", {}), f"{source} [tool.cobalt]")
     config.root = root
     config.source = source
+    if source is not None:
+        config.shadowed = [root / name for name in CONFIG_FILES[CONFIG_FILES.index(source.name) + 1:]
+                           if (root / name).is_file() and (name != "pyproject.toml" or _has_tool_cobalt(root / name))]
     return config
 
 

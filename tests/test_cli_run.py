@@ -443,3 +443,13 @@ def test_update_baselines_writes_the_first_baseline_and_the_gate_then_holds(proj
 
     exported = cobalt(project, "export", "latest", "-f", "baseline", "-o", "b.json")
     assert exported.returncode == 0 and json.loads((project / "b.json").read_text()) == {"exact": 0.5}
+
+
+def test_a_shadowed_config_file_is_a_warning(project: Path) -> None:
+    (project / "cobalt.toml").write_text("concurrency = 9\n")
+    (project / "pyproject.toml").write_text("[tool.cobalt]\nconcurrency = 4\n")
+    result = cobalt(project, "history")
+    assert result.returncode == 0
+    assert result.stderr.splitlines() == [
+        f"warning: {project.resolve() / 'pyproject.toml'} is ignored: {project.resolve() / 'cobalt.toml'} comes "
+        "first and is the configuration used; merge the two files into one."]

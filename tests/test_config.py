@@ -328,3 +328,13 @@ def test_an_experiment_name_declared_twice_is_refused_with_both_places(project: 
     twice.write_text(body.format(name="x") + '\n@experiment("x", [{"input": 2}])\ndef agent(ctx):\n    return 2\n')
     with pytest.raises(ConfigError, match=r"'x' is declared twice, at .*twice\.py, line 3 and at .*twice\.py, line 5;"):
         load_file(twice)
+
+
+def test_config_files_shadowed_by_the_first_are_listed(project: Path) -> None:
+    (project / "cobalt.config.py").write_text("from cobalt_lib import define_config\n"
+                                              "config = define_config(concurrency=3)\n")
+    (project / "cobalt.toml").write_text("concurrency = 9\n")
+    (project / "pyproject.toml").write_text("[project]\nname = 'x'\n")  # no [tool.cobalt]: not a cobalt config
+    config = load_config()
+    assert config.concurrency == 3 and config.source == project / "cobalt.config.py"
+    assert config.shadowed == [project / "cobalt.toml"]

@@ -11,7 +11,11 @@ from .._store import Store
 
 
 def project_config() -> Config:
-    return load_config()
+    config = load_config()
+    for other in config.shadowed:  # a silently ignored file is a setting the user thinks applies
+        print(f"warning: {other} is ignored: {config.source} comes first and is the configuration used; "
+              "merge the two files into one.", file=sys.stderr)
+    return config
 
 
 def project_store(config: Config) -> Store:
