@@ -27,6 +27,11 @@ def _fmt(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
+def _label(index: int, run_index: int) -> str:
+    """`#3` for an item's first run, `#3.2` for its third."""
+    return f"#{index}" + (f".{run_index}" if run_index else "")
+
+
 class TerminalReporter:
     """An Observer that prints a run as it happens. `ci=True`: compact, no colour, no live redraw."""
 
@@ -121,8 +126,7 @@ class TerminalReporter:
                 if ev.status == "ok" and ev.score is not None and ev.score < self._thresholds.get(name, 0.5)]
 
     def item_line(self, item: ItemResult) -> Text:
-        label = f"#{item.index}" + (f".{item.run_index}" if item.run_index else "")
-        text = Text(f"{label:>6} ")
+        text = Text(f"{_label(item.index, item.run_index):>6} ")
         if item.status != "ok":
             mark = "✗ ERROR" if item.status == "error" else "⏱ TIMEOUT"
             text.append(f"{mark} ", style="bold red")
@@ -173,14 +177,23 @@ class TerminalReporter:
         c.print(f"run id:  {report.id}{status}")
 
     def _print_warnings(self, report: ExperimentReport) -> None:
-        low: dict[str, list[int]] = {}
+        low: dict[str, list[tuple[int, int]]] = {}
         for item in report.items:
             for name in self._low(item) if self._thresholds else []:
-                low.setdefault(name, []).append(item.index)
-        for name, indexes in low.items():
-            shown = ", ".join(f"#{i}" for i in sorted(set(indexes))[:20])
-            more = f" and {len(set(indexes)) - 20} more" if len(set(indexes)) > 20 else ""
-            self.console.print(Text(f"⚠ low {name} (< {self._thresholds[name]:g}): {shown}{more}", style="yellow"))
+                low.setdefault(name, []).append((item.index, item.run_index))
+        for name, keys in low.items():
+            labels = [_label(i, r) for i, r in sorted(set(keys))]
+            more = f" and {len(labels) - 20} more" if len(labels) > 20 else ""
+            self.console.print(Text(f"⚠ low {name} (< {self._thresholds[name]:g}): {', '.join(labels[:20])}{more}",
+                                    style="yellow"))
+        # With runs > 1: the items that passed in some runs and not in others are the unreliable ones.
+        flaky = [f"#{spread.index} {name} {round((st.pass_rate or 0) * spread.runs)}/{spread.runs}"
+                 for spread in report.summary.per_item for name, st in spread.evaluators.items()
+                 if st.pass_rate is not None and 0 < st.pass_rate < 1]
+        if flaky:
+            more = f" and {len(flaky) - 20} more" if len(flaky) > 20 else ""
+            self.console.print(Text(f"⚠ flaky (passed in some runs, not all): {', '.join(flaky[:20])}{more}",
+                                    style="yellow"))
         failed = [i for i in report.items if i.status != "ok"]
         if failed:
             shown = ", ".join(f"#{i.index}" for i in failed[:20])

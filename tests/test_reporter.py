@@ -190,3 +190,19 @@ def test_judge_calls_that_all_failed_still_show_in_the_totals() -> None:
     text = buffer.getvalue()
     assert "no judge calls" not in text and "judge calls 0, cached 0" in text
     assert "✗ style: 1 evaluation error (#0); first: openai/gpt-4o-mini call failed: HTTP 429" in text
+
+
+def test_with_several_runs_low_scores_name_the_run_and_flaky_items_are_listed() -> None:
+    exp = experiment("rep", Dataset([{"input": "a", "expected_output": "a"}, {"input": "b", "expected_output": "b"}]),
+                     lambda ctx: "a", evaluators=[Evaluator(name="exact", type="exact-match")])
+    plan = prepare(exp, define_config(output_dir="/nonexistent"), run_id="run-3", runs=3)
+    scores = {(0, 0): 1.0, (0, 1): 0.0, (0, 2): 1.0, (1, 0): 1.0, (1, 1): 1.0, (1, 2): 1.0}
+    items = [ItemResult(index=i, run_index=r, output="a", latency_ms=1.0,
+                        evaluations={"exact": Evaluation(score=v, passed=v >= 0.5)}) for (i, r), v in scores.items()]
+    buffer = io.StringIO()
+    reporter = TerminalReporter(buffer, width=120)
+    reporter.on_start(plan)
+    reporter.on_finish(build_report(plan, items, 1.0, "completed"))
+    lines = buffer.getvalue().splitlines()
+    assert "⚠ low exact (< 0.5): #0.1" in lines
+    assert "⚠ flaky (passed in some runs, not all): #0 exact 2/3" in lines
