@@ -41,11 +41,12 @@ MAX_ABANDONED_CALLS = 32
 
 
 class DaemonThreads:
-    """Worker threads for sync agents. Daemon threads, so an agent that hangs forever cannot
-    keep the process alive after the run has recorded it as a timeout."""
+    """Worker threads for sync agents and evaluators. Daemon threads, so a call that hangs forever
+    cannot keep the process alive after the run has recorded it as a timeout."""
 
-    def __init__(self, max_workers: int) -> None:
+    def __init__(self, max_workers: int, *, name: str = "cobalt-agent") -> None:
         self.max_workers = max_workers
+        self.name = name
         self.abandoned = 0
         self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
@@ -68,7 +69,7 @@ class DaemonThreads:
             if self._idle > 0:
                 self._idle -= 1
             elif len(self._threads) < self.max_workers + self.abandoned:
-                thread = threading.Thread(target=self._work, name="cobalt-agent", daemon=True)
+                thread = threading.Thread(target=self._work, name=self.name, daemon=True)
                 self._threads.append(thread)
                 thread.start()
         return future
@@ -127,7 +128,7 @@ async def call_agent(runner: Runner, ctx: AgentContext, *, timeout: float, limit
                 _hold_slot(future, limit, threads, grace=timeout)
                 raise
         else:
-            value = await _within(_awaitable(runner, ctx), timeout)
+            value = await within(_awaitable(runner, ctx), timeout)
             elapsed = time.perf_counter() - started
             if elapsed > timeout + max(0.05, timeout / 20):  # the timer could not fire: the loop was blocked
                 raise BlockedLoopTimeout(elapsed)
@@ -188,7 +189,7 @@ class BlockedLoopTimeout(Exception):
 CANCEL_GRACE_SECONDS = 1.0
 
 
-async def _within(awaitable: Any, timeout: float) -> Any:
+async def within(awaitable: Any, timeout: float) -> Any:
     """`awaitable`'s result, or TimeoutError after `timeout` s. Unlike `asyncio.wait_for`, a call that
     swallows its cancellation (a bare `except:` around an await) cannot hold the item, and the run,
     forever: after CANCEL_GRACE_SECONDS it is left behind, like a hung sync call's thread."""

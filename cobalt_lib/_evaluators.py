@@ -9,10 +9,11 @@ import json
 import math
 import re
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._agent import DaemonThreads, within
 from ._aio import is_async_callable
 from ._config import Config
 from ._errors import EvaluatorError, JudgeError, TemplateError
@@ -153,14 +154,18 @@ class Evaluator:
             return resolve_embeddings(config.judge, embeddings, model=self.model, who=who)
         return None
 
-    async def evaluate(self, ctx: EvalContext, judge: Judge, endpoint: Endpoint | None) -> Evaluation:
-        """Score one output. User-code failures and bad answers become `eval-error` records."""
+    async def evaluate(self, ctx: EvalContext, judge: Judge, endpoint: Endpoint | None, *,
+                       threads: DaemonThreads | None = None, timeout: float | None = None) -> Evaluation:
+        """Score one output. User-code failures and bad answers become `eval-error` records.
+
+        A `function` evaluator runs in `threads` when sync, and is an eval-error past `timeout`.
+        """
         try:
             if self.type == "llm-judge":
                 assert endpoint is not None
                 result = await judge.score(endpoint, self._render(ctx), system=self.system or SYSTEM_PROMPT)
             elif self.type == "function":
-                result = await self._call_function(ctx)
+                result = await self._call_function(ctx, threads, timeout)
             elif self.type == "exact-match":
                 result = self._exact_match(ctx)
             else:
@@ -180,18 +185,29 @@ class Evaluator:
                      "index": ctx.index, "run_index": ctx.run_index}
         return render(self.prompt or "", variables, where=f"Evaluator {self.name!r}")
 
-    async def _call_function(self, ctx: EvalContext) -> Evaluation:
+    async def _call_function(self, ctx: EvalContext, threads: DaemonThreads | None,
+                             timeout: float | None) -> Evaluation:
         fn = self.fn
         assert fn is not None
+        call: Awaitable[Any]
         try:
             if is_async_callable(fn):
-                value = await fn(ctx)
-            else:
+                call = fn(ctx)
+            elif threads is not None:
                 # A worker thread: a slow sync evaluator must not stall the event loop (and with it
-                # every agent timeout and judge call of the run).
-                value = await asyncio.get_running_loop().run_in_executor(None, fn, ctx)
+                # every agent timeout and judge call of the run). A daemon one, so that a hung
+                # evaluator cannot keep the process alive after its timeout.
+                call = threads.submit(lambda: fn(ctx))
+            else:
+                call = asyncio.get_running_loop().run_in_executor(None, fn, ctx)
+            value = await (within(call, timeout) if timeout else call)
             if inspect.isawaitable(value):
                 value = await value
+        except TimeoutError as exc:
+            if threads is not None and not is_async_callable(fn):
+                threads.abandon()  # its thread is stuck: let another take its place
+            return Evaluation(status="eval-error", error=f"the evaluator did not answer within {timeout:g} s"
+                                                         f"{exc.args[0] if exc.args else ''}")
         except Exception as exc:
             return Evaluation(status="eval-error", error=f"{type(exc).__name__}: {exc}",
                               raw_response=traceback.format_exc(limit=8))

@@ -162,6 +162,8 @@ class Session:
         self.agent_limit = asyncio.Semaphore(plan.concurrency)
         runner = plan.experiment.runner
         self.threads = None if is_async_callable(runner) else DaemonThreads(plan.concurrency)
+        #: For sync function evaluators; threads start on first use.
+        self.eval_threads = DaemonThreads(plan.concurrency + plan.judge_concurrency, name="cobalt-evaluator")
         #: Where an agent output goes the moment it exists (the store, when the stage writes outputs).
         self.output_sink: Callable[[ItemResult], None] = lambda item: None
 
@@ -171,6 +173,7 @@ class Session:
     async def __aexit__(self, *exc: object) -> None:
         if self.threads is not None:
             self.threads.shutdown()
+        self.eval_threads.shutdown()
         await self.judge.aclose()
 
 
@@ -190,7 +193,9 @@ async def score(session: Session, item: ItemResult) -> ItemResult:
     evaluators = [e for e in plan.evaluators if e.name in plan.scored]
     ctx = EvalContext(item=item.item, output=item.output, metadata=item.metadata, index=item.index,
                       run_index=item.run_index)
-    results = await asyncio.gather(*(e.evaluate(ctx, session.judge, plan.endpoints[e.name]) for e in evaluators))
+    results = await asyncio.gather(*(e.evaluate(ctx, session.judge, plan.endpoints[e.name],
+                                                threads=session.eval_threads, timeout=plan.timeout)
+                                     for e in evaluators))
     fresh = {e.name: r for e, r in zip(evaluators, results, strict=True)}
     kept = item.evaluations
     item.evaluations = {e.name: fresh.get(e.name) or kept[e.name] for e in plan.evaluators

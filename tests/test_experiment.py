@@ -484,3 +484,26 @@ def test_an_async_agent_blocking_the_event_loop_is_a_timeout_that_says_why(proje
     assert all("the event loop was blocked" in (i.error or "") and "make it a plain def" in (i.error or "")
                for i in report.items)
     assert min(i.latency_ms or 0 for i in report.items) >= 300  # what the user waited, not what the agent claimed
+
+
+def test_a_function_evaluator_past_the_timeout_is_an_eval_error_and_the_run_goes_on(project: Path) -> None:
+    import time
+
+    def slow_sync(ctx):
+        time.sleep(3)  # a hung external call, bounded so the test ends even where no timeout applies
+        return 1.0
+
+    async def slow_async(ctx):
+        await asyncio.sleep(3)
+        return 1.0
+
+    report = experiment("slow-evals", DATA.slice(0, 2), _echo_expected, timeout=0.3,
+                        evaluators=[Evaluator(name="sync", type="function", fn=slow_sync),
+                                    Evaluator(name="async", type="function", fn=slow_async),
+                                    Evaluator(name="exact", type="exact-match")]).run()
+    for item in report.items:
+        assert item.status == "ok" and item.evaluations["exact"].score == 1.0
+        for name in ("sync", "async"):
+            assert item.evaluations[name].status == "eval-error"
+            assert item.evaluations[name].error == "the evaluator did not answer within 0.3 s"
+    assert report.summary.scores["sync"].count == 0 and report.summary.scores["sync"].errors == 2
