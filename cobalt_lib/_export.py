@@ -70,7 +70,26 @@ def to_markdown(report: ExperimentReport) -> str:
         cells = [str(item.index), str(item.run_index), item.status, _md_cell(item.input), _md_cell(output),
                  *(_md_score(item.evaluations.get(n)) for n in names), latency]
         lines.append("| " + " | ".join(cells) + " |")
-    return report_markdown(report) + "\n#### Items\n\n" + "\n".join(lines) + "\n"
+    return report_markdown(report) + _per_item_markdown(report, names) + "\n#### Items\n\n" + "\n".join(lines) + "\n"
+
+
+def _per_item_markdown(report: ExperimentReport, names: list[str]) -> str:
+    """With runs > 1: each item's mean ± spread and passes per evaluator, across its runs."""
+    if not report.summary.per_item:
+        return ""
+    header = ["#", "runs", *names]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for spread in report.summary.per_item:
+        cells = [str(spread.index), str(spread.runs)]
+        for name in names:
+            st = spread.evaluators.get(name)
+            if st is None or st.avg is None:
+                cells.append("–")
+                continue
+            passes = "" if st.pass_rate is None else f" · {round(st.pass_rate * spread.runs)}/{spread.runs} passed"
+            cells.append(f"{st.avg:.3f} ± {st.stddev or 0:.3f}{passes}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n#### Per item across runs (mean ± stddev)\n\n" + "\n".join(lines) + "\n"
 
 
 def to_json(report: ExperimentReport) -> str:
