@@ -112,6 +112,9 @@ class NoRegression(Assertion):
             raise ConfigError(f"Baseline {path} is not valid JSON ({exc}).") from None
         if not isinstance(data, dict) or not all(isinstance(v, int | float) for v in data.values()):
             raise ConfigError(f"Baseline {path} must be a JSON object of metric name to number.")
+        if not data:
+            raise ConfigError(f"Baseline {path} is empty, so it would gate nothing; write it from a completed "
+                              "run with `cobalt run --update-baselines` or `cobalt export RUN -f baseline`.")
         return {str(k): float(v) for k, v in data.items()}
 
     def metrics(self, config: Config) -> list[str]:

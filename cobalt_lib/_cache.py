@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from ._files import write_atomically
 
 
 def cache_key(kind: str, provider: str, model: str, prompt: Any, params: dict[str, Any],
@@ -60,14 +60,7 @@ class ResponseCache:
         target = self._path(key)
         target.parent.mkdir(parents=True, exist_ok=True)
         data = json.dumps({"created": time.time(), "value": value}, ensure_ascii=False)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".json")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(data)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomically(target, data)
 
     def clear(self) -> int:
         """Delete every entry; returns how many files were removed."""

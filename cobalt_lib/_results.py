@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from datetime import datetime
 from pathlib import Path
 
+from ._files import write_atomically
 from ._report import ExperimentReport
 
 
@@ -22,14 +21,7 @@ def write_results(report: ExperimentReport, directory: Path) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     target = directory / results_filename(report)
     report.results_path = str(target)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(report.model_dump_json(indent=2))
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomically(target, report.model_dump_json(indent=2))
     return target
 
 

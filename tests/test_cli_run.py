@@ -453,3 +453,23 @@ def test_a_shadowed_config_file_is_a_warning(project: Path) -> None:
     assert result.stderr.splitlines() == [
         f"warning: {project.resolve() / 'pyproject.toml'} is ignored: {project.resolve() / 'cobalt.toml'} comes "
         "first and is the configuration used; merge the two files into one."]
+
+
+def test_an_incomplete_run_gives_no_baseline_and_its_export_says_it_is_partial(qa_project: Path) -> None:
+    crashed = cobalt(qa_project, "run", "-f", "qa", "--no-dagster", CRASH="1")
+    assert crashed.returncode == 3
+    run_id = Store(qa_project / ".cobalt" / "cobalt.duckdb").runs()[0]["run_id"]
+    baseline = cobalt(qa_project, "export", "latest", "-f", "baseline", "-o", "b.json")
+    assert baseline.returncode == 2 and not (qa_project / "b.json").exists()
+    assert baseline.stderr.strip() == (f"error: Run {run_id} is incomplete; a baseline must come from a completed "
+                                       "run with scores (an empty one would gate nothing).")
+    csv = cobalt(qa_project, "export", "latest", "-f", "csv")
+    assert csv.returncode == 0
+    assert csv.stderr.strip() == f"warning: run {run_id} is incomplete: the export holds only its finished items."
+    (qa_project / "empty.json").write_text("{}")
+    (qa_project / "experiments" / "qa.cobalt.py").write_text(
+        EXPERIMENT.replace('threshold("exact", 0.75)]', 'threshold("exact", 0.75), no_regression("empty.json")]')
+        .replace("import Dataset, Evaluator, experiment, threshold", "import Dataset, Evaluator, experiment, "
+                 "no_regression, threshold"))
+    gated = cobalt(qa_project, "run", "-f", "qa", "--no-dagster")
+    assert gated.returncode == 2 and "empty.json is empty, so it would gate nothing" in gated.stderr

@@ -194,6 +194,13 @@ def export(
     format = _export_format(format, output)
     store = _existing_store(project_config())
     report = load_report(store, resolve_run(store, run, experiment))
+    if format == "baseline" and (report.status != "completed" or not report.baseline()):
+        why = f"is {report.status}" if report.status != "completed" else "has no evaluator scores"
+        raise ConfigError(f"Run {report.id} {why}; a baseline must come from a completed run with scores "
+                          "(an empty one would gate nothing).")
+    if report.status != "completed":
+        print(f"warning: run {report.id} is {report.status}: the export holds only its finished items.",
+              file=sys.stderr)
     text = RENDERERS[format](report)
     if output is None:
         sys.stdout.write(text)

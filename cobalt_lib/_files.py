@@ -1,0 +1,31 @@
+"""Writing a file so that readers see the old content or the new, never half of it."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+_UMASK: list[int] = []
+
+
+def _file_mode() -> int:
+    """0o666 less the process umask: what `open()` would have given (mkstemp gives 0o600)."""
+    if not _UMASK:
+        mask = os.umask(0o022)  # the only way to read the umask is to set it; put it straight back
+        os.umask(mask)
+        _UMASK.append(mask)
+    return 0o666 & ~_UMASK[0]
+
+
+def write_atomically(target: Path, text: str) -> None:
+    """Write `text` to a temporary file beside `target`, then rename it over `target`."""
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=target.suffix)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(tmp, _file_mode())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
