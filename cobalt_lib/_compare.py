@@ -318,10 +318,11 @@ def comparison_markdown(c: Comparison) -> str:
              f"{c.experiment_b} vs {c.experiment_a} · {c.paired} paired items · {len(c.unpaired)} unpaired · "
              f"{level} paired bootstrap CI ({c.resamples} resamples, seed {c.seed})"
              + (f" · {scope_note(c)}" if c.scope else ""),
-             "\n".join([f"| evaluator | A | B | B - A | {level} CI | pairs | verdict |",
-                        "|---|---|---|---|---|---|---|",
+             "\n".join([f"| evaluator | A | B | B - A | paired B - A | {level} CI | pairs | verdict |",
+                        "|---|---|---|---|---|---|---|---|",
                         *(f"| {e.evaluator} | {_num(e.mean_a)} | {_num(e.mean_b)} | {_num(e.delta, sign=True)} "
-                          f"| {ci_text(e)} | {e.pairs} | {e.verdict} |" for e in c.evaluators)]),
+                          f"| {_num(e.paired_delta, sign=True)} | {ci_text(e)} | {e.pairs} | {e.verdict} |"
+                          for e in c.evaluators)]),
              "\n".join(["| metric | A | B | B - A |", "|---|---|---|---|",
                         *(f"| {m.metric} | {metric_text(m.metric, m.a)} | {metric_text(m.metric, m.b)} "
                           f"| {metric_text(m.metric, m.delta, sign=True)} |" for m in c.metrics)])]

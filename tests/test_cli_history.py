@@ -240,7 +240,8 @@ def test_compare_table_and_markdown(runs: tuple[Path, list[dict[str, Any]]]) -> 
     assert "most regressed: item 0 run 0 exact 1.000 -> 0.000 (-1.000)  q0" in table.stdout
     markdown = cobalt(root, "compare", stored[2]["run_id"], stored[1]["run_id"], "--markdown")
     assert markdown.stdout.startswith(f"### cobalt compare: `{stored[1]['run_id']}` vs baseline")
-    assert "| short | 1.000 | 1.000 | +0.000 | [+0.000, +0.000] | 8 | no significant change |" in markdown.stdout
+    row = "| short | 1.000 | 1.000 | +0.000 | +0.000 | [+0.000, +0.000] | 8 | no significant change |"
+    assert row in markdown.stdout
 
 
 def test_compare_scopes_latest_and_previous_by_experiment(runs: tuple[Path, list[dict[str, Any]]]) -> None:

@@ -473,3 +473,16 @@ def test_an_incomplete_run_gives_no_baseline_and_its_export_says_it_is_partial(q
                  "no_regression, threshold"))
     gated = cobalt(qa_project, "run", "-f", "qa", "--no-dagster")
     assert gated.returncode == 2 and "empty.json is empty, so it would gate nothing" in gated.stderr
+
+
+def test_compare_with_an_unfinished_run_warns_and_refuses_to_gate(qa_project: Path) -> None:
+    assert cobalt(qa_project, "run", "-f", "qa", "--no-dagster").returncode == 0
+    assert cobalt(qa_project, "run", "-f", "qa", "--no-dagster", CRASH="1").returncode == 3
+    crashed = Store(qa_project / ".cobalt" / "cobalt.duckdb").runs()[0]["run_id"]
+    plain = cobalt(qa_project, "compare", "previous", "latest")
+    assert plain.returncode == 0
+    assert f"warning: run B ({crashed}) is incomplete: only its finished items are compared." in plain.stderr
+    gate = cobalt(qa_project, "compare", "previous", "latest", "--fail-on-regression")
+    assert gate.returncode == 2
+    assert gate.stderr.strip() == (f"error: Run B ({crashed}) is incomplete; --fail-on-regression compares completed "
+                                   "runs only: wait for it, or finish it with `cobalt run --resume`.")

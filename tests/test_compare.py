@@ -174,7 +174,7 @@ def test_markdown_rendering() -> None:
     b = make_report("b", {"exact": [0, 0, 0, 1]}, hashes=["h0", "h1", "h2", "new"])
     text = comparison_markdown(compare_reports(a, b))
     assert text.startswith("### cobalt compare: `b` vs baseline `a`")
-    assert "| exact | 1.000 | 0.250 | -0.750 | [-1.000, -1.000] | 3 | regressed |" in text
+    assert "| exact | 1.000 | 0.250 | -0.750 | -1.000 | [-1.000, -1.000] | 3 | regressed |" in text
     assert "| 0 | 0 | exact | 1.000 | 0.000 | -1.000 | question 0 |" in text
     assert "#### Unpaired\n\n1 unpaired item, not compared (1 input changed): item 3\n" in text
     assert "latest/previous" not in text  # the runs were named outright: no scope to report

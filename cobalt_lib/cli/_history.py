@@ -189,14 +189,16 @@ def _print_comparison(c: Comparison) -> None:
     if c.scope:
         out.print(scope_note(c))
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    for column in ("evaluator", "A", "B", "B - A", f"{c.confidence:.0%} CI", "pairs", "verdict"):
+    # A and B are whole-run means; the verdict and its CI come from the paired items only, so
+    # the paired difference gets its own column (the two differ when items were added or lost).
+    for column in ("evaluator", "A", "B", "B - A", "paired B - A", f"{c.confidence:.0%} CI", "pairs", "verdict"):
         table.add_column(column, justify="left" if column in ("evaluator", "verdict") else "right")
     for e in c.evaluators:
-        table.add_row(e.evaluator, _fmt(e.mean_a), _fmt(e.mean_b), _fmt(e.delta, sign=True), ci_text(e),
-                      str(e.pairs), e.verdict)
+        table.add_row(e.evaluator, _fmt(e.mean_a), _fmt(e.mean_b), _fmt(e.delta, sign=True),
+                      _fmt(e.paired_delta, sign=True), ci_text(e), str(e.pairs), e.verdict)
     for m in c.metrics:
         table.add_row(m.metric, metric_text(m.metric, m.a, missing="-"), metric_text(m.metric, m.b, missing="-"),
-                      metric_text(m.metric, m.delta, sign=True, missing="-"), "", "", "")
+                      metric_text(m.metric, m.delta, sign=True, missing="-"), "", "", "", "")
     out.print(table)
     for e in c.lost_scores:
         out.print(Text(f"lost scores: {lost_text(e)}"))
@@ -283,7 +285,15 @@ def compare(
     if not stored_runs(store):
         raise ConfigError(f"There are no runs to compare yet; run `cobalt run` first (store: {store.path}).")
     ids, scope = resolve_pair(store, (run_a, run_b), experiment)
-    result = compare_reports(load_report(store, ids[0]), load_report(store, ids[1]), top=top)
+    reports = [load_report(store, run_id) for run_id in ids]
+    unfinished = [f"{side} ({r.id}) is {r.status}" for side, r in zip("AB", reports, strict=True)
+                  if r.status != "completed"]
+    if unfinished and fail_on_regression:  # a gate must not pass on half a run (another CI job's, say)
+        raise ConfigError(f"Run {' and run '.join(unfinished)}; --fail-on-regression compares completed runs "
+                          "only: wait for it, or finish it with `cobalt run --resume`.")
+    for what in unfinished:
+        print(f"warning: run {what}: only its finished items are compared.", file=sys.stderr)
+    result = compare_reports(reports[0], reports[1], top=top)
     result.scope = scope
     _warn_same_run(result, (run_a, run_b))
     _warn_across_experiments(result)
