@@ -12,7 +12,9 @@ import json
 import math
 import os
 import random
+import re
 import socket
+import sys
 import tempfile
 import threading
 import time
@@ -63,6 +65,16 @@ _LOCK_WORDS = ("lock", "Conflicting", "being used", "Could not set")
 _SCHEMA_READY: set[tuple[str, int]] = set()
 
 
+#: After this long waiting for another process's lock on the store, say so on stderr (once).
+WAIT_NOTICE_SECONDS = 3.0
+
+
+def _holder(message: str) -> str:
+    """DuckDB's lock error names the holder: `Conflicting lock is held in /usr/bin/python3 (PID 42)`."""
+    found = re.search(r"held in (.+?\(PID \d+\))", message)
+    return found.group(1) if found else "its lock"
+
+
 class Store:
     """The DuckDB file under `.cobalt/`. Every method opens its own short connection."""
 
@@ -78,8 +90,10 @@ class Store:
         if read_only and not self.path.exists():
             raise StoreError(f"No results store at {self.path} yet; run an experiment first.")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        deadline = time.monotonic() + self.lock_timeout
+        started = time.monotonic()
+        deadline = started + self.lock_timeout
         delay = 0.02
+        told = False
         while True:
             try:
                 con = duckdb.connect(str(self.path), read_only=read_only)
@@ -87,6 +101,11 @@ class Store:
             except duckdb.IOException as exc:
                 if not any(word in str(exc) for word in _LOCK_WORDS) or time.monotonic() > deadline:
                     raise StoreError(f"Cannot open the results store {self.path}: {exc}") from None
+                if not told and time.monotonic() - started > WAIT_NOTICE_SECONDS:
+                    told = True  # a long silent stall looks like a hang: say who holds the file
+                    print(f"cobalt: waiting for the results store {self.path}, which another process holds "
+                          f"({_holder(str(exc))}); close it (a notebook's DuckDB connection?) to go on.",
+                          file=sys.stderr)
                 time.sleep(delay * (0.5 + random.random()))
                 delay = min(delay * 2, 0.5)
         try:
@@ -240,8 +259,14 @@ def _zombie(pid: int) -> bool:
     return stat.rpartition(")")[2].split()[:1] == ["Z"]
 
 
+#: How many times a batch is written before its rows are given up (each attempt waits out a lock
+#: for the store's lock_timeout).
+MAX_BATCH_ATTEMPTS = 3
+
+
 class BatchWriter:
-    """Collects rows from the run and writes them in batches from a background thread."""
+    """Collects rows from the run and writes them in batches from a background thread. A batch that
+    fails (another process held the file past the lock timeout, say) is kept and tried again."""
 
     def __init__(self, store: Store, *, max_rows: int = 500, max_delay: float = 0.5) -> None:
         self.store = store
@@ -252,6 +277,7 @@ class BatchWriter:
         self._cond = threading.Condition()
         self._closed = False
         self._error: BaseException | None = None
+        self._failures = 0
         self._thread = threading.Thread(target=self._loop, name="cobalt-store-writer", daemon=True)
         self._thread.start()
 
@@ -281,8 +307,17 @@ class BatchWriter:
             if batch:
                 try:
                     self.store.write(batch)
-                except BaseException as exc:  # surfaced by close(); the run and later batches go on
-                    self._error = self._error or exc
+                    self._failures = 0
+                except BaseException as exc:
+                    self._failures += 1
+                    if self._failures < MAX_BATCH_ATTEMPTS:  # keep the rows: the next cycle tries again
+                        with self._cond:
+                            for table, rows in batch.items():
+                                self._pending[table] = rows + self._pending.get(table, [])
+                            self._count += sum(len(rows) for rows in batch.values())
+                        continue
+                    self._error = self._error or exc  # surfaced by close(); the run and later batches go on
+                    self._failures = 0
             if closing:
                 with self._cond:
                     if not self._pending:

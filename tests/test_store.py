@@ -225,3 +225,33 @@ def test_a_killed_but_unreaped_run_process_reads_as_incomplete(tmp_path: Path) -
         assert store.runs()[0]["status"] == "incomplete"
     finally:
         child.wait()
+
+
+def test_a_batch_that_meets_a_held_lock_is_kept_and_written_once_the_lock_goes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from cobalt_lib import _store
+
+    monkeypatch.setattr(_store, "WAIT_NOTICE_SECONDS", 0.0)
+    path = tmp_path / "s.duckdb"
+    Store(path).ensure_schema()
+    holder = subprocess.Popen([sys.executable, "-c", "import duckdb, sys\ncon = duckdb.connect(sys.argv[1])\n"
+                               "print('locked', flush=True)\nsys.stdin.readline()", str(path)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # a notebook, say
+    assert holder.stdout is not None and holder.stdin is not None
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        writer = _store.BatchWriter(Store(path, lock_timeout=0.3), max_delay=0.01)
+        writer.add("outputs", {"run_id": "r1", "item_index": 0, "run_index": 0, "status": "ok"})
+        deadline = time.monotonic() + 30
+        while writer._failures == 0:  # the first attempt gave up on the lock (the condition, polled)
+            assert time.monotonic() < deadline, "the write never met the lock"
+            time.sleep(0.01)
+    finally:
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        holder.wait(timeout=30)
+    writer.close()  # no error: the kept batch went in on a later attempt
+    with Store(path).connect(read_only=True) as con:
+        assert con.execute("SELECT run_id, item_index FROM outputs").fetchall() == [("r1", 0)]
+    notice = capsys.readouterr().err
+    assert "which another process holds (" in notice and f"(PID {holder.pid})" in notice
