@@ -149,7 +149,24 @@ def _resumable(exp: Experiment, config: Config, ref: str) -> tuple[str, str, lis
         raise ConfigError(f"Run {run_id} of {exp.name!r} is still running (process {run['pid']} on "
                           f"{run['host']}); stop it first, or wait for it to finish.")
     worked_ms = float((run.get("summary") or {}).get("total_duration_ms") or 0.0)
-    return run_id, run["started_at"].isoformat(), stored_items(store, run_id), worked_ms
+    items = stored_items(store, run_id)
+    _refuse_changed_dataset(exp, run_id, run, items)
+    return run_id, run["started_at"].isoformat(), items, worked_ms
+
+
+def _refuse_changed_dataset(exp: Experiment, run_id: str, run: Mapping[str, Any], items: list[Any]) -> None:
+    """Resuming adds the missing items to the stored ones: both must come from the same dataset."""
+    from ._agent import input_hash
+
+    config = run.get("config") or {}
+    size = (config.get("dataset") or {}).get("size") if isinstance(config, dict) else None
+    now = len(exp.dataset)
+    changed = next((item.index for item in items
+                    if item.index >= now or input_hash(exp.dataset[item.index]) != item.input_hash), None)
+    if (size is not None and int(size) != now) or changed is not None:
+        what = f"{size} items then, {now} now" if size is not None and int(size) != now else f"item {changed} changed"
+        raise ConfigError(f"Run {run_id} of {exp.name!r} was made with another dataset ({what}); resuming would "
+                          "mix the two: start a new run instead.")
 
 
 def _check_positive(where: str, *, integer: bool = False, **values: float | None) -> None:

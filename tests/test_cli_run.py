@@ -486,3 +486,46 @@ def test_compare_with_an_unfinished_run_warns_and_refuses_to_gate(qa_project: Pa
     assert gate.returncode == 2
     assert gate.stderr.strip() == (f"error: Run B ({crashed}) is incomplete; --fail-on-regression compares completed "
                                    "runs only: wait for it, or finish it with `cobalt run --resume`.")
+
+
+SIZED = '''
+import asyncio, os
+from cobalt_lib import Dataset, Evaluator, experiment
+
+N = int(os.environ.get("N", "4"))
+
+@experiment("sized", Dataset([{"input": f"q{i}", "expected_output": f"a{i}"} for i in range(N)]),
+            evaluators=[Evaluator(name="exact", type="exact-match")], concurrency=1)
+async def agent(ctx):
+    if ctx.index == 2 and os.environ.get("BLOCK"):
+        await asyncio.sleep(600)  # stuck until Ctrl-C
+    return ctx.item["expected_output"]
+'''
+
+
+def test_resume_refuses_a_run_whose_dataset_changed(project: Path) -> None:
+    import signal
+
+    (project / "experiments").mkdir()
+    (project / "experiments" / "sized.cobalt.py").write_text(SIZED)
+    proc = subprocess.Popen([COBALT, "run", "--no-dagster"], cwd=project, text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env={**os.environ, "BLOCK": "1"})
+    assert proc.stdout is not None
+    finished = 0
+    while finished < 2:  # item lines as the reporter prints them: the condition, not a sleep
+        line = proc.stdout.readline()
+        assert line, "the run ended early"
+        finished += "✓" in line
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    run_id = Store(project / ".cobalt" / "cobalt.duckdb").runs()[0]["run_id"]
+    fewer = cobalt(project, "run", "--resume", "latest", "--no-dagster", N="3")
+    assert fewer.returncode == 2
+    assert fewer.stderr.strip() == (f"error: Run {run_id} of 'sized' was made with another dataset (4 items then, "
+                                    "3 now); resuming would mix the two: start a new run instead.")
+    (project / "experiments" / "sized.cobalt.py").write_text(SIZED.replace('f"q{i}"', 'f"Q{i}"'))
+    edited = cobalt(project, "run", "--resume", "latest", "--no-dagster")
+    assert edited.returncode == 2 and "(item 0 changed)" in edited.stderr
+    (project / "experiments" / "sized.cobalt.py").write_text(SIZED)
+    assert cobalt(project, "run", "--resume", "latest", "--no-dagster").returncode == 0
