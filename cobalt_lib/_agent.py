@@ -144,7 +144,7 @@ async def call_agent(runner: Runner, ctx: AgentContext, *, timeout: float, limit
     except TimeoutError as exc:
         result.latency_ms = (time.perf_counter() - started) * 1000
         result.status = "timeout"
-        result.error = f"the agent did not answer within {timeout:g} s{exc.args[0] if exc.args else ''}"
+        result.error = timeout_message("agent", timeout, exc)
     except Exception as exc:
         result.latency_ms = (time.perf_counter() - started) * 1000
         result.status = "error"
@@ -183,6 +183,11 @@ class BlockedLoopTimeout(Exception):
     def __init__(self, elapsed: float) -> None:
         super().__init__(elapsed)
         self.elapsed = elapsed
+
+
+def timeout_message(who: str, timeout: float, exc: TimeoutError) -> str:
+    """`the agent did not answer within 30 s`, plus what `within` adds about a call left behind."""
+    return f"the {who} did not answer within {timeout:g} s{exc.args[0] if exc.args else ''}"
 
 
 #: How long a timed-out async call gets to unwind after its cancellation before it is left behind.

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._agent import DaemonThreads, within
+from ._agent import DaemonThreads, timeout_message, within
 from ._aio import is_async_callable
 from ._config import Config
 from ._errors import EvaluatorError, JudgeError, TemplateError
@@ -206,8 +206,7 @@ class Evaluator:
         except TimeoutError as exc:
             if threads is not None and not is_async_callable(fn):
                 threads.abandon()  # its thread is stuck: let another take its place
-            return Evaluation(status="eval-error", error=f"the evaluator did not answer within {timeout:g} s"
-                                                         f"{exc.args[0] if exc.args else ''}")
+            return Evaluation(status="eval-error", error=timeout_message("evaluator", timeout or 0.0, exc))
         except Exception as exc:
             return Evaluation(status="eval-error", error=f"{type(exc).__name__}: {exc}",
                               raw_response=traceback.format_exc(limit=8))

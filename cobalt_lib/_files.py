@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
 from pathlib import Path
 
-_UMASK: list[int] = []
 
-
+@functools.cache
 def _file_mode() -> int:
     """0o666 less the process umask: what `open()` would have given (mkstemp gives 0o600)."""
-    if not _UMASK:
-        mask = os.umask(0o022)  # the only way to read the umask is to set it; put it straight back
-        os.umask(mask)
-        _UMASK.append(mask)
-    return 0o666 & ~_UMASK[0]
+    mask = os.umask(0o022)  # the only way to read the umask is to set it; put it straight back
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 def write_atomically(target: Path, text: str) -> None:

@@ -27,6 +27,12 @@ def _fmt(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
+def _listed(labels: list[str], limit: int = 20) -> str:
+    """The first `limit` labels, then how many more there are."""
+    more = f" and {len(labels) - limit} more" if len(labels) > limit else ""
+    return ", ".join(labels[:limit]) + more
+
+
 def _label(index: int, run_index: int) -> str:
     """`#3` for an item's first run, `#3.2` for its third."""
     return f"#{index}" + (f".{run_index}" if run_index else "")
@@ -183,17 +189,13 @@ class TerminalReporter:
                 low.setdefault(name, []).append((item.index, item.run_index))
         for name, keys in low.items():
             labels = [_label(i, r) for i, r in sorted(set(keys))]
-            more = f" and {len(labels) - 20} more" if len(labels) > 20 else ""
-            self.console.print(Text(f"⚠ low {name} (< {self._thresholds[name]:g}): {', '.join(labels[:20])}{more}",
-                                    style="yellow"))
+            self.console.print(Text(f"⚠ low {name} (< {self._thresholds[name]:g}): {_listed(labels)}", style="yellow"))
         # With runs > 1: the items that passed in some runs and not in others are the unreliable ones.
         flaky = [f"#{spread.index} {name} {round((st.pass_rate or 0) * spread.runs)}/{spread.runs}"
                  for spread in report.summary.per_item for name, st in spread.evaluators.items()
                  if st.pass_rate is not None and 0 < st.pass_rate < 1]
         if flaky:
-            more = f" and {len(flaky) - 20} more" if len(flaky) > 20 else ""
-            self.console.print(Text(f"⚠ flaky (passed in some runs, not all): {', '.join(flaky[:20])}{more}",
-                                    style="yellow"))
+            self.console.print(Text(f"⚠ flaky (passed in some runs, not all): {_listed(flaky)}", style="yellow"))
         failed = [i for i in report.items if i.status != "ok"]
         if failed:
             shown = ", ".join(f"#{i.index}" for i in failed[:20])
@@ -204,10 +206,8 @@ class TerminalReporter:
                 if ev.status == "eval-error":
                     errors.setdefault(name, []).append((item.index, ev.error or ev.reason or "no message"))
         for name, found in errors.items():  # an ERR cell alone would leave the user without the why
-            indexes = sorted({index for index, _ in found})
-            shown = ", ".join(f"#{i}" for i in indexes[:20]) + (f" and {len(indexes) - 20} more"
-                                                               if len(indexes) > 20 else "")
+            shown = _listed([f"#{i}" for i in sorted({index for index, _ in found})])
             first = " ".join(found[0][1].split())
             first = first if len(first) <= 160 else first[:157] + "..."
-            noun = "evaluation error" if len(found) == 1 else "evaluation errors"
-            self.console.print(Text(f"✗ {name}: {len(found)} {noun} ({shown}); first: {first}", style="red"))
+            self.console.print(Text(f"✗ {name}: {count(len(found), 'evaluation error')} ({shown}); first: {first}",
+                                    style="red"))

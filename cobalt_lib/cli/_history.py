@@ -138,10 +138,10 @@ def _no_runs_message(experiment: str | None, tag: str | None) -> str:
 def check_stored_experiment(store: Store, experiment: str | None) -> None:
     """ConfigError when the store has runs but none of `experiment`: the name is more likely mistyped
     than never run, and an exit 0 with nothing listed would hide the typo from a script."""
-    if experiment is None or stored_runs(store, experiment):
+    if experiment is None:
         return
     known = sorted({r["experiment"] for r in stored_runs(store)})
-    if not known:  # an empty store: no run of anything yet, which `history` reports as such
+    if not known or experiment in known:  # an empty store (no run of anything yet) is reported as such
         return
     close = difflib.get_close_matches(experiment, known, n=1, cutoff=0.5)
     hint = f"did you mean {close[0]!r}? (stored experiments: " if close else "stored experiments: "

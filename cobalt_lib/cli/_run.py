@@ -159,10 +159,8 @@ def _resume(config: Config, ref: str, files: list[Path] | None, name_filter: str
     except KeyboardInterrupt:
         _say_interrupted(run_id)
         raise
-    if record:  # keep the Dagster history complete, as a Dagster-executed run would
-        from cobalt_dagster import record_run
-
-        record_run(report, config=config)
+    if record:
+        _record(report, config)
     return report
 
 
@@ -174,10 +172,15 @@ def _run_one(plan: RunPlan, *, ci: bool, quiet: bool, record: bool = False) -> E
         _say_interrupted(plan.run_id)
         raise
     if record:
-        from cobalt_dagster import record_run
-
-        record_run(report, config=plan.config)
+        _record(report, plan.config)
     return report
+
+
+def _record(report: ExperimentReport, config: Config) -> None:
+    """A run made on the library path, added to the Dagster history as a Dagster-executed run would be."""
+    from cobalt_dagster import record_run
+
+    record_run(report, config=config)
 
 
 def _write_baselines(plan: RunPlan, report: ExperimentReport, config: Config, out: TextIO) -> None:
