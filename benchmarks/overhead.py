@@ -133,7 +133,7 @@ def preload_cobalt() -> None:
     import duckdb
     import openai.resources.chat.completions
 
-    import cobalt_lib._pipeline
+    import cobalt_lib.run._execute
 
     del duckdb, openai, cobalt_lib  # imported for their side effect: loaded modules
 

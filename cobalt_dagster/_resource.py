@@ -9,7 +9,7 @@ from pydantic import Field
 
 from cobalt_lib import Config, Experiment, Store, load_config
 from cobalt_lib._aio import run as run_coroutine
-from cobalt_lib._pipeline import RunPlan, prepare
+from cobalt_lib.run._plan import RunPlan, prepare
 
 T = TypeVar("T")
 

@@ -6,11 +6,6 @@
 Importing this package stays light: the LLM SDKs, DuckDB and Dagster load only when used.
 """
 
-from ._agent import AgentContext
-from ._assertions import Assertion, assertion, no_regression, threshold
-from ._config import Config, define_config, find_project_root, load_config
-from ._dataset import Dataset
-from ._discovery import discover_files, load_experiments, load_file
 from ._errors import (
     CobaltError,
     ConfigError,
@@ -21,9 +16,13 @@ from ._errors import (
     StoreError,
     TemplateError,
 )
-from ._evaluators import EVALUATOR_TYPES, EvalContext, Evaluator
-from ._experiment import REGISTRY, Experiment, experiment
-from ._report import (
+from .config._config import Config, define_config, find_project_root, load_config
+from .evaluators._evaluator import EVALUATOR_TYPES, EvalContext, Evaluator
+from .experiment._dataset import Dataset
+from .experiment._discovery import discover_files, load_experiments, load_file
+from .experiment._experiment import REGISTRY, Experiment, experiment
+from .gates._assertions import Assertion, assertion, no_regression, threshold
+from .results._report import (
     AssertionResult,
     EvalResult,
     Evaluation,
@@ -33,8 +32,9 @@ from ._report import (
     Stats,
     Summary,
 )
-from ._results import read_results
-from ._store import Store
+from .results._results_file import read_results
+from .results._store import Store
+from .run._agent import AgentContext
 
 __version__ = "0.1.0"
 

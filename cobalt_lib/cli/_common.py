@@ -6,8 +6,8 @@ import json
 import sys
 from typing import Any
 
-from .._config import Config, load_config
-from .._store import Store
+from ..config._config import Config, load_config
+from ..results._store import Store
 
 
 def project_config() -> Config:

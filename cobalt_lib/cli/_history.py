@@ -13,7 +13,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .._compare import (
+from .._errors import ConfigError
+from ..results._compare import (
     Comparison,
     ci_text,
     compare_reports,
@@ -23,9 +24,8 @@ from .._compare import (
     scope_note,
     unpaired_summary,
 )
-from .._errors import ConfigError
-from .._history import load_report, resolve_run
-from .._store import Store
+from ..results._history import load_report, resolve_run
+from ..results._store import Store
 from ._app import app
 from ._common import print_json, project_config, project_store
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from .._config import CONFIG_FILES, find_project_root
+from ..config._config import CONFIG_FILES, find_project_root
 from ._app import app
 
 CONFIG_TEMPLATE = '''\

@@ -12,15 +12,16 @@ from typing import Annotated, Any
 import typer
 
 from .._aio import run as run_coroutine
-from .._config import Config, parse_duration
-from .._discovery import load_experiments
 from .._errors import ConfigError
-from .._export import RENDERERS, format_for
-from .._history import load_report, resolve_run
-from .._pipeline import execute, prepare
-from .._report import ExperimentReport
-from .._reporter import TerminalReporter
-from .._store import TABLES, Store
+from ..config._config import Config, parse_duration
+from ..experiment._discovery import load_experiments
+from ..render._export import RENDERERS, format_for
+from ..render._terminal import TerminalReporter
+from ..results._history import load_report, resolve_run
+from ..results._report import ExperimentReport
+from ..results._store import TABLES, Store
+from ..run._execute import execute
+from ..run._plan import prepare
 from ._app import app
 from ._common import project_config, project_store
 from ._history import stored_runs

@@ -10,16 +10,19 @@ from typing import Annotated, TextIO
 import typer
 
 from .._aio import run as run_coroutine
-from .._assertions import NoRegression, Threshold
-from .._ci import github_outputs, post_webhooks, run_summary
-from .._config import Config
-from .._discovery import load_experiments
 from .._errors import ConfigError
-from .._experiment import Experiment
-from .._history import resolve_run
-from .._pipeline import RunPlan, execute, prepare
-from .._report import ExperimentReport
-from .._reporter import TerminalReporter
+from ..ci._github import github_outputs
+from ..ci._webhooks import post_webhooks
+from ..config._config import Config
+from ..experiment._discovery import load_experiments
+from ..experiment._experiment import Experiment
+from ..gates._assertions import NoRegression, Threshold
+from ..render._terminal import TerminalReporter
+from ..results._history import resolve_run
+from ..results._report import ExperimentReport
+from ..results._summary import run_summary
+from ..run._execute import execute
+from ..run._plan import RunPlan, prepare
 from ._app import app
 from ._common import print_json, project_config, project_store
 

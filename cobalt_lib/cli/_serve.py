@@ -14,8 +14,8 @@ from typing import Annotated
 
 import typer
 
-from .._config import Config
 from .._errors import ConfigError
+from ..config._config import Config
 from ._app import app
 from ._common import project_config
 
@@ -178,7 +178,7 @@ def request(
     from cobalt_dagster import request_run
     from cobalt_dagster._automation import daemon_running
 
-    from .._discovery import load_experiments
+    from ..experiment._discovery import load_experiments
 
     config = project_config()
     names = [e.name for e in load_experiments(config)]

@@ -1,0 +1,61 @@
+"""CI integration: GitHub Actions step summary and annotations, and webhooks after a run."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from ..llm._providers import retry_after_seconds
+from ..results._report import ExperimentReport
+from ..results._summary import run_summary
+
+
+def post_webhooks(urls: Sequence[str], report: ExperimentReport, *, attempts: int = 3,
+                  timeout: float = 10.0, budget: float = 30.0) -> list[str]:
+    """POST the run summary to every URL at once, retrying 429, 5xx and network errors with backoff
+    (honouring Retry-After) within `budget` seconds in all; returns a warning per URL that failed."""
+    if not urls:
+        return []
+    import httpx
+
+    payload = run_summary(report)
+    deadline = time.monotonic() + budget
+
+    async def post_all() -> list[str | None]:
+        async with httpx.AsyncClient(timeout=timeout) as client:
+            return list(await asyncio.gather(*(_post(client, url, payload, attempts, deadline) for url in urls)))
+
+    return [warning for warning in asyncio.run(post_all()) if warning]
+
+
+async def _post(client: Any, url: str, payload: dict[str, Any], attempts: int, deadline: float) -> str | None:
+    import httpx
+
+    problem = ""
+    for attempt in range(1, attempts + 1):
+        wait = 0.2 * 2**attempt
+        try:
+            async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+                response = await client.post(url, json=payload)
+            if response.status_code < 400:
+                return None
+            problem = f"HTTP {response.status_code}"
+            if response.status_code < 500 and response.status_code != 429:
+                return f"webhook {_redact(url)} failed: {problem}"
+            wait = retry_after_seconds(response.headers) or wait
+        except (httpx.HTTPError, TimeoutError) as exc:
+            problem = type(exc).__name__
+        if attempt == attempts or time.monotonic() + wait > deadline:
+            return f"webhook {_redact(url)} failed after {attempt} attempt{'s' if attempt > 1 else ''}: {problem}"
+        await asyncio.sleep(wait)
+    return None
+
+
+def _redact(url: str) -> str:
+    """Webhook URLs often carry a token in their path or query: show only scheme and host."""
+    from urllib.parse import urlparse
+
+    parsed = urlparse(url)
+    return f"{parsed.scheme}://{parsed.netloc}/…" if parsed.path not in ("", "/") or parsed.query else url

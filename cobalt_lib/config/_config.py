@@ -1,0 +1,272 @@
+"""Configuration: `cobalt.config.py`, `cobalt.toml` or `[tool.cobalt]`, with defaults for all."""
+
+from __future__ import annotations
+
+import difflib
+import importlib.util
+import math
+import re
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any, Literal, TypeGuard, get_args, get_origin
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+
+from .._errors import ConfigError
+
+CONFIG_FILES = ("cobalt.config.py", "cobalt.toml", "pyproject.toml")
+
+Provider = Literal["openai", "anthropic", "openrouter"]
+
+#: The environment variable holding each provider's API key (as _providers.KEY_VARIABLES).
+_KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "openrouter": "OPENROUTER_API_KEY"}
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class JudgeConfig(_Section):
+    provider: Provider = "openai"
+    model: str | None = Field(default=None, description="default: the provider's, see DEFAULT_MODELS")
+    base_url: str | None = None
+    api_key: SecretStr | None = Field(default=None, exclude=True, repr=False)
+    temperature: float | None = 0.0
+    max_tokens: int = 512
+    max_retries: int = Field(default=4, ge=0, le=20, description="retries on 429, 5xx, connection errors")
+    retry_max_seconds: float = Field(default=120.0, gt=0, description="total time budget for retries")
+    timeout: float = Field(default=60.0, gt=0, description="seconds per judge request")
+
+
+class EmbeddingsConfig(_Section):
+    provider: Provider | None = None
+    model: str = "text-embedding-3-small"
+    base_url: str | None = None
+
+
+class CacheConfig(_Section):
+    enabled: bool = True
+    ttl: str | int = "7d"
+
+    @field_validator("ttl", mode="before")
+    @classmethod
+    def _check_ttl(cls, value: Any) -> Any:
+        parse_duration(value, field="cache.ttl")
+        return value
+
+    @property
+    def ttl_seconds(self) -> float:
+        return parse_duration(self.ttl, field="cache.ttl")
+
+
+class DashboardConfig(_Section):
+    port: int = 4000
+    open: bool = False
+    #: The Dagster definitions module `cobalt serve` loads (`--module` wins over it).
+    module: str | None = None
+
+
+class Bound(_Section):
+    min: float | None = None
+    max: float | None = None
+
+
+class CIConfig(_Section):
+    fail_on_error: bool = False
+    max_error_rate: float | None = Field(default=None, ge=0, le=1)
+    thresholds: dict[str, Bound] = Field(default_factory=dict)
+
+    @field_validator("thresholds", mode="before")
+    @classmethod
+    def _tables_only(cls, value: Any) -> Any:
+        for path, bound in value.items() if isinstance(value, dict) else ():
+            if isinstance(bound, int | float) and not isinstance(bound, bool):
+                raise ConfigError(f"ci.thresholds.{path} = {bound} needs a direction: write {{ min = {bound} }} "
+                                  f"(must reach it) or {{ max = {bound} }} (must stay under it).")
+        return value
+
+
+class Schedule(_Section):
+    cron: str
+    timezone: str = "UTC"
+
+
+class Price(_Section):
+    """US dollars per million tokens."""
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+
+
+class Config(_Section):
+    """The whole configuration. Build one in Python with `define_config(...)`."""
+
+    test_dir: str = "experiments"
+    test_match: list[str] = Field(default_factory=lambda: ["**/*.cobalt.py", "**/*_experiment.py"])
+    output_dir: str = ".cobalt"
+    concurrency: int = Field(default=5, ge=1)
+    judge_concurrency: int | None = Field(default=None, ge=1)
+    timeout: float = Field(default=30.0, gt=0)
+    webhooks: list[str] = Field(default_factory=list)
+    judge: JudgeConfig = Field(default_factory=JudgeConfig)
+    embeddings: EmbeddingsConfig = Field(default_factory=EmbeddingsConfig)
+    cache: CacheConfig = Field(default_factory=CacheConfig)
+    dashboard: DashboardConfig = Field(default_factory=DashboardConfig)
+    ci: CIConfig = Field(default_factory=CIConfig)
+    schedules: dict[str, Schedule] = Field(default_factory=dict)
+    prices: dict[str, Price] = Field(default_factory=dict)
+
+    #: Where the configuration was found; not a config key.
+    root: Path = Field(default_factory=Path.cwd, exclude=True)
+    source: Path | None = Field(default=None, exclude=True)
+    #: Other config files beside `source`, which it shadows (only the first of CONFIG_FILES counts).
+    shadowed: list[Path] = Field(default_factory=list, exclude=True)
+
+    @property
+    def output_path(self) -> Path:
+        out = Path(self.output_dir)
+        return out if out.is_absolute() else self.root / out
+
+    def public_dict(self) -> dict[str, Any]:
+        """The configuration as JSON-safe data, without secrets."""
+        return self.model_dump(mode="json")
+
+
+def define_config(**options: Any) -> Config:
+    """Declare the configuration in `cobalt.config.py`: `config = define_config(concurrency=10)`.
+
+    The same keys as `cobalt.toml`. API keys may be passed here (`judge={"api_key": ...}`), read
+    from wherever you keep secrets; they are never written anywhere.
+    """
+    return _validate(options, "define_config(...)")
+
+
+def find_project_root(start: Path | None = None) -> tuple[Path, Path | None]:
+    """The nearest directory upward from `start` holding a config file, and that file."""
+    here = (start or Path.cwd()).resolve()
+    for directory in (here, *here.parents):
+        for name in CONFIG_FILES:
+            candidate = directory / name
+            if candidate.is_file() and (name != "pyproject.toml" or _has_tool_cobalt(candidate)):
+                return directory, candidate
+    return here, None
+
+
+def load_config(start: Path | None = None) -> Config:
+    """Find and load the project's configuration; defaults when there is none."""
+    root, source = find_project_root(start)
+    if source is None:
+        config = Config()
+    elif source.name == "cobalt.config.py":
+        config = _load_python(source)
+    elif source.name == "cobalt.toml":
+        config = _validate(_read_toml(source), str(source))
+    else:
+        config = _validate(_read_toml(source).get("tool", {}).get("cobalt", {}), f"{source} [tool.cobalt]")
+    config.root = root
+    config.source = source
+    if source is not None:
+        config.shadowed = [root / name for name in CONFIG_FILES[CONFIG_FILES.index(source.name) + 1:]
+                           if (root / name).is_file() and (name != "pyproject.toml" or _has_tool_cobalt(root / name))]
+    return config
+
+
+def parse_duration(value: str | int | float, *, field: str = "duration") -> float:
+    """Seconds in `30`, `"90s"`, `"15m"`, `"12h"`, `"7d"`, `"2w"`."""
+    hint = "write it like '90s', '15m', '12h' or '7d'"
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise ConfigError(f"{field} = {value!r} is not a duration; {hint}.")
+    if isinstance(value, int | float):
+        if not math.isfinite(value) or value < 0:
+            raise ConfigError(f"{field} = {value!r} is not a duration; use zero or more seconds, or {hint}.")
+        return float(value)
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*", value)
+    if not match:
+        raise ConfigError(f"{field} = {value!r} is not a duration; {hint}.")
+    unit = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}[match.group(2)]
+    return float(match.group(1)) * unit
+
+
+def _has_tool_cobalt(pyproject: Path) -> bool:
+    try:
+        return "cobalt" in _read_toml(pyproject).get("tool", {})
+    except ConfigError:
+        return False
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8-sig"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML ({exc}).") from None
+
+
+def _load_python(path: Path) -> Config:
+    spec = importlib.util.spec_from_file_location("_cobalt_user_config", path)
+    if spec is None or spec.loader is None:
+        raise ConfigError(f"{path}: cannot be loaded as a Python file.")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    except Exception as exc:
+        raise ConfigError(f"{path} raised {type(exc).__name__}: {exc}.") from exc
+    finally:
+        sys.modules.pop("_cobalt_user_config", None)
+    config = getattr(module, "config", None)
+    if not isinstance(config, Config):
+        raise ConfigError(f"{path} must define `config = define_config(...)`.")
+    return config
+
+
+def _validate(data: dict[str, Any], where: str) -> Config:
+    if where.endswith(".toml") or "[tool.cobalt]" in where:
+        _reject_keys_in_file(data, where)
+    _check_unknown_keys(data, Config, where, prefix="")
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(part) for part in first["loc"])
+        # Never echo a secret back, even a malformed one.
+        got = "a hidden value" if "api_key" in first["loc"] else repr(first.get("input"))
+        raise ConfigError(f"{where}: {loc}: {first['msg']} (got {got}).") from None
+    except ConfigError as exc:  # raised by a field validator, e.g. a bad cache.ttl
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def _reject_keys_in_file(data: dict[str, Any], where: str) -> None:
+    judge = data.get("judge")
+    if isinstance(judge, dict) and "api_key" in judge:
+        variable = _KEY_VARIABLES.get(str(judge.get("provider", "openai")))
+        instead = (f"set {variable}" if variable
+                   else "set OPENAI_API_KEY, ANTHROPIC_API_KEY or OPENROUTER_API_KEY")
+        raise ConfigError(
+            f"{where}: judge.api_key must not be stored in a file; {instead} in the environment instead."
+        )
+
+
+def _check_unknown_keys(data: Any, model: type[BaseModel], where: str, prefix: str) -> None:
+    if not isinstance(data, dict):
+        return
+    known = [name for name in model.model_fields if name not in {"root", "source"}]
+    for key, value in data.items():
+        if key not in known:
+            close = difflib.get_close_matches(str(key), known, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(known)}."
+            raise ConfigError(f"{where}: unknown key {prefix + str(key)!r}{hint}")
+        annotation = model.model_fields[key].annotation
+        if _is_model(annotation):
+            _check_unknown_keys(value, annotation, where, prefix=f"{prefix}{key}.")
+        elif get_origin(annotation) is dict and isinstance(value, dict):
+            # dict[str, Model] tables such as ci.thresholds, schedules and prices
+            inner = get_args(annotation)[1]
+            if _is_model(inner):
+                for name, entry in value.items():
+                    _check_unknown_keys(entry, inner, where, prefix=f"{prefix}{key}.{name}.")
+
+
+def _is_model(annotation: Any) -> TypeGuard[type[BaseModel]]:
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)

@@ -1,0 +1,235 @@
+"""Datasets: an ordered, immutable list of items (dicts), read from memory, files or URLs."""
+
+from __future__ import annotations
+
+import builtins
+import csv
+import io
+import json
+import random
+import re
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, overload
+from urllib.parse import urlsplit
+
+from .._errors import DatasetError
+
+Item = dict[str, Any]
+
+_FORMATS = (".json", ".jsonl", ".csv")
+
+
+class Dataset:
+    """An ordered collection of items. Every transformation returns a new Dataset."""
+
+    __slots__ = ("_items", "source")
+
+    def __init__(self, items: Iterable[Mapping[str, Any]] = (), *, source: str | None = None) -> None:
+        materialised: list[Item] = []
+        for i, item in enumerate(items):
+            if not isinstance(item, Mapping):
+                where = f" in {source}" if source else ""
+                raise DatasetError(
+                    f"Dataset item {i}{where} is a {type(item).__name__}, not an object; "
+                    "give each item as a dict such as {'input': ..., 'expected_output': ...}."
+                )
+            materialised.append(dict(item))
+        self._items = materialised
+        self.source = source
+
+    # -- construction -------------------------------------------------------------------------
+
+    @classmethod
+    def from_file(cls, path: str | Path, *, format: str | None = None) -> Dataset:
+        """Read a `.json` (array, or object with `items`), `.jsonl` or `.csv` file.
+
+        A relative path is read from the working directory or, failing that, from the directory of
+        the file calling `from_file` (an experiment file next to its data works from anywhere).
+        """
+        p = _locate(Path(path))
+        fmt = _format_of(str(p), format)
+        try:
+            text = p.read_bytes().decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise DatasetError(f"Dataset file {p} is not UTF-8 ({exc.reason} at byte {exc.start}).") from None
+        return cls(_parse(text, fmt, str(p)), source=str(p))
+
+    @classmethod
+    def from_url(cls, url: str, *, format: str | None = None, timeout: float = 30.0) -> Dataset:
+        """Download a dataset in one of the `from_file` formats over http(s)."""
+        import httpx
+
+        if not url.startswith(("http://", "https://")):
+            raise DatasetError(f"Dataset URL {url!r} must start with http:// or https://.")
+        fmt = _format_of(urlsplit(url).path, format)
+        try:
+            response = httpx.get(url, timeout=timeout, follow_redirects=True)
+        except httpx.HTTPError as exc:
+            raise DatasetError(f"Could not download dataset {url}: {exc}.") from None
+        if response.status_code >= 400:
+            raise DatasetError(f"Could not download dataset {url}: HTTP {response.status_code}.")
+        try:
+            text = response.content.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise DatasetError(f"Dataset {url} is not UTF-8 ({exc.reason} at byte {exc.start}).") from None
+        return cls(_parse(text, fmt, url), source=url)
+
+    # -- transformations ----------------------------------------------------------------------
+
+    def map(self, fn: Callable[[Item], Mapping[str, Any]]) -> Dataset:
+        return Dataset((fn(dict(item)) for item in self._items), source=self.source)
+
+    def filter(self, predicate: Callable[[Item], bool]) -> Dataset:
+        return Dataset((item for item in self._items if predicate(dict(item))), source=self.source)
+
+    def sample(self, n: int, *, seed: int | None = 0) -> Dataset:
+        """`n` items chosen without replacement, in their original order; same seed, same items.
+
+        The default seed is 0, so an eval samples the same items every run; `seed=None` draws anew."""
+        if n < 0:
+            raise DatasetError(f"sample(n={n}): n must be zero or more.")
+        if n >= len(self._items):
+            return Dataset(self._items, source=self.source)
+        picked = sorted(random.Random(seed).sample(range(len(self._items)), n))
+        return Dataset((self._items[i] for i in picked), source=self.source)
+
+    def slice(self, start: int, stop: int | None = None) -> Dataset:
+        return Dataset(self._items[start:stop], source=self.source)
+
+    # -- access -------------------------------------------------------------------------------
+
+    @property
+    def items(self) -> list[Item]:
+        return [dict(item) for item in self._items]
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[Item]:
+        return (dict(item) for item in self._items)
+
+    @overload
+    def __getitem__(self, index: int) -> Item: ...
+    @overload
+    def __getitem__(self, index: builtins.slice) -> Dataset: ...
+    def __getitem__(self, index: int | builtins.slice) -> Item | Dataset:
+        if isinstance(index, builtins.slice):
+            return Dataset(self._items[index], source=self.source)
+        return dict(self._items[index])
+
+    def __repr__(self) -> str:
+        src = f", source={self.source!r}" if self.source else ""
+        return f"Dataset({len(self)} items{src})"
+
+
+def _format_of(name: str, explicit: str | None) -> str:
+    fmt = (explicit or Path(name).suffix).lower()
+    if not fmt:
+        raise DatasetError(f"Cannot tell the format of dataset {name or '/'} from its name; pass "
+                           f"format= one of {', '.join(f[1:] for f in _FORMATS)}.")
+    fmt = fmt if fmt.startswith(".") else f".{fmt}"
+    if fmt not in _FORMATS:
+        raise DatasetError(
+            f"Dataset {name} has an unsupported format {fmt!r}; use one of {', '.join(_FORMATS)} "
+            "(or pass format='jsonl' etc.)."
+        )
+    return fmt
+
+
+def _parse(text: str, fmt: str, where: str) -> list[Item]:
+    if fmt == ".jsonl":
+        return _parse_jsonl(text, where)
+    if fmt == ".csv":
+        return _parse_csv(text, where)
+    return _parse_json(text, where)
+
+
+def _parse_json(text: str, where: str) -> list[Item]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DatasetError(f"{where}, line {exc.lineno}: invalid JSON ({exc.msg}).") from None
+    if isinstance(data, dict):
+        if "items" not in data:
+            raise DatasetError(f"{where}: a JSON object dataset needs an 'items' array.")
+        data = data["items"]
+    if not isinstance(data, list):
+        raise DatasetError(f"{where}: expected a JSON array of items or an object with 'items'.")
+    for i, item in enumerate(data):
+        if not isinstance(item, dict):
+            raise DatasetError(f"{where}: item {i} is a {type(item).__name__}, not an object.")
+    return data
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def _parse_jsonl(text: str, where: str) -> list[Item]:
+    items: list[Item] = []
+    # Split on real line ends only: str.splitlines() also breaks on U+2028, U+0085 etc., which
+    # may appear unescaped inside a JSON string.
+    for lineno, line in enumerate(_LINE_END.split(text), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(
+                f"{where}, line {lineno}: invalid JSON ({exc.msg} at column {exc.colno}); "
+                "each line must be one JSON object."
+            ) from None
+        if not isinstance(item, dict):
+            raise DatasetError(f"{where}, line {lineno}: expected a JSON object, got {type(item).__name__}.")
+        items.append(item)
+    return items
+
+
+#: Python's csv module refuses fields over 128 KiB by default; long documents are ordinary here.
+_CSV_FIELD_LIMIT = 64 * 2**20
+
+
+def _locate(path: Path) -> Path:
+    if path.is_file() or path.is_absolute():
+        if not path.is_file():
+            raise DatasetError(f"Dataset file {path} does not exist; check the path.")
+        return path
+    caller = Path(sys._getframe(2).f_code.co_filename).parent  # frames: [0] _locate, [1] from_file
+    beside = caller / path
+    if beside.is_file():
+        return beside
+    raise DatasetError(f"Dataset file {path} does not exist, neither in {Path.cwd()} nor beside the calling "
+                       f"file in {caller}; check the path.")
+
+
+def _parse_csv(text: str, where: str) -> list[Item]:
+    if csv.field_size_limit() < _CSV_FIELD_LIMIT:
+        csv.field_size_limit(_CSV_FIELD_LIMIT)
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader)
+    except StopIteration:
+        return []
+    except csv.Error as exc:
+        raise DatasetError(f"{where}, line 1: malformed CSV header ({exc}).") from None
+    header = [h.strip() for h in header]
+    if not header or not all(header) or len(set(header)) != len(header):
+        raise DatasetError(f"{where}, line 1: the header row needs unique, non-empty column names.")
+    items: list[Item] = []
+    start = reader.line_num + 1
+    try:
+        for row in reader:
+            # A quoted field may span lines: report the line the row starts on.
+            row_line, start = start, reader.line_num + 1
+            if not row or not any(cell.strip() for cell in row):
+                continue
+            if len(row) != len(header):
+                raise DatasetError(
+                    f"{where}, line {row_line}: {len(row)} fields where the header has "
+                    f"{len(header)}; quote fields that contain commas."
+                )
+            items.append(dict(zip(header, row, strict=True)))
+    except csv.Error as exc:
+        raise DatasetError(f"{where}, line {reader.line_num}: malformed CSV ({exc}).") from None
+    return items

@@ -1,0 +1,94 @@
+"""Finding and loading experiment files by path (so `*.cobalt.py` names work)."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+import traceback
+from collections.abc import Iterable
+from pathlib import Path
+
+from .._errors import CobaltError, ConfigError
+from ..config._config import Config
+from ._experiment import _RECORDINGS, Experiment
+
+
+def discover_files(config: Config) -> list[Path]:
+    """Experiment files under `test_dir` matching any `test_match` pattern, sorted."""
+    base = Path(config.test_dir)
+    base = base if base.is_absolute() else config.root / base
+    if not base.is_dir():
+        return []
+    found: set[Path] = set()
+    for pattern in config.test_match:
+        found.update(p.resolve() for p in base.glob(pattern) if p.is_file())
+        if pattern.startswith("**/"):  # glob's **/ needs at least one directory level on 3.11
+            found.update(p.resolve() for p in base.glob(pattern[3:]) if p.is_file())
+    return sorted(found)
+
+
+def load_file(path: Path) -> list[Experiment]:
+    """Execute one experiment file and return the experiments it declared."""
+    path = Path(path).resolve()
+    if not path.is_file():
+        raise ConfigError(f"Experiment file {path} does not exist.")
+    module_name = "_cobalt_exp_" + hashlib.sha1(str(path).encode()).hexdigest()[:12]
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ConfigError(f"Experiment file {path} cannot be loaded as Python.")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    sys.path.insert(0, str(path.parent))
+    declared: list[Experiment] = []
+    _RECORDINGS.append(declared)
+    try:
+        spec.loader.exec_module(module)
+    except CobaltError:
+        raise
+    except SyntaxError as exc:
+        raise ConfigError(f"{path}, line {exc.lineno}: syntax error ({exc.msg}).") from None
+    except Exception as exc:
+        line = _user_line(exc, path)
+        raise ConfigError(f"{path}{line} raised {type(exc).__name__}: {exc}") from exc
+    finally:
+        sys.path.remove(str(path.parent))
+        _RECORDINGS.remove(declared)
+    for exp in declared:
+        exp.source_file = str(path)
+    _refuse_duplicate_names(declared)
+    return declared
+
+
+def load_experiments(config: Config, files: Iterable[Path] | None = None,
+                     name_filter: str | None = None) -> list[Experiment]:
+    """Load the given files (or every discovered one); keep names containing `name_filter`."""
+    experiments: list[Experiment] = []
+    paths = discover_files(config) if files is None else list(dict.fromkeys(Path(f).resolve() for f in files))
+    for path in paths:
+        experiments.extend(load_file(path))
+    _refuse_duplicate_names(experiments)
+    if name_filter:
+        experiments = [e for e in experiments if name_filter in e.name]
+    return experiments
+
+
+def _refuse_duplicate_names(experiments: Iterable[Experiment]) -> None:
+    """Runs, history, baselines and Dagster assets are keyed by experiment name: two experiments
+    under one name would mix their results (or, on the Dagster path, clash on asset keys)."""
+    seen: dict[str, Experiment] = {}
+    for exp in experiments:
+        first = seen.setdefault(exp.name, exp)
+        if first is not exp:
+            raise ConfigError(f"Experiment name {exp.name!r} is declared twice, at {_where(first)} and at "
+                              f"{_where(exp)}; give each experiment its own name.")
+
+
+def _where(exp: Experiment) -> str:
+    line = f", line {exp.source_line}" if exp.source_line else ""
+    return f"{exp.source_file or 'an unknown file'}{line}"
+
+
+def _user_line(exc: BaseException, path: Path) -> str:
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename).resolve() == path]
+    return f", line {frames[-1].lineno}," if frames else ""

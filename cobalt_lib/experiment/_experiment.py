@@ -1,0 +1,211 @@
+"""Declaring experiments: `experiment(...)` as a call or a decorator registers; `.run()` executes."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import difflib
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, overload
+
+from .._aio import run as run_coroutine
+from .._errors import ConfigError
+from ..config._config import Config, load_config
+from ..evaluators._evaluator import Evaluator
+from ..gates._assertions import RUN_METRICS, Assertion
+from ..results._report import ExperimentReport
+from ._dataset import Dataset
+
+_OPTIONS = frozenset({"evaluators", "runs", "concurrency", "judge_concurrency", "timeout", "tags", "assertions",
+                      "description"})
+
+#: Every declared experiment by name; declaring a name again replaces it (notebooks re-run cells).
+REGISTRY: dict[str, Experiment] = {}
+
+#: Open recordings of declarations (one per experiment file being loaded): unlike REGISTRY, they
+#: keep a name declared twice, so loading a file can refuse it.
+_RECORDINGS: list[list[Experiment]] = []
+
+
+class Experiment:
+    """A dataset, an agent (any callable taking `ctx`) and evaluators. Nothing runs until `.run()`."""
+
+    def __init__(
+        self,
+        name: str,
+        dataset: Dataset | Iterable[Mapping[str, Any]],
+        runner: Callable[..., Any],
+        *,
+        evaluators: Sequence[Evaluator] = (),
+        runs: int = 1,
+        concurrency: int | None = None,
+        judge_concurrency: int | None = None,
+        timeout: float | None = None,
+        tags: Sequence[str] = (),
+        assertions: Sequence[Assertion] = (),
+        description: str | None = None,
+    ) -> None:
+        where = f"experiment {name!r}"
+        if not isinstance(name, str) or not name.strip():
+            raise ConfigError(f"An experiment needs a non-empty name, got {name!r}.")
+        if not isinstance(dataset, Dataset):
+            dataset = Dataset(dataset)
+        if not callable(runner):
+            raise ConfigError(f"{where}: the agent must be a callable taking ctx, got {runner!r}.")
+        evaluators = list(evaluators)
+        for evaluator in evaluators:
+            if not isinstance(evaluator, Evaluator):
+                raise ConfigError(f"{where}: evaluators must be Evaluator(...) objects, got {evaluator!r}.")
+        names = [e.name for e in evaluators]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ConfigError(f"{where}: evaluator names must be unique; {duplicates[0]!r} is used twice.")
+        reserved = sorted(set(names) & set(RUN_METRICS))
+        if reserved:
+            raise ConfigError(f"{where}: evaluator name {reserved[0]!r} is taken by the run metric of that name; "
+                              "choose another name.")
+        _check_positive(where, integer=True, runs=runs, concurrency=concurrency, judge_concurrency=judge_concurrency)
+        _check_positive(where, timeout=timeout)
+        if isinstance(tags, str) or not all(isinstance(t, str) for t in tags):
+            raise ConfigError(f"{where}: tags must be a list of strings, got {tags!r}.")
+        for gate in assertions:
+            if not isinstance(gate, Assertion):
+                raise ConfigError(f"{where}: assertions must come from threshold(), no_regression() or "
+                                  f"assertion(), got {gate!r}.")
+        self.name = name
+        self.dataset = dataset
+        self.runner = runner
+        self.evaluators = evaluators
+        self.runs = runs
+        self.concurrency = concurrency
+        self.judge_concurrency = judge_concurrency
+        self.timeout = timeout
+        self.tags = list(tags)
+        self.assertions = list(assertions)
+        self.description = description or (getattr(runner, "__doc__", None) or "").strip() or None
+        self.source_file: str | None = None
+        self.source_line: int | None = None
+        self.last_report: ExperimentReport | None = None
+
+    def __repr__(self) -> str:
+        return f"Experiment({self.name!r}, {len(self.dataset)} items, {len(self.evaluators)} evaluators)"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """The decorated agent stays callable."""
+        return self.runner(*args, **kwargs)
+
+    def run(self, *, config: Config | None = None, observer: Any = None, **overrides: Any) -> ExperimentReport:
+        """Run every item through the agent and the evaluators; store and return the report.
+
+        Overrides: `concurrency`, `timeout`, `runs`, `tags`, `run_id`. A Ctrl-C keeps what finished
+        (the run is stored as `incomplete`) and then raises KeyboardInterrupt; `resume=<run id>`
+        then finishes that run, doing only the missing items and scores.
+        """
+        coro = self.arun(config=config, observer=observer, **overrides)
+        if not _loop_running():
+            return run_coroutine(coro)
+        # Inside a running loop (a notebook): run on a fresh loop in a helper thread.
+        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="cobalt-run") as pool:
+            return pool.submit(run_coroutine, coro).result()
+
+    async def arun(self, *, config: Config | None = None, observer: Any = None, resume: str | None = None,
+                   **overrides: Any) -> ExperimentReport:
+        """`run()` for code already inside an event loop."""
+        from ..run._execute import execute
+        from ..run._plan import prepare
+
+        config = config or load_config()
+        if resume is None:
+            return await execute(prepare(self, config, **overrides), observer)
+        run_id, timestamp, items, worked_ms = _resumable(self, config, resume)
+        plan = prepare(self, config, run_id=run_id, timestamp=timestamp, **overrides)
+        plan.prior_duration_ms = worked_ms
+        return await execute(plan, observer, resume=items)
+
+
+def _loop_running() -> bool:
+    # Answered outside any `except` block, so an error from the run is not chained to this check's
+    # "no running event loop" RuntimeError in the user's traceback.
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def _resumable(exp: Experiment, config: Config, ref: str) -> tuple[str, str, list[Any], float]:
+    """The run to resume: it must belong to this experiment; its stored rows say what is done.
+
+    Also returns the working time already spent (a killed run saved none: 0)."""
+    from ..results._history import resolve_run, stored_items
+    from ..results._store import Store
+
+    store = Store(config.output_path / "cobalt.duckdb")
+    run_id = resolve_run(store, ref, experiment=exp.name)
+    run = store.with_live_status(store.query("SELECT * FROM runs WHERE run_id = ?", [run_id]))[0]
+    if run["status"] == "completed":
+        raise ConfigError(f"Run {run_id} of {exp.name!r} is already completed; there is nothing to resume.")
+    if run["status"] == "running":
+        raise ConfigError(f"Run {run_id} of {exp.name!r} is still running (process {run['pid']} on "
+                          f"{run['host']}); stop it first, or wait for it to finish.")
+    worked_ms = float((run.get("summary") or {}).get("total_duration_ms") or 0.0)
+    items = stored_items(store, run_id)
+    _refuse_changed_dataset(exp, run_id, run, items)
+    return run_id, run["started_at"].isoformat(), items, worked_ms
+
+
+def _refuse_changed_dataset(exp: Experiment, run_id: str, run: Mapping[str, Any], items: list[Any]) -> None:
+    """Resuming adds the missing items to the stored ones: both must come from the same dataset."""
+    from ..run._agent import input_hash
+
+    config = run.get("config") or {}
+    size = (config.get("dataset") or {}).get("size") if isinstance(config, dict) else None
+    now = len(exp.dataset)
+    changed = next((item.index for item in items
+                    if item.index >= now or input_hash(exp.dataset[item.index]) != item.input_hash), None)
+    if (size is not None and int(size) != now) or changed is not None:
+        what = f"{size} items then, {now} now" if size is not None and int(size) != now else f"item {changed} changed"
+        raise ConfigError(f"Run {run_id} of {exp.name!r} was made with another dataset ({what}); resuming would "
+                          "mix the two: start a new run instead.")
+
+
+def _check_positive(where: str, *, integer: bool = False, **values: float | None) -> None:
+    kinds = int if integer else int | float
+    for name, value in values.items():
+        if value is not None and (isinstance(value, bool) or not isinstance(value, kinds) or value <= 0):
+            what = "a positive whole number" if integer else "a positive number"
+            raise ConfigError(f"{where}: {name} must be {what}, got {value!r}.")
+
+
+@overload
+def experiment(name: str, dataset: Dataset | Iterable[Mapping[str, Any]], runner: Callable[..., Any],
+               **options: Any) -> Experiment: ...
+@overload
+def experiment(name: str, dataset: Dataset | Iterable[Mapping[str, Any]], runner: None = None,
+               **options: Any) -> Callable[[Callable[..., Any]], Experiment]: ...
+def experiment(name: str, dataset: Dataset | Iterable[Mapping[str, Any]], runner: Callable[..., Any] | None = None,
+               **options: Any) -> Experiment | Callable[[Callable[..., Any]], Experiment]:
+    """Declare and register an experiment: `experiment(name, dataset, agent, evaluators=[...])`,
+    or as a decorator over the agent: `@experiment(name, dataset, evaluators=[...])`.
+
+    Options: `evaluators`, `runs`, `concurrency`, `judge_concurrency`, `timeout` (seconds per
+    item), `tags`, `assertions`, `description`.
+    """
+    unknown = sorted(set(options) - _OPTIONS)
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], _OPTIONS, n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"options are {', '.join(sorted(_OPTIONS))}."
+        raise ConfigError(f"experiment {name!r}: unknown option {unknown[0]!r}; {hint}")
+
+    line = sys._getframe(1).f_lineno  # where the user declared it, for "declared twice" errors
+
+    def register(fn: Callable[..., Any]) -> Experiment:
+        declared = Experiment(name, dataset, fn, **options)
+        declared.source_line = line
+        REGISTRY[name] = declared
+        for recording in _RECORDINGS:
+            recording.append(declared)
+        return declared
+
+    return register(runner) if runner is not None else register

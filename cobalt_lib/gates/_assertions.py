@@ -1,0 +1,232 @@
+"""Quality gates over a run's aggregates: thresholds, no-regression against a baseline, custom checks."""
+
+from __future__ import annotations
+
+import abc
+import difflib
+import json
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from .._errors import ConfigError
+from ..config._config import Config
+from ..results._report import STAT_NAMES, AssertionResult, ExperimentReport, split_path
+
+RUN_METRICS = ("latency", "cost", "tokens")
+
+
+def lower_is_better(metric: str) -> bool:
+    """`latency*`, `cost*`, `tokens*`, `*Duration` and `*Latency` are better when smaller."""
+    name = metric.split(".", 1)[0]
+    return name.startswith(("latency", "cost", "tokens")) or name.endswith(("Duration", "Latency"))
+
+
+#: Gates compare with this relative slack, so a mean that rounding puts a hair off its limit
+#: (three scores of 0.35 average to 0.34999999999999998) still counts as on the limit.
+_SLACK = 1e-9
+
+
+def meets(actual: float, limit: float, *, lower: bool) -> bool:
+    """`actual <= limit` for lower-is-better metrics, else `actual >= limit`, up to float rounding."""
+    slack = _SLACK * max(1.0, abs(limit))
+    return actual <= limit + slack if lower else actual >= limit - slack
+
+
+def check_metric(path: str, known: Iterable[str], where: str) -> None:
+    """Raise before the run if `path` names no metric the experiment produces."""
+    name, _ = split_path(path)
+    names = list(known)
+    base, dot, stat = path.rpartition(".")
+    if name not in names and dot and base in names:
+        raise ConfigError(f"{where} asks for statistic {stat!r} of {base!r}, which does not exist; "
+                          f"use one of {', '.join(sorted(STAT_NAMES))}.")
+    if name not in names:
+        close = difflib.get_close_matches(name, names, n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"known metrics: {', '.join(names)}."
+        raise ConfigError(f"{where} refers to metric {path!r}, which this experiment does not produce; {hint}")
+
+
+class Assertion(abc.ABC):
+    """A quality gate. Subclasses set `name` and implement `evaluate`."""
+
+    name: str = "assertion"
+
+    def metrics(self, config: Config) -> list[str]:
+        return []
+
+    @abc.abstractmethod
+    def evaluate(self, report: ExperimentReport, config: Config) -> list[AssertionResult]: ...
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "type": type(self).__name__}
+
+
+class Threshold(Assertion):
+    def __init__(self, path: str, value: float, *, lower_is_better_: bool | None = None) -> None:
+        self.path = path
+        self.value = float(value)
+        self.lower = lower_is_better(path) if lower_is_better_ is None else lower_is_better_
+        self.name = f"{path} {'<=' if self.lower else '>='} {value:g}"
+
+    def metrics(self, config: Config) -> list[str]:
+        return [self.path]
+
+    def evaluate(self, report: ExperimentReport, config: Config) -> list[AssertionResult]:
+        actual = report.metric(self.path)
+        if actual is None:
+            why = "no item reported it" if split_path(self.path)[0] in RUN_METRICS else "no successful scores"
+            return [AssertionResult(name=self.name, passed=False, expected=self.value,
+                                    message=f"{self.path} has no value in this run ({why})")]
+        passed = meets(actual, self.value, lower=self.lower)
+        verb = "at most" if self.lower else "at least"
+        return [AssertionResult(name=self.name, passed=passed, actual=actual, expected=self.value,
+                                message=f"{self.path} = {actual:.4g}, must be {verb} {self.value:g}")]
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "type": "threshold", "path": self.path, "value": self.value,
+                "direction": "max" if self.lower else "min"}
+
+
+class NoRegression(Assertion):
+    def __init__(self, baseline: str | Path, tolerance: float = 0.05) -> None:
+        if not 0 <= tolerance < 1:
+            raise ConfigError(f"no_regression(tolerance={tolerance}) must be within 0..1 (0.05 means 5%).")
+        self.baseline = Path(baseline)
+        self.tolerance = tolerance
+        self.name = f"no regression vs {self.baseline.name}"
+
+    def path(self, config: Config) -> Path:
+        """The baseline file: a relative path is under the project root."""
+        return self.baseline if self.baseline.is_absolute() else config.root / self.baseline
+
+    def _load(self, config: Config) -> dict[str, float]:
+        path = self.path(config)
+        if not path.is_file():
+            raise ConfigError(f"Baseline {path} does not exist; write it from a good run with `cobalt export RUN "
+                              f"--format baseline -o {self.baseline}` or `cobalt run --update-baselines`, or "
+                              f"in Python with report.save_baseline({str(self.baseline)!r}).")
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise ConfigError(f"Baseline {path} is not valid JSON ({exc}).") from None
+        if not isinstance(data, dict) or not all(isinstance(v, int | float) for v in data.values()):
+            raise ConfigError(f"Baseline {path} must be a JSON object of metric name to number.")
+        if not data:
+            raise ConfigError(f"Baseline {path} is empty, so it would gate nothing; write it from a completed "
+                              "run with `cobalt run --update-baselines` or `cobalt export RUN -f baseline`.")
+        return {str(k): float(v) for k, v in data.items()}
+
+    def metrics(self, config: Config) -> list[str]:
+        return list(self._load(config))
+
+    def evaluate(self, report: ExperimentReport, config: Config) -> list[AssertionResult]:
+        results = []
+        for metric, base in sorted(self._load(config).items()):
+            actual = report.metric(metric)
+            lower = lower_is_better(metric)
+            limit = base * (1 + self.tolerance) if lower else base * (1 - self.tolerance)
+            passed = actual is not None and meets(actual, limit, lower=lower)
+            shown = "none" if actual is None else f"{actual:.4g}"
+            bound = "at most" if lower else "at least"
+            results.append(AssertionResult(
+                name=f"no_regression:{metric}", passed=passed, actual=actual, expected=limit,
+                message=f"{metric} = {shown}, {bound} {limit:.4g} allowed (baseline {base:.4g} "
+                        f"{'+' if lower else '-'} {self.tolerance:.0%} of it)"))
+        return results
+
+    def update(self, report: ExperimentReport, config: Config) -> Path:
+        """Rewrite the baseline from `report`: every evaluator's mean, plus the run metrics (latency,
+        cost, tokens) the old file already held."""
+        try:
+            kept = [m for m in self._load(config) if m in RUN_METRICS]
+        except ConfigError:  # missing or unreadable: this run makes a fresh one
+            kept = []
+        return report.save_baseline(self.path(config), metrics=kept)
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "type": "no_regression", "baseline": str(self.baseline),
+                "tolerance": self.tolerance}
+
+
+class Custom(Assertion):
+    def __init__(self, name: str, check: Callable[[Mapping[str, Any], Mapping[str, Any]], Any],
+                 message: str = "") -> None:
+        if not callable(check):
+            raise ConfigError(f"assertion({name!r}): check must be a callable (aggregated, stats) -> bool.")
+        self.name = name
+        self.check = check
+        self.message = message
+
+    def evaluate(self, report: ExperimentReport, config: Config) -> list[AssertionResult]:
+        aggregated = {n: _stats_dict(s) for n, s in {**report.summary.metrics, **report.summary.scores}.items()}
+        s = report.summary
+        stats = {"total": s.total_runs, "duration_ms": s.total_duration_ms, "cost": s.estimated_cost,
+                 "errors": s.errors + s.timeouts}
+        try:
+            passed = bool(self.check(aggregated, stats))
+            message = self.message or ("passed" if passed else "failed")
+        except Exception as exc:
+            passed, message = False, f"the check raised {type(exc).__name__}: {exc}"
+        return [AssertionResult(name=self.name, passed=passed, message=message)]
+
+
+class ErrorRate(Assertion):
+    def __init__(self, max_rate: float) -> None:
+        self.max_rate = max_rate
+        self.name = f"error rate <= {max_rate:.0%}"
+
+    def evaluate(self, report: ExperimentReport, config: Config) -> list[AssertionResult]:
+        s = report.summary
+        rate = (s.errors + s.timeouts) / s.total_runs if s.total_runs else 0.0
+        passed = meets(rate, self.max_rate, lower=True)
+        return [AssertionResult(name=self.name, passed=passed, actual=rate, expected=self.max_rate,
+                                message=f"{s.errors + s.timeouts} of {s.total_runs} agent calls failed ({rate:.1%})")]
+
+
+def _stats_dict(stats: Any) -> dict[str, Any]:
+    data = stats.model_dump()
+    data["mean"] = data["avg"]
+    return data
+
+
+def threshold(path: str, value: float) -> Threshold:
+    """Pass when the metric at `path` (`relevance`, `relevance.p95`, `latency.p99`) reaches `value`.
+
+    Metrics named `latency*`, `cost*`, `tokens*`, `*Duration`, `*Latency` must stay at or below it.
+    """
+    return Threshold(path, value)
+
+
+def no_regression(baseline: str | Path, tolerance: float = 0.05) -> NoRegression:
+    """Fail when any metric in the baseline file (from `report.save_baseline`) worsens by more than `tolerance`."""
+    return NoRegression(baseline, tolerance)
+
+
+def assertion(name: str, check: Callable[[Mapping[str, Any], Mapping[str, Any]], Any],
+              message: str = "") -> Custom:
+    """A custom gate: `check(aggregated, stats)` returns True to pass."""
+    return Custom(name, check, message)
+
+
+def experiment_gates(config: Config, assertions: Iterable[Assertion], evaluators: Iterable[str]) -> list[Assertion]:
+    """An experiment's own gates, plus the `[ci]` ones that apply to it: a project-wide threshold
+    applies to the experiments that produce its metric."""
+    known = {*evaluators, *RUN_METRICS}
+    shared = [g for g in config_assertions(config) if all(split_path(m)[0] in known for m in g.metrics(config))]
+    return [*assertions, *shared]
+
+
+def config_assertions(config: Config) -> list[Assertion]:
+    """The gates that `[ci]` in config adds to every experiment."""
+    gates: list[Assertion] = []
+    for path, bound in config.ci.thresholds.items():
+        if bound.min is not None:
+            gates.append(Threshold(path, bound.min, lower_is_better_=False))
+        if bound.max is not None:
+            gates.append(Threshold(path, bound.max, lower_is_better_=True))
+    if config.ci.fail_on_error:
+        gates.append(ErrorRate(0.0))
+    elif config.ci.max_error_rate is not None:
+        gates.append(ErrorRate(config.ci.max_error_rate))
+    return gates

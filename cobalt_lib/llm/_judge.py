@@ -1,0 +1,157 @@
+"""The LLM judge: prompt, cache, call, parse `{score, reason}`, retry once, or record `eval-error`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import re
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from .._errors import JudgeError
+from ..results._report import Evaluation
+from ._cache import ResponseCache, cache_key
+from ._pricing import cost_usd
+from ._providers import Clients, Endpoint
+
+SYSTEM_PROMPT = (
+    "You are an impartial evaluator of an AI system's output. Judge the output against the "
+    "criteria in the user message. Reply with only a JSON object of the form "
+    '{"score": <number from 0.0 (worst) to 1.0 (best)>, "reason": "<one or two sentences>"}.'
+)
+STRICT_RETRY = (
+    "Your previous answer could not be used: {problem}. Reply again with only a JSON object of the "
+    'form {{"score": <number between 0 and 1>, "reason": "<short reason>"}} and no other text.'
+)
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
+
+
+def parse_judgement(text: str) -> tuple[float, str | None] | str:
+    """`(score, reason)` from a judge's answer, or a string saying why it is unusable.
+
+    Tolerates code fences and prose around the JSON object; the score must be within 0..1.
+    """
+    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    for candidate in candidates:
+        for obj in _json_objects(candidate):
+            if "score" not in obj:
+                continue
+            score = obj["score"]
+            if isinstance(score, str):
+                try:
+                    score = float(score.strip())
+                except ValueError:
+                    return f"the score {obj['score']!r} is not a number"
+            if isinstance(score, bool) or not isinstance(score, int | float) or math.isnan(score):
+                return f"the score {obj['score']!r} is not a number"
+            if not 0.0 <= score <= 1.0:
+                return f"the score {score} is outside 0..1"
+            reason = obj.get("reason")
+            return float(score), (reason if isinstance(reason, str) else None if reason is None else str(reason))
+    return "no JSON object with a 'score' field was found"
+
+
+def _json_objects(text: str) -> list[dict[str, Any]]:
+    decoder = json.JSONDecoder()
+    found = []
+    start = text.find("{")
+    while start != -1:
+        try:
+            obj, end = decoder.raw_decode(text, start)
+        except ValueError:
+            start = text.find("{", start + 1)
+            continue
+        if isinstance(obj, dict):
+            found.append(obj)
+        start = text.find("{", end)
+    return found
+
+
+#: Joins the first answer and the one after the stricter retry in an eval-error's raw_response.
+RETRY_SEPARATOR = "\n--- after the stricter retry ---\n"
+
+
+class Judge:
+    """Judge and embeddings calls of one run: shared clients, cache, concurrency limit and prices."""
+
+    def __init__(self, cache: ResponseCache, concurrency: int,
+                 prices: Mapping[str, tuple[float, float]] | None = None) -> None:
+        self.clients = Clients()
+        self.cache = cache
+        self.prices = dict(prices or {})
+        self._limit = asyncio.Semaphore(concurrency)
+
+    async def aclose(self) -> None:
+        await self.clients.aclose()
+
+    async def score(self, endpoint: Endpoint, prompt: str, *, system: str = SYSTEM_PROMPT,
+                    salt: Mapping[str, Any] | None = None) -> Evaluation:
+        """Judge one rendered prompt. Never raises for a bad answer or failed call: records it."""
+        params = {**endpoint.sampling(), "system": system, **(salt or {})}
+        key = cache_key("judge", endpoint.provider, endpoint.model, prompt, params, endpoint.base_url)
+        hit = self.cache.get(key)
+        if hit is not None:
+            return Evaluation(score=hit["score"], reason=hit.get("reason"), raw_response=hit.get("raw"),
+                              cached=True, judge_model=endpoint.label, latency_ms=0.0)
+        started = time.perf_counter()
+        messages = [{"role": "user", "content": prompt}]
+        usage = [0, 0]
+        calls = 0
+        raw = ""
+        answers: list[str] = []
+        try:
+            for attempt in range(2):
+                async with self._limit:
+                    completion = await self.clients.complete(endpoint, system, messages)
+                calls += 1
+                usage[0] += completion.input_tokens
+                usage[1] += completion.output_tokens
+                raw = completion.text
+                answers.append(raw)
+                parsed = parse_judgement(raw)
+                if not isinstance(parsed, str):
+                    score, reason = parsed
+                    self.cache.put(key, {"score": score, "reason": reason, "raw": raw})
+                    return self._record(endpoint, started, usage, calls, score=score, reason=reason,
+                                        raw_response=raw)
+                if attempt == 0:
+                    messages = [*messages, {"role": "assistant", "content": raw},
+                                {"role": "user", "content": STRICT_RETRY.format(problem=parsed)}]
+            return self._record(endpoint, started, usage, calls, status="eval-error",
+                                raw_response=RETRY_SEPARATOR.join(answers),
+                                error=f"unusable judge answer after a stricter retry: {parsed}")
+        except JudgeError as exc:
+            return self._record(endpoint, started, usage, calls, status="eval-error", error=str(exc),
+                                raw_response=raw or None)
+
+    def _record(self, endpoint: Endpoint, started: float, usage: list[int], calls: int,
+                **fields: Any) -> Evaluation:
+        return Evaluation(
+            judge_model=endpoint.label,
+            latency_ms=(time.perf_counter() - started) * 1000,
+            input_tokens=usage[0],
+            output_tokens=usage[1],
+            cost_usd=cost_usd(endpoint.model, usage[0], usage[1], self.prices),
+            judge_calls=calls,
+            **fields,
+        )
+
+    async def embed(self, endpoint: Endpoint, texts: list[str]) -> tuple[list[list[float]], int, int]:
+        """Vectors for `texts` (cached per text), the tokens spent and the number of calls made."""
+        keys = [cache_key("embedding", endpoint.provider, endpoint.model, t, {}, endpoint.base_url) for t in texts]
+        vectors: list[list[float] | None] = []
+        for key in keys:
+            hit = self.cache.get(key)
+            vectors.append(hit["vector"] if hit else None)
+        missing = [i for i, v in enumerate(vectors) if v is None]
+        tokens = 0
+        if missing:
+            async with self._limit:
+                fresh, tokens = await self.clients.embed(endpoint, [texts[i] for i in missing])
+            for i, vector in zip(missing, fresh, strict=True):
+                vectors[i] = vector
+                self.cache.put(keys[i], {"vector": vector})
+        return [v for v in vectors if v is not None], tokens, 1 if missing else 0

@@ -1,0 +1,213 @@
+"""The live terminal reporter: header, one line per item (or a progress bar), summary, gates."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import IO, TYPE_CHECKING, Any
+
+from rich import box
+from rich.console import Console
+from rich.panel import Panel
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+from rich.text import Text
+
+from ..results._report import ExperimentReport, ItemResult
+from ._units import count, duration, money
+
+if TYPE_CHECKING:
+    from ..run._plan import RunPlan
+
+#: Above this many agent calls, a progress bar replaces the line per item.
+LINE_LIMIT = 50
+
+
+def _fmt(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _listed(labels: list[str], limit: int = 20) -> str:
+    """The first `limit` labels, then how many more there are."""
+    more = f" and {len(labels) - limit} more" if len(labels) > limit else ""
+    return ", ".join(labels[:limit]) + more
+
+
+def _label(index: int, run_index: int) -> str:
+    """`#3` for an item's first run, `#3.2` for its third."""
+    return f"#{index}" + (f".{run_index}" if run_index else "")
+
+
+class TerminalReporter:
+    """An Observer that prints a run as it happens. `ci=True`: compact, no colour, no live redraw."""
+
+    def __init__(self, file: IO[str] | None = None, *, ci: bool = False, width: int | None = None,
+                 force_terminal: bool | None = None) -> None:
+        out = file or sys.stdout
+        self.ci = ci
+        self.console = Console(file=out, width=width, force_terminal=False if ci else force_terminal,
+                               no_color=ci, highlight=False, soft_wrap=True)
+        self.live = self.console.is_terminal and not ci
+        self._lock = threading.Lock()
+        self._progress: Progress | None = None
+        self._task: Any = None
+        self._agent_task: Any = None
+        self._thresholds: dict[str, float] = {}
+        self._done = 0
+        self._outputs = 0
+        self._total = 0
+        self._reported: set[tuple[int, int]] = set()
+
+    # -- Observer -------------------------------------------------------------------------------
+
+    def on_start(self, plan: RunPlan) -> None:
+        exp = plan.experiment
+        self._thresholds = {e.name: e.threshold for e in plan.evaluators}
+        self._total = plan.total_items * plan.runs
+        self._done = self._outputs = 0
+        self._reported = set()
+        n_eval = len(plan.evaluators)
+        line = (f"{count(plan.total_items, 'item')} x {count(plan.runs, 'run')} x {count(n_eval, 'evaluator')}  |  "
+                f"concurrency {plan.concurrency}  |  timeout {plan.timeout:g}s")
+        if self.ci:
+            self.console.print(f"cobalt run {exp.name} ({plan.run_id}): {line}")
+        else:
+            self.console.print(Panel(Text(line), title=f"[bold]cobalt[/] {exp.name}", subtitle=plan.run_id,
+                                     box=box.ROUNDED, expand=False))
+        if self.live and self._total > LINE_LIMIT:
+            self._task = self._start_progress().add_task("running", total=self._total)
+
+    def _start_progress(self) -> Progress:
+        if self._progress is None:
+            self._progress = Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
+                                      MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("ETA"),
+                                      TimeRemainingColumn(), console=self.console, transient=True)
+            self._progress.start()
+        return self._progress
+
+    def on_output(self, item: ItemResult) -> None:
+        """An agent call finished, scores to follow (the Dagster path runs every agent call first).
+
+        A failed call is printed now, once; ok ones advance an `agent` bar on a terminal, or print a
+        count at each quarter otherwise, so the agent stage is never silent."""
+        with self._lock:
+            self._outputs += 1
+            if self.live:
+                progress = self._start_progress()
+                if self._agent_task is None:
+                    self._agent_task = progress.add_task("agent", total=self._total)
+                progress.advance(self._agent_task)
+            elif self._total >= 8 and self._outputs * 4 // self._total > (self._outputs - 1) * 4 // self._total:
+                self.console.print(f"agent calls: {self._outputs}/{self._total} done")
+            if item.status != "ok":
+                self._reported.add((item.index, item.run_index))
+                self._print(self.item_line(item))
+
+    def on_item(self, item: ItemResult) -> None:
+        with self._lock:
+            self._done += 1
+            if self._task is not None and self._progress is not None:
+                self._progress.advance(self._task)
+            if (item.index, item.run_index) in self._reported:
+                return
+            many = self._total > LINE_LIMIT
+            if (many and (self.live or self.ci)) and item.status == "ok" and not (self.ci and self._low(item)):
+                return
+            self._print(self.item_line(item))
+
+    def _print(self, line: Text) -> None:
+        (self._progress.console if self._progress is not None else self.console).print(line)
+
+    def on_finish(self, report: ExperimentReport) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+        self._task = self._agent_task = None
+        self.print_summary(report)
+
+    # -- rendering -------------------------------------------------------------------------------
+
+    def _low(self, item: ItemResult) -> list[str]:
+        return [name for name, ev in item.evaluations.items()
+                if ev.status == "ok" and ev.score is not None and ev.score < self._thresholds.get(name, 0.5)]
+
+    def item_line(self, item: ItemResult) -> Text:
+        text = Text(f"{_label(item.index, item.run_index):>6} ")
+        if item.status != "ok":
+            mark = "✗ ERROR" if item.status == "error" else "⏱ TIMEOUT"
+            text.append(f"{mark} ", style="bold red")
+            text.append((item.error or "").splitlines()[0][:100] if item.error else "", style="red")
+            return text
+        low = self._low(item)
+        failed = any(ev.status != "ok" for ev in item.evaluations.values())  # an ERR is no pass
+        text.append("⚠ " if low or failed else "✓ ", style="yellow" if low or failed else "green")
+        for name, ev in item.evaluations.items():
+            if ev.status != "ok":
+                text.append(f"{name}=ERR ", style="red")
+            else:
+                style = "yellow" if name in low else ""
+                text.append(f"{name}={_fmt(ev.score)}" + ("*" if ev.cached else "") + " ", style=style)
+        text.append(f"({duration(item.latency_ms)})", style="dim")
+        return text
+
+    def print_summary(self, report: ExperimentReport) -> None:
+        c = self.console
+        s = report.summary
+        table = Table(box=box.SIMPLE_HEAD if not self.ci else box.ASCII, show_edge=False, pad_edge=False)
+        for column in ("evaluator", "avg", "min", "max", "p50", "p95", "n", "errors"):
+            table.add_column(column, justify="left" if column == "evaluator" else "right")
+        for name, st in s.scores.items():
+            table.add_row(name, _fmt(st.avg), _fmt(st.min), _fmt(st.max), _fmt(st.p50), _fmt(st.p95),
+                          str(st.count), str(st.errors))
+        c.print(table)
+        lat = s.metrics.get("latency")
+        c.print(f"items {s.total_runs} ({s.ok} ok, {count(s.errors, 'error')}, {count(s.timeouts, 'timeout')})  |  "
+                f"time {duration(s.total_duration_ms)}  |  avg latency {duration(s.avg_latency_ms)}"
+                + (f"  |  p95 {duration(lat.p95)}" if lat and lat.p95 is not None else ""))
+        # A rescore calls no agent, and the scores it carries over from its parent count as reused.
+        agent = "not called (rescore)" if report.parent_run_id else money(s.agent_cost)
+        reused = "cached or carried over" if report.parent_run_id else "cached"
+        judged = any(ev.judge_model for item in report.items for ev in item.evaluations.values())
+        if judged or s.judge_calls or s.cached_scores or s.judge_tokens:  # even if every judge call failed
+            c.print(f"tokens {s.total_tokens} (agent {s.agent_tokens}, judge {s.judge_tokens})  |  "
+                    f"cost: agent {agent}, judge {money(s.judge_cost)}  |  "
+                    f"judge calls {s.judge_calls}, {reused} {s.cached_scores}")
+        else:  # no model-backed evaluator ran: a "judge $0.0000" column would only be noise
+            c.print(f"tokens {s.total_tokens}  |  cost: agent {agent}  |  no judge calls")
+        self._print_warnings(report)
+        for gate in report.assertions:
+            mark = Text("PASS ", style="bold green") if gate.passed else Text("FAIL ", style="bold red")
+            c.print(Text.assemble("gate ", mark, gate.name, Text(f"  {gate.message}", style="dim")))
+        status = "" if report.status == "completed" else f" [{report.status}]"
+        c.print(f"results: {report.results_path}")
+        c.print(f"run id:  {report.id}{status}")
+
+    def _print_warnings(self, report: ExperimentReport) -> None:
+        low: dict[str, list[tuple[int, int]]] = {}
+        for item in report.items:
+            for name in self._low(item) if self._thresholds else []:
+                low.setdefault(name, []).append((item.index, item.run_index))
+        for name, keys in low.items():
+            labels = [_label(i, r) for i, r in sorted(set(keys))]
+            self.console.print(Text(f"⚠ low {name} (< {self._thresholds[name]:g}): {_listed(labels)}", style="yellow"))
+        # With runs > 1: the items that passed in some runs and not in others are the unreliable ones.
+        flaky = [f"#{spread.index} {name} {round((st.pass_rate or 0) * spread.runs)}/{spread.runs}"
+                 for spread in report.summary.per_item for name, st in spread.evaluators.items()
+                 if st.pass_rate is not None and 0 < st.pass_rate < 1]
+        if flaky:
+            self.console.print(Text(f"⚠ flaky (passed in some runs, not all): {_listed(flaky)}", style="yellow"))
+        failed = [i for i in report.items if i.status != "ok"]
+        if failed:
+            shown = ", ".join(f"#{i.index}" for i in failed[:20])
+            self.console.print(Text(f"✗ {count(len(failed), 'agent call')} failed: {shown}", style="red"))
+        errors: dict[str, list[tuple[int, str]]] = {}
+        for item in report.items:
+            for name, ev in item.evaluations.items():
+                if ev.status == "eval-error":
+                    errors.setdefault(name, []).append((item.index, ev.error or ev.reason or "no message"))
+        for name, found in errors.items():  # an ERR cell alone would leave the user without the why
+            shown = _listed([f"#{i}" for i in sorted({index for index, _ in found})])
+            first = " ".join(found[0][1].split())
+            first = first if len(first) <= 160 else first[:157] + "..."
+            self.console.print(Text(f"✗ {name}: {count(len(found), 'evaluation error')} ({shown}); first: {first}",
+                                    style="red"))

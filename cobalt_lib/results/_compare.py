@@ -1,0 +1,342 @@
+"""Comparing two runs: B - A per evaluator, with a paired bootstrap confidence interval.
+
+Items are paired by (item index, run index) and must have the same input (equal `input_hash`):
+an item whose input changed between the runs is reported as unpaired, never compared. The CLI
+(`cobalt compare`) and the MCP server render the same `Comparison`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from ..render._units import duration, money
+from ._report import ExperimentReport, ItemResult
+
+Verdict = Literal["improved", "regressed", "no significant change", "not comparable"]
+Key = tuple[int, int]
+
+#: Run metrics compared besides the evaluators (all lower-is-better).
+RUN_METRICS = ("latency.p95", "cost.mean")
+#: Resampled means computed per numpy block, to keep memory flat for large runs.
+_BLOCK_CELLS = 1_000_000
+
+
+class EvaluatorDelta(BaseModel):
+    """One evaluator: its means in both runs, B - A, and the paired bootstrap CI of the difference."""
+
+    evaluator: str
+    mean_a: float | None = None
+    mean_b: float | None = None
+    delta: float | None = None
+    pairs: int = 0
+    paired_delta: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    verdict: Verdict = "not comparable"
+    #: Paired items with a score in A, and in B (an eval-error or a failed agent call has none).
+    scored_a: int = 0
+    scored_b: int = 0
+    #: Paired items scored in A with no score in B although B ran the evaluator: lost to errors.
+    lost: int = 0
+
+    @property
+    def lost_scores(self) -> bool:
+        """B scored fewer of the paired items than A because of errors (all of them, at worst): a
+        breakdown the verdict, computed over the pairs left, cannot show."""
+        return self.lost > 0 and self.scored_b < self.scored_a
+
+
+class MetricDelta(BaseModel):
+    """A run metric (`latency.p95`, `cost.mean`); lower is better."""
+
+    metric: str
+    a: float | None = None
+    b: float | None = None
+    delta: float | None = None
+
+
+class ItemChange(BaseModel):
+    """One paired item's score change for one evaluator."""
+
+    index: int
+    run_index: int
+    evaluator: str
+    input: Any = None
+    score_a: float
+    score_b: float
+    delta: float
+
+
+class StatusChange(BaseModel):
+    """A paired item whose agent call succeeded in one run and not in the other."""
+
+    index: int
+    run_index: int
+    status_a: str
+    status_b: str
+    error: str | None = None
+
+
+class Unpaired(BaseModel):
+    index: int
+    run_index: int
+    reason: Literal["input changed", "only in A", "only in B"]
+
+
+class Comparison(BaseModel):
+    """Run B against baseline run A: every delta is B - A."""
+
+    run_a: str
+    run_b: str
+    experiment_a: str
+    experiment_b: str
+    timestamp_a: str
+    timestamp_b: str
+    confidence: float = 0.95
+    resamples: int = 2000
+    seed: int = 0
+    paired: int = 0
+    evaluators: list[EvaluatorDelta] = Field(default_factory=list)
+    metrics: list[MetricDelta] = Field(default_factory=list)
+    regressions: list[ItemChange] = Field(default_factory=list)
+    improvements: list[ItemChange] = Field(default_factory=list)
+    status_changes: list[StatusChange] = Field(default_factory=list)
+    unpaired: list[Unpaired] = Field(default_factory=list)
+    #: The experiment `latest`/`previous` were looked up in when the caller chose it for the user
+    #: (`cobalt compare` without --experiment); None when the runs were named outright.
+    scope: str | None = None
+
+    @property
+    def regressed(self) -> list[str]:
+        """Names of the evaluators whose CI lies below zero."""
+        return [e.evaluator for e in self.evaluators if e.verdict == "regressed"]
+
+    @property
+    def lost_scores(self) -> list[EvaluatorDelta]:
+        """The evaluators that scored fewer paired items in B than in A because of errors."""
+        return [e for e in self.evaluators if e.lost_scores]
+
+
+def compare_reports(a: ExperimentReport, b: ExperimentReport, *, top: int = 5, resamples: int = 2000,
+                    seed: int = 0, confidence: float = 0.95) -> Comparison:
+    """Compare run `b` against baseline run `a` (deltas are B - A); reproducible for a given seed."""
+    if resamples < 1:
+        raise ValueError(f"resamples must be 1 or more, got {resamples}.")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be between 0 and 1, got {confidence}.")
+    pairs, unpaired = pair_items(a.items, b.items)
+    changes = _score_changes(pairs)
+    result = Comparison(
+        run_a=a.id, run_b=b.id, experiment_a=a.name, experiment_b=b.name, timestamp_a=a.timestamp,
+        timestamp_b=b.timestamp, confidence=confidence, resamples=resamples, seed=seed, paired=len(pairs),
+        unpaired=unpaired, status_changes=_status_changes(pairs),
+        metrics=[_metric_delta(a, b, path) for path in RUN_METRICS],
+    )
+    for name in _evaluator_names(a, b):
+        diffs = [c.delta for c in changes if c.evaluator == name]
+        delta = _evaluator_delta(a, b, name, diffs, resamples, seed, confidence)
+        _count_scored(delta, pairs, ran_in_b=_ran(b, name))
+        result.evaluators.append(delta)
+    result.regressions = sorted((c for c in changes if c.delta < 0), key=_largest_first)[:top]
+    result.improvements = sorted((c for c in changes if c.delta > 0), key=_largest_first)[:top]
+    return result
+
+
+def pair_items(a: list[ItemResult], b: list[ItemResult]) -> tuple[list[tuple[ItemResult, ItemResult]], list[Unpaired]]:
+    """Pairs by (index, run_index) with equal input hashes; everything else is unpaired."""
+    by_key_a = {(i.index, i.run_index): i for i in a}
+    by_key_b = {(i.index, i.run_index): i for i in b}
+    pairs: list[tuple[ItemResult, ItemResult]] = []
+    unpaired: list[Unpaired] = []
+    for key in sorted(by_key_a.keys() | by_key_b.keys()):
+        item_a, item_b = by_key_a.get(key), by_key_b.get(key)
+        if item_a is None or item_b is None:
+            unpaired.append(Unpaired(index=key[0], run_index=key[1], reason="only in B" if item_a is None
+                                     else "only in A"))
+        elif item_a.input_hash != item_b.input_hash:
+            unpaired.append(Unpaired(index=key[0], run_index=key[1], reason="input changed"))
+        else:
+            pairs.append((item_a, item_b))
+    return pairs, unpaired
+
+
+def bootstrap_ci(diffs: list[float], *, resamples: int = 2000, seed: int = 0,
+                 confidence: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap CI of the mean of `diffs` (resampling the pairs with replacement)."""
+    import numpy as np  # lazily: `cobalt --help` and the other commands need no numpy
+
+    values = np.asarray(diffs, dtype=float)
+    rng = np.random.default_rng(seed)
+    block = max(1, _BLOCK_CELLS // len(values))
+    means = np.empty(resamples)
+    for start in range(0, resamples, block):
+        count = min(block, resamples - start)
+        means[start : start + count] = values[rng.integers(0, len(values), size=(count, len(values)))].mean(axis=1)
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(means, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def _largest_first(change: ItemChange) -> tuple[float, int, int, str]:
+    return (-abs(change.delta), change.index, change.run_index, change.evaluator)
+
+
+def _score(item: ItemResult, evaluator: str) -> float | None:
+    ev = item.evaluations.get(evaluator)
+    if item.status != "ok" or ev is None or ev.status != "ok" or ev.score is None:
+        return None
+    return ev.score
+
+
+def _score_changes(pairs: list[tuple[ItemResult, ItemResult]]) -> list[ItemChange]:
+    changes = []
+    for item_a, item_b in pairs:
+        for name in item_a.evaluations.keys() & item_b.evaluations.keys():
+            score_a, score_b = _score(item_a, name), _score(item_b, name)
+            if score_a is not None and score_b is not None:
+                changes.append(ItemChange(index=item_a.index, run_index=item_a.run_index, evaluator=name,
+                                          input=item_b.input, score_a=score_a, score_b=score_b,
+                                          delta=score_b - score_a))
+    return changes
+
+
+def _status_changes(pairs: list[tuple[ItemResult, ItemResult]]) -> list[StatusChange]:
+    return [StatusChange(index=x.index, run_index=x.run_index, status_a=x.status, status_b=y.status,
+                         error=y.error or x.error)
+            for x, y in pairs if x.status != y.status]
+
+
+def _evaluator_names(a: ExperimentReport, b: ExperimentReport) -> list[str]:
+    names = [*a.summary.scores, *b.summary.scores]
+    names += [n for report in (a, b) for item in report.items for n in item.evaluations]
+    return list(dict.fromkeys(names))
+
+
+def _ran(report: ExperimentReport, name: str) -> bool:
+    """Whether the run had the evaluator at all (its summary lists it even when every call failed)."""
+    return name in report.summary.scores or any(name in item.evaluations for item in report.items)
+
+
+def _count_scored(delta: EvaluatorDelta, pairs: list[tuple[ItemResult, ItemResult]], *, ran_in_b: bool) -> None:
+    name = delta.evaluator
+    for item_a, item_b in pairs:
+        score_a, score_b = _score(item_a, name), _score(item_b, name)
+        delta.scored_a += score_a is not None
+        delta.scored_b += score_b is not None
+        # An evaluator dropped from B is not an error of B's; a failed call or an eval-error is.
+        delta.lost += score_a is not None and score_b is None and ran_in_b
+
+
+def _mean(report: ExperimentReport, name: str) -> float | None:
+    stats = report.summary.scores.get(name)
+    if stats is not None and stats.avg is not None:
+        return stats.avg
+    scores = [s for item in report.items if (s := _score(item, name)) is not None]
+    return math.fsum(scores) / len(scores) if scores else None
+
+
+def _evaluator_delta(a: ExperimentReport, b: ExperimentReport, name: str, diffs: list[float], resamples: int,
+                     seed: int, confidence: float) -> EvaluatorDelta:
+    mean_a, mean_b = _mean(a, name), _mean(b, name)
+    result = EvaluatorDelta(evaluator=name, mean_a=mean_a, mean_b=mean_b, pairs=len(diffs),
+                            delta=None if mean_a is None or mean_b is None else mean_b - mean_a)
+    if not diffs:
+        return result
+    result.paired_delta = math.fsum(diffs) / len(diffs)
+    if len(diffs) < 2:  # one pair says nothing about the spread: no interval, no verdict
+        return result
+    result.ci_low, result.ci_high = bootstrap_ci(diffs, resamples=resamples, seed=seed, confidence=confidence)
+    result.verdict = ("improved" if result.ci_low > 0 else "regressed" if result.ci_high < 0
+                      else "no significant change")
+    return result
+
+
+def _metric_delta(a: ExperimentReport, b: ExperimentReport, path: str) -> MetricDelta:
+    value_a, value_b = a.metric(path), b.metric(path)
+    delta = None if value_a is None or value_b is None else value_b - value_a
+    return MetricDelta(metric=path, a=value_a, b=value_b, delta=delta)
+
+
+# -- Markdown ----------------------------------------------------------------------------------
+
+
+def _num(value: float | None, digits: int = 3, sign: bool = False) -> str:
+    if value is None:
+        return "–"
+    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
+
+
+def metric_text(metric: str, value: float | None, *, sign: bool = False, missing: str = "–") -> str:
+    """A run metric with its unit: latencies (stored in ms) as `420ms` or `4.24s`, costs as dollars
+    with significant digits (`$0.0000421`, not `0.0000`); `sign` for a delta."""
+    if value is None:
+        return missing
+    kind = metric.split(".")[0]
+    size = abs(value)
+    text = duration(size) if kind == "latency" else money(size) if kind == "cost" else f"{size:.4f}"
+    return ("+" if value >= 0 else "-") + text if sign else ("-" if value < 0 else "") + text
+
+
+def lost_text(e: EvaluatorDelta) -> str:
+    """Why an evaluator with `lost_scores` counts as regressed, in one line."""
+    return (f"{e.evaluator} has no score in B for {e.lost} of the {e.scored_a} paired items scored in A "
+            "(eval-errors or failed agent calls)")
+
+
+def _cell(value: Any, limit: int = 60) -> str:
+    text = value if isinstance(value, str) else "" if value is None else str(value)
+    text = " ".join(text.split()).replace("|", "\\|")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def unpaired_summary(unpaired: list[Unpaired], shown: int = 5) -> str:
+    """One line for every unpaired item: how many, why, and the first few (a changed dataset can
+    leave hundreds, one line each would bury the comparison)."""
+    reasons = ", ".join(f"{count} {reason}" for reason, count in Counter(u.reason for u in unpaired).items())
+    items = [str(u.index) if u.run_index == 0 else f"{u.index} (run {u.run_index})" for u in unpaired[:shown]]
+    more = f" and {len(unpaired) - shown} more" if len(unpaired) > shown else ""
+    noun = "item" if len(unpaired) == 1 else "items"
+    return f"{len(unpaired)} unpaired {noun}, not compared ({reasons}): {noun} {', '.join(items)}{more}"
+
+
+def scope_note(c: Comparison) -> str:
+    return f"latest/previous looked up in experiment {c.scope!r} only (--experiment picks another)"
+
+
+def ci_text(e: EvaluatorDelta) -> str:
+    return "–" if e.ci_low is None or e.ci_high is None else f"[{e.ci_low:+.3f}, {e.ci_high:+.3f}]"
+
+
+def comparison_markdown(c: Comparison) -> str:
+    """The comparison as Markdown: evaluators, run metrics, top movers, unpaired items."""
+    level = f"{c.confidence:.0%}"
+    parts = [f"### cobalt compare: `{c.run_b}` vs baseline `{c.run_a}`",
+             f"{c.experiment_b} vs {c.experiment_a} · {c.paired} paired items · {len(c.unpaired)} unpaired · "
+             f"{level} paired bootstrap CI ({c.resamples} resamples, seed {c.seed})"
+             + (f" · {scope_note(c)}" if c.scope else ""),
+             "\n".join([f"| evaluator | A | B | B - A | paired B - A | {level} CI | pairs | verdict |",
+                        "|---|---|---|---|---|---|---|---|",
+                        *(f"| {e.evaluator} | {_num(e.mean_a)} | {_num(e.mean_b)} | {_num(e.delta, sign=True)} "
+                          f"| {_num(e.paired_delta, sign=True)} | {ci_text(e)} | {e.pairs} | {e.verdict} |"
+                          for e in c.evaluators)]),
+             "\n".join(["| metric | A | B | B - A |", "|---|---|---|---|",
+                        *(f"| {m.metric} | {metric_text(m.metric, m.a)} | {metric_text(m.metric, m.b)} "
+                          f"| {metric_text(m.metric, m.delta, sign=True)} |" for m in c.metrics)])]
+    if c.lost_scores:
+        parts.append("#### Lost scores\n\n" + "\n".join(f"- {lost_text(e)}" for e in c.lost_scores))
+    for title, rows in (("Most regressed", c.regressions), ("Most improved", c.improvements)):
+        if rows:
+            parts.append(f"#### {title}\n\n| item | run | evaluator | A | B | B - A | input |\n"
+                         "|---|---|---|---|---|---|---|\n" + "\n".join(
+                             f"| {r.index} | {r.run_index} | {r.evaluator} | {_num(r.score_a)} | {_num(r.score_b)} "
+                             f"| {_num(r.delta, sign=True)} | {_cell(r.input)} |" for r in rows))
+    if c.status_changes:
+        parts.append("#### Status changes\n\n" + "\n".join(
+            f"- item {s.index} run {s.run_index}: {s.status_a} → {s.status_b}" for s in c.status_changes))
+    if c.unpaired:
+        parts.append(f"#### Unpaired\n\n{unpaired_summary(c.unpaired)}")
+    return "\n\n".join(parts) + "\n"

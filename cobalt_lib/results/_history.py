@@ -1,0 +1,69 @@
+"""Reading past runs back: run references (`latest`, `previous`, id prefixes) and whole reports."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .._errors import ConfigError
+from ._report import AssertionResult, ExperimentReport, ItemResult, Summary
+from ._results_file import read_results
+from ._rows import item_from_rows, stats_from_row
+from ._store import Store
+
+
+def resolve_run(store: Store, ref: str, experiment: str | None = None) -> str:
+    """The run id that `ref` names: `latest`, `previous`, a full id or a unique prefix of one."""
+    runs = store.runs(experiment=experiment)
+    scope = f" of experiment {experiment!r}" if experiment else ""
+    if ref in ("latest", "previous"):
+        position = 0 if ref == "latest" else 1
+        if len(runs) <= position:
+            raise ConfigError(f"There is no {ref} run{scope} yet ({len(runs)} stored); run an experiment first.")
+        return str(runs[position]["run_id"])
+    matches = [r["run_id"] for r in runs if r["run_id"] == ref] or [r["run_id"] for r in runs
+                                                                    if str(r["run_id"]).startswith(ref)]
+    if not matches:
+        raise ConfigError(f"No run{scope} has id {ref!r}; `cobalt history` lists the stored runs.")
+    if len(matches) > 1:
+        raise ConfigError(f"Run id {ref!r} is ambiguous ({', '.join(matches[:5])}); give more characters.")
+    return str(matches[0])
+
+
+def load_report(store: Store, run_id: str) -> ExperimentReport:
+    """The run's report: its results JSON when present, else rebuilt from the store's rows."""
+    rows = store.query("SELECT * FROM runs WHERE run_id = ?", [run_id])
+    if not rows:
+        raise ConfigError(f"No run has id {run_id!r}; `cobalt history` lists the stored runs.")
+    run = store.with_live_status(rows)[0]
+    path = run.get("results_path")
+    if path and Path(path).is_file():
+        report = read_results(path)
+        report.status = run["status"] if report.status == "running" else report.status
+        return report
+    return _from_rows(store, run)
+
+
+def stored_items(store: Store, run_id: str) -> list[ItemResult]:
+    """Every item of a run as its rows hold it (the truth after a crash: the JSON may be missing)."""
+    scores: dict[tuple[int, int], list[dict[str, Any]]] = {}
+    for row in store.rows("scores", run_id):
+        scores.setdefault((row["item_index"], row["run_index"]), []).append(row)
+    return [item_from_rows(o, scores.get((o["item_index"], o["run_index"]), []))
+            for o in store.rows("outputs", run_id)]
+
+
+def _from_rows(store: Store, run: dict[str, Any]) -> ExperimentReport:
+    run_id = run["run_id"]
+    items = stored_items(store, run_id)
+    summary = Summary.model_validate(run["summary"]) if run.get("summary") else Summary()
+    for row in store.rows("aggregates", run_id):
+        (summary.scores if row["kind"] == "evaluator" else summary.metrics)[row["metric"]] = stats_from_row(row)
+    verdicts = [AssertionResult(name=v["name"], passed=bool(v["passed"]), message=v["message"] or "",
+                                actual=v["actual"], expected=v["expected"]) for v in store.rows("verdicts", run_id)]
+    started = run["started_at"]
+    return ExperimentReport(
+        id=run_id, name=run["experiment"], timestamp=started.isoformat() if hasattr(started, "isoformat") else
+        str(started), status=run["status"], source=run.get("source") or "library",
+        parent_run_id=run.get("parent_run_id"), tags=run.get("tags") or [], config=run.get("config") or {},
+        summary=summary, items=items, assertions=verdicts, results_path=run.get("results_path"))

@@ -1,0 +1,169 @@
+"""Calling the user's agent: sync or async, bounded, timed out, failures recorded."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import inspect
+import json
+import math
+import time
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..llm._pricing import cost_usd
+from ..results._report import ItemResult
+from ._threads import DaemonThreads
+from ._timeouts import BlockedLoopTimeout, timeout_message, within
+
+Runner = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class AgentContext:
+    """What the agent receives: the dataset item, its index and which repetition this is."""
+
+    item: dict[str, Any]
+    index: int
+    run_index: int = 0
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def input(self) -> Any:
+        return self.item.get("input")
+
+
+def input_hash(item: Mapping[str, Any]) -> str:
+    canonical = json.dumps(item, sort_keys=True, ensure_ascii=False, default=str, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+
+async def call_agent(runner: Runner, ctx: AgentContext, *, timeout: float, limit: asyncio.Semaphore,
+                     threads: DaemonThreads | None, prices: Mapping[str, tuple[float, float]]) -> ItemResult:
+    """Run the agent on one item under `limit`; exceptions and timeouts become the item's status."""
+    result = ItemResult(index=ctx.index, run_index=ctx.run_index, input=ctx.item.get("input", ctx.item),
+                        item=ctx.item, input_hash=input_hash(ctx.item))
+    await limit.acquire()
+    release_later = False
+    started = time.perf_counter()
+    try:
+        if threads is not None:
+            future = threads.submit(lambda: runner(ctx))
+            try:
+                value = await asyncio.wait_for(asyncio.shield(future), timeout)
+            except TimeoutError:
+                release_later = True
+                _hold_slot(future, limit, threads, grace=timeout)
+                raise
+        else:
+            value = await within(_awaitable(runner, ctx), timeout)
+            elapsed = time.perf_counter() - started
+            if elapsed > timeout + max(0.05, timeout / 20):  # the timer could not fire: the loop was blocked
+                raise BlockedLoopTimeout(elapsed)
+        result.latency_ms = (time.perf_counter() - started) * 1000
+        _fill_output(result, value, prices)
+    except BlockedLoopTimeout as exc:
+        result.latency_ms = (time.perf_counter() - started) * 1000
+        result.status = "timeout"
+        result.error = (f"the agent did not answer within {timeout:g} s (it took {exc.elapsed:.1f} s): the event "
+                        "loop was blocked, so no timeout could fire; an async agent must not make blocking calls "
+                        "(time.sleep, requests): make it a plain def, which cobalt runs in a thread, or use an "
+                        "async client")
+    except TimeoutError as exc:
+        result.latency_ms = (time.perf_counter() - started) * 1000
+        result.status = "timeout"
+        result.error = timeout_message("agent", timeout, exc)
+    except Exception as exc:
+        result.latency_ms = (time.perf_counter() - started) * 1000
+        result.status = "error"
+        result.error = f"{type(exc).__name__}: {exc}"
+        result.traceback = traceback.format_exc(limit=20)
+    finally:
+        if not release_later:
+            limit.release()
+    return result
+
+
+def _hold_slot(future: asyncio.Future[Any], limit: asyncio.Semaphore, threads: DaemonThreads,
+               grace: float) -> None:
+    """A thread cannot be stopped: a timed-out call keeps its slot until it returns, so the bound
+    holds for calls really in flight; but one stuck for `grace` more seconds is abandoned (up to
+    MAX_ABANDONED_CALLS), so a few calls that hang forever cannot stall the rest of the run."""
+    released = False
+
+    def release(*_: object) -> None:
+        nonlocal released
+        if not released:
+            released = True
+            limit.release()
+
+    def give_up() -> None:
+        if not released and not future.done() and threads.abandon():
+            release()
+
+    future.add_done_callback(release)
+    asyncio.get_running_loop().call_later(grace, give_up)
+
+
+async def _awaitable(runner: Runner, ctx: AgentContext) -> Any:
+    value = runner(ctx)
+    if inspect.isawaitable(value):
+        value = await value
+    return value
+
+
+def _fill_output(result: ItemResult, value: Any, prices: Mapping[str, tuple[float, float]]) -> None:
+    if isinstance(value, Mapping) and "output" in value:
+        metadata = value.get("metadata") or {}
+        result.output = json_safe(value["output"])
+        result.metadata = json_safe(dict(metadata) if isinstance(metadata, Mapping) else {"value": metadata})
+    else:
+        result.output = json_safe(value)
+    result.tokens, result.cost_usd = agent_usage(result.metadata, prices)
+
+
+def json_safe(value: Any) -> Any:
+    """`value` as JSON holds it, so the report, the results file and the store agree.
+
+    Objects JSON cannot hold become their `str()`, bytes are decoded as UTF-8 (bad bytes replaced),
+    NaN and infinities become None.
+    """
+    if isinstance(value, str | bool | int | None):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8", errors="replace")
+    if isinstance(value, Mapping):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [json_safe(v) for v in value]
+    if hasattr(value, "model_dump"):  # a pydantic model the agent returned
+        return json_safe(value.model_dump(mode="json"))
+    return str(value)
+
+
+def agent_usage(
+    metadata: Mapping[str, Any], prices: Mapping[str, tuple[float, float]]
+) -> tuple[int | None, float | None]:
+    """Tokens and cost reported by the agent's metadata; cost estimated from the model if absent."""
+    usage = metadata.get("usage") if isinstance(metadata.get("usage"), Mapping) else {}
+    assert isinstance(usage, Mapping)
+    tokens_in = _int(metadata.get("input_tokens", usage.get("input_tokens", usage.get("prompt_tokens"))))
+    tokens_out = _int(metadata.get("output_tokens", usage.get("output_tokens", usage.get("completion_tokens"))))
+    total = _int(metadata.get("tokens", usage.get("total_tokens")))
+    if total is None and (tokens_in is not None or tokens_out is not None):
+        total = (tokens_in or 0) + (tokens_out or 0)
+    cost = metadata.get("cost_usd", metadata.get("cost"))
+    if isinstance(cost, int | float) and not isinstance(cost, bool):
+        return total, float(cost)
+    model = metadata.get("model")
+    if isinstance(model, str) and tokens_in is not None and tokens_out is not None:
+        return total, cost_usd(model, tokens_in, tokens_out, prices)
+    return total, None
+
+
+def _int(value: Any) -> int | None:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None

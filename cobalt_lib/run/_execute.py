@@ -1,0 +1,181 @@
+"""The four stages (outputs, scores, aggregates, verdicts) as plain functions over typed records.
+
+The library chains them item by item (`execute`); the Dagster assets call the stage functions
+one asset per stage. Both share `prepare`, `produce`, `score`, `summarise` and `judge_verdicts`."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Literal, TypeVar
+
+from ..results._report import ExperimentReport, ItemResult
+from ..results._results_file import write_results
+from ..results._rows import aggregate_rows, output_row, run_row, score_rows, verdict_rows
+from ..results._store import BatchWriter
+
+if TYPE_CHECKING:
+    pass
+
+from ._plan import RunPlan
+from ._session import Observer, Session
+from ._stages import build_report, item_keys, produce, score
+
+T = TypeVar("T")
+
+
+async def bounded(args: Iterable[T], limit: int, fn: Callable[[T], Awaitable[None]]) -> None:
+    """Run `fn` over `args` with at most `limit` in flight; memory stays flat in the number of args."""
+    slots = asyncio.Semaphore(limit)
+    tasks: set[asyncio.Task[None]] = set()
+    failure: list[BaseException] = []
+
+    def done(task: asyncio.Task[None]) -> None:
+        tasks.discard(task)
+        slots.release()
+        if not task.cancelled() and task.exception() is not None:
+            failure.append(task.exception())  # type: ignore[arg-type]
+
+    try:
+        for arg in args:
+            await slots.acquire()
+            if failure:
+                break
+            task: asyncio.Task[None] = asyncio.create_task(fn(arg))  # type: ignore[arg-type]
+            tasks.add(task)
+            task.add_done_callback(done)
+        while tasks and not failure:
+            await asyncio.wait(set(tasks), return_when=asyncio.FIRST_EXCEPTION)
+        if failure:
+            raise failure[0]
+    finally:
+        for task in list(tasks):
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def save(plan: RunPlan, report: ExperimentReport) -> None:
+    """Write the results JSON, then the run row, aggregates and verdicts in one transaction."""
+    report.results_path = str(write_results(report, plan.config.output_path / "results"))
+    plan.store.finish_run(run_row(report, finished=True), aggregate_rows(report), verdict_rows(report))
+
+
+def start_run(plan: RunPlan) -> None:
+    """Record the run as `running` before any agent call."""
+    pending = ExperimentReport(id=plan.run_id, name=plan.experiment.name, timestamp=plan.timestamp,
+                               status="running", source=plan.source, parent_run_id=plan.parent_run_id,
+                               tags=plan.tags, config=plan.describe())
+    plan.store.start_run(run_row(pending, finished=False))
+
+
+Step = Callable[[Session, T], Awaitable[ItemResult]]
+
+
+async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Sequence[str],
+                 observer: Observer | None = None, into: list[ItemResult] | None = None) -> list[ItemResult]:
+    """Run `step` over `keys` (bounded), writing each finished item's rows to `tables` as it finishes.
+
+    Finished items land in `into` (and the store) even when the stage is interrupted.
+    """
+    items = into if into is not None else []
+    writer = BatchWriter(plan.store)
+
+    async def one(key: T) -> None:
+        item = await step(session, key)
+        if "scores" in tables:
+            for row in score_rows(plan.run_id, item):
+                writer.add("scores", row)
+        items.append(item)
+        if observer:
+            observer.on_item(item)
+
+    try:
+        async with Session(plan) as session:
+            if "outputs" in tables:
+                session.output_sink = lambda item: writer.add("outputs", output_row(plan.run_id, item))
+            await bounded(keys, 2 * (plan.concurrency + plan.judge_concurrency), one)
+    finally:
+        writer.close()
+    return items
+
+
+async def agent_step(session: Session, key: tuple[int, int]) -> ItemResult:
+    item = await produce(session, *key)
+    session.output_sink(item)
+    return item
+
+
+async def full_step(session: Session, key: tuple[int, int]) -> ItemResult:
+    # The output is stored before the judge runs: a crash while judging keeps the paid-for agent call.
+    return await score(session, await agent_step(session, key))
+
+
+async def rescore_step(session: Session, item: ItemResult) -> ItemResult:
+    # Scores carried over from the stored run cost this run nothing: they count as reused (cached).
+    kept = {name: ev.model_copy(update={"cached": True, "judge_calls": 0})
+            for name, ev in item.evaluations.items() if name not in session.plan.scored}
+    item = item.model_copy(update={"evaluations": kept}, deep=True)
+    session.output_sink(item)
+    return await score(session, item)
+
+
+async def execute(plan: RunPlan, observer: Observer | None = None, *,
+                  outputs: Sequence[ItemResult] | None = None,
+                  resume: Sequence[ItemResult] | None = None) -> ExperimentReport:
+    """The library path: each item goes agent -> evaluators as soon as it can; rows stream to the store.
+
+    With `outputs` (another run's items) the agent is not called: only the evaluators run, as a new
+    run. With `resume` (this run's stored items, after a crash or Ctrl-C) only what is missing runs:
+    items without an output go through agent and evaluators, outputs without every score are scored.
+    """
+    start_run(plan)
+    if observer:
+        observer.on_start(plan)
+    done, unscored, missing = _resume_split(plan, resume or [])
+    items: list[ItemResult] = list(done)
+    started = time.perf_counter()
+    status: Literal["completed", "incomplete"] = "incomplete"
+    try:
+        if outputs is not None:
+            stored = sorted(outputs, key=lambda o: (o.index, o.run_index))
+            await stream(plan, stored, rescore_step, tables=("outputs", "scores"), observer=observer, into=items)
+        else:
+            if unscored:
+                plan.store.delete_items(plan.run_id, "scores", [(i.index, i.run_index) for i in unscored])
+                await stream(plan, unscored, rescore_step, tables=("scores",), observer=observer, into=items)
+            await stream(plan, missing, full_step, tables=("outputs", "scores"), observer=observer, into=items)
+        status = "completed"
+    finally:
+        report = finish(plan, items, plan.prior_duration_ms + (time.perf_counter() - started) * 1000, status)
+        plan.experiment.last_report = report
+    if observer:
+        observer.on_finish(report)
+    return report
+
+
+def _resume_split(plan: RunPlan, stored: Sequence[ItemResult]) -> tuple[
+        list[ItemResult], list[ItemResult], list[tuple[int, int]]]:
+    """Stored items that are complete, stored ok outputs lacking a score, and keys never run."""
+    wanted = {e.name for e in plan.evaluators}
+    by_key = {(i.index, i.run_index): i for i in stored}
+    done = [i for i in by_key.values() if i.status != "ok" or wanted <= set(i.evaluations)]
+    unscored = [i for i in by_key.values() if i.status == "ok" and not wanted <= set(i.evaluations)]
+    missing = [key for key in item_keys(plan) if key not in by_key]
+    return done, unscored, missing
+
+
+def finish(plan: RunPlan, items: list[ItemResult], duration_ms: float,
+           status: Literal["completed", "incomplete"]) -> ExperimentReport:
+    """Stages 3 and 4 and the final write: aggregates, verdicts, results JSON, run row."""
+    report = build_report(plan, items, duration_ms, status)
+    try:
+        save(plan, report)
+    except Exception as exc:
+        if status == "completed":
+            raise
+        # Already failing: keep the original error, but say where the results could not go.
+        print(f"cobalt: could not save the interrupted run {plan.run_id}: {exc}", file=sys.stderr)
+    return report

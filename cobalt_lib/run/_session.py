@@ -1,0 +1,55 @@
+"""_pipeline part: run._session."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
+
+from .._aio import is_async_callable
+from ..llm._judge import Judge
+from ..llm._providers import import_sdks
+from ..results._report import ExperimentReport, ItemResult
+from ._threads import DaemonThreads
+
+if TYPE_CHECKING:
+    pass
+
+from ._plan import RunPlan
+
+
+class Observer(Protocol):
+    """Receives progress; the terminal reporter and the MCP server implement it.
+
+    `on_item` gets each item once, scored. An observer may also define `on_output(item)`: the
+    Dagster path, which runs every agent call before any scoring, calls it as each output arrives.
+    """
+
+    def on_start(self, plan: RunPlan) -> None: ...
+    def on_item(self, item: ItemResult) -> None: ...
+    def on_finish(self, report: ExperimentReport) -> None: ...
+
+
+class Session:
+    """What one run shares across items: the judge's clients and cache, the agent's threads and limit."""
+
+    def __init__(self, plan: RunPlan) -> None:
+        self.plan = plan
+        import_sdks(plan.endpoints[e.name] for e in plan.evaluators if e.name in plan.scored)
+        self.judge = Judge(plan.cache(), plan.judge_concurrency, plan.prices)
+        self.agent_limit = asyncio.Semaphore(plan.concurrency)
+        runner = plan.experiment.runner
+        self.threads = None if is_async_callable(runner) else DaemonThreads(plan.concurrency)
+        #: For sync function evaluators; threads start on first use.
+        self.eval_threads = DaemonThreads(plan.concurrency + plan.judge_concurrency, name="cobalt-evaluator")
+        #: Where an agent output goes the moment it exists (the store, when the stage writes outputs).
+        self.output_sink: Callable[[ItemResult], None] = lambda item: None
+
+    async def __aenter__(self) -> Session:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.threads is not None:
+            self.threads.shutdown()
+        self.eval_threads.shutdown()
+        await self.judge.aclose()

@@ -1,0 +1,753 @@
+"""The Dagster layer against real components: the example project, a real instance, the real DuckDB file."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pytest
+from conftest import write_judge_config
+
+import cobalt_dagster
+from cobalt_dagster._orchestrate import run_with_dagster
+from cobalt_lib import Config, ConfigError, Dataset, Evaluator, Experiment, Store, experiment, load_config
+from cobalt_lib.experiment._discovery import load_experiments
+from cobalt_lib.results._history import load_report
+from cobalt_lib.run._plan import new_run_id, prepare
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "dagster_project"
+BIN = Path(sys.executable).parent
+STAGES = ("dataset", "outputs", "scores", "aggregates")
+SUPPORT, SUMMARIZER = "support_bot", "my_summarizer_agent"
+AGGREGATES = dg.AssetKey([SUPPORT, "aggregates"])
+DEPLOY = dg.AssetKey([SUPPORT, "deploy"])
+GATE = "gate_exact_min_0_75"
+CHECK = dg.AssetCheckKey(AGGREGATES, GATE)
+
+
+@dataclass
+class Project:
+    root: Path
+    defs: dg.Definitions
+
+    @property
+    def config(self) -> Config:
+        return load_config(self.root)
+
+    @property
+    def store(self) -> Store:
+        return Store(self.config.output_path / "cobalt.duckdb")
+
+    def experiment(self, name: str) -> Experiment:
+        return next(e for e in load_experiments(self.config) if e.name == name)
+
+
+def copy_example(dest: Path) -> Path:
+    shutil.copytree(EXAMPLE, dest, ignore=shutil.ignore_patterns(".cobalt", "__pycache__"))
+    return dest
+
+
+def load_project(root: Path) -> Project:
+    """Import the copied project's definitions.py (the user's code location) under a unique name."""
+    spec = importlib.util.spec_from_file_location(f"cobalt_example_{uuid.uuid4().hex}", root / "definitions.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return Project(root, module.defs)
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Project:
+    """One copy and one Definitions for the tests whose assertions are keyed by their own run ids."""
+    return load_project(copy_example(tmp_path_factory.mktemp("shared") / "proj"))
+
+
+@pytest.fixture
+def fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Project:
+    """A project copy of its own (an empty store), made the working directory."""
+    root = copy_example(tmp_path / "proj")
+    monkeypatch.chdir(root)
+    return load_project(root)
+
+
+@pytest.fixture
+def instance(tmp_path: Path) -> Iterator[dg.DagsterInstance]:
+    home = tmp_path / "dh"
+    home.mkdir()
+    with dg.DagsterInstance.from_config(str(home)) as inst:
+        yield inst
+
+
+def run_job(project: Project, instance: dg.DagsterInstance, experiment: str = SUPPORT, *,
+            partition: str | None = None, only: list[dg.AssetKey] | None = None) -> tuple[str, Any]:
+    """Execute the experiment's job in process for a new partition (a new cobalt run id)."""
+    if partition is None:
+        partition = new_run_id()
+        instance.add_dynamic_partitions(f"{experiment}_runs", [partition])
+    result = project.defs.resolve_job_def(f"{experiment}_eval").execute_in_process(
+        instance=instance, partition_key=partition, raise_on_error=False, asset_selection=only)
+    return partition, result
+
+
+def materialisations(instance: dg.DagsterInstance, key: dg.AssetKey, partition: str) -> list[dg.AssetMaterialization]:
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=key, asset_partitions=[partition]), limit=10).records
+    return [r.asset_materialization for r in records if r.asset_materialization is not None]
+
+
+def check_evaluations(instance: dg.DagsterInstance, run_id: str) -> list[Any]:
+    records = instance.get_records_for_run(run_id=run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION).records
+    return [r.event_log_entry.dagster_event.asset_check_evaluation_data for r in records
+            if r.event_log_entry.dagster_event is not None]
+
+
+def comparable(store: Store, run_id: str) -> dict[str, Any]:
+    """A run's stored rows without what legitimately differs between two runs (ids, latency, times)."""
+    [summary] = [r["summary"] for r in store.query("SELECT summary FROM runs WHERE run_id = ?", [run_id])]
+    return {
+        "outputs": [(r["item_index"], r["run_index"], r["input"], r["output"], r["status"], r["error"])
+                    for r in store.rows("outputs", run_id)],
+        "scores": [(r["item_index"], r["run_index"], r["evaluator"], r["score"], r["status"], r["passed"])
+                   for r in store.rows("scores", run_id)],
+        "aggregates": {r["metric"]: (r["kind"], r["mean"], r["count"], r["pass_rate"], r["errors"])
+                       for r in store.rows("aggregates", run_id) if r["metric"] != "latency"},
+        "verdicts": [(r["name"], r["passed"], r["actual"], r["expected"], r["message"])
+                     for r in store.rows("verdicts", run_id)],
+        "summary": {k: summary[k] for k in ("judge_calls", "judge_cost", "total_tokens")},
+    }
+
+
+# 1. Definitions --------------------------------------------------------------------------------------
+
+
+def test_definitions_of_the_two_experiment_project(shared: Project) -> None:
+    defs = shared.defs
+    keys = {key.to_user_string() for key in defs.resolve_all_asset_keys()}
+    assert keys == {f"{name}/{stage}" for name in (SUPPORT, SUMMARIZER) for stage in STAGES} | {"support_bot/deploy"}
+    graph = defs.resolve_asset_graph()
+    assert graph.asset_check_keys == {CHECK}  # one gate (exact >= 0.75); the summarizer has none
+    assert graph.get(DEPLOY).parent_keys == {AGGREGATES}
+    assert graph.get(dg.AssetKey([SUPPORT, "outputs"])).parent_keys == {dg.AssetKey([SUPPORT, "dataset"])}
+    assert {j.name for j in defs.resolve_all_job_defs()} >= {"support_bot_eval", "my_summarizer_agent_eval"}
+    assert defs.resolve_job_def("support_bot_eval").partitions_def == dg.DynamicPartitionsDefinition(
+        name="support_bot_runs")
+    schedule = defs.resolve_schedule_def("support_bot_schedule")
+    assert (schedule.cron_schedule, schedule.execution_timezone, schedule.job_name) == (
+        "0 2 * * *", "UTC", "support_bot_eval")
+    assert schedule.default_status == dg.DefaultScheduleStatus.RUNNING  # runs under `cobalt serve` untouched
+    sensor = defs.resolve_sensor_def("cobalt_run_requests")
+    assert {t.job_name for t in sensor.targets} == {"support_bot_eval", "my_summarizer_agent_eval"}
+    assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
+    checks = defs.get_repository_def().asset_checks_defs_by_key
+    assert checks[CHECK].check_specs_by_output_name and all(
+        spec.blocking for spec in checks[CHECK].check_specs_by_output_name.values())
+
+
+def test_dagster_cli_validates_the_code_location(tmp_path: Path) -> None:
+    root = copy_example(tmp_path / "proj")
+    with cobalt_dagster.local_instance(load_config(root)):  # the instance `cobalt serve` and `cobalt run` use
+        pass
+    env = {**os.environ, "DAGSTER_HOME": str(root / ".cobalt" / "dagster")}
+    env.pop("COBALT_PROJECT_DIR", None)
+    result = subprocess.run([str(BIN / "dagster"), "definitions", "validate", "-m", "definitions"], cwd=root,
+                            env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "No dagster instance configuration file" not in result.stderr  # cobalt wrote its dagster.yaml
+    # The module workspace.yaml loads finds the same project from COBALT_PROJECT_DIR.
+    result = subprocess.run([str(BIN / "dagster"), "definitions", "validate", "-m", "cobalt_dagster.definitions"],
+                            cwd=tmp_path, env={**env, "COBALT_PROJECT_DIR": str(root)}, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+# 2. A run through Dagster equals a library run ---------------------------------------------------------
+
+
+def test_a_dagster_run_materialises_the_four_assets_like_the_library(shared: Project,
+                                                                    instance: dg.DagsterInstance) -> None:
+    partition, result = run_job(shared, instance)
+    assert result.success
+    for stage in (*STAGES, "deploy"):
+        assert len(materialisations(instance, dg.AssetKey([SUPPORT, stage]), partition)) == 1, stage
+    assert {r.dagster_run.run_id for r in instance.get_run_records(
+        dg.RunsFilter(tags={"dagster/partition": partition}))} == {result.run_id}
+
+    store = shared.store
+    run = store.query("SELECT * FROM runs WHERE run_id = ?", [partition])[0]
+    assert (run["experiment"], run["status"], run["source"], run["passed"]) == (
+        "support-bot", "completed", "dagster", True)
+    library = shared.experiment("support-bot").run(config=shared.config)
+    assert library.source == "library" and library.passed
+    assert store.query("SELECT source FROM runs WHERE run_id = ?", [library.id]) == [{"source": "library"}]
+    ours, theirs = comparable(store, partition), comparable(store, library.id)
+    assert ours == theirs
+    assert len(ours["outputs"]) == 4 and len(ours["scores"]) == 8
+    assert ours["aggregates"]["exact"][1] == 1.0 and ours["verdicts"][0][1] is True
+
+    metadata = materialisations(instance, AGGREGATES, partition)[0].metadata
+    assert metadata["exact_mean"].value == 1.0
+    assert metadata["actionable_mean"].value == 1.0
+    assert metadata["exact_pass_rate"].value == 1.0
+    assert (metadata["gates_passed"].value, metadata["gates_failed"].value, metadata["errors"].value) == (1, 0, 0)
+    assert metadata["cobalt_run_id"].value == partition
+    assert isinstance(metadata["worst_items"], dg.MarkdownMetadataValue)
+    assert metadata["worst_items"].value.splitlines()[0] == "| item | status | exact | actionable | output |"
+    assert len(metadata["worst_items"].value.splitlines()) == 2 + 4
+    assert isinstance(metadata["diff_with_previous"], dg.MarkdownMetadataValue)
+    scores_metadata = materialisations(instance, dg.AssetKey([SUPPORT, "scores"]), partition)[0].metadata
+    assert scores_metadata["exact_mean"].value == 1.0 and scores_metadata["exact_eval_errors"].value == 0
+    outputs_metadata = materialisations(instance, dg.AssetKey([SUPPORT, "outputs"]), partition)[0].metadata
+    assert (outputs_metadata["items"].value, outputs_metadata["ok"].value) == (4, 4)
+
+
+def test_second_dagster_run_diffs_with_the_previous_one(fresh: Project, instance: dg.DagsterInstance) -> None:
+    first, _ = run_job(fresh, instance, SUMMARIZER)
+    second, result = run_job(fresh, instance, SUMMARIZER)
+    assert result.success
+    first_md = materialisations(instance, dg.AssetKey([SUMMARIZER, "aggregates"]), first)[0].metadata
+    assert "first run" in first_md["diff_with_previous"].value
+    diff = materialisations(instance, dg.AssetKey([SUMMARIZER, "aggregates"]), second)[0].metadata
+    lines = diff["diff_with_previous"].value.splitlines()
+    assert lines[0] == f"Compared with run `{first}`"
+    assert "| short | 1.000 | 1.000 | +0.000 |" in lines
+    assert diff["short_mean"].value == 1.0
+
+
+# 3. Gates --------------------------------------------------------------------------------------------
+
+
+def test_a_failing_gate_blocks_deploy_now_and_later(shared: Project, instance: dg.DagsterInstance,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SUPPORT_BOT_BROKEN", "1")
+    partition, result = run_job(shared, instance)
+    assert not result.success
+    record = instance.get_run_record_by_id(result.run_id)
+    assert record is not None and record.dagster_run.status == dg.DagsterRunStatus.FAILURE
+    [evaluation] = check_evaluations(instance, result.run_id)
+    assert evaluation.check_name == GATE and evaluation.asset_key == AGGREGATES
+    assert evaluation.passed is False and evaluation.blocking is True
+    assert evaluation.severity == dg.AssetCheckSeverity.ERROR
+    assert evaluation.metadata["actual"].value == 0.0 and evaluation.metadata["expected"].value == 0.75
+    assert evaluation.metadata["cobalt_run_id"].value == partition
+    assert len(materialisations(instance, AGGREGATES, partition)) == 1  # the results are kept
+    assert materialisations(instance, DEPLOY, partition) == []
+    assert [(v["passed"], v["actual"]) for v in shared.store.rows("verdicts", partition)] == [(False, 0.0)]
+
+    # A later run of deploy alone re-reads the stored verdict (the agent is fine again by now).
+    monkeypatch.delenv("SUPPORT_BOT_BROKEN")
+    _, later = run_job(shared, instance, partition=partition, only=[DEPLOY])
+    assert not later.success
+    [failure] = [e for e in later.all_events if e.event_type_value == "STEP_FAILURE"]
+    assert failure.step_key == "support_bot__deploy"
+    message = failure.step_failure_data.error.message
+    assert f"quality gates failed for 'support-bot' run {partition}" in message
+    assert "exact >= 0.75" in message
+    assert materialisations(instance, DEPLOY, partition) == []
+    assert {e.event_type_value for e in later.all_events} & {"ASSET_MATERIALIZATION", "ASSET_CHECK_EVALUATION"} \
+        == set()
+
+
+def test_a_passing_gate_lets_deploy_materialise(shared: Project, instance: dg.DagsterInstance) -> None:
+    partition, result = run_job(shared, instance)
+    assert result.success
+    [evaluation] = check_evaluations(instance, result.run_id)
+    assert evaluation.passed is True and evaluation.severity == dg.AssetCheckSeverity.ERROR
+    [deployed] = materialisations(instance, DEPLOY, partition)
+    assert deployed.metadata["deployed_run"].value == partition
+    # Deploying that partition again later succeeds: its stored verdict passed.
+    _, later = run_job(shared, instance, partition=partition, only=[DEPLOY])
+    assert later.success
+    assert len(materialisations(instance, DEPLOY, partition)) == 2
+
+
+def test_deploy_of_a_partition_without_results_fails(shared: Project, instance: dg.DagsterInstance) -> None:
+    partition = new_run_id()
+    instance.add_dynamic_partitions("support_bot_runs", [partition])
+    _, result = run_job(shared, instance, partition=partition, only=[DEPLOY])
+    assert not result.success
+    [failure] = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+    assert "has no stored results" in failure.step_failure_data.error.message
+
+
+# 4. Schedule and request sensor ------------------------------------------------------------------------
+
+
+def test_schedule_adds_a_partition_and_requests_its_run(shared: Project, instance: dg.DagsterInstance) -> None:
+    schedule = shared.defs.resolve_schedule_def("support_bot_schedule")
+    context = dg.build_schedule_context(instance=instance, repository_def=shared.defs.get_repository_def())
+    data = schedule.evaluate_tick(context)
+    [request] = data.run_requests or []
+    assert request.partition_key and request.run_key == request.partition_key
+    assert request.tags["cobalt/trigger"] == "schedule"
+    assert instance.get_dynamic_partitions("support_bot_runs") == [request.partition_key]
+    # The requested run is runnable as is.
+    _, result = run_job(shared, instance, partition=request.partition_key)
+    assert result.success
+    assert shared.store.query("SELECT status FROM runs WHERE run_id = ?", [request.partition_key]) == [
+        {"status": "completed"}]
+
+
+def test_request_sensor_turns_a_request_file_into_a_run(shared: Project, instance: dg.DagsterInstance) -> None:
+    path = cobalt_dagster.request_run(shared.config, "support-bot", concurrency=2)
+    assert path.is_file() and path.parent == shared.config.output_path / "requests"
+    sensor = shared.defs.resolve_sensor_def("cobalt_run_requests")
+    result = sensor(dg.build_sensor_context(instance=instance))
+    assert isinstance(result, dg.SensorResult)
+    [request] = result.run_requests or []
+    [add] = result.dynamic_partitions_requests or []
+    assert isinstance(add, dg.AddDynamicPartitionsRequest)
+    assert (add.partitions_def_name, list(add.partition_keys)) == ("support_bot_runs", [path.stem])
+    assert (request.job_name, request.partition_key, request.run_key) == ("support_bot_eval", path.stem, path.stem)
+    assert request.tags == {"cobalt/trigger": "request", "cobalt/concurrency": "2"}
+    assert not path.exists()
+    # Nothing left: the next tick requests nothing.
+    again = sensor(dg.build_sensor_context(instance=instance))
+    assert isinstance(again, dg.SensorResult) and not again.run_requests
+
+
+def test_request_sensor_sets_aside_bad_requests(shared: Project, instance: dg.DagsterInstance) -> None:
+    directory = shared.config.output_path / "requests"
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "a-garbled.json").write_text("{not json")
+    (directory / "b-unknown.json").write_text('{"experiment": "nope"}')
+    (directory / "c-list.json").write_text('["support-bot"]')
+    (directory / "d-concurrency.json").write_text('{"experiment": "support-bot", "concurrency": "many"}')
+    good = cobalt_dagster.request_run(shared.config, "my-summarizer-agent")
+    result = shared.defs.resolve_sensor_def("cobalt_run_requests")(dg.build_sensor_context(instance=instance))
+    assert isinstance(result, dg.SensorResult)
+    assert [(r.job_name, r.partition_key) for r in result.run_requests or []] == [
+        ("my_summarizer_agent_eval", good.stem)]
+    assert sorted(p.name for p in directory.iterdir()) == ["a-garbled.rejected", "b-unknown.rejected",
+                                                           "c-list.rejected", "d-concurrency.rejected"]
+    for path in directory.iterdir():
+        path.unlink()
+
+
+# 5. `cobalt run` is a Dagster run; record_run reports a library run ---------------------------------------
+
+
+def _cobalt(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", "COBALT_PROJECT_DIR",
+                                                           "GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY")}
+    return subprocess.run([str(BIN / "cobalt"), *args], cwd=root, env=env, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_cobalt_run_is_a_dagster_run_on_the_local_instance(tmp_path: Path) -> None:
+    root = copy_example(tmp_path / "proj")
+    result = _cobalt(root, "run", "--ci")
+    assert result.returncode == 0, result.stdout + result.stderr
+    config = load_config(root)
+    store = Store(config.output_path / "cobalt.duckdb")
+    runs = {r["experiment"]: r for r in store.runs()}
+    assert set(runs) == {"support-bot", "my-summarizer-agent"}
+    assert {r["source"] for r in runs.values()} == {"dagster"}
+    assert (root / ".cobalt" / "dagster").is_dir()
+    with cobalt_dagster.local_instance(config) as instance:
+        for name, run in runs.items():
+            [record] = instance.get_run_records(dg.RunsFilter(tags={"dagster/partition": run["run_id"]}))
+            assert record.dagster_run.job_name == f"{cobalt_dagster.dagster_name(name)}_eval"
+            assert record.dagster_run.status == dg.DagsterRunStatus.SUCCESS
+            assert record.dagster_run.tags["cobalt/trigger"] == "cli"
+        before = len(instance.get_run_records())
+    assert before == 2
+
+    plain = _cobalt(root, "run", "--ci", "--no-dagster")
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    library = [r for r in store.runs() if r["source"] == "library"]
+    assert len(library) == 2
+    with cobalt_dagster.local_instance(config) as instance:
+        assert len(instance.get_run_records()) == before
+        for run in library:
+            assert instance.get_run_records(dg.RunsFilter(tags={"dagster/partition": run["run_id"]})) == []
+
+
+def test_cobalt_run_exits_1_on_a_failing_gate_and_keeps_the_results(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    root = copy_example(tmp_path / "proj")
+    monkeypatch.setenv("SUPPORT_BOT_BROKEN", "1")
+    result = _cobalt(root, "run", "--ci", "--filter", "support")
+    assert result.returncode == 1, result.stdout + result.stderr
+    # cobalt reports the failed gate itself; Dagster's ERROR block and stack trace stay out of the way.
+    assert "gate FAIL exact >= 0.75" in result.stdout
+    assert "Traceback" not in result.stderr and "DagsterAssetCheckFailedError" not in result.stderr
+    assert result.stderr == ""
+    config = load_config(root)
+    [run] = Store(config.output_path / "cobalt.duckdb").runs()
+    assert (run["status"], run["passed"], run["source"]) == ("completed", False, "dagster")
+    with cobalt_dagster.local_instance(config) as instance:
+        [record] = instance.get_run_records(dg.RunsFilter(tags={"dagster/partition": run["run_id"]}))
+        [evaluation] = check_evaluations(instance, record.dagster_run.run_id)
+        assert evaluation.passed is False
+
+
+def test_record_run_reports_a_library_run_once(fresh: Project) -> None:
+    report = fresh.experiment("support-bot").run(config=fresh.config)
+    assert cobalt_dagster.record_run(report) is True  # config and instance from the working directory
+    assert cobalt_dagster.record_run(report) is False  # already recorded: nothing is added twice
+    with cobalt_dagster.local_instance(fresh.config) as instance:
+        assert instance.get_dynamic_partitions("support_bot_runs") == [report.id]
+        for stage in STAGES:
+            key = dg.AssetKey([SUPPORT, stage])
+            assert len(materialisations(instance, key, report.id)) == 1, stage
+            assert instance.get_materialized_partitions(key) == {report.id}
+        metadata = materialisations(instance, AGGREGATES, report.id)[0].metadata
+        assert metadata["exact_mean"].value == 1.0 and metadata["cobalt_run_id"].value == report.id
+        outputs = materialisations(instance, dg.AssetKey([SUPPORT, "outputs"]), report.id)[0].metadata
+        assert (outputs["items"].value, outputs["ok"].value, outputs["errors"].value) == (4, 4, 0)
+        [check] = instance.event_log_storage.get_asset_check_execution_history(CHECK, limit=10)
+        assert check.evaluation is not None and check.evaluation.passed is True
+        assert instance.get_run_records() == []  # reported, not run
+
+
+def test_record_run_checks_look_like_the_real_checks(fresh: Project, instance: dg.DagsterInstance,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SUPPORT_BOT_BROKEN", "1")
+    _, result = run_job(fresh, instance)
+    [real] = check_evaluations(instance, result.run_id)
+    library = fresh.experiment("support-bot").run(config=fresh.config)
+    assert cobalt_dagster.record_run(library, instance=instance) is True
+    [recorded] = [e.evaluation for e in instance.event_log_storage.get_asset_check_execution_history(CHECK, limit=10)
+                  if e.evaluation is not None and e.evaluation.metadata["cobalt_run_id"].value == library.id]
+
+    def values(metadata: Any) -> dict[str, Any]:
+        return {k: v.value for k, v in metadata.items() if k != "cobalt_run_id"}
+
+    assert (recorded.passed, recorded.blocking, recorded.severity) == (False, True, dg.AssetCheckSeverity.ERROR)
+    assert values(recorded.metadata) == values(real.metadata)
+    assert values(real.metadata) == {"actual": 0.0, "expected": 0.75,
+                                     "message": "exact = 0, must be at least 0.75"}
+
+
+def test_record_run_skips_a_run_dagster_executed(fresh: Project, instance: dg.DagsterInstance) -> None:
+    partition, result = run_job(fresh, instance)
+    assert result.success
+    report = load_report(fresh.store, partition)
+    assert report.source == "dagster"
+    assert cobalt_dagster.record_run(report, instance=instance) is False
+    for stage in STAGES:
+        assert len(materialisations(instance, dg.AssetKey([SUPPORT, stage]), partition)) == 1, stage
+    assert len(instance.event_log_storage.get_asset_check_execution_history(CHECK, limit=10)) == 1
+
+
+def test_gates_and_record_run_find_the_project_from_cobalt_project_dir(
+        fresh: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    report = fresh.experiment("support-bot").run(config=fresh.config)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # as a code server started from another directory
+    monkeypatch.setenv("COBALT_PROJECT_DIR", str(fresh.root))
+    cobalt_dagster.require_gates_passed("support-bot", report.id)  # found, completed and passed: no error
+    with pytest.raises(dg.Failure, match="has no stored results"):
+        cobalt_dagster.require_gates_passed("support-bot", "no-such-run")
+    assert cobalt_dagster.record_run(report) is True
+    with cobalt_dagster.local_instance(fresh.config) as instance:
+        assert len(materialisations(instance, AGGREGATES, report.id)) == 1
+    assert not (elsewhere / ".cobalt").exists()
+
+
+# 6. `cobalt run` on the Dagster path: failures, live progress, Ctrl-C ------------------------------------
+
+
+class AgentCrash(BaseException):
+    """Gets past cobalt's per-item error handling (which catches Exception), so the outputs step fails."""
+
+
+def bare_config(root: Path, toml: str = "") -> Config:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "cobalt.toml").write_text(toml, encoding="utf-8")
+    return load_config(root)
+
+
+def test_a_failed_step_fails_the_run_even_when_the_experiment_is_named_like_a_gate(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = bare_config(tmp_path / "proj")
+
+    async def crash(ctx: Any) -> str:
+        raise AgentCrash("the agent's process died")
+
+    keeper = experiment("gate-keeper", Dataset([{"input": "x"}]), crash,
+                        evaluators=[Evaluator(name="one", type="function", fn=lambda ctx: 1.0)])
+    plan = prepare(keeper, config)
+    [report] = run_with_dagster([plan], config)
+    assert (report.status, report.passed) == ("incomplete", False)
+    assert Store(config.output_path / "cobalt.duckdb").query(
+        "SELECT status, source FROM runs WHERE run_id = ?", [plan.run_id]) == [
+        {"status": "incomplete", "source": "dagster"}]
+    err = capsys.readouterr().err
+    assert "gate_keeper__outputs" in err and "the agent's process died" in err
+
+
+class Recorder:
+    """An Observer writing what it is told, in order, next to what the evaluator saw."""
+
+    def __init__(self, events: list[tuple[Any, ...]]) -> None:
+        self.events = events
+
+    def on_start(self, plan: Any) -> None:
+        self.events.append(("start",))
+
+    def on_item(self, item: Any) -> None:
+        self.events.append(("item", item.index, item.status))
+
+    def on_finish(self, report: Any) -> None:
+        self.events.append(("finish",))
+
+
+class OutputRecorder(Recorder):
+    def on_output(self, item: Any) -> None:
+        self.events.append(("output", item.index, item.status))
+
+
+def _run_watched(root: Path, observer: Recorder) -> None:
+    """Three items through Dagster; item 1's agent call fails; the evaluator notes each item it scores."""
+    config = bare_config(root, "concurrency = 1\n")
+
+    def agent(ctx: Any) -> str:
+        if ctx.index == 1:
+            raise ValueError("agent broke on item 1")
+        return "fine"
+
+    def seen(ctx: Any) -> float:
+        observer.events.append(("score", ctx.index))
+        return 1.0
+
+    watched = experiment("watched", Dataset([{"input": f"q{i}"} for i in range(3)]), agent,
+                         evaluators=[Evaluator(name="seen", type="function", fn=seen)])
+    [report] = run_with_dagster([prepare(watched, config)], config, observer)
+    assert report.status == "completed" and report.summary.errors == 1
+
+
+def test_a_failed_agent_call_is_reported_before_scoring_starts_and_every_item_once(tmp_path: Path) -> None:
+    events: list[tuple[Any, ...]] = []
+    _run_watched(tmp_path / "proj", Recorder(events))
+    assert events[0] == ("start",) and events[-1] == ("finish",)
+    assert events[1] == ("item", 1, "error")  # live: during the outputs asset, before any score
+    items = [e for e in events if e[0] == "item"]
+    assert sorted(items) == [("item", 0, "ok"), ("item", 1, "error"), ("item", 2, "ok")]
+    for index in (0, 2):  # an ok item is reported once scored, as on the library path
+        assert events.index(("score", index)) < events.index(("item", index, "ok"))
+
+
+def test_an_observer_with_on_output_sees_every_output_as_the_agent_returns(tmp_path: Path) -> None:
+    events: list[tuple[Any, ...]] = []
+    _run_watched(tmp_path / "proj", OutputRecorder(events))
+    # Every output as it arrives, all before the scores stage starts ...
+    assert sorted(events[1:4]) == [("output", 0, "ok"), ("output", 1, "error"), ("output", 2, "ok")]
+    assert [e for e in events[4:] if e[0] == "output"] == []
+    # ... then every item once through on_item, failed ones included, as on the library path.
+    items = [e for e in events if e[0] == "item"]
+    assert sorted(items) == [("item", 0, "ok"), ("item", 1, "error"), ("item", 2, "ok")]
+    assert all(events.index(item) > 3 for item in items)
+
+
+SLOW_EXPERIMENT = """
+import asyncio
+from cobalt_lib import Dataset, Evaluator, experiment
+
+data = Dataset([{"input": f"q{i}", "expected_output": f"a{i}"} for i in range(4)])
+
+
+@experiment("slow", data, evaluators=[Evaluator(name="exact", type="exact-match")], concurrency=1)
+async def agent(ctx):
+    if ctx.index == 2:
+        print("AGENT-WAITING", flush=True)  # tells the test that items 0 and 1 are done
+        await asyncio.sleep(600)
+    return ctx.item["expected_output"]
+"""
+
+
+def test_ctrl_c_on_the_dagster_path_keeps_finished_items_and_exits_130(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    bare_config(root)
+    (root / "experiments").mkdir()
+    (root / "experiments" / "slow.cobalt.py").write_text(SLOW_EXPERIMENT, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", "COBALT_PROJECT_DIR")}
+    proc = subprocess.Popen([str(BIN / "cobalt"), "run", "--ci"], cwd=root, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    assert proc.stdout is not None
+    header = proc.stdout.readline()
+    run_id = header.split("(", 1)[1].split(")", 1)[0]
+    assert proc.stdout.readline().strip() == "AGENT-WAITING", header
+    os.killpg(proc.pid, signal.SIGINT)  # to the whole process group, as a terminal's Ctrl-C: children hear it too
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert f"interrupted: finished items kept in run {run_id} (incomplete)" in err
+    assert "Traceback" not in err and "Dagster" not in err, err
+    store = Store(root / ".cobalt" / "cobalt.duckdb")
+    [run] = store.runs()
+    assert (run["run_id"], run["status"], run["passed"], run["source"]) == (run_id, "incomplete", False, "dagster")
+    assert [r["item_index"] for r in store.rows("outputs", run_id)] == [0, 1]
+
+
+def test_dagster_and_library_runs_agree_on_judge_calls_cost_and_tokens(judged_project: Path, llm: Any) -> None:
+    write_judge_config(judged_project, llm, extra="[cache]\nenabled = false\n")  # both runs really call
+    config = load_config(judged_project)
+    judged = experiment("judged", Dataset([{"input": f"q{i}"} for i in range(3)]), lambda ctx: "an answer",
+                        evaluators=[Evaluator(name="relevance", prompt="Does {{output}} answer {{input}}?")])
+    [dagster_report] = run_with_dagster([prepare(judged, config)], config)
+    library = judged.run(config=config)
+    store = Store(config.output_path / "cobalt.duckdb")
+    ours, theirs = comparable(store, dagster_report.id), comparable(store, library.id)
+    assert ours == theirs
+    assert ours["summary"]["judge_calls"] == 3 and ours["summary"]["total_tokens"] == 3 * 30
+    assert ours["summary"]["judge_cost"] is not None and ours["summary"]["judge_cost"] > 0
+    assert llm.count() == 6
+
+
+# 7. The local instance and `cobalt serve` ------------------------------------------------------------
+
+
+def test_local_instance_has_a_dagster_yaml_and_migrates_again_after_a_dagster_upgrade(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = bare_config(tmp_path / "proj")
+    upgrades: list[str] = []
+    real_upgrade = dg.DagsterInstance.upgrade
+
+    def counting_upgrade(self: dg.DagsterInstance, *args: Any, **kwargs: Any) -> Any:
+        upgrades.append(dg.__version__)
+        return real_upgrade(self, *args, **kwargs)
+
+    monkeypatch.setattr(dg.DagsterInstance, "upgrade", counting_upgrade)
+    home = cobalt_dagster.dagster_home(config)
+    with cobalt_dagster.local_instance(config) as instance:
+        assert instance.telemetry_enabled is False  # from the dagster.yaml cobalt wrote
+    marker = home / ".cobalt-migrated"
+    assert (home / "dagster.yaml").is_file() and marker.read_text() == f"{dg.__version__}\n"
+    assert len(upgrades) == 1
+    with cobalt_dagster.local_instance(config):
+        pass
+    assert len(upgrades) == 1  # same Dagster: no second migration
+    marker.write_text("1.12.0\n")  # migrated by an older Dagster
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: true\n")  # the user's own settings
+    with cobalt_dagster.local_instance(config) as instance:
+        assert instance.telemetry_enabled is True  # never overwritten
+    assert len(upgrades) == 2 and marker.read_text() == f"{dg.__version__}\n"
+
+
+def test_serve_loads_the_projects_own_definitions(tmp_path: Path) -> None:
+    from cobalt_lib.cli._serve import DEFAULT_MODULE, dagster_commands, dagster_target
+
+    root = copy_example(tmp_path / "proj")
+    assert dagster_target(root) == ["-f", str(root / "definitions.py")]  # the example's deploy asset too
+    assert dagster_target(root, "definitions") == ["-m", "definitions"]  # --module wins
+    (root / "workspace.yaml").write_text("load_from:\n  - python_file: definitions.py\n")
+    assert dagster_target(root) == ["-w", str(root / "workspace.yaml")]  # workspace.yaml beats definitions.py
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert dagster_target(empty) == ["-m", DEFAULT_MODULE]
+    assert dagster_target(empty, DEFAULT_MODULE) == ["-m", DEFAULT_MODULE]  # an installed module is fine
+    webserver, daemon = dagster_commands(4321, ["-f", "defs.py"])
+    assert webserver[1:] == ["-f", "defs.py", "-h", "127.0.0.1", "-p", "4321"]
+    assert webserver[0].endswith("dagster-webserver") and daemon[0].endswith("dagster-daemon")
+    assert daemon[1:] == ["run", "-f", "defs.py"]
+
+    result = _cobalt(root, "serve", "--module", "no_such_defs", "--no-open")
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"error: No Python module 'no_such_defs' in {root} or the environment; pass --module a module "
+        "importable from the project root, such as `definitions`."]
+    assert not (root / ".cobalt").exists()  # nothing started
+
+    configured = root.parent / "configured"
+    configured.mkdir()
+    (configured / "cobalt.toml").write_text('[dashboard]\nmodule = "missing_cfg_defs"\n')
+    result = _cobalt(configured, "serve", "--no-open")
+    assert result.returncode == 2 and "'missing_cfg_defs'" in result.stderr  # [dashboard] module is used
+
+
+# 8. Names ----------------------------------------------------------------------------------------------
+
+
+def test_dagster_names() -> None:
+    assert cobalt_dagster.dagster_name("my-summarizer-agent") == "my_summarizer_agent"
+    assert cobalt_dagster.dagster_name("support bot.v2") == "support_bot_v2"
+    assert cobalt_dagster.dagster_name("already_fine_1") == "already_fine_1"
+    assert cobalt_dagster.dagster_name("2024 eval") == "x_2024_eval"  # a Dagster name cannot start with a digit
+    assert cobalt_dagster.check_name("exact >= 0.75") == GATE
+    # named by content, not position: reordering keeps each check (and its history); repeats get a suffix
+    assert cobalt_dagster.check_names(["latency.p95 <= 5000", "exact >= 0.75", "exact >= 0.75"]) == [
+        "gate_latency_p95_max_5000", GATE, GATE + "_2"]
+    long = cobalt_dagster.check_name("x" * 80 + " >= 1")
+    assert len(long) == 60 and long != cobalt_dagster.check_name("x" * 80 + " >= 2")
+
+
+def test_colliding_experiment_names_are_a_config_error(tmp_path: Path) -> None:
+    data = Dataset([{"input": "x"}])
+    scorer = [Evaluator(name="len", type="function", fn=lambda ctx: 1.0)]
+    both = [experiment("a-b", data, lambda ctx: "x", evaluators=scorer),
+            experiment("a_b", data, lambda ctx: "x", evaluators=scorer)]
+    with pytest.raises(ConfigError) as error:
+        cobalt_dagster.build_definitions(tmp_path, experiments=both)
+    assert "'a-b'" in str(error.value) and "'a_b'" in str(error.value)
+
+
+def test_experiment_display_names_stay_as_written(shared: Project, instance: dg.DagsterInstance) -> None:
+    partition, result = run_job(shared, instance, SUMMARIZER)
+    assert result.success
+    assert shared.store.query("SELECT experiment FROM runs WHERE run_id = ?", [partition]) == [
+        {"experiment": "my-summarizer-agent"}]
+    assert len(materialisations(instance, dg.AssetKey([SUMMARIZER, "aggregates"]), partition)) == 1
+
+
+# 9. History read back from the instance agrees with the store --------------------------------------------
+
+
+def test_instance_history_agrees_with_cobalt_history(fresh: Project, instance: dg.DagsterInstance,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    good, _ = run_job(fresh, instance)
+    monkeypatch.setenv("SUPPORT_BOT_BROKEN", "1")
+    bad, _ = run_job(fresh, instance)
+    monkeypatch.delenv("SUPPORT_BOT_BROKEN")
+    library = fresh.experiment("support-bot").run(config=fresh.config)
+    assert cobalt_dagster.record_run(library, instance=instance) is True
+
+    listed = _cobalt(fresh.root, "history", "--experiment", "support-bot", "--json")
+    assert listed.returncode == 0, listed.stderr
+    runs = {r["run_id"]: r for r in json.loads(listed.stdout)}
+    assert set(runs) == {good, bad, library.id}
+    assert {k: r["passed"] for k, r in runs.items()} == {good: True, bad: False, library.id: True}
+
+    assert instance.get_materialized_partitions(AGGREGATES) == set(runs)
+    records = instance.fetch_materializations(AGGREGATES, limit=100).records
+    by_partition = {r.partition_key: r.asset_materialization for r in records}
+    assert set(by_partition) == set(runs)
+    for run_id, materialisation in by_partition.items():
+        assert materialisation is not None
+        metadata = materialisation.metadata
+        assert metadata["cobalt_run_id"].value == run_id
+        assert metadata["exact_mean"].value == runs[run_id]["scores"]["exact"]
+        assert metadata["actionable_mean"].value == runs[run_id]["scores"]["actionable"]
+        assert metadata["gates_failed"].value == (0 if runs[run_id]["passed"] else 1)
+
+    history = instance.event_log_storage.get_asset_check_execution_history(CHECK, limit=100)
+    checked = {}
+    for execution in history:
+        assert execution.evaluation is not None
+        checked[str(execution.evaluation.metadata["cobalt_run_id"].value)] = execution.evaluation.passed
+    assert checked == {k: r["passed"] for k, r in runs.items()}
+
+
+def test_config_thresholds_become_checks_only_where_the_metric_exists() -> None:
+    from cobalt_dagster._definitions import build_experiment_defs
+    from cobalt_lib import Dataset, Evaluator, define_config, experiment
+
+    data = Dataset([{"expected_output": "a"}])
+    judged = experiment("with-exact", data, lambda ctx: "a", evaluators=[Evaluator(name="exact", type="exact-match")])
+    other = experiment("without", data, lambda ctx: "a", evaluators=[Evaluator(name="f", type="function", fn=len)])
+    config = define_config(ci={"thresholds": {"exact": {"min": 0.9}}})
+    defs = {d.experiment.name: d for d in build_experiment_defs([judged, other], config)}
+    names = {name: sorted(spec.name for check in d.checks for spec in check.check_specs) for name, d in defs.items()}
+    assert len(names["with-exact"]) == 1 and "exact" in names["with-exact"][0]
+    assert names["without"] == []

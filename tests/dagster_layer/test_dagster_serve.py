@@ -1,0 +1,153 @@
+"""`cobalt serve` end to end: the real webserver answers GraphQL, and Ctrl-C stops it and its children."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "dagster_project"
+COBALT = str(Path(sys.executable).parent / "cobalt")
+QUERY = """{ assetNodes { assetKey { path }
+             assetChecksOrError { ... on AssetChecks { checks { name blocking } } } } }"""
+
+pytestmark = pytest.mark.slow
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def processes() -> dict[int, tuple[int, str]]:
+    """pid -> (parent pid, full command line) of every process, from /proc.
+
+    Not `ps`: it cuts `args` to the terminal width (80 columns under CI), which hid the command names.
+    """
+    table = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            args = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:  # exited while we looked
+            continue
+        table[int(entry.name)] = (int(stat.rsplit(")", 1)[-1].split()[1]), args)
+    return table
+
+
+def descendants(root: int) -> dict[int, str]:
+    table = processes()
+    found: dict[int, str] = {}
+    frontier = [root]
+    while frontier:
+        parent = frontier.pop()
+        for pid, (ppid, args) in table.items():
+            if ppid == parent and pid not in found:
+                found[pid] = args
+                frontier.append(pid)
+    return found
+
+
+def still_running(seen: dict[int, str]) -> dict[int, str]:
+    """Those of `seen` still alive with the same command line (not a reused pid), zombies excluded."""
+    table = processes()
+    alive = {}
+    for pid, args in seen.items():
+        if pid in table and table[pid][1] == args:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0] \
+                if Path(f"/proc/{pid}/stat").exists() else "?"
+            if state != "Z":
+                alive[pid] = args
+    return alive
+
+
+def poll(what: str, deadline: float, probe: Any, interval: float = 0.5) -> Any:
+    """Call `probe` until it returns something truthy or the deadline passes."""
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = probe()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
+
+
+def _as_a_background_job() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # what a shell does to `cobalt serve &`
+
+
+@pytest.fixture(params=["foreground", "background"])
+def served(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[subprocess.Popen[bytes], int, Path]]:
+    """`cobalt serve` as typed at a terminal, and as a shell's background job (SIGINT ignored, inherited)."""
+    root = tmp_path / "proj"
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns(".cobalt", "__pycache__"))
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", "COBALT_PROJECT_DIR")}
+    log = (tmp_path / "serve.log").open("wb")
+    proc = subprocess.Popen([COBALT, "serve", "--port", str(port), "--no-open"], cwd=root, env=env,
+                            stdout=log, stderr=subprocess.STDOUT,
+                            preexec_fn=_as_a_background_job if request.param == "background" else None)
+    seen: dict[int, str] = {}
+    try:
+        yield proc, port, root
+    finally:
+        seen = descendants(proc.pid)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pid in still_running(seen):  # only what this test started
+            os.kill(pid, signal.SIGKILL)
+        log.close()
+
+
+def graphql(port: int) -> dict[str, Any] | None:
+    try:
+        response = httpx.post(f"http://127.0.0.1:{port}/graphql", json={"query": QUERY}, timeout=5)
+    except httpx.HTTPError:
+        return None
+    if response.status_code != 200:
+        return None
+    data = response.json().get("data") or {}
+    nodes = data.get("assetNodes") or []
+    return {"/".join(n["assetKey"]["path"]): [c["name"] for c in (n.get("assetChecksOrError") or {}).get(
+        "checks", [])] for n in nodes} or None
+
+
+def test_serve_lists_assets_and_checks_and_stops_on_ctrl_c(
+        served: tuple[subprocess.Popen[bytes], int, Path]) -> None:
+    proc, port, root = served
+    nodes = poll("the webserver to list the experiment's assets", time.monotonic() + 120,
+                 lambda: (graphql(port) or {}) if proc.poll() is None else {"exited": proc.returncode})
+    assert "exited" not in nodes, (root.parent / "serve.log").read_text(errors="replace")
+    expected = {f"{name}/{stage}" for name in ("support_bot", "my_summarizer_agent")
+                for stage in ("dataset", "outputs", "scores", "aggregates")}
+    assert expected <= set(nodes)
+    assert "support_bot/deploy" in nodes  # the project's own definitions.py, which serve found and loaded
+    assert nodes["support_bot/aggregates"] == ["gate_exact_min_0_75"]
+    assert nodes["my_summarizer_agent/aggregates"] == []
+    assert (root / ".cobalt" / "dagster").is_dir()  # DAGSTER_HOME is the project's local instance
+
+    children = descendants(proc.pid)
+    assert any("dagster-webserver" in args for args in children.values()), children
+    assert any("dagster-daemon" in args for args in children.values()), children
+    proc.send_signal(signal.SIGINT)
+    started = time.monotonic()
+    code = proc.wait(timeout=30)
+    assert time.monotonic() - started < 10
+    assert code == 0
+    left = poll("no child process left", time.monotonic() + 5, lambda: not still_running(children) or None,
+                interval=0.2)
+    assert left is True and still_running(children) == {}

@@ -1,0 +1,257 @@
+"""The DuckDB store and the results JSON: agreement with the report, batching, crashes, readers."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+from conftest import TEST_KEY
+from fakellm import FakeLLM
+
+from cobalt_lib import Dataset, Evaluator, Store, StoreError, experiment, load_config, read_results, threshold
+
+
+def _mixed_run():
+    def agent(ctx):
+        if ctx.index == 2:
+            raise RuntimeError("agent failed")
+        return {"output": ctx.item["expected_output"], "metadata": {"tokens": 5, "cost_usd": 0.001}}
+
+    data = Dataset([{"input": f"q{i}", "expected_output": f"a{i}"} for i in range(5)])
+    exp = experiment("stored", data, agent, tags=["t1"], assertions=[threshold("exact", 0.9)], evaluators=[
+        Evaluator(name="exact", type="exact-match"),
+        Evaluator(name="judge", prompt="{{input}} {{output}}")])
+    return exp.run(config=load_config())
+
+
+def test_rows_and_json_agree_with_the_report(judged_project: Path, llm: FakeLLM) -> None:
+    report = _mixed_run()
+    store = Store(judged_project / ".cobalt" / "cobalt.duckdb")
+    run = store.runs()[0]
+    assert (run["run_id"], run["experiment"], run["status"], run["source"]) == (report.id, "stored", "completed",
+                                                                                  "library")
+    assert run["tags"] == ["t1"] and run["passed"] is True and run["results_path"] == report.results_path
+    assert run["config"]["evaluators"][1]["prompt"] == "{{input}} {{output}}"
+
+    outputs = store.rows("outputs", report.id)
+    assert [(r["item_index"], r["status"], r["output"]) for r in outputs] == [
+        (i.index, i.status, i.output) for i in report.items]
+    assert outputs[2]["error"] == "RuntimeError: agent failed" and outputs[0]["cost_usd"] == 0.001
+    assert outputs[0]["input"] == {"input": "q0", "expected_output": "a0"}
+
+    scores = store.rows("scores", report.id)
+    expected = sorted((i.index, name, ev.score, ev.status, ev.cached)
+                      for i in report.items for name, ev in i.evaluations.items())
+    assert sorted((r["item_index"], r["evaluator"], r["score"], r["status"], r["cached"]) for r in scores) == expected
+    assert len(scores) == 8
+    judge_calls = sorted((i.index, ev.judge_calls) for i in report.items for n, ev in i.evaluations.items()
+                         if n == "judge")
+    assert sorted((r["item_index"], r["judge_calls"]) for r in scores if r["evaluator"] == "judge") == judge_calls
+    assert sum(c for _, c in judge_calls) == report.summary.judge_calls > 0
+
+    aggregates = {r["metric"]: r for r in store.rows("aggregates", report.id)}
+    assert set(aggregates) == {"exact", "judge", "latency", "cost", "tokens"}
+    for name, stats in report.summary.scores.items():
+        assert aggregates[name]["mean"] == pytest.approx(stats.avg)
+        assert aggregates[name]["p95"] == pytest.approx(stats.p95) and aggregates[name]["count"] == stats.count
+    verdicts = store.rows("verdicts", report.id)
+    assert [(v["name"], v["passed"]) for v in verdicts] == [("exact >= 0.9", True)]
+
+    on_disk = read_results(report.results_path or "")
+    assert on_disk.model_dump() == report.model_dump()
+    raw = json.loads(Path(report.results_path or "").read_text())
+    assert raw["summary"]["scores"]["exact"]["avg"] == 1.0 and raw["items"][0]["evaluations"]["exact"]["score"] == 1
+    assert Path(report.results_path or "").name.endswith(f"_stored_{report.id}.json")
+
+
+def test_no_secret_reaches_results_or_store(judged_project: Path, llm: FakeLLM) -> None:
+    _mixed_run()
+    for path in (judged_project / ".cobalt").rglob("*"):
+        if path.is_file():
+            assert TEST_KEY.encode() not in path.read_bytes(), path
+
+
+def test_a_batch_is_one_transaction(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.duckdb")
+    good = {"run_id": "r1", "item_index": 0, "run_index": 0, "status": "ok"}
+    bad = {"run_id": "r1", "name": "v", "passed": "not-a-bool-at-all"}
+    with pytest.raises(duckdb.Error):
+        store.write({"outputs": [good], "verdicts": [bad]})
+    with store.connect(read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM outputs").fetchone() == (0,)
+
+
+def test_rows_round_trip_by_name_with_nan_as_null_and_no_files_left(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.duckdb")
+    rows = [{"run_id": "r", "item_index": i, "run_index": 0, "status": "ok", "latency_ms": float("nan") if i else 2.5,
+             "output": {"text": f"ans {i}", "list": [1, None]}, "metadata": {"k": "ü"}, "input": {"input": i}}
+            for i in range(3)]
+    store.write({"outputs": list(reversed(rows))})  # order of keys and rows does not matter: columns by name
+    stored = store.rows("outputs", "r")
+    assert [(r["item_index"], r["latency_ms"], r["output"], r["metadata"]) for r in stored] == [
+        (0, 2.5, {"text": "ans 0", "list": [1, None]}, {"k": "ü"}), (1, None, {"text": "ans 1", "list": [1, None]},
+                                                                      {"k": "ü"}),
+        (2, None, {"text": "ans 2", "list": [1, None]}, {"k": "ü"})]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.duckdb"]  # the batch file is gone
+
+
+def test_reading_a_missing_store_says_what_to_do(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="run an experiment first"):
+        Store(tmp_path / "none.duckdb").runs()
+
+
+_CHILD = textwrap.dedent("""
+    import asyncio, sys
+    from cobalt_lib import Dataset, Evaluator, experiment, load_config
+
+    class Progress:
+        def on_start(self, plan): print("START", plan.run_id, flush=True)
+        def on_item(self, item): print("DONE", item.index, flush=True)
+        def on_finish(self, report): print("FINISH", flush=True)
+
+    async def agent(ctx):
+        if ctx.index >= 5:
+            await asyncio.sleep(600)
+        return ctx.item["expected_output"]
+
+    data = Dataset([{"input": f"q{i}", "expected_output": f"a{i}"} for i in range(40)])
+    exp = experiment("interrupted", data, agent, concurrency=5,
+                     evaluators=[Evaluator(name="exact", type="exact-match")])
+    exp.run(config=load_config(), observer=Progress())
+""")
+
+
+def _start_child(project: Path) -> tuple[subprocess.Popen[str], str]:
+    script = project / "child.py"
+    script.write_text(_CHILD)
+    proc = subprocess.Popen([sys.executable, str(script)], cwd=project, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    run_id = proc.stdout.readline().split()[1]
+    done = [proc.stdout.readline() for _ in range(5)]
+    assert all(line.startswith("DONE") for line in done), done
+    return proc, run_id
+
+
+def test_ctrl_c_keeps_finished_items_and_marks_the_run_incomplete(project: Path) -> None:
+    proc, run_id = _start_child(project)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0 and "KeyboardInterrupt" in err
+    store = Store(project / ".cobalt" / "cobalt.duckdb")
+    run = store.runs()[0]
+    assert (run["run_id"], run["status"], run["passed"]) == (run_id, "incomplete", False)
+    assert [r["item_index"] for r in store.rows("outputs", run_id)] == [0, 1, 2, 3, 4]
+    assert len(store.rows("scores", run_id)) == 5
+    report = read_results(run["results_path"])
+    assert report.status == "incomplete" and len(report.items) == 5
+    assert report.summary.scores["exact"].avg == 1.0
+    assert any(a.name == "run completed" and not a.passed for a in report.assertions)
+
+
+def test_a_killed_run_keeps_its_written_batches_and_reads_as_incomplete(project: Path) -> None:
+    proc, run_id = _start_child(project)
+    store = Store(project / ".cobalt" / "cobalt.duckdb")
+    deadline = time.monotonic() + 30
+    rows: list[dict] = []
+    while time.monotonic() < deadline:  # wait for the writer thread's batch (a condition, not a fixed sleep)
+        rows = store.rows("outputs", run_id)
+        if len(rows) == 5:
+            break
+    assert len(rows) == 5, "the batch of finished items was never written"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=30)
+    run = store.runs()[0]
+    assert run["status"] == "incomplete"
+    assert len(store.rows("scores", run_id)) == 5
+
+
+_READER = textwrap.dedent("""
+    import sys, time
+    from cobalt_lib import Store
+    store = Store(sys.argv[1], lock_timeout=30)
+    reads = 0
+    end = time.monotonic() + float(sys.argv[2])
+    while time.monotonic() < end:
+        try:
+            store.runs()
+            reads += 1
+        except Exception as exc:
+            if "run an experiment first" not in str(exc):
+                raise
+    print(reads)
+""")
+
+
+def test_a_concurrent_reader_never_breaks_a_run(project: Path) -> None:
+    Store(project / ".cobalt" / "cobalt.duckdb").ensure_schema()
+    reader = project / "reader.py"
+    reader.write_text(_READER)
+    proc = subprocess.Popen([sys.executable, str(reader), str(project / ".cobalt" / "cobalt.duckdb"), "4"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    async def agent(ctx):
+        return ctx.item["input"]
+
+    data = Dataset([{"input": f"q{i}"} for i in range(300)])
+    report = experiment("busy", data, agent, concurrency=20,
+                        evaluators=[Evaluator(name="f", type="function", fn=lambda c: 1.0)]).run()
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert int(out) > 0
+    store = Store(project / ".cobalt" / "cobalt.duckdb")
+    assert len(store.rows("outputs", report.id)) == 300 and len(store.rows("scores", report.id)) == 300
+
+
+def test_a_killed_but_unreaped_run_process_reads_as_incomplete(tmp_path: Path) -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    store = Store(tmp_path / "s.duckdb")
+    store.write({"runs": [{"run_id": "r", "experiment": "e", "status": "running", "pid": child.pid,
+                           "host": __import__("socket").gethostname()}]})
+    assert store.runs()[0]["status"] == "running"
+    os.kill(child.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and "Z" not in Path(f"/proc/{child.pid}/stat").read_text().split(")")[-1][:3]:
+        pass  # wait for the kernel to mark it a zombie (not reaped: no wait() yet)
+    try:
+        assert store.runs()[0]["status"] == "incomplete"
+    finally:
+        child.wait()
+
+
+def test_a_batch_that_meets_a_held_lock_is_kept_and_written_once_the_lock_goes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from cobalt_lib.results import _store
+
+    monkeypatch.setattr(_store, "WAIT_NOTICE_SECONDS", 0.0)
+    path = tmp_path / "s.duckdb"
+    Store(path).ensure_schema()
+    holder = subprocess.Popen([sys.executable, "-c", "import duckdb, sys\ncon = duckdb.connect(sys.argv[1])\n"
+                               "print('locked', flush=True)\nsys.stdin.readline()", str(path)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # a notebook, say
+    assert holder.stdout is not None and holder.stdin is not None
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        writer = _store.BatchWriter(Store(path, lock_timeout=0.3), max_delay=0.01)
+        writer.add("outputs", {"run_id": "r1", "item_index": 0, "run_index": 0, "status": "ok"})
+        deadline = time.monotonic() + 30
+        while writer._failures == 0:  # the first attempt gave up on the lock (the condition, polled)
+            assert time.monotonic() < deadline, "the write never met the lock"
+            time.sleep(0.01)
+    finally:
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        holder.wait(timeout=30)
+    writer.close()  # no error: the kept batch went in on a later attempt
+    with Store(path).connect(read_only=True) as con:
+        assert con.execute("SELECT run_id, item_index FROM outputs").fetchall() == [("r1", 0)]
+    notice = capsys.readouterr().err
+    assert "which another process holds (" in notice and f"(PID {holder.pid})" in notice
