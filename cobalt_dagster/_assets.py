@@ -15,11 +15,9 @@ from typing import Any
 import dagster as dg
 
 from cobalt_lib import AssertionResult, Experiment, ItemResult
-from cobalt_lib.gates._assertions import Assertion
-from cobalt_lib.results._history import load_report
-from cobalt_lib.results._rows import item_from_rows
-from cobalt_lib.run._execute import agent_step, finish, rescore_step, start_run, stream
-from cobalt_lib.run._stages import item_keys
+from cobalt_lib.gates import Assertion
+from cobalt_lib.results import item_from_rows, load_report
+from cobalt_lib.run import agent_step, finish, item_keys, rescore_step, start_run, stream
 
 from ._live import OBSERVERS, stage_observer
 from ._metadata import aggregates_metadata, dataset_metadata, outputs_metadata, scores_metadata

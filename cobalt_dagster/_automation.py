@@ -10,7 +10,7 @@ from typing import Any
 import dagster as dg
 
 from cobalt_lib import Config, ConfigError
-from cobalt_lib.run._plan import new_run_id
+from cobalt_lib.run import new_run_id
 
 from ._assets import ExperimentDefs
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import dagster as dg
 
 from cobalt_lib import Config, Experiment, load_experiments
-from cobalt_lib.gates._assertions import experiment_gates
+from cobalt_lib.gates import experiment_gates
 
 from ._assets import ExperimentDefs, experiment_defs
 from ._automation import build_schedules, build_sensor

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from cobalt_lib.run._session import Observer
+from cobalt_lib.run import Observer
 
 if TYPE_CHECKING:
     from cobalt_lib import ExperimentReport, ItemResult
-    from cobalt_lib.run._plan import RunPlan
+    from cobalt_lib.run import RunPlan
 
 OBSERVERS: dict[str, Observer] = {}
 

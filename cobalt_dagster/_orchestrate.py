@@ -10,10 +10,8 @@ import dagster as dg
 from dagster._core.errors import DagsterExecutionInterruptedError  # not exported by `dagster` in 1.13
 
 from cobalt_lib import Config, ExperimentReport, Store
-from cobalt_lib.results._history import load_report
-from cobalt_lib.run._execute import finish
-from cobalt_lib.run._plan import RunPlan
-from cobalt_lib.run._session import Observer
+from cobalt_lib.results import load_report
+from cobalt_lib.run import Observer, RunPlan, finish
 
 from ._assets import ExperimentDefs
 from ._definitions import build_experiment_defs

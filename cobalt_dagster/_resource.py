@@ -8,8 +8,7 @@ import dagster as dg
 from pydantic import Field
 
 from cobalt_lib import Config, Experiment, Store, load_config
-from cobalt_lib._aio import run as run_coroutine
-from cobalt_lib.run._plan import RunPlan, prepare
+from cobalt_lib.run import RunPlan, prepare, run_coroutine
 
 T = TypeVar("T")
 

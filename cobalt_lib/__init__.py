@@ -16,13 +16,11 @@ from ._errors import (
     StoreError,
     TemplateError,
 )
-from .config._config import Config, define_config, find_project_root, load_config
-from .evaluators._evaluator import EVALUATOR_TYPES, EvalContext, Evaluator
-from .experiment._dataset import Dataset
-from .experiment._discovery import discover_files, load_experiments, load_file
-from .experiment._experiment import REGISTRY, Experiment, experiment
-from .gates._assertions import Assertion, assertion, no_regression, threshold
-from .results._report import (
+from .config import Config, define_config, find_project_root, load_config
+from .evaluators import EVALUATOR_TYPES, EvalContext, Evaluator
+from .experiment import REGISTRY, Dataset, Experiment, discover_files, experiment, load_experiments, load_file
+from .gates import Assertion, assertion, no_regression, threshold
+from .results import (
     AssertionResult,
     EvalResult,
     Evaluation,
@@ -30,11 +28,11 @@ from .results._report import (
     ItemResult,
     ItemSpread,
     Stats,
+    Store,
     Summary,
+    read_results,
 )
-from .results._results_file import read_results
-from .results._store import Store
-from .run._agent import AgentContext
+from .run import AgentContext
 
 __version__ = "0.1.0"
 

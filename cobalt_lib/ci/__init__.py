@@ -1,1 +1,11 @@
-"""cobalt ci."""
+"""CI integration: GitHub Actions step summary and annotations, and webhooks after a run."""
+
+from __future__ import annotations
+
+from ._github import github_outputs
+from ._webhooks import post_webhooks
+
+__all__ = [
+    "github_outputs",
+    "post_webhooks",
+]

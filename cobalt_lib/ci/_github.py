@@ -1,4 +1,4 @@
-"""_ci part: ci._github."""
+"""GitHub Actions: the step summary and one `::error` annotation per failed gate."""
 
 from __future__ import annotations
 

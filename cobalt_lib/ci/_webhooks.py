@@ -1,4 +1,4 @@
-"""CI integration: GitHub Actions step summary and annotations, and webhooks after a run."""
+"""Webhooks: the run summary POSTed to each configured URL, with retries."""
 
 from __future__ import annotations
 

@@ -14,16 +14,8 @@ from rich.table import Table
 from rich.text import Text
 
 from .._errors import ConfigError
-from ..results._compare import (
-    Comparison,
-    ci_text,
-    compare_reports,
-    comparison_markdown,
-    lost_text,
-    metric_text,
-    scope_note,
-    unpaired_summary,
-)
+from ..render._compare import ci_text, comparison_markdown, lost_text, metric_text, scope_note, unpaired_summary
+from ..results._compare import Comparison, compare_reports
 from ..results._history import load_report, resolve_run
 from ..results._store import Store
 from ._app import app

@@ -15,13 +15,13 @@ from typing import Any
 
 from .._aio import is_async_callable
 from .._errors import EvaluatorError, JudgeError, TemplateError
+from .._threads import DaemonThreads
+from .._timeouts import timeout_message, within
 from ..config._config import Config
 from ..llm._judge import SYSTEM_PROMPT, Judge
 from ..llm._pricing import cost_usd
 from ..llm._providers import Endpoint, resolve_embeddings, resolve_judge
 from ..results._report import EvalResult, Evaluation
-from ..run._threads import DaemonThreads
-from ..run._timeouts import timeout_message, within
 from ._template import missing_item_variables, render
 
 EVALUATOR_TYPES: dict[str, str] = {

@@ -1,1 +1,24 @@
-"""cobalt llm."""
+"""Model calls: endpoints and providers, the judge, its response cache and model prices."""
+
+from __future__ import annotations
+
+from ._cache import ResponseCache, cache_key
+from ._judge import SYSTEM_PROMPT, Judge, parse_judgement
+from ._pricing import cost_usd, price_for
+from ._providers import Endpoint, import_sdks, redact, resolve_embeddings, resolve_judge, retry_after_seconds
+
+__all__ = [
+    "SYSTEM_PROMPT",
+    "Endpoint",
+    "Judge",
+    "ResponseCache",
+    "cache_key",
+    "cost_usd",
+    "import_sdks",
+    "parse_judgement",
+    "price_for",
+    "redact",
+    "resolve_embeddings",
+    "resolve_judge",
+    "retry_after_seconds",
+]

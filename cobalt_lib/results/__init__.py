@@ -1,1 +1,42 @@
-"""cobalt results."""
+"""A run's data: the report models, statistics, the DuckDB store, results files, history and comparison."""
+
+from __future__ import annotations
+
+from ._compare import Comparison, EvaluatorDelta, compare_reports
+from ._history import load_report, resolve_run, stored_items
+from ._report import AssertionResult, EvalResult, Evaluation, ExperimentReport, ItemResult, ItemSpread, Stats, Summary
+from ._results_file import read_results, results_filename, write_results
+from ._rows import aggregate_rows, item_from_rows, output_row, run_row, score_rows, stats_from_row, verdict_rows
+from ._store import TABLES, BatchWriter, Store
+from ._summary import run_summary
+
+__all__ = [
+    "TABLES",
+    "AssertionResult",
+    "BatchWriter",
+    "Comparison",
+    "EvalResult",
+    "Evaluation",
+    "EvaluatorDelta",
+    "ExperimentReport",
+    "ItemResult",
+    "ItemSpread",
+    "Stats",
+    "Store",
+    "Summary",
+    "aggregate_rows",
+    "compare_reports",
+    "item_from_rows",
+    "load_report",
+    "output_row",
+    "read_results",
+    "resolve_run",
+    "results_filename",
+    "run_row",
+    "run_summary",
+    "score_rows",
+    "stats_from_row",
+    "stored_items",
+    "verdict_rows",
+    "write_results",
+]

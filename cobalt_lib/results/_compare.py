@@ -8,12 +8,10 @@ an item whose input changed between the runs is reported as unpaired, never comp
 from __future__ import annotations
 
 import math
-from collections import Counter
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from ..render._units import duration, money
 from ._report import ExperimentReport, ItemResult
 
 Verdict = Literal["improved", "regressed", "no significant change", "not comparable"]
@@ -259,84 +257,3 @@ def _metric_delta(a: ExperimentReport, b: ExperimentReport, path: str) -> Metric
     value_a, value_b = a.metric(path), b.metric(path)
     delta = None if value_a is None or value_b is None else value_b - value_a
     return MetricDelta(metric=path, a=value_a, b=value_b, delta=delta)
-
-
-# -- Markdown ----------------------------------------------------------------------------------
-
-
-def _num(value: float | None, digits: int = 3, sign: bool = False) -> str:
-    if value is None:
-        return "–"
-    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
-
-
-def metric_text(metric: str, value: float | None, *, sign: bool = False, missing: str = "–") -> str:
-    """A run metric with its unit: latencies (stored in ms) as `420ms` or `4.24s`, costs as dollars
-    with significant digits (`$0.0000421`, not `0.0000`); `sign` for a delta."""
-    if value is None:
-        return missing
-    kind = metric.split(".")[0]
-    size = abs(value)
-    text = duration(size) if kind == "latency" else money(size) if kind == "cost" else f"{size:.4f}"
-    return ("+" if value >= 0 else "-") + text if sign else ("-" if value < 0 else "") + text
-
-
-def lost_text(e: EvaluatorDelta) -> str:
-    """Why an evaluator with `lost_scores` counts as regressed, in one line."""
-    return (f"{e.evaluator} has no score in B for {e.lost} of the {e.scored_a} paired items scored in A "
-            "(eval-errors or failed agent calls)")
-
-
-def _cell(value: Any, limit: int = 60) -> str:
-    text = value if isinstance(value, str) else "" if value is None else str(value)
-    text = " ".join(text.split()).replace("|", "\\|")
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def unpaired_summary(unpaired: list[Unpaired], shown: int = 5) -> str:
-    """One line for every unpaired item: how many, why, and the first few (a changed dataset can
-    leave hundreds, one line each would bury the comparison)."""
-    reasons = ", ".join(f"{count} {reason}" for reason, count in Counter(u.reason for u in unpaired).items())
-    items = [str(u.index) if u.run_index == 0 else f"{u.index} (run {u.run_index})" for u in unpaired[:shown]]
-    more = f" and {len(unpaired) - shown} more" if len(unpaired) > shown else ""
-    noun = "item" if len(unpaired) == 1 else "items"
-    return f"{len(unpaired)} unpaired {noun}, not compared ({reasons}): {noun} {', '.join(items)}{more}"
-
-
-def scope_note(c: Comparison) -> str:
-    return f"latest/previous looked up in experiment {c.scope!r} only (--experiment picks another)"
-
-
-def ci_text(e: EvaluatorDelta) -> str:
-    return "–" if e.ci_low is None or e.ci_high is None else f"[{e.ci_low:+.3f}, {e.ci_high:+.3f}]"
-
-
-def comparison_markdown(c: Comparison) -> str:
-    """The comparison as Markdown: evaluators, run metrics, top movers, unpaired items."""
-    level = f"{c.confidence:.0%}"
-    parts = [f"### cobalt compare: `{c.run_b}` vs baseline `{c.run_a}`",
-             f"{c.experiment_b} vs {c.experiment_a} · {c.paired} paired items · {len(c.unpaired)} unpaired · "
-             f"{level} paired bootstrap CI ({c.resamples} resamples, seed {c.seed})"
-             + (f" · {scope_note(c)}" if c.scope else ""),
-             "\n".join([f"| evaluator | A | B | B - A | paired B - A | {level} CI | pairs | verdict |",
-                        "|---|---|---|---|---|---|---|---|",
-                        *(f"| {e.evaluator} | {_num(e.mean_a)} | {_num(e.mean_b)} | {_num(e.delta, sign=True)} "
-                          f"| {_num(e.paired_delta, sign=True)} | {ci_text(e)} | {e.pairs} | {e.verdict} |"
-                          for e in c.evaluators)]),
-             "\n".join(["| metric | A | B | B - A |", "|---|---|---|---|",
-                        *(f"| {m.metric} | {metric_text(m.metric, m.a)} | {metric_text(m.metric, m.b)} "
-                          f"| {metric_text(m.metric, m.delta, sign=True)} |" for m in c.metrics)])]
-    if c.lost_scores:
-        parts.append("#### Lost scores\n\n" + "\n".join(f"- {lost_text(e)}" for e in c.lost_scores))
-    for title, rows in (("Most regressed", c.regressions), ("Most improved", c.improvements)):
-        if rows:
-            parts.append(f"#### {title}\n\n| item | run | evaluator | A | B | B - A | input |\n"
-                         "|---|---|---|---|---|---|---|\n" + "\n".join(
-                             f"| {r.index} | {r.run_index} | {r.evaluator} | {_num(r.score_a)} | {_num(r.score_b)} "
-                             f"| {_num(r.delta, sign=True)} | {_cell(r.input)} |" for r in rows))
-    if c.status_changes:
-        parts.append("#### Status changes\n\n" + "\n".join(
-            f"- item {s.index} run {s.run_index}: {s.status_a} → {s.status_b}" for s in c.status_changes))
-    if c.unpaired:
-        parts.append(f"#### Unpaired\n\n{unpaired_summary(c.unpaired)}")
-    return "\n\n".join(parts) + "\n"

@@ -1,4 +1,4 @@
-"""_ci part: results._summary."""
+"""A run's summary without its items: what `cobalt run --json` prints and webhooks receive."""
 
 from __future__ import annotations
 

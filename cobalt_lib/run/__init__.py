@@ -1,1 +1,45 @@
-"""cobalt run."""
+"""The engine both paths call: plan a run, call the agent, score, aggregate, judge the gates.
+
+The stage API below is what `cobalt_dagster` builds its assets from; the library path chains the
+same functions item by item in `execute`:
+
+    plan = prepare(experiment, config)                  # every check that can fail, before any call
+    start_run(plan)                                     # the `runs` row, status running
+    items = await stream(plan, item_keys(plan), agent_step, tables=("outputs",))    # stage 1
+    items = await stream(plan, items, rescore_step, tables=("scores",))             # stage 2
+    report = finish(plan, items, "completed")           # stages 3 and 4, results JSON, run row
+"""
+
+from __future__ import annotations
+
+from .._aio import run as run_coroutine
+from ._agent import AgentContext, call_agent
+from ._aggregate import summarise
+from ._execute import agent_step, execute, finish, full_step, rescore_step, start_run, stream
+from ._plan import RunPlan, new_run_id, prepare
+from ._session import Observer, Session
+from ._stages import build_report, item_keys, judge_verdicts, produce, score
+
+__all__ = [
+    "AgentContext",
+    "Observer",
+    "RunPlan",
+    "Session",
+    "agent_step",
+    "build_report",
+    "call_agent",
+    "execute",
+    "finish",
+    "full_step",
+    "item_keys",
+    "judge_verdicts",
+    "new_run_id",
+    "prepare",
+    "produce",
+    "rescore_step",
+    "run_coroutine",
+    "score",
+    "start_run",
+    "stream",
+    "summarise",
+]

@@ -13,10 +13,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._threads import DaemonThreads
+from .._timeouts import BlockedLoopTimeout, timeout_message, within
 from ..llm._pricing import cost_usd
 from ..results._report import ItemResult
-from ._threads import DaemonThreads
-from ._timeouts import BlockedLoopTimeout, timeout_message, within
 
 Runner = Callable[..., Any]
 

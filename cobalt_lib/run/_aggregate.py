@@ -1,4 +1,4 @@
-"""_pipeline part: run._aggregate."""
+"""Stage 3: per-evaluator statistics and run metrics (latency, cost, tokens) of a run's items."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-"""The four stages (outputs, scores, aggregates, verdicts) as plain functions over typed records.
+"""Running a plan: items streamed through the stages with bounded concurrency, rows written as they finish.
 
-The library chains them item by item (`execute`); the Dagster assets call the stage functions
-one asset per stage. Both share `prepare`, `produce`, `score`, `summarise` and `judge_verdicts`."""
+The library path (`execute`) takes each item from agent to evaluators as soon as it can; the Dagster
+assets run one stage over every item (`stream` with `agent_step`, then with `rescore_step`).
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""_pipeline part: run._plan."""
+"""A run's plan: the experiment validated against config, before any agent call is spent."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""_pipeline part: run._session."""
+"""What one run shares across its items (judge, threads, limits), and who hears its progress."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from .._aio import is_async_callable
+from .._threads import DaemonThreads
 from ..llm._judge import Judge
 from ..llm._providers import import_sdks
 from ..results._report import ExperimentReport, ItemResult
-from ._threads import DaemonThreads
 
 if TYPE_CHECKING:
     pass

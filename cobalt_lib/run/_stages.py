@@ -1,4 +1,4 @@
-"""_pipeline part: run._stages."""
+"""The per-item stages (agent call, scoring) and the report with its verdicts."""
 
 from __future__ import annotations
 

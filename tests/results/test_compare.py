@@ -8,14 +8,11 @@ import numpy as np
 import pytest
 
 from cobalt_lib import Evaluation, ExperimentReport, ItemResult, Stats, Summary
+from cobalt_lib.render._compare import comparison_markdown, lost_text, metric_text, unpaired_summary
 from cobalt_lib.results._compare import (
     Unpaired,
     bootstrap_ci,
     compare_reports,
-    comparison_markdown,
-    lost_text,
-    metric_text,
-    unpaired_summary,
 )
 from cobalt_lib.results._report import ItemStatus
 from cobalt_lib.results._stats import describe

@@ -1,4 +1,4 @@
-"""_agent part: run._threads."""
+"""Daemon worker threads for sync agents and evaluators: a hung call cannot keep the process alive."""
 
 from __future__ import annotations
 

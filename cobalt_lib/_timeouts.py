@@ -1,4 +1,4 @@
-"""_agent part: run._timeouts."""
+"""Timeouts for calls into user code, including calls that swallow their cancellation."""
 
 from __future__ import annotations
 
