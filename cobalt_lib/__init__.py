@@ -17,7 +17,7 @@ from ._errors import (
     TemplateError,
 )
 from .config import Config, define_config, find_project_root, load_config
-from .evaluators import EVALUATOR_TYPES, EvalContext, Evaluator
+from .evaluators import EVALUATOR_TYPES, EvalContext, Evaluator, EvaluatorKind, evaluator_kinds
 from .experiment import REGISTRY, Dataset, Experiment, discover_files, experiment, load_experiments, load_file
 from .gates import Assertion, assertion, no_regression, threshold
 from .results import (
@@ -52,6 +52,7 @@ __all__ = [
     "Evaluation",
     "Evaluator",
     "EvaluatorError",
+    "EvaluatorKind",
     "Experiment",
     "ExperimentReport",
     "ItemResult",
@@ -67,6 +68,7 @@ __all__ = [
     "assertion",
     "define_config",
     "discover_files",
+    "evaluator_kinds",
     "experiment",
     "find_project_root",
     "load_config",

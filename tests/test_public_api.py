@@ -10,7 +10,8 @@ import cobalt_lib
 EXPECTED = {
     "EVALUATOR_TYPES", "REGISTRY", "AgentContext", "Assertion", "AssertionResult", "CobaltError", "Config",
     "ConfigError", "Dataset", "DatasetError", "EvalContext", "EvalResult", "Evaluation", "Evaluator",
-    "EvaluatorError", "Experiment", "ExperimentReport", "ItemResult", "ItemSpread", "JudgeError",
+    "EvaluatorError", "EvaluatorKind", "evaluator_kinds", "Experiment", "ExperimentReport", "ItemResult",
+    "ItemSpread", "JudgeError",
     "MissingApiKeyError", "Stats", "Store", "StoreError", "Summary", "TemplateError", "__version__",
     "assertion", "define_config", "discover_files", "experiment", "find_project_root", "load_config",
     "load_experiments", "load_file", "no_regression", "read_results", "threshold",

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 import os
+import pkgutil
 import sys
 from typing import Any, NoReturn, TextIO, cast
 
@@ -10,10 +12,20 @@ import click
 import typer
 
 from .._errors import CobaltError
-from . import _history, _init, _manage, _run, _serve  # noqa: F401  (commands register on import)
 from ._app import app
 
 __all__ = ["app", "main"]
+
+
+def _register_commands() -> None:
+    """Each command module registers its commands on `app` when imported, so adding a command is
+    adding a module here."""
+    for module in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{module.name}")
+
+
+_register_commands()
+
 
 
 #: Ctrl-C, also at a prompt: click's Abort and, in typer releases that vendor click, typer's own.

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Literal
 
-from ..evaluators._evaluator import EvalContext
+from ..evaluators._context import EvalContext
 from ..results._report import AssertionResult, ExperimentReport, ItemResult
 from ._agent import AgentContext, call_agent
 

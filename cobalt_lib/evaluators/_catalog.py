@@ -1,0 +1,130 @@
+"""Every evaluator kind available here, built-in and plugin, and what `cobalt evaluators` lists."""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import pkgutil
+import types
+import typing
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic_core import PydanticUndefined
+
+from .._errors import EvaluatorError
+from . import kinds as _builtin
+from ._kind import EvaluatorKind
+from ._plugins import BROKEN, SOURCES, load_plugins
+from ._registry import KINDS
+
+_loaded = False
+
+
+def evaluator_kinds() -> dict[str, type[EvaluatorKind]]:
+    """Every evaluator kind by name: the built-ins, installed plugins and kinds defined in this process."""
+    global _loaded
+    if not _loaded:
+        for module in pkgutil.iter_modules(_builtin.__path__):
+            importlib.import_module(f"{_builtin.__name__}.{module.name}")
+        load_plugins()
+        _loaded = True
+    return dict(KINDS)
+
+
+def find_kind(name: Any, where: str) -> type[EvaluatorKind]:
+    """The kind called `name`, or an EvaluatorError with the closest name (or why its plugin failed)."""
+    known = evaluator_kinds()
+    if isinstance(name, str) and name in known:
+        return known[name]
+    if isinstance(name, str) and name in BROKEN:
+        raise EvaluatorError(f"{where} has type {name!r}, whose plugin failed to load: {BROKEN[name]}")
+    close = difflib.get_close_matches(str(name), known, n=1)
+    hint = f"did you mean {close[0]!r}?" if close else f"use one of {', '.join(known)}."
+    raise EvaluatorError(f"{where} has unknown type {name!r}; {hint}")
+
+
+class _Descriptions(Mapping[str, str]):
+    """`EVALUATOR_TYPES`: kind name -> description, read from the registry when first used."""
+
+    def __getitem__(self, name: str) -> str:
+        return evaluator_kinds()[name].description()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(evaluator_kinds())
+
+    def __len__(self) -> int:
+        return len(evaluator_kinds())
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+
+EVALUATOR_TYPES: Mapping[str, str] = _Descriptions()
+
+
+class OptionInfo(BaseModel):
+    """One option of a kind, as `cobalt evaluators` shows it."""
+
+    name: str
+    type: str
+    required: bool
+    default: Any = None
+    description: str | None = None
+
+
+class KindInfo(BaseModel):
+    """One evaluator kind, as `cobalt evaluators` shows it."""
+
+    name: str
+    description: str
+    source: str
+    default_threshold: float
+    options: list[OptionInfo]
+
+
+def describe_kinds() -> list[KindInfo]:
+    """Every kind with its description, where it comes from, its pass mark and its options."""
+    return [KindInfo(name=name, description=cls.description(), source=_source(name, cls),
+                     default_threshold=cls.default_threshold, options=_options(cls))
+            for name, cls in evaluator_kinds().items()]
+
+
+def broken_plugins() -> dict[str, str]:
+    """Plugins that failed to load, by entry point name, with the error."""
+    evaluator_kinds()
+    return dict(BROKEN)
+
+
+def _source(name: str, cls: type[EvaluatorKind]) -> str:
+    if name in SOURCES:
+        return f"plugin {SOURCES[name]}"
+    return "built-in" if cls.__module__.startswith(_builtin.__name__) else f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _options(cls: type[EvaluatorKind]) -> list[OptionInfo]:
+    options = []
+    for name, field in cls.model_fields.items():
+        required = field.is_required()
+        default = None if required or field.default is PydanticUndefined else field.default
+        options.append(OptionInfo(name=name, type=type_name(field.annotation), required=required,
+                                  default=default, description=field.description))
+    return options
+
+
+def type_name(annotation: Any) -> str:
+    """`str | None`, `bool`, `callable`, `list[str]`: an option's type as a user reads it."""
+    if annotation is None or annotation is type(None):
+        return "None"
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join(type_name(arg) for arg in typing.get_args(annotation))
+    if (origin is not None and getattr(origin, "__name__", "") == "Callable") or annotation is typing.Callable:
+        return "callable"
+    if origin is not None:
+        args = ", ".join(type_name(arg) for arg in typing.get_args(annotation))
+        return f"{getattr(origin, '__name__', str(origin))}[{args}]"
+    if annotation is Any:
+        return "any"
+    return getattr(annotation, "__name__", str(annotation))

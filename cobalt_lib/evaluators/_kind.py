@@ -1,0 +1,132 @@
+"""The base of every evaluator kind: its fields are the kind's options; `score` is its one hook.
+
+The work every kind shares is written once here: options validated at declaration with a message
+that names the kind's options; a failure or an unusable value in `score` becomes an `eval-error`
+record, never a stopped run; the pass mark applied to the score.
+"""
+
+from __future__ import annotations
+
+import abc
+import difflib
+import inspect
+import traceback
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Self
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from .._errors import EvaluatorError, JudgeError, TemplateError
+from ..results._report import Evaluation
+from ._context import EvalContext, Scoring
+from ._registry import kinds_using, register
+from ._values import to_evaluation
+
+if TYPE_CHECKING:
+    from ..config._config import Config
+    from ..llm._providers import Endpoint
+    from ._evaluator import Evaluator
+
+
+class EvaluatorKind(BaseModel, abc.ABC):
+    """One way to score an output. Subclass it, set `kind`, declare options as typed fields and write
+    `score`; defining the class registers it, and `Evaluator(name, type=kind, **options)` uses it.
+
+    The class docstring's first line is the description `cobalt evaluators` shows.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+    #: The name users pass as `Evaluator(type=...)`.
+    kind: ClassVar[str] = ""
+    #: The pass mark when the evaluator sets no `threshold`: a score at or above it passes.
+    default_threshold: ClassVar[float] = 0.5
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        if cls.__dict__.get("kind"):
+            register(cls)
+
+    @classmethod
+    def declare(cls, where: str, options: Mapping[str, Any]) -> Self:
+        """The kind with these options, or one EvaluatorError naming what to fix."""
+        try:
+            return cls(**options)
+        except ValidationError as exc:
+            raise EvaluatorError(cls._option_problem(where, exc)) from None
+
+    @classmethod
+    def description(cls) -> str:
+        return (inspect.getdoc(cls) or "").split("\n\n")[0].replace("\n", " ").strip()
+
+    @classmethod
+    def _option_problem(cls, where: str, exc: ValidationError) -> str:
+        error = exc.errors()[0]
+        option = str(error["loc"][0]) if error["loc"] else ""
+        head = f"{where} ({cls.kind})"
+        if error["type"] == "missing":
+            field = cls.model_fields[option]
+            hint = f" ({field.description})" if field.description else ""
+            return f"{head} needs {option}=...{hint}."
+        if error["type"] == "extra_forbidden":
+            return f"{head} {cls._unknown_option(option)}"
+        return f"{head}: {option}={error['input']!r} is not valid: {error['msg'][:1].lower()}{error['msg'][1:]}."
+
+    @classmethod
+    def _unknown_option(cls, option: str) -> str:
+        own = list(cls.model_fields)
+        listed = f"its options are {', '.join(own)}" if own else "it takes no options"
+        others = [name for name in kinds_using(option) if name != cls.kind]
+        if others:
+            return (f"does not use {option}=; it is for {' and '.join(others)} evaluators. Remove it or change "
+                    f"type= ({listed}).")
+        close = difflib.get_close_matches(option, own, n=1)
+        return f"has no option {option!r}; " + (f"did you mean {close[0]!r}? ({listed})." if close else f"{listed}.")
+
+    def describe(self) -> dict[str, Any]:
+        """The options as stored with every run (callables by their qualified name)."""
+        return {name: _describable(value) for name, value in self.model_dump().items()}
+
+    def check_item(self, item: Mapping[str, Any], index: int, evaluator: Evaluator) -> None:
+        """Raise before any agent call if this kind cannot score dataset item `index`."""
+
+    def endpoint(self, config: Config, evaluator: Evaluator) -> Endpoint | None:
+        """The judge or embeddings endpoint this kind calls (raise if its key is missing); None for none."""
+        return None
+
+    @abc.abstractmethod
+    def score(self, ctx: EvalContext, scoring: Scoring) -> Any:
+        """Score one output: an `Evaluation`, or a float in 0..1, a bool, a dict with `score` (and
+        `reason`) or an `EvalResult`. May be async. Exceptions become `eval-error` records."""
+
+    async def evaluate(self, ctx: EvalContext, scoring: Scoring) -> Evaluation:
+        """`score`, with failures as records and the pass mark applied: what the run calls."""
+        try:
+            value = self.score(ctx, scoring)
+            if inspect.isawaitable(value):
+                value = await value
+            result = to_evaluation(value, scoring.evaluator)
+        except (TemplateError, JudgeError) as exc:
+            result = Evaluation(status="eval-error", error=str(exc))
+        except Exception as exc:  # a bug in a kind, cobalt or a provider SDK: one eval-error, not a stopped run
+            result = Evaluation(status="eval-error", error=f"{type(exc).__name__}: {exc}",
+                                raw_response=traceback.format_exc(limit=8))
+        if result.status == "ok" and result.score is not None:
+            result.passed = result.score >= scoring.threshold
+        return result
+
+
+def require_field(item: Mapping[str, Any], index: int, evaluator: Evaluator, field: str) -> None:
+    """The check of kinds that compare the output with an item field."""
+    if field not in item:
+        raise EvaluatorError(
+            f"Evaluator {evaluator.name!r} compares with field {field!r}, which dataset item {index} "
+            f"lacks (fields: {', '.join(sorted(item)) or 'none'}); pass field=... to choose another."
+        )
+
+
+def _describable(value: Any) -> Any:
+    if callable(value) and not isinstance(value, type):
+        return getattr(value, "__qualname__", repr(value))
+    return value

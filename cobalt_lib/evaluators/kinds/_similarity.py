@@ -1,0 +1,62 @@
+"""`similarity`: cosine similarity of the output's and an item field's embeddings."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field
+
+from ...llm._pricing import cost_usd
+from ...llm._providers import Endpoint, resolve_embeddings
+from ...results._report import Evaluation
+from .._context import EvalContext, Scoring
+from .._kind import EvaluatorKind, require_field
+
+if TYPE_CHECKING:
+    from ...config._config import Config
+    from .._evaluator import Evaluator
+
+
+class Similarity(EvaluatorKind):
+    """Cosine similarity of output and item[`field`] embeddings; 1 at or above `threshold`."""
+
+    kind = "similarity"
+    default_threshold = 0.85
+
+    field: str = Field("expected_output", description="the item field holding the reference text")
+    model: str | None = Field(None, description="the embeddings model (default: [embeddings] model)")
+    provider: str | None = Field(None, description="the embeddings provider (default: [embeddings], else [judge])")
+    base_url: str | None = Field(None, exclude=True, description="an OpenAI-compatible embeddings server")
+
+    def check_item(self, item: Mapping[str, Any], index: int, evaluator: Evaluator) -> None:
+        require_field(item, index, evaluator, self.field)
+
+    def endpoint(self, config: Config, evaluator: Evaluator) -> Endpoint:
+        embeddings = config.embeddings
+        if self.provider or self.base_url:
+            embeddings = embeddings.model_copy(update={"provider": self.provider or embeddings.provider,
+                                                       "base_url": self.base_url or embeddings.base_url})
+        return resolve_embeddings(config.judge, embeddings, model=self.model, who=f"Evaluator {evaluator.name!r}")
+
+    async def score(self, ctx: EvalContext, scoring: Scoring) -> Evaluation:
+        judge, endpoint = scoring.judge, scoring.endpoint
+        assert judge is not None and endpoint is not None
+        vectors, tokens, calls = await judge.embed(endpoint, [_as_text(ctx.output), _as_text(ctx.item.get(self.field))])
+        cosine = _cosine(vectors[0], vectors[1])
+        score = 1.0 if cosine >= scoring.threshold else max(0.0, cosine)
+        return Evaluation(score=score, raw_score=cosine, reason=f"cosine similarity {cosine:.3f}",
+                          judge_model=endpoint.label, input_tokens=tokens, judge_calls=calls,
+                          cached=calls == 0, cost_usd=cost_usd(endpoint.model, tokens, 0, judge.prices))
+
+
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _cosine(a: list[float], b: list[float]) -> float:
+    dot = math.fsum(x * y for x, y in zip(a, b, strict=False))
+    norm = math.sqrt(math.fsum(x * x for x in a)) * math.sqrt(math.fsum(y * y for y in b))
+    return dot / norm if norm else 0.0
