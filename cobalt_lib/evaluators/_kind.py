@@ -63,15 +63,18 @@ class EvaluatorKind(BaseModel, abc.ABC):
     @classmethod
     def _option_problem(cls, where: str, exc: ValidationError) -> str:
         error = exc.errors()[0]
-        option = str(error["loc"][0]) if error["loc"] else ""
         head = f"{where} ({cls.kind})"
+        message = str(error["msg"]).removeprefix("Value error, ")
+        if not error["loc"]:  # a check across options (a model validator): its message says it all
+            return f"{head}: {message[:1].lower()}{message[1:]}."
+        option = str(error["loc"][0])
         if error["type"] == "missing":
             field = cls.model_fields[option]
             hint = f" ({field.description})" if field.description else ""
             return f"{head} needs {option}=...{hint}."
         if error["type"] == "extra_forbidden":
             return f"{head} {cls._unknown_option(option)}"
-        return f"{head}: {option}={error['input']!r} is not valid: {error['msg'][:1].lower()}{error['msg'][1:]}."
+        return f"{head}: {option}={error['input']!r} is not valid: {message[:1].lower()}{message[1:]}."
 
     @classmethod
     def _unknown_option(cls, option: str) -> str:
