@@ -3,38 +3,58 @@
     from cobalt_lib import Dataset, Evaluator, experiment
     report = experiment("qa", Dataset.from_file("qa.jsonl"), my_agent, evaluators=[...]).run()
 
-Importing this package stays light: the LLM SDKs, DuckDB and Dagster load only when used.
+Importing this package costs almost nothing: each name loads its subpackage when first used (PEP 562),
+and the LLM SDKs, DuckDB and Dagster load only when a run needs them.
 """
 
-from ._errors import (
-    CobaltError,
-    ConfigError,
-    DatasetError,
-    EvaluatorError,
-    JudgeError,
-    MissingApiKeyError,
-    StoreError,
-    TemplateError,
-)
-from .config import Config, define_config, find_project_root, load_config
-from .evaluators import EVALUATOR_TYPES, EvalContext, Evaluator, EvaluatorKind, evaluator_kinds
-from .experiment import REGISTRY, Dataset, Experiment, discover_files, experiment, load_experiments, load_file
-from .gates import Assertion, assertion, no_regression, threshold
-from .results import (
-    AssertionResult,
-    EvalResult,
-    Evaluation,
-    ExperimentReport,
-    ItemResult,
-    ItemSpread,
-    Stats,
-    Store,
-    Summary,
-    read_results,
-)
-from .run import AgentContext
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._errors import (
+        CobaltError,
+        ConfigError,
+        DatasetError,
+        EvaluatorError,
+        JudgeError,
+        MissingApiKeyError,
+        StoreError,
+        TemplateError,
+    )
+    from .config import Config, define_config, find_project_root, load_config
+    from .evaluators import EVALUATOR_TYPES, EvalContext, Evaluator, EvaluatorKind, evaluator_kinds
+    from .experiments import REGISTRY, Dataset, Experiment, discover_files, experiment, load_experiments, load_file
+    from .gates import Assertion, assertion, no_regression, threshold
+    from .results import (
+        AssertionResult,
+        EvalResult,
+        Evaluation,
+        ExperimentReport,
+        ItemResult,
+        ItemSpread,
+        Stats,
+        Store,
+        Summary,
+        read_results,
+    )
+    from .run import AgentContext
 
 __version__ = "0.1.0"
+
+#: Where each public name lives; `__getattr__` imports it on first use.
+_EXPORTS: dict[str, str] = {name: module for module, names in {
+    "._errors": "CobaltError ConfigError DatasetError EvaluatorError JudgeError MissingApiKeyError "
+        "StoreError TemplateError",
+    ".config": "Config define_config find_project_root load_config",
+    ".evaluators": "EVALUATOR_TYPES EvalContext Evaluator EvaluatorKind evaluator_kinds",
+    ".experiments": "Dataset Experiment REGISTRY discover_files experiment load_experiments load_file",
+    ".gates": "Assertion assertion no_regression threshold",
+    ".results": "AssertionResult EvalResult Evaluation ExperimentReport ItemResult ItemSpread Stats "
+        "Store Summary read_results",
+    ".run": "AgentContext",
+}.items() for name in names.split()}
 
 __all__ = [
     "EVALUATOR_TYPES",
@@ -78,3 +98,16 @@ __all__ = [
     "read_results",
     "threshold",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'cobalt_lib' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*__all__, *(name for name in globals() if name.startswith("__"))})

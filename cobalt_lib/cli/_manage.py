@@ -14,7 +14,7 @@ import typer
 from .._aio import run as run_coroutine
 from .._errors import ConfigError
 from ..config._config import Config, parse_duration
-from ..experiment._discovery import load_experiments
+from ..experiments._discovery import load_experiments
 from ..render._export import RENDERERS, format_for
 from ..render._terminal import TerminalReporter
 from ..results._history import load_report, resolve_run

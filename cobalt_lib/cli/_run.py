@@ -14,8 +14,8 @@ from .._errors import ConfigError
 from ..ci._github import github_outputs
 from ..ci._webhooks import post_webhooks
 from ..config._config import Config
-from ..experiment._discovery import load_experiments
-from ..experiment._experiment import Experiment
+from ..experiments._discovery import load_experiments
+from ..experiments._experiment import Experiment
 from ..gates._assertions import NoRegression, Threshold
 from ..render._terminal import TerminalReporter
 from ..results._history import resolve_run

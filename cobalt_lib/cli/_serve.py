@@ -178,7 +178,7 @@ def request(
     from cobalt_dagster import request_run
     from cobalt_dagster._automation import daemon_running
 
-    from ..experiment._discovery import load_experiments
+    from ..experiments._discovery import load_experiments
 
     config = project_config()
     names = [e.name for e in load_experiments(config)]

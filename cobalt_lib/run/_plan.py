@@ -17,7 +17,7 @@ from ..llm._providers import Endpoint
 from ..results._store import Store
 
 if TYPE_CHECKING:
-    from ..experiment._experiment import Experiment
+    from ..experiments._experiment import Experiment
 
 
 

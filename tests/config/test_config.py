@@ -283,7 +283,7 @@ def test_bad_duration_message_shows_examples() -> None:
 
 
 def test_discovery_follows_test_dir_and_test_match(project: Path) -> None:
-    from cobalt_lib.experiment._discovery import discover_files, load_experiments
+    from cobalt_lib.experiments._discovery import discover_files, load_experiments
 
     (project / "cobalt.toml").write_text('test_dir = "evals"\ntest_match = ["**/*.eval.py", "smoke_*.py"]\n')
     body = 'from cobalt_lib import experiment\nexperiment("{name}", [{{"input": 1}}], lambda ctx: 1)\n'
@@ -309,7 +309,7 @@ def test_a_bare_number_threshold_asks_for_a_direction(project: Path) -> None:
 
 
 def test_an_experiment_name_declared_twice_is_refused_with_both_places(project: Path) -> None:
-    from cobalt_lib.experiment._discovery import load_experiments, load_file
+    from cobalt_lib.experiments._discovery import load_experiments, load_file
 
     body = 'from cobalt_lib import experiment\n\nexperiment("{name}", [{{"input": 1}}], lambda ctx: 1)\n'
     exp_dir = project / "experiments"

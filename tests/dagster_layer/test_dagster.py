@@ -22,7 +22,7 @@ from conftest import write_judge_config
 import cobalt_dagster
 from cobalt_dagster._orchestrate import run_with_dagster
 from cobalt_lib import Config, ConfigError, Dataset, Evaluator, Experiment, Store, experiment, load_config
-from cobalt_lib.experiment._discovery import load_experiments
+from cobalt_lib.experiments._discovery import load_experiments
 from cobalt_lib.results._history import load_report
 from cobalt_lib.run._plan import new_run_id, prepare
 
