@@ -1,0 +1,188 @@
+"""The code blocks that README.md and docs/ mark runnable run, so the docs cannot drift from the code.
+
+The convention (docs/README.md explains it to writers): an HTML comment line right before a fence.
+
+    <!-- runnable -->                     run the block in a fresh, empty directory
+    <!-- runnable: continue -->           run it where the previous marked block of the same page left off
+    <!-- runnable: file=PATH -->          write the block to PATH in that directory instead of running it
+    <!-- runnable: continue file=PATH -->
+
+`python` blocks run with this interpreter, `bash` blocks with `bash -e` and the venv's `cobalt` on PATH;
+a `file=` block of any language is written, then checked by its extension (.py, .json, .jsonl, .toml).
+Every block runs in a subprocess without API keys and with COBALT_TESTING=1. One test case per block,
+named `page:line`; a `continue` block reuses its chain's directory when the block before it has just
+run, and otherwise replays the chain from its first block.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parent.parent
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+MARKER = re.compile(r"^<!--\s*runnable(?::(?P<options>[^>]*))?\s*-->\s*$")
+FENCE = re.compile(r"^(?P<fence>`{3,}|~{3,})\s*(?P<lang>[\w+-]*)")
+RUN_LANGUAGES = {"python": "python", "py": "python", "bash": "bash", "sh": "bash", "shell": "bash"}
+#: Environment variables a block must not see: keys and servers (the docs run offline), and CI or
+#: project settings of the machine running the tests.
+HIDDEN = re.compile(r".*_(API_KEY|BASE_URL)$|^(COBALT_PROJECT_DIR|DAGSTER_HOME|GITHUB_ACTIONS|GITHUB_STEP_SUMMARY)$")
+TIMEOUT = 120
+
+
+@dataclass(frozen=True)
+class Block:
+    page: str  # relative to the repository root
+    line: int  # of the opening fence, 1-based
+    lang: str
+    code: str
+    file: str | None
+    #: The marked blocks of the same page this one builds on, first to last (empty: a fresh directory).
+    prior: tuple[Block, ...] = ()
+
+    @property
+    def id(self) -> str:
+        return f"{self.page}:{self.line}"
+
+
+def parse(page: Path) -> tuple[list[Block], list[str]]:
+    """The marked blocks of a page, and what is wrong with its markers."""
+    rel = page.relative_to(ROOT).as_posix()
+    lines = page.read_text(encoding="utf-8").splitlines()
+    blocks: list[Block] = []
+    problems: list[str] = []
+    chain: list[Block] = []
+    marker: tuple[int, list[str]] | None = None
+    i = 0
+    while i < len(lines):
+        fence = FENCE.match(lines[i])
+        if fence is None:
+            found = MARKER.match(lines[i].strip())
+            if marker is not None:
+                problems.append(f"{rel}:{marker[0]}: a runnable marker must be the line right before a ``` fence")
+            marker = (i + 1, (found.group("options") or "").split()) if found else None
+            i += 1
+            continue
+        end = next((j for j in range(i + 1, len(lines))
+                    if lines[j].strip().startswith(fence.group("fence")[0] * len(fence.group("fence")))
+                    and not lines[j].strip().strip(fence.group("fence")[0])), len(lines))
+        if marker is not None:
+            block, problem = _block(rel, i + 1, fence.group("lang").lower(), lines[i + 1:end], marker[1], chain)
+            if problem:
+                problems.append(problem)
+            elif block is not None:
+                chain = [*block.prior, block]
+                blocks.append(block)
+        marker = None
+        i = end + 1
+    if marker is not None:
+        problems.append(f"{rel}:{marker[0]}: a runnable marker must be the line right before a ``` fence")
+    return blocks, problems
+
+
+def _block(page: str, line: int, lang: str, body: list[str], options: list[str],
+           chain: list[Block]) -> tuple[Block | None, str | None]:
+    where = f"{page}:{line}"
+    file = next((o.removeprefix("file=") for o in options if o.startswith("file=")), None)
+    unknown = [o for o in options if o != "continue" and not o.startswith("file=")]
+    if unknown:
+        return None, f"{where}: unknown runnable option {unknown[0]!r} (use `continue` and/or `file=PATH`)"
+    if file is not None and (not file or Path(file).is_absolute() or ".." in Path(file).parts):
+        return None, f"{where}: file= needs a relative path inside the block's directory, got {file!r}"
+    if file is None and lang not in RUN_LANGUAGES:
+        return None, f"{where}: a runnable {lang or 'untyped'} block needs file=PATH (only python and bash run)"
+    if "continue" in options and not chain:
+        return None, f"{where}: `continue` but no marked block comes before it on this page"
+    prior = tuple(chain) if "continue" in options else ()
+    return Block(page, line, RUN_LANGUAGES.get(lang, lang), "\n".join(body) + "\n", file, prior), None
+
+
+PARSED = [parse(page) for page in PAGES]
+BLOCKS = [block for blocks, _ in PARSED for block in blocks]
+
+
+def test_markers_are_well_formed() -> None:
+    problems = [problem for _, found in PARSED for problem in found]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_docs_mark_runnable_blocks() -> None:
+    """Marking must not silently vanish: the README's quickstart, at least, runs."""
+    assert BLOCKS, "no code block in README.md or docs/ is marked <!-- runnable -->"
+    assert any(block.page == "README.md" for block in BLOCKS), "README.md's quickstart is not marked runnable"
+
+
+def _environment() -> dict[str, str]:
+    env = {name: value for name, value in os.environ.items() if not HIDDEN.match(name)}
+    env["COBALT_TESTING"] = "1"
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    return env
+
+
+def _check_file(path: Path) -> None:
+    """Raise when a written file is not valid for its kind."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".py":
+        compile(text, str(path), "exec")
+    elif path.suffix == ".json":
+        json.loads(text)
+    elif path.suffix == ".jsonl":
+        for line in text.splitlines():
+            if line.strip():
+                json.loads(line)
+    elif path.suffix == ".toml":
+        tomllib.loads(text)
+
+
+def _execute(block: Block, workdir: Path, scripts: Path) -> str | None:
+    """Run (or write) one block in `workdir`; a description of the failure, None when it passed."""
+    if block.file is not None:
+        target = workdir / block.file
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(block.code, encoding="utf-8")
+        try:
+            _check_file(target)
+        except (SyntaxError, ValueError) as exc:
+            return f"{block.id}: {block.file} is not valid: {exc}"
+        return None
+    script = scripts / f"block_{Path(block.page).stem}_{block.line}.{'py' if block.lang == 'python' else 'sh'}"
+    script.write_text(block.code, encoding="utf-8")
+    command = [sys.executable, str(script)] if block.lang == "python" else ["bash", "-e", str(script)]
+    try:
+        result = subprocess.run(command, cwd=workdir, env=_environment(), capture_output=True, text=True,
+                                timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return f"{block.id}: did not finish within {TIMEOUT} s"
+    if result.returncode != 0:
+        return (f"{block.id}: exited with code {result.returncode}\n--- stderr ---\n{result.stderr}"
+                f"--- stdout (last 2000 characters) ---\n{result.stdout[-2000:]}")
+    return None
+
+
+#: Per chain (its first block's id): the directory it runs in and how many of its blocks have run there.
+_CHAINS: dict[str, tuple[Path, int]] = {}
+
+
+@pytest.mark.parametrize("block", BLOCKS, ids=[block.id for block in BLOCKS])
+def test_block_runs(block: Block, tmp_path_factory: pytest.TempPathFactory) -> None:
+    chain = [*block.prior, block]
+    key = chain[0].id
+    workdir, done = _CHAINS.pop(key, (None, 0))
+    if workdir is None or done != len(block.prior):  # run alone, or after a failure: replay the chain
+        workdir, done = tmp_path_factory.mktemp("docs"), 0
+    scripts = tmp_path_factory.mktemp("scripts")
+    for position, step in enumerate(chain[done:], start=done):
+        failure = _execute(step, workdir, scripts)
+        if failure is not None:
+            before = "" if step is block else f"{block.id} builds on {step.id}, which failed:\n"
+            pytest.fail(before + failure, pytrace=False)
+        _CHAINS[key] = (workdir, position + 1)
