@@ -10,8 +10,8 @@ The convention (docs/README.md explains it to writers): an HTML comment line rig
 `python` blocks run with this interpreter, `bash` blocks with `bash -e` and the venv's `cobalt` on PATH;
 a `file=` block of any language is written, then checked by its extension (.py, .json, .jsonl, .toml).
 Every block runs in a subprocess without API keys and with COBALT_TESTING=1. One test case per block,
-named `page:line`; a `continue` block reuses its chain's directory when the block before it has just
-run, and otherwise replays the chain from its first block.
+named `page:line`. A chain (a block and the `continue` blocks after it) runs once, in order, in one
+directory; independent chains run in parallel.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ import re
 import subprocess
 import sys
 import tomllib
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -168,21 +170,42 @@ def _execute(block: Block, workdir: Path, scripts: Path) -> str | None:
     return None
 
 
-#: Per chain (its first block's id): the directory it runs in and how many of its blocks have run there.
-_CHAINS: dict[str, tuple[Path, int]] = {}
+#: Per chain (its first block's id): the failure of each of its blocks, None for a block that passed.
+Outcomes = dict[str, Future[dict[str, str | None]]]
+
+
+def _run_chain(steps: list[Block], workdir: Path, scripts: Path) -> dict[str, str | None]:
+    """Run a chain's blocks in order in one directory: each block's failure, or None when it passed."""
+    outcome: dict[str, str | None] = {}
+    failed: Block | None = None
+    for step in steps:
+        if failed is not None:
+            outcome[step.id] = f"{step.id} builds on {failed.id}, which failed:\n{outcome[failed.id]}"
+            continue
+        outcome[step.id] = _execute(step, workdir, scripts)
+        if outcome[step.id] is not None:
+            failed = step
+    return outcome
+
+
+@pytest.fixture(scope="session")
+def outcomes(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Outcomes]:
+    """Every chain with a selected block runs once, up to its last selected block; independent
+    chains run in parallel (subprocesses), the blocks of one chain in order."""
+    chains: dict[str, list[Block]] = {}
+    for item in request.session.items:
+        block = getattr(getattr(item, "callspec", None), "params", {}).get("block")
+        if isinstance(block, Block):
+            steps = [*block.prior, block]
+            if len(steps) > len(chains.get(steps[0].id, [])):
+                chains[steps[0].id] = steps
+    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+        yield {key: pool.submit(_run_chain, steps, tmp_path_factory.mktemp("docs"),
+                                tmp_path_factory.mktemp("scripts")) for key, steps in chains.items()}
 
 
 @pytest.mark.parametrize("block", BLOCKS, ids=[block.id for block in BLOCKS])
-def test_block_runs(block: Block, tmp_path_factory: pytest.TempPathFactory) -> None:
-    chain = [*block.prior, block]
-    key = chain[0].id
-    workdir, done = _CHAINS.pop(key, (None, 0))
-    if workdir is None or done != len(block.prior):  # run alone, or after a failure: replay the chain
-        workdir, done = tmp_path_factory.mktemp("docs"), 0
-    scripts = tmp_path_factory.mktemp("scripts")
-    for position, step in enumerate(chain[done:], start=done):
-        failure = _execute(step, workdir, scripts)
-        if failure is not None:
-            before = "" if step is block else f"{block.id} builds on {step.id}, which failed:\n"
-            pytest.fail(before + failure, pytrace=False)
-        _CHAINS[key] = (workdir, position + 1)
+def test_block_runs(block: Block, outcomes: Outcomes) -> None:
+    failure = outcomes[(block.prior or (block,))[0].id].result()[block.id]
+    if failure is not None:
+        pytest.fail(failure, pytrace=False)
