@@ -74,14 +74,12 @@ def parse(page: Path) -> tuple[list[Block], list[str]]:
             marker = (i + 1, (found.group("options") or "").split()) if found else None
             i += 1
             continue
-        end = next((j for j in range(i + 1, len(lines))
-                    if lines[j].strip().startswith(fence.group("fence")[0] * len(fence.group("fence")))
-                    and not lines[j].strip().strip(fence.group("fence")[0])), len(lines))
+        end = next((j for j in range(i + 1, len(lines)) if _closes(lines[j], fence.group("fence"))), len(lines))
         if marker is not None:
             block, problem = _block(rel, i + 1, fence.group("lang").lower(), lines[i + 1:end], marker[1], chain)
-            if problem:
-                problems.append(problem)
-            elif block is not None:
+            if block is None:
+                problems.append(problem or "")
+            else:
                 chain = [*block.prior, block]
                 blocks.append(block)
         marker = None
@@ -89,6 +87,12 @@ def parse(page: Path) -> tuple[list[Block], list[str]]:
     if marker is not None:
         problems.append(f"{rel}:{marker[0]}: a runnable marker must be the line right before a ``` fence")
     return blocks, problems
+
+
+def _closes(line: str, fence: str) -> bool:
+    """A closing fence: the opening fence's character, at least as many times, and nothing else."""
+    text = line.strip()
+    return text.startswith(fence) and not text.strip(fence[0])
 
 
 def _block(page: str, line: int, lang: str, body: list[str], options: list[str],
