@@ -11,7 +11,7 @@ from ..config._config import CONFIG_FILES, find_project_root
 from ._app import app
 
 CONFIG_TEMPLATE = '''\
-# cobalt configuration: every key is optional (see the README for all of them).
+# cobalt configuration: every key is optional (docs/configuration.md lists them all).
 test_dir = "experiments"
 test_match = ["**/*.cobalt.py", "**/*_experiment.py"]
 output_dir = ".cobalt"
