@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from .._errors import ConfigError
+from ..config._config import Config
 from ..ops._resume import resume_run
 from ..ops._run import RunOptions, RunOutcome, execute_runs, prepare_runs
 from ..ops._select import Selection
@@ -49,16 +50,14 @@ def run(
         raise ConfigError("--update-baselines writes baselines from a whole new run; run it without --resume.")
     selection = Selection(files=files or [], name_filter=filter, tags=tag or [])
     reporter = None if json_output else TerminalReporter(ci=ci)
+    options = RunOptions(concurrency=concurrency, add_tags=add_tag or [], dagster=not no_dagster,
+                         update_baselines=update_baselines)
     try:
         if resume:
-            outcome = resume_run(config, resume, selection, concurrency=concurrency, record=not no_dagster,
+            outcome = resume_run(config, resume, selection, concurrency=concurrency, record=options.dagster,
                                  observer=reporter)
         else:
-            prepared = prepare_runs(config, selection, RunOptions(
-                concurrency=concurrency, add_tags=add_tag or [], dagster=not no_dagster,
-                update_baselines=update_baselines))
-            warn(prepared.warnings)
-            outcome = execute_runs(prepared, reporter)
+            outcome = _fresh_runs(config, selection, options, reporter)
     except RunInterrupted as exc:
         print(f"interrupted: finished items kept in run {exc.run_id} ({exc.status}); finish it with "
               f"`cobalt run --resume {exc.run_id}`", file=sys.stderr)
@@ -72,6 +71,14 @@ def run(
 
         serve_dashboard(config, open_browser=True)
     raise typer.Exit(0 if outcome.passed else 1)
+
+
+def _fresh_runs(config: Config, selection: Selection, options: RunOptions,
+                reporter: TerminalReporter | None) -> RunOutcome:
+    """Every experiment checked before any runs; a threshold that gates nothing is said before the runs."""
+    prepared = prepare_runs(config, selection, options)
+    warn(prepared.warnings)
+    return execute_runs(prepared, reporter)
 
 
 def _print_baselines(outcome: RunOutcome, json_output: bool) -> None:

@@ -148,32 +148,36 @@ class Store:
         except OSError:
             return None
 
-    def write(self, batches: dict[str, list[dict[str, Any]]], *, delete_run: str | None = None,
-              delete_tables: Sequence[str] = ()) -> None:
-        """Insert rows into several tables in one transaction (optionally replacing a run's rows)."""
-        self.ensure_schema()
+    @contextmanager
+    def _transaction(self) -> Iterator[Any]:
+        """A short connection holding one transaction: committed when the block ends, rolled back if it raises."""
         with self.connect() as con:
             con.execute("BEGIN TRANSACTION")
             try:
-                if "runs" in delete_tables and "runs" in batches:
-                    batches = {**batches, "runs": _keep_work(con, delete_run, batches["runs"])}
-                for table in delete_tables:
-                    con.execute(f"DELETE FROM {table} WHERE run_id = ?", [delete_run])
-                for table, rows in batches.items():
-                    _insert(con, table, rows, self.path.parent)
+                yield con
                 con.execute("COMMIT")
             except BaseException:
                 con.execute("ROLLBACK")
                 raise
 
+    def write(self, batches: dict[str, list[dict[str, Any]]], *, delete_run: str | None = None,
+              delete_tables: Sequence[str] = ()) -> None:
+        """Insert rows into several tables in one transaction (optionally replacing a run's rows)."""
+        self.ensure_schema()
+        with self._transaction() as con:
+            if "runs" in delete_tables and "runs" in batches:
+                batches = {**batches, "runs": _keep_work(con, delete_run, batches["runs"])}
+            for table in delete_tables:
+                con.execute(f"DELETE FROM {table} WHERE run_id = ?", [delete_run])
+            for table, rows in batches.items():
+                _insert(con, table, rows, self.path.parent)
+
     def delete_items(self, run_id: str, table: str, keys: Sequence[tuple[int, int]]) -> None:
         """Delete the rows of some (item_index, run_index) pairs of a run, in one transaction."""
-        with self.connect() as con:
-            con.execute("BEGIN TRANSACTION")
+        with self._transaction() as con:
             for index, run_index in keys:
                 con.execute(f"DELETE FROM {table} WHERE run_id = ? AND item_index = ? AND run_index = ?",
                             [run_id, index, run_index])
-            con.execute("COMMIT")
 
     def start_run(self, row: dict[str, Any]) -> None:
         """Write the run's row as `running` (a resumed run keeps the working time already stored)."""
@@ -203,15 +207,9 @@ class Store:
         """Every row of these runs, in all five tables, in one transaction."""
         if not run_ids or not self.path.exists():
             return
-        with self.connect() as con:
-            con.execute("BEGIN TRANSACTION")
-            try:
-                for table in TABLES:
-                    con.execute(f"DELETE FROM {table} WHERE run_id IN (SELECT unnest(?))", [list(run_ids)])
-                con.execute("COMMIT")
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
+        with self._transaction() as con:
+            for table in TABLES:
+                con.execute(f"DELETE FROM {table} WHERE run_id IN (SELECT unnest(?))", [list(run_ids)])
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         """Rows of a read-only query as dicts (JSON columns decoded)."""

@@ -37,7 +37,8 @@ def test_a_regression_is_the_verdict_fail_on_regression_acts_on(
     assert improved.regressions == [] and improved.comparison.scope is None
 
 
-def test_comparing_a_run_with_itself_or_another_experiment_warns(project: Path) -> None:
+def test_comparing_a_run_with_itself_or_another_experiment_warns(
+        project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = qa_config(project)
     qa, other = run(config, "qa"), run(config, "other")
     same = compare_runs(config, qa.id, qa.id)
@@ -48,6 +49,7 @@ def test_comparing_a_run_with_itself_or_another_experiment_warns(project: Path) 
     across = compare_runs(config, qa.id, other.id)
     assert across.warnings == [f"run {qa.id} is of experiment 'qa' and run {other.id} of 'other-agent'; items are "
                                "paired by index across different experiments."]
+    assert capsys.readouterr() == ("", "")  # warnings are data: nothing printed
 
 
 def test_an_unfinished_run_is_a_warning_and_refused_by_fail_on_regression(

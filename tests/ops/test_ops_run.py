@@ -86,12 +86,14 @@ def test_update_baselines_writes_them_only_from_a_run_that_passed(
     assert passed.warnings == []
 
 
-def test_update_baselines_without_a_no_regression_gate_warns(project: Path) -> None:
+def test_update_baselines_without_a_no_regression_gate_warns_in_data_not_in_print(
+        project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = qa_config(project)
     outcome = run_experiments(config, Selection(name_filter="qa"), RunOptions(dagster=False, update_baselines=True))
     assert outcome.baselines == []
     assert outcome.warnings == ["--update-baselines: none of the experiments run has a no_regression gate, so no "
                                 "baseline was written."]
+    assert capsys.readouterr() == ("", "")  # the caller (CLI, MCP server) decides how to show it
 
 
 def test_an_interrupted_run_names_itself_and_resumes_where_it_stopped(
