@@ -25,12 +25,12 @@ def require_gates_passed(experiment: str, run_id: str, project_dir: str | Path |
     `project_dir`, else `COBALT_PROJECT_DIR` (set by `cobalt serve`), else the working directory.
     """
     config = project_config(project_dir)
-    store = Store(config.output_path / "cobalt.duckdb")
-    runs = store.query("SELECT status, experiment FROM runs WHERE run_id = ?", [run_id]) if store.path.exists() else []
-    if not runs:
+    store = Store.for_config(config)
+    status = store.run_status(run_id)
+    if status is None:
         raise dg.Failure(description=f"cobalt run {run_id} of {experiment!r} has no stored results; run it first.")
-    if runs[0]["status"] != "completed":
-        raise dg.Failure(description=f"cobalt run {run_id} is {runs[0]['status']}, not completed.")
+    if status != "completed":
+        raise dg.Failure(description=f"cobalt run {run_id} is {status}, not completed.")
     failed = [v for v in store.rows("verdicts", run_id) if not v["passed"]]
     if failed:
         lines = "; ".join(f"{v['name']}: {v['message']}" for v in failed)
@@ -56,7 +56,7 @@ def record_run(report: ExperimentReport, *, config: Config | None = None,
         if _recorded(instance, name, report.id):
             return False
         instance.add_dynamic_partitions(f"{name}_runs", [report.id])
-        for stage, metadata in _stage_metadata(report, Store(config.output_path / "cobalt.duckdb")):
+        for stage, metadata in _stage_metadata(report, Store.for_config(config)):
             instance.report_runless_asset_event(dg.AssetMaterialization(
                 asset_key=[name, stage], partition=report.id, tags={"cobalt/source": report.source},
                 metadata=metadata))

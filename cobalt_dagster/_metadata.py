@@ -101,13 +101,9 @@ def worst_items_table(report: ExperimentReport, limit: int = 10) -> str:
 
 def diff_table(report: ExperimentReport, store: Store) -> str:
     """Per-evaluator mean now against the experiment's previous completed run."""
-    rows = store.query(
-        "SELECT run_id FROM runs WHERE experiment = ? AND run_id <> ? AND status = 'completed' "
-        "AND started_at < (SELECT started_at FROM runs WHERE run_id = ?) ORDER BY started_at DESC LIMIT 1",
-        [report.name, report.id, report.id])
-    if not rows:
+    previous = store.previous_completed_run(report.name, report.id)
+    if previous is None:
         return "_first run of this experiment: nothing to compare with_"
-    previous = rows[0]["run_id"]
     before = {r["metric"]: r["mean"] for r in store.rows("aggregates", previous)}
     lines = [f"Compared with run `{previous}`", "", "| metric | previous | now | change |", "|---|---|---|---|"]
     for name, stats in {**report.summary.scores, **report.summary.metrics}.items():

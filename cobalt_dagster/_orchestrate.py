@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Sequence
 
 import dagster as dg
@@ -11,7 +10,7 @@ from dagster._core.errors import DagsterExecutionInterruptedError  # not exporte
 
 from cobalt_lib import Config, ExperimentReport, Store
 from cobalt_lib.results import load_report
-from cobalt_lib.run import Observer, RunPlan, finish
+from cobalt_lib.run import Observer, RunInterrupted, RunPlan, finish
 
 from ._assets import ExperimentDefs
 from ._definitions import build_experiment_defs
@@ -22,15 +21,6 @@ from ._resource import CobaltResource
 #: Error classes of failed steps: a blocking gate that failed, and Ctrl-C inside a step.
 GATE_FAILED = "DagsterAssetCheckFailedError"
 INTERRUPTED = "DagsterExecutionInterruptedError"
-
-
-class RunInterrupted(KeyboardInterrupt):
-    """Ctrl-C stopped the run `run_id`; what finished is kept and the run is stored as `status`."""
-
-    def __init__(self, run_id: str, status: str) -> None:
-        super().__init__(run_id, status)
-        self.run_id = run_id
-        self.status = status
 
 
 def run_with_dagster(plans: Sequence[RunPlan], config: Config, observer: Observer | None = None, *,
@@ -58,27 +48,26 @@ def run_with_dagster(plans: Sequence[RunPlan], config: Config, observer: Observe
 def _run_one(plan: RunPlan, target: ExperimentDefs, definitions: dg.Definitions, instance: dg.DagsterInstance,
              observer: Observer | None, tags: dict[str, str]) -> ExperimentReport:
     instance.add_dynamic_partitions(target.partitions_name, [plan.run_id])
-    store = Store(plan.config.output_path / "cobalt.duckdb")
+    store = Store.for_config(plan.config)
     if observer:
         OBSERVERS[plan.run_id] = observer
-    started = time.perf_counter()
     try:
         result = definitions.resolve_job_def(target.job.name).execute_in_process(
             instance=instance, partition_key=plan.run_id, tags=tags, raise_on_error=False,
             run_config=QUIET_RUN_CONFIG)
     except (KeyboardInterrupt, DagsterExecutionInterruptedError):  # Ctrl-C outside a step
-        raise _interrupted(plan, store, started, tags) from None
+        raise _interrupted(plan, store, tags) from None
     finally:
         OBSERVERS.pop(plan.run_id, None)
     failures = _step_failures(result)
     # Inside a step Dagster turns Ctrl-C into a step failure; it is still the user stopping the run.
     if any(cls == INTERRUPTED for _, cls, _ in failures):
-        raise _interrupted(plan, store, started, tags)
+        raise _interrupted(plan, store, tags)
     if failures:
         step, _, message = failures[0]
         print(f"cobalt: Dagster run {result.run_id} failed: {step}: {message}", file=sys.stderr)
         if not _finished(store, plan.run_id):
-            report = _mark_incomplete(plan, store, started, tags)
+            report = _mark_incomplete(plan, store, tags)
             if observer:  # the aggregates asset never ran to print the summary: show what was kept
                 observer.on_finish(report)
             return report
@@ -86,22 +75,20 @@ def _run_one(plan: RunPlan, target: ExperimentDefs, definitions: dg.Definitions,
 
 
 def _finished(store: Store, run_id: str) -> bool:
-    rows = store.query("SELECT status FROM runs WHERE run_id = ?", [run_id]) if store.path.exists() else []
-    return bool(rows) and rows[0]["status"] == "completed"
+    return store.run_status(run_id) == "completed"
 
 
-def _mark_incomplete(plan: RunPlan, store: Store, started: float, tags: dict[str, str]) -> ExperimentReport:
+def _mark_incomplete(plan: RunPlan, store: Store, tags: dict[str, str]) -> ExperimentReport:
     """Keep what finished: aggregate the stored items and mark the run incomplete."""
     # Finish it as the assets would have: source "dagster" and the stored start time, not the CLI's plan.
     plan = CobaltResource(project_dir=str(plan.config.root)).plan(plan.experiment, plan.run_id, tags)
-    stored = store.path.exists() and store.query("SELECT 1 FROM runs WHERE run_id = ?", [plan.run_id])
-    items = load_report(store, plan.run_id).items if stored else []
-    return finish(plan, items, (time.perf_counter() - started) * 1000, "incomplete")
+    items = load_report(store, plan.run_id).items if store.get_run(plan.run_id) else []
+    return finish(plan, items, "incomplete")
 
 
-def _interrupted(plan: RunPlan, store: Store, started: float, tags: dict[str, str]) -> RunInterrupted:
+def _interrupted(plan: RunPlan, store: Store, tags: dict[str, str]) -> RunInterrupted:
     """Mark the interrupted run incomplete (unless it had already completed) and say so to the caller."""
-    status = "completed" if _finished(store, plan.run_id) else _mark_incomplete(plan, store, started, tags).status
+    status = "completed" if _finished(store, plan.run_id) else _mark_incomplete(plan, store, tags).status
     return RunInterrupted(plan.run_id, status)
 
 

@@ -8,7 +8,7 @@ import dagster as dg
 from pydantic import Field
 
 from cobalt_lib import Config, Experiment, Store, load_config
-from cobalt_lib.run import RunPlan, prepare, run_coroutine
+from cobalt_lib.run import PartitionRun, RunPlan, prepare, run_coroutine
 
 T = TypeVar("T")
 
@@ -22,21 +22,18 @@ class CobaltResource(dg.ConfigurableResource):
         return load_config(Path(self.project_dir))
 
     def store(self) -> Store:
-        return Store(self.config().output_path / "cobalt.duckdb")
+        return Store.for_config(self.config())
 
     def plan(self, experiment: Experiment, run_id: str, tags: Mapping[str, str]) -> RunPlan:
         """The same validated plan the library builds, for this partition (= cobalt run id)."""
         config = self.config()
-        store = Store(config.output_path / "cobalt.duckdb")
-        timestamp = None
-        if store.path.exists():
-            rows = store.query("SELECT started_at FROM runs WHERE run_id = ?", [run_id])
-            if rows and rows[0]["started_at"] is not None:
-                timestamp = rows[0]["started_at"].isoformat()
+        run = Store.for_config(config).get_run(run_id)
+        started = run.get("started_at") if run else None
         concurrency = int(tags["cobalt/concurrency"]) if tags.get("cobalt/concurrency") else None
         extra_tags = [t for t in tags.get("cobalt/tags", "").split(",") if t]
-        return prepare(experiment, config, run_id=run_id, source="dagster", concurrency=concurrency,
-                       tags=extra_tags, timestamp=timestamp)
+        request = PartitionRun(run_id=run_id, timestamp=started.isoformat() if started is not None else None,
+                               concurrency=concurrency, tags=extra_tags)
+        return prepare(experiment, config, request)
 
 
 def run_async(coro: Coroutine[Any, Any, T]) -> T:

@@ -47,3 +47,25 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
     finally:
         signal.signal(signal.SIGINT, handler)
     return box[0]
+
+
+def loop_running() -> bool:
+    """Whether this thread is inside a running event loop (a notebook cell, an MCP server's handler)."""
+    # Answered outside any `except` block of the caller, so an error raised after this check is not
+    # chained to its "no running event loop" RuntimeError in the user's traceback.
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def run_anywhere(coro: Coroutine[Any, Any, T]) -> T:
+    """`run(coro)` from synchronous code, also when called inside a running event loop (where
+    `asyncio.run` refuses): then on a fresh loop in a helper thread, this thread waiting for it."""
+    if not loop_running():
+        return run(coro)
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="cobalt-run") as pool:
+        return pool.submit(run, coro).result()

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from ._github import github_outputs
-from ._webhooks import post_webhooks
+from ._webhooks import apost_webhooks, post_webhooks
 
 __all__ = [
+    "apost_webhooks",
     "github_outputs",
     "post_webhooks",
 ]

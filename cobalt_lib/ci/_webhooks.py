@@ -7,6 +7,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from .._aio import run_anywhere
 from ..llm._providers import retry_after_seconds
 from ..results._report import ExperimentReport
 from ..results._summary import run_summary
@@ -14,6 +15,15 @@ from ..results._summary import run_summary
 
 def post_webhooks(urls: Sequence[str], report: ExperimentReport, *, attempts: int = 3,
                   timeout: float = 10.0, budget: float = 30.0) -> list[str]:
+    """`apost_webhooks` from synchronous code, inside a running event loop too (a notebook, an MCP
+    server): there it runs on a fresh loop in a helper thread."""
+    if not urls:
+        return []
+    return run_anywhere(apost_webhooks(urls, report, attempts=attempts, timeout=timeout, budget=budget))
+
+
+async def apost_webhooks(urls: Sequence[str], report: ExperimentReport, *, attempts: int = 3,
+                         timeout: float = 10.0, budget: float = 30.0) -> list[str]:
     """POST the run summary to every URL at once, retrying 429, 5xx and network errors with backoff
     (honouring Retry-After) within `budget` seconds in all; returns a warning per URL that failed."""
     if not urls:
@@ -22,12 +32,9 @@ def post_webhooks(urls: Sequence[str], report: ExperimentReport, *, attempts: in
 
     payload = run_summary(report)
     deadline = time.monotonic() + budget
-
-    async def post_all() -> list[str | None]:
-        async with httpx.AsyncClient(timeout=timeout) as client:
-            return list(await asyncio.gather(*(_post(client, url, payload, attempts, deadline) for url in urls)))
-
-    return [warning for warning in asyncio.run(post_all()) if warning]
+    async with httpx.AsyncClient(timeout=timeout) as client:
+        warnings = await asyncio.gather(*(_post(client, url, payload, attempts, deadline) for url in urls))
+    return [warning for warning in warnings if warning]
 
 
 async def _post(client: Any, url: str, payload: dict[str, Any], attempts: int, deadline: float) -> str | None:

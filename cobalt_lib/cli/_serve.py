@@ -16,8 +16,9 @@ import typer
 
 from .._errors import ConfigError
 from ..config._config import Config
+from ..ops._project import request_experiment
 from ._app import app
-from ._common import project_config
+from ._common import project_config, warn
 
 STOP_SECONDS = 10.0
 
@@ -175,19 +176,9 @@ def request(
 
     Example: `cobalt request qa-agent`
     """
-    from cobalt_dagster import request_run
-    from cobalt_dagster._automation import daemon_running
-
-    from ..experiments._discovery import load_experiments
-
-    config = project_config()
-    names = [e.name for e in load_experiments(config)]
-    if experiment not in names:
-        raise ConfigError(f"No experiment named {experiment!r}; known: {', '.join(names) or 'none'}.")
-    path = request_run(config, experiment, **({"concurrency": concurrency} if concurrency else {}))
-    if daemon_running(config):
-        typer.echo(f"requested a run of {experiment} ({path.stem}); the daemon of `cobalt serve` will start it")
+    requested = request_experiment(project_config(), experiment, concurrency=concurrency)
+    if requested.daemon_running:
+        typer.echo(f"requested a run of {experiment} ({requested.run_id}); the daemon of `cobalt serve` will start it")
     else:
-        typer.echo(f"requested a run of {experiment} ({path.stem})")
-        print("warning: no `cobalt serve` daemon is running for this project, so the request waits until "
-              "`cobalt serve` runs.", file=sys.stderr)
+        typer.echo(f"requested a run of {experiment} ({requested.run_id})")
+    warn(requested.warnings)

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import difflib
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, overload
 
-from .._aio import run as run_coroutine
+from .._aio import run_anywhere
 from .._errors import ConfigError
 from ..config._config import Config, load_config
 from ..evaluators._evaluator import Evaluator
@@ -102,72 +100,19 @@ class Experiment:
         (the run is stored as `incomplete`) and then raises KeyboardInterrupt; `resume=<run id>`
         then finishes that run, doing only the missing items and scores.
         """
-        coro = self.arun(config=config, observer=observer, **overrides)
-        if not _loop_running():
-            return run_coroutine(coro)
-        # Inside a running loop (a notebook): run on a fresh loop in a helper thread.
-        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="cobalt-run") as pool:
-            return pool.submit(run_coroutine, coro).result()
+        return run_anywhere(self.arun(config=config, observer=observer, **overrides))
 
     async def arun(self, *, config: Config | None = None, observer: Any = None, resume: str | None = None,
                    **overrides: Any) -> ExperimentReport:
         """`run()` for code already inside an event loop."""
         from ..run._execute import execute
         from ..run._plan import prepare
+        from ..run._requests import FreshRun
+        from ..run._resume import resume_request
 
         config = config or load_config()
-        if resume is None:
-            return await execute(prepare(self, config, **overrides), observer)
-        run_id, timestamp, items, worked_ms = _resumable(self, config, resume)
-        plan = prepare(self, config, run_id=run_id, timestamp=timestamp, **overrides)
-        plan.prior_duration_ms = worked_ms
-        return await execute(plan, observer, resume=items)
-
-
-def _loop_running() -> bool:
-    # Answered outside any `except` block, so an error from the run is not chained to this check's
-    # "no running event loop" RuntimeError in the user's traceback.
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
-
-
-def _resumable(exp: Experiment, config: Config, ref: str) -> tuple[str, str, list[Any], float]:
-    """The run to resume: it must belong to this experiment; its stored rows say what is done.
-
-    Also returns the working time already spent (a killed run saved none: 0)."""
-    from ..results._history import resolve_run, stored_items
-    from ..results._store import Store
-
-    store = Store(config.output_path / "cobalt.duckdb")
-    run_id = resolve_run(store, ref, experiment=exp.name)
-    run = store.with_live_status(store.query("SELECT * FROM runs WHERE run_id = ?", [run_id]))[0]
-    if run["status"] == "completed":
-        raise ConfigError(f"Run {run_id} of {exp.name!r} is already completed; there is nothing to resume.")
-    if run["status"] == "running":
-        raise ConfigError(f"Run {run_id} of {exp.name!r} is still running (process {run['pid']} on "
-                          f"{run['host']}); stop it first, or wait for it to finish.")
-    worked_ms = float((run.get("summary") or {}).get("total_duration_ms") or 0.0)
-    items = stored_items(store, run_id)
-    _refuse_changed_dataset(exp, run_id, run, items)
-    return run_id, run["started_at"].isoformat(), items, worked_ms
-
-
-def _refuse_changed_dataset(exp: Experiment, run_id: str, run: Mapping[str, Any], items: list[Any]) -> None:
-    """Resuming adds the missing items to the stored ones: both must come from the same dataset."""
-    from ..run._agent import input_hash
-
-    config = run.get("config") or {}
-    size = (config.get("dataset") or {}).get("size") if isinstance(config, dict) else None
-    now = len(exp.dataset)
-    changed = next((item.index for item in items
-                    if item.index >= now or input_hash(exp.dataset[item.index]) != item.input_hash), None)
-    if (size is not None and int(size) != now) or changed is not None:
-        what = f"{size} items then, {now} now" if size is not None and int(size) != now else f"item {changed} changed"
-        raise ConfigError(f"Run {run_id} of {exp.name!r} was made with another dataset ({what}); resuming would "
-                          "mix the two: start a new run instead.")
+        request = FreshRun(**overrides) if resume is None else resume_request(self, config, resume, **overrides)
+        return await execute(prepare(self, config, request), observer)
 
 
 def _check_positive(where: str, *, integer: bool = False, **values: float | None) -> None:

@@ -32,10 +32,7 @@ def resolve_run(store: Store, ref: str, experiment: str | None = None) -> str:
 
 def load_report(store: Store, run_id: str) -> ExperimentReport:
     """The run's report: its results JSON when present, else rebuilt from the store's rows."""
-    rows = store.query("SELECT * FROM runs WHERE run_id = ?", [run_id])
-    if not rows:
-        raise ConfigError(f"No run has id {run_id!r}; `cobalt history` lists the stored runs.")
-    run = store.with_live_status(rows)[0]
+    run = store.require_run(run_id)
     path = run.get("results_path")
     if path and Path(path).is_file():
         report = read_results(path)

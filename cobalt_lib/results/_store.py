@@ -21,9 +21,12 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .._errors import StoreError
+from .._errors import ConfigError, StoreError
+
+if TYPE_CHECKING:
+    from ..config._config import Config
 
 TABLES: dict[str, list[tuple[str, str]]] = {
     "runs": [
@@ -31,6 +34,8 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("started_at", "TIMESTAMPTZ"), ("finished_at", "TIMESTAMPTZ"), ("tags", "JSON"), ("config", "JSON"),
         ("source", "VARCHAR"), ("parent_run_id", "VARCHAR"), ("pid", "INTEGER"), ("host", "VARCHAR"),
         ("results_path", "VARCHAR"), ("summary", "JSON"), ("passed", "BOOLEAN"),
+        # Milliseconds the stages spent working on the run, summed over every process that worked on it.
+        ("worked_ms", "DOUBLE"),
     ],
     "outputs": [
         ("run_id", "VARCHAR"), ("item_index", "INTEGER"), ("run_index", "INTEGER"), ("input", "JSON"),
@@ -75,12 +80,22 @@ def _holder(message: str) -> str:
     return found.group(1) if found else "its lock"
 
 
+#: The store's file name under the project's output directory.
+STORE_FILE = "cobalt.duckdb"
+
+
 class Store:
-    """The DuckDB file under `.cobalt/`. Every method opens its own short connection."""
+    """The DuckDB file under `.cobalt/`, and the one place that speaks SQL to it: every read and write
+    of the five tables is a method here. Every method opens its own short connection."""
 
     def __init__(self, path: Path, *, lock_timeout: float = 60.0) -> None:
         self.path = Path(path)
         self.lock_timeout = lock_timeout
+
+    @classmethod
+    def for_config(cls, config: Config) -> Store:
+        """The project's store: `cobalt.duckdb` under the config's `output_dir`."""
+        return cls(config.output_path / STORE_FILE)
 
     @contextmanager
     def connect(self, *, read_only: bool = False) -> Iterator[Any]:
@@ -133,32 +148,39 @@ class Store:
         except OSError:
             return None
 
-    def write(self, batches: dict[str, list[dict[str, Any]]], *, delete_run: str | None = None,
-              delete_tables: Sequence[str] = ()) -> None:
-        """Insert rows into several tables in one transaction (optionally replacing a run's rows)."""
-        self.ensure_schema()
+    @contextmanager
+    def _transaction(self) -> Iterator[Any]:
+        """A short connection holding one transaction: committed when the block ends, rolled back if it raises."""
         with self.connect() as con:
             con.execute("BEGIN TRANSACTION")
             try:
-                for table in delete_tables:
-                    con.execute(f"DELETE FROM {table} WHERE run_id = ?", [delete_run])
-                for table, rows in batches.items():
-                    _insert(con, table, rows, self.path.parent)
+                yield con
                 con.execute("COMMIT")
             except BaseException:
                 con.execute("ROLLBACK")
                 raise
 
+    def write(self, batches: dict[str, list[dict[str, Any]]], *, delete_run: str | None = None,
+              delete_tables: Sequence[str] = ()) -> None:
+        """Insert rows into several tables in one transaction (optionally replacing a run's rows)."""
+        self.ensure_schema()
+        with self._transaction() as con:
+            if "runs" in delete_tables and "runs" in batches:
+                batches = {**batches, "runs": _keep_work(con, delete_run, batches["runs"])}
+            for table in delete_tables:
+                con.execute(f"DELETE FROM {table} WHERE run_id = ?", [delete_run])
+            for table, rows in batches.items():
+                _insert(con, table, rows, self.path.parent)
+
     def delete_items(self, run_id: str, table: str, keys: Sequence[tuple[int, int]]) -> None:
         """Delete the rows of some (item_index, run_index) pairs of a run, in one transaction."""
-        with self.connect() as con:
-            con.execute("BEGIN TRANSACTION")
+        with self._transaction() as con:
             for index, run_index in keys:
                 con.execute(f"DELETE FROM {table} WHERE run_id = ? AND item_index = ? AND run_index = ?",
                             [run_id, index, run_index])
-            con.execute("COMMIT")
 
     def start_run(self, row: dict[str, Any]) -> None:
+        """Write the run's row as `running` (a resumed run keeps the working time already stored)."""
         row = {"pid": os.getpid(), "host": socket.gethostname(), "status": "running", **row}
         self.write({"runs": [row]}, delete_run=row["run_id"], delete_tables=["runs"])
 
@@ -170,6 +192,25 @@ class Store:
         self.write({"runs": [row], "aggregates": aggregates, "verdicts": verdicts},
                    delete_run=run_id, delete_tables=["runs", "aggregates", "verdicts"])
 
+    def add_work(self, run_id: str, ms: float) -> None:
+        """Add `ms` milliseconds to the run's working time (each stage does when it stops, even interrupted)."""
+        self.ensure_schema()
+        with self.connect() as con:
+            con.execute("UPDATE runs SET worked_ms = coalesce(worked_ms, 0) + ? WHERE run_id = ?", [ms, run_id])
+
+    def worked_ms(self, run_id: str) -> float:
+        """The run's working time so far, summed over every process that worked on it (0 if unknown)."""
+        run = self.get_run(run_id)
+        return float(run.get("worked_ms") or 0.0) if run else 0.0
+
+    def delete_runs(self, run_ids: Sequence[str]) -> None:
+        """Every row of these runs, in all five tables, in one transaction."""
+        if not run_ids or not self.path.exists():
+            return
+        with self._transaction() as con:
+            for table in TABLES:
+                con.execute(f"DELETE FROM {table} WHERE run_id IN (SELECT unnest(?))", [list(run_ids)])
+
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         """Rows of a read-only query as dicts (JSON columns decoded)."""
         with self.connect(read_only=True) as con:
@@ -177,11 +218,66 @@ class Store:
             names = [d[0] for d in cursor.description]
             return [_decode(dict(zip(names, row, strict=True))) for row in cursor.fetchall()]
 
-    def runs(self, experiment: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
-        """Runs newest first; a `running` run whose process is gone reads as `incomplete`."""
+    def runs(self, experiment: str | None = None, limit: int | None = None, *,
+             missing_ok: bool = False) -> list[dict[str, Any]]:
+        """Runs newest first; a `running` run whose process is gone reads as `incomplete`.
+
+        A store not made yet is a StoreError, or no runs with `missing_ok`."""
         sql = "SELECT * FROM runs" + (" WHERE experiment = ?" if experiment else "")
         sql += " ORDER BY started_at DESC" + (f" LIMIT {int(limit)}" if limit else "")
-        return self.with_live_status(self.query(sql, [experiment] if experiment else []))
+        return self._runs(sql, [experiment] if experiment else [], missing_ok=missing_ok)
+
+    def get_run(self, run_id: str) -> dict[str, Any] | None:
+        """The run's row with its live status; None when there is no such run (or no store yet)."""
+        found = self._runs("SELECT * FROM runs WHERE run_id = ?", [run_id], missing_ok=True)
+        return found[0] if found else None
+
+    def run_status(self, run_id: str) -> str | None:
+        """`running`, `completed`, `incomplete` or `failed` (a dead process's run reads as incomplete)."""
+        run = self.get_run(run_id)
+        return str(run["status"]) if run else None
+
+    def require_run(self, run_id: str) -> dict[str, Any]:
+        """`get_run`, with a missing run an error that says where the stored runs are listed."""
+        run = self.get_run(run_id)
+        if run is None:
+            raise ConfigError(f"No run has id {run_id!r}; `cobalt history` lists the stored runs.")
+        return run
+
+    def experiment_of(self, run_id: str) -> str:
+        """The name of the experiment the run belongs to."""
+        return str(self.require_run(run_id)["experiment"])
+
+    def previous_completed_run(self, experiment: str, run_id: str) -> str | None:
+        """The experiment's newest completed run started before `run_id`, if any."""
+        rows = self.query(
+            "SELECT run_id FROM runs WHERE experiment = ? AND run_id <> ? AND status = 'completed' "
+            "AND started_at < (SELECT started_at FROM runs WHERE run_id = ?) ORDER BY started_at DESC LIMIT 1",
+            [experiment, run_id, run_id])
+        return str(rows[0]["run_id"]) if rows else None
+
+    def evaluator_means(self, run_ids: Sequence[str]) -> dict[str, dict[str, float | None]]:
+        """`{run_id: {evaluator: mean}}` from the stored aggregates, evaluators in name order."""
+        if not run_ids:
+            return {}
+        rows = self.query("SELECT run_id, metric, mean FROM aggregates WHERE kind = 'evaluator' "
+                          "AND run_id IN (SELECT unnest(?)) ORDER BY metric", [list(run_ids)])
+        means: dict[str, dict[str, float | None]] = {}
+        for row in rows:
+            means.setdefault(row["run_id"], {})[row["metric"]] = row["mean"]
+        return means
+
+    def _runs(self, sql: str, params: Sequence[Any], *, missing_ok: bool) -> list[dict[str, Any]]:
+        import duckdb
+
+        if missing_ok and not self.path.exists():
+            return []
+        try:
+            return self.with_live_status(self.query(sql, params))
+        except duckdb.CatalogException:  # a file without the tables yet: no run was ever started in it
+            if missing_ok:
+                return []
+            raise
 
     @staticmethod
     def with_live_status(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -192,9 +288,22 @@ class Store:
         return rows
 
     def rows(self, table: str, run_id: str) -> list[dict[str, Any]]:
+        """A run's rows of one table, in a stable order (items by index, aggregates by metric...)."""
         order = {"outputs": " ORDER BY item_index, run_index", "scores": " ORDER BY item_index, run_index, evaluator",
                  "aggregates": " ORDER BY metric", "verdicts": " ORDER BY name"}.get(table, "")
         return self.query(f"SELECT * FROM {table} WHERE run_id = ?{order}", [run_id])
+
+
+def _keep_work(con: Any, run_id: str | None, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A run row written again (a resume, the finish) keeps the working time already stored for the
+    run; a row from a store older than the `worked_ms` column starts from its summary's duration."""
+    stored = con.execute("SELECT worked_ms, summary FROM runs WHERE run_id = ?", [run_id]).fetchall()
+    prior = 0.0
+    if stored:
+        worked, summary = stored[0]
+        summary = json.loads(summary) if isinstance(summary, str) else summary or {}
+        prior = float(worked if worked is not None else summary.get("total_duration_ms") or 0.0)
+    return [{"worked_ms": prior, **row} for row in rows]
 
 
 def _insert(con: Any, table: str, rows: list[dict[str, Any]], directory: Path) -> None:

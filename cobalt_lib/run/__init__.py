@@ -3,11 +3,14 @@
 The stage API below is what `cobalt_dagster` builds its assets from; the library path chains the
 same functions item by item in `execute`:
 
-    plan = prepare(experiment, config)                  # every check that can fail, before any call
+    plan = prepare(experiment, config, FreshRun())      # every check that can fail, before any call
     start_run(plan)                                     # the `runs` row, status running
     items = await stream(plan, item_keys(plan), agent_step, tables=("outputs",))    # stage 1
     items = await stream(plan, items, rescore_step, tables=("scores",))             # stage 2
     report = finish(plan, items, "completed")           # stages 3 and 4, results JSON, run row
+
+How a run starts is a request object: `FreshRun`, `ResumeRun` (see `resume_request`), `RescoreRun`,
+`PartitionRun` (a Dagster partition). A run's duration is the working time its stages stored.
 """
 
 from __future__ import annotations
@@ -15,15 +18,23 @@ from __future__ import annotations
 from .._aio import run as run_coroutine
 from ._agent import AgentContext, call_agent
 from ._aggregate import summarise
-from ._execute import agent_step, execute, finish, full_step, rescore_step, start_run, stream
+from ._execute import RunInterrupted, agent_step, execute, finish, full_step, rescore_step, start_run, stream
 from ._plan import RunPlan, new_run_id, prepare
+from ._requests import FreshRun, PartitionRun, RescoreRun, ResumeRun, RunRequest
+from ._resume import resume_request
 from ._session import Observer, Session
 from ._stages import build_report, item_keys, judge_verdicts, produce, score
 
 __all__ = [
     "AgentContext",
+    "FreshRun",
     "Observer",
+    "PartitionRun",
+    "RescoreRun",
+    "ResumeRun",
+    "RunInterrupted",
     "RunPlan",
+    "RunRequest",
     "Session",
     "agent_step",
     "build_report",
@@ -37,6 +48,7 @@ __all__ = [
     "prepare",
     "produce",
     "rescore_step",
+    "resume_request",
     "run_coroutine",
     "score",
     "start_run",

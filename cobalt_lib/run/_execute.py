@@ -10,21 +10,28 @@ import asyncio
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import Literal, TypeVar
 
+from .._errors import StoreError
 from ..results._report import ExperimentReport, ItemResult
 from ..results._results_file import write_results
 from ..results._rows import aggregate_rows, output_row, run_row, score_rows, verdict_rows
 from ..results._store import BatchWriter
-
-if TYPE_CHECKING:
-    pass
-
 from ._plan import RunPlan
+from ._requests import RescoreRun, ResumeRun
 from ._session import Observer, Session
 from ._stages import build_report, item_keys, produce, score
 
 T = TypeVar("T")
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped the run `run_id`; what finished is kept and the run is stored as `status`."""
+
+    def __init__(self, run_id: str, status: str = "incomplete") -> None:
+        super().__init__(run_id, status)
+        self.run_id = run_id
+        self.status = status
 
 
 async def bounded(args: Iterable[T], limit: int, fn: Callable[[T], Awaitable[None]]) -> None:
@@ -79,10 +86,12 @@ async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Seq
                  observer: Observer | None = None, into: list[ItemResult] | None = None) -> list[ItemResult]:
     """Run `step` over `keys` (bounded), writing each finished item's rows to `tables` as it finishes.
 
-    Finished items land in `into` (and the store) even when the stage is interrupted.
+    Finished items land in `into` (and the store) even when the stage is interrupted, and the time
+    the stage worked is added to the run's stored working time either way.
     """
     items = into if into is not None else []
     writer = BatchWriter(plan.store)
+    started = time.perf_counter()
 
     async def one(key: T) -> None:
         item = await step(session, key)
@@ -99,7 +108,10 @@ async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Seq
                 session.output_sink = lambda item: writer.add("outputs", output_row(plan.run_id, item))
             await bounded(keys, 2 * (plan.concurrency + plan.judge_concurrency), one)
     finally:
-        writer.close()
+        try:
+            writer.close()
+        finally:
+            plan.store.add_work(plan.run_id, (time.perf_counter() - started) * 1000)
     return items
 
 
@@ -123,25 +135,23 @@ async def rescore_step(session: Session, item: ItemResult) -> ItemResult:
     return await score(session, item)
 
 
-async def execute(plan: RunPlan, observer: Observer | None = None, *,
-                  outputs: Sequence[ItemResult] | None = None,
-                  resume: Sequence[ItemResult] | None = None) -> ExperimentReport:
+async def execute(plan: RunPlan, observer: Observer | None = None) -> ExperimentReport:
     """The library path: each item goes agent -> evaluators as soon as it can; rows stream to the store.
 
-    With `outputs` (another run's items) the agent is not called: only the evaluators run, as a new
-    run. With `resume` (this run's stored items, after a crash or Ctrl-C) only what is missing runs:
-    items without an output go through agent and evaluators, outputs without every score are scored.
+    A RescoreRun calls no agent: only the evaluators run over the stored outputs, as a new run. A
+    ResumeRun (after a crash or Ctrl-C) runs only what its stored items lack: items without an output
+    go through agent and evaluators, outputs without every score are scored.
     """
     start_run(plan)
     if observer:
         observer.on_start(plan)
-    done, unscored, missing = _resume_split(plan, resume or [])
+    request = plan.request
+    done, unscored, missing = _resume_split(plan, request.items if isinstance(request, ResumeRun) else [])
     items: list[ItemResult] = list(done)
-    started = time.perf_counter()
     status: Literal["completed", "incomplete"] = "incomplete"
     try:
-        if outputs is not None:
-            stored = sorted(outputs, key=lambda o: (o.index, o.run_index))
+        if isinstance(request, RescoreRun):
+            stored = sorted(request.outputs, key=lambda o: (o.index, o.run_index))
             await stream(plan, stored, rescore_step, tables=("outputs", "scores"), observer=observer, into=items)
         else:
             if unscored:
@@ -150,7 +160,7 @@ async def execute(plan: RunPlan, observer: Observer | None = None, *,
             await stream(plan, missing, full_step, tables=("outputs", "scores"), observer=observer, into=items)
         status = "completed"
     finally:
-        report = finish(plan, items, plan.prior_duration_ms + (time.perf_counter() - started) * 1000, status)
+        report = finish(plan, items, status)
         plan.experiment.last_report = report
     if observer:
         observer.on_finish(report)
@@ -168,9 +178,18 @@ def _resume_split(plan: RunPlan, stored: Sequence[ItemResult]) -> tuple[
     return done, unscored, missing
 
 
-def finish(plan: RunPlan, items: list[ItemResult], duration_ms: float,
-           status: Literal["completed", "incomplete"]) -> ExperimentReport:
-    """Stages 3 and 4 and the final write: aggregates, verdicts, results JSON, run row."""
+def finish(plan: RunPlan, items: list[ItemResult], status: Literal["completed", "incomplete"]) -> ExperimentReport:
+    """Stages 3 and 4 and the final write: aggregates, verdicts, results JSON, run row.
+
+    The run's duration is its stored working time: what every stage of every process that worked on
+    it spent (`stream` adds each stage's), the same on the library and the Dagster path.
+    """
+    try:
+        duration_ms = plan.store.worked_ms(plan.run_id)
+    except StoreError:
+        if status == "completed":
+            raise
+        duration_ms = 0.0  # already failing: the store's trouble is reported by the save below
     report = build_report(plan, items, duration_ms, status)
     try:
         save(plan, report)

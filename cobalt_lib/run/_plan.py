@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -14,11 +14,12 @@ from ..evaluators._evaluator import Evaluator
 from ..gates._assertions import RUN_METRICS, Assertion, NoRegression, check_metric, experiment_gates
 from ..llm._cache import ResponseCache
 from ..llm._providers import Endpoint
+from ..results._report import ItemResult
 from ..results._store import Store
+from ._requests import FreshRun, PartitionRun, RescoreRun, ResumeRun, RunRequest
 
 if TYPE_CHECKING:
     from ..experiments._experiment import Experiment
-
 
 
 @dataclass
@@ -43,12 +44,12 @@ class RunPlan:
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
     #: The evaluators this run calls; the others keep the scores an item arrives with (a partial rescore).
     scored: frozenset[str] = frozenset()
-    #: Working time already spent on this run before it was resumed.
-    prior_duration_ms: float = 0.0
+    #: How the run started: what `execute` does besides a fresh run (resume the stored items, rescore outputs).
+    request: RunRequest = field(default_factory=FreshRun)
 
     @property
     def store(self) -> Store:
-        return Store(self.config.output_path / "cobalt.duckdb")
+        return Store.for_config(self.config)
 
     def cache(self) -> ResponseCache:
         return ResponseCache(self.config.output_path / "cache", self.config.cache.ttl_seconds,
@@ -70,19 +71,82 @@ def new_run_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%d%H%M%S") + "-" + uuid.uuid4().hex[:8]
 
 
-def prepare(experiment: Experiment, config: Config, *, run_id: str | None = None, concurrency: int | None = None,
-            timeout: float | None = None, runs: int | None = None, tags: Iterable[str] = (),
-            source: Literal["library", "dagster"] = "library", parent_run_id: str | None = None,
-            evaluators: Sequence[str] | None = None, items: Sequence[Mapping[str, Any]] | None = None,
-            timestamp: str | None = None, update_baselines: bool = False) -> RunPlan:
-    """Validate everything that can be validated before the first agent call.
+@dataclass(frozen=True)
+class _Shape:
+    """What a request fixes about its plan; `None` options fall back to the experiment, then config."""
 
-    `evaluators` runs only those names (a partial rescore: the others keep their stored scores);
-    `items` validates stored items instead of the dataset's. `update_baselines` leaves out the
+    run_id: str
+    timestamp: str
+    concurrency: int | None = None
+    timeout: float | None = None
+    runs: int | None = None
+    tags: tuple[str, ...] = ()
+    source: Literal["library", "dagster"] = "library"
+    parent_run_id: str | None = None
+    evaluators: tuple[str, ...] = ()
+    items: list[Mapping[str, Any]] | None = None
+    update_baselines: bool = False
+
+
+def _shape(request: RunRequest) -> _Shape:
+    now = datetime.now(UTC).isoformat()
+    match request:
+        case FreshRun():
+            return _Shape(request.run_id or new_run_id(), now, request.concurrency, request.timeout, request.runs,
+                          tuple(request.tags), update_baselines=request.update_baselines)
+        case ResumeRun():
+            return _Shape(request.run_id, request.timestamp, request.concurrency, request.timeout, request.runs,
+                          tuple(request.tags))
+        case RescoreRun():
+            runs = max((o.run_index for o in request.outputs), default=0) + 1
+            return _Shape(new_run_id(), now, runs=runs, parent_run_id=request.parent_run_id,
+                          evaluators=tuple(request.evaluators), items=_distinct_items(request.outputs))
+        case PartitionRun():
+            return _Shape(request.run_id, request.timestamp or now, request.concurrency, tags=tuple(request.tags),
+                          source="dagster")
+    raise TypeError(f"Not a run request: {request!r}")
+
+
+def _distinct_items(outputs: Sequence[ItemResult]) -> list[Mapping[str, Any]]:
+    """One dataset item per distinct index of a stored run's outputs, ordered by index."""
+    by_index: dict[int, Mapping[str, Any]] = {}
+    for output in sorted(outputs, key=lambda o: (o.index, o.run_index)):
+        by_index.setdefault(output.index, output.item)
+    return [by_index[i] for i in sorted(by_index)]
+
+
+def prepare(experiment: Experiment, config: Config, request: RunRequest | None = None) -> RunPlan:
+    """Validate everything that can be validated before the first agent call (default: a FreshRun).
+
+    A rescore validates the stored items instead of the dataset's and runs only the evaluators it
+    names (the others keep their stored scores); `FreshRun(update_baselines=True)` leaves out the
     `no_regression` gates: this run is about to become their baseline.
     """
-    chosen = _choose_evaluators(experiment, evaluators)
-    checked = list(items) if items is not None else list(experiment.dataset)
+    request = request if request is not None else FreshRun()
+    shape = _shape(request)
+    chosen = _choose_evaluators(experiment, shape.evaluators)
+    total = _check_items(experiment, chosen, shape.items)
+    endpoints = {e.name: e.endpoint(config) for e in chosen}
+    assertions = _gates(experiment, config, update_baselines=shape.update_baselines)
+    agent_limit = shape.concurrency or experiment.concurrency or config.concurrency
+    if agent_limit < 1:
+        raise ConfigError(f"concurrency must be 1 or more, got {agent_limit}.")
+    return RunPlan(
+        experiment=experiment, config=config, run_id=shape.run_id, timestamp=shape.timestamp,
+        runs=shape.runs or experiment.runs, concurrency=agent_limit,
+        judge_concurrency=experiment.judge_concurrency or config.judge_concurrency or agent_limit,
+        timeout=shape.timeout or experiment.timeout or config.timeout,
+        endpoints=endpoints, assertions=assertions,
+        tags=list(dict.fromkeys([*experiment.tags, *shape.tags])), source=shape.source,
+        parent_run_id=shape.parent_run_id, prices={name: (p.input, p.output) for name, p in config.prices.items()},
+        evaluators=list(experiment.evaluators), scored=frozenset(e.name for e in chosen), total_items=total,
+        request=request,
+    )
+
+
+def _check_items(experiment: Experiment, chosen: list[Evaluator], items: list[Mapping[str, Any]] | None) -> int:
+    """Every item against every evaluator that will score it; returns how many items there are."""
+    checked = items if items is not None else list(experiment.dataset)
     if not checked:  # a run of nothing would "pass" every gate it has, and CI would go green on it
         origin = experiment.dataset.source
         raise ConfigError(f"Experiment {experiment.name!r} has no items to run: its dataset"
@@ -91,7 +155,11 @@ def prepare(experiment: Experiment, config: Config, *, run_id: str | None = None
     for index, item in enumerate(checked):
         for evaluator in chosen:
             evaluator.check_item(item, index)
-    endpoints = {e.name: e.endpoint(config) for e in chosen}
+    return len(checked)
+
+
+def _gates(experiment: Experiment, config: Config, *, update_baselines: bool) -> list[Assertion]:
+    """The experiment's gates and config's thresholds, each checked to name a metric the run has."""
     known = [*(e.name for e in experiment.evaluators), *RUN_METRICS]
     assertions = experiment_gates(config, experiment.assertions, (e.name for e in experiment.evaluators))
     if update_baselines:
@@ -99,18 +167,7 @@ def prepare(experiment: Experiment, config: Config, *, run_id: str | None = None
     for gate in assertions:
         for path in gate.metrics(config):
             check_metric(path, known, f"Assertion {gate.name!r}")
-    agent_limit = concurrency or experiment.concurrency or config.concurrency
-    if agent_limit < 1:
-        raise ConfigError(f"concurrency must be 1 or more, got {agent_limit}.")
-    return RunPlan(
-        experiment=experiment, config=config, run_id=run_id or new_run_id(),
-        timestamp=timestamp or datetime.now(UTC).isoformat(), runs=runs or experiment.runs, concurrency=agent_limit,
-        judge_concurrency=experiment.judge_concurrency or config.judge_concurrency or agent_limit,
-        timeout=timeout or experiment.timeout or config.timeout, endpoints=endpoints, assertions=assertions,
-        tags=list(dict.fromkeys([*experiment.tags, *tags])), source=source, parent_run_id=parent_run_id,
-        prices={name: (p.input, p.output) for name, p in config.prices.items()},
-        evaluators=list(experiment.evaluators), scored=frozenset(e.name for e in chosen), total_items=len(checked),
-    )
+    return assertions
 
 
 def _choose_evaluators(experiment: Experiment, names: Sequence[str] | None) -> list[Evaluator]:

@@ -391,7 +391,8 @@ def test_compare_without_runs_exits_2(project: Path) -> None:
 def test_history_table_never_cuts_run_ids_or_costs(width: int) -> None:
     from rich.console import Console
 
-    from cobalt_lib.cli._history import _history_table, history_entry
+    from cobalt_lib.cli._history import _history_table
+    from cobalt_lib.ops import history_entry
 
     run = {"run_id": "20261123020211-c9139d9f", "experiment": "a-rather-long-experiment-name",
            "started_at": "2026-11-23T02:02:11+00:00", "tags": ["nightly", "v2"], "status": "completed",

@@ -6,13 +6,13 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import ClassVar
 
 import pytest
+from conftest import http_server
 
 from cobalt_lib import Store
 
@@ -200,12 +200,8 @@ class _Hook(BaseHTTPRequestHandler):
 @pytest.fixture
 def hook_server() -> Iterator[tuple[str, type[_Hook]]]:
     handler = type("Hook", (_Hook,), {"received": [], "status": 200})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", handler
-    server.shutdown()
-    server.server_close()
+    with http_server(handler) as url:
+        yield url, handler
 
 
 def test_webhooks_receive_the_run_summary(qa_project: Path, hook_server) -> None:

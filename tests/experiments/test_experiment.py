@@ -367,9 +367,7 @@ def test_a_slow_sync_evaluator_does_not_stall_agent_timeouts(project: Path) -> N
 
 
 def test_a_partial_rescore_counts_carried_scores_as_reused_and_no_agent_cost(project: Path) -> None:
-    from cobalt_lib._aio import run as run_coroutine
-    from cobalt_lib.run._execute import execute
-    from cobalt_lib.run._plan import prepare
+    from cobalt_lib.run import RescoreRun, execute, prepare, run_coroutine
 
     calls: list[int] = []
 
@@ -381,9 +379,8 @@ def test_a_partial_rescore_counts_carried_scores_as_reused_and_no_agent_cost(pro
                      evaluators=[Evaluator(name="exact", type="exact-match"),
                                  Evaluator(name="f", type="function", fn=lambda ctx: 0.5)])
     first = exp.run()
-    plan = prepare(exp, load_config(), evaluators=["f"], parent_run_id=first.id,
-                   items=[i.item for i in first.items])
-    again = run_coroutine(execute(plan, outputs=first.items))
+    plan = prepare(exp, load_config(), RescoreRun(parent_run_id=first.id, outputs=first.items, evaluators=["f"]))
+    again = run_coroutine(execute(plan))
     assert calls == [0, 1, 2]  # the agent ran once, for the first run only
     s = again.summary
     assert (s.agent_cost, s.agent_tokens, s.judge_calls, s.cached_scores) == (0.0, 0, 0, 3)

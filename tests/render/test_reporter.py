@@ -8,7 +8,7 @@ import re
 from cobalt_lib import Dataset, Evaluator, define_config, experiment
 from cobalt_lib.render._terminal import TerminalReporter
 from cobalt_lib.results._report import Evaluation, ItemResult
-from cobalt_lib.run._plan import prepare
+from cobalt_lib.run import FreshRun, prepare
 from cobalt_lib.run._stages import build_report
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -21,7 +21,7 @@ def _plan(n: int = 3):
                                                             threshold=0.7)],
                      concurrency=4, timeout=10)
     config = define_config(output_dir="/nonexistent")
-    return prepare(exp, config, run_id="run-1")
+    return prepare(exp, config, FreshRun(run_id="run-1"))
 
 
 def _items() -> list[ItemResult]:
@@ -196,7 +196,7 @@ def test_judge_calls_that_all_failed_still_show_in_the_totals() -> None:
 def test_with_several_runs_low_scores_name_the_run_and_flaky_items_are_listed() -> None:
     exp = experiment("rep", Dataset([{"input": "a", "expected_output": "a"}, {"input": "b", "expected_output": "b"}]),
                      lambda ctx: "a", evaluators=[Evaluator(name="exact", type="exact-match")])
-    plan = prepare(exp, define_config(output_dir="/nonexistent"), run_id="run-3", runs=3)
+    plan = prepare(exp, define_config(output_dir="/nonexistent"), FreshRun(run_id="run-3", runs=3))
     scores = {(0, 0): 1.0, (0, 1): 0.0, (0, 2): 1.0, (1, 0): 1.0, (1, 1): 1.0, (1, 2): 1.0}
     items = [ItemResult(index=i, run_index=r, output="a", latency_ms=1.0,
                         evaluations={"exact": Evaluation(score=v, passed=v >= 0.5)}) for (i, r), v in scores.items()]

@@ -16,7 +16,17 @@ import pytest
 from conftest import TEST_KEY
 from fakellm import FakeLLM
 
-from cobalt_lib import Dataset, Evaluator, Store, StoreError, experiment, load_config, read_results, threshold
+from cobalt_lib import (
+    ConfigError,
+    Dataset,
+    Evaluator,
+    Store,
+    StoreError,
+    experiment,
+    load_config,
+    read_results,
+    threshold,
+)
 
 
 def _mixed_run():
@@ -255,3 +265,54 @@ def test_a_batch_that_meets_a_held_lock_is_kept_and_written_once_the_lock_goes(
         assert con.execute("SELECT run_id, item_index FROM outputs").fetchall() == [("r1", 0)]
     notice = capsys.readouterr().err
     assert "which another process holds (" in notice and f"(PID {holder.pid})" in notice
+
+
+def _run_row(run_id: str, started: str, **extra: object) -> dict[str, object]:
+    return {"run_id": run_id, "experiment": "qa", "started_at": started, "tags": [], "config": {}, **extra}
+
+
+def test_the_store_answers_for_runs_by_id(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.duckdb")
+    assert (store.get_run("r1"), store.run_status("r1"), store.runs(missing_ok=True)) == (None, None, [])
+    for run_id, day in (("r1", 1), ("r2", 2), ("r3", 3)):
+        store.start_run(_run_row(run_id, f"2026-01-0{day}T00:00:00+00:00"))
+        store.finish_run(_run_row(run_id, f"2026-01-0{day}T00:00:00+00:00", status="completed"),
+                         [{"run_id": run_id, "metric": "exact", "kind": "evaluator", "mean": day / 10},
+                          {"run_id": run_id, "metric": "latency", "kind": "metric", "mean": 5.0}], [])
+    store.start_run(_run_row("r4", "2026-01-04T00:00:00+00:00", pid=0))  # its process is gone
+    assert (store.run_status("r2"), store.run_status("r4"), store.experiment_of("r3")) == (
+        "completed", "incomplete", "qa")
+    assert store.evaluator_means(["r1", "r3", "nope"]) == {"r1": {"exact": 0.1}, "r3": {"exact": 0.3}}
+    assert (store.previous_completed_run("qa", "r3"), store.previous_completed_run("qa", "r1")) == ("r2", None)
+    with pytest.raises(ConfigError, match="No run has id 'nope'"):
+        store.experiment_of("nope")
+    store.delete_runs(["r1", "r2"])
+    assert [r["run_id"] for r in store.runs()] == ["r4", "r3"] and store.rows("aggregates", "r1") == []
+    assert Store.for_config(load_config(tmp_path)).path == tmp_path / ".cobalt" / "cobalt.duckdb"
+
+
+def test_working_time_adds_up_and_survives_the_run_row_being_written_again(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.duckdb")
+    row = _run_row("r", "2026-01-01T00:00:00+00:00")
+    store.start_run(row)
+    store.add_work("r", 100.0)
+    store.add_work("r", 50.0)
+    store.start_run(row)  # resumed, in another process say
+    store.add_work("r", 25.0)
+    assert store.worked_ms("r") == 175.0
+    store.finish_run({**row, "status": "completed"}, [], [])
+    assert (store.worked_ms("r"), store.worked_ms("nope")) == (175.0, 0.0)
+
+
+def test_a_store_from_before_working_time_starts_from_its_summary(tmp_path: Path) -> None:
+    path = tmp_path / "old.duckdb"
+    with duckdb.connect(str(path)) as con:  # the runs table as it was, without worked_ms
+        con.execute("CREATE TABLE runs (run_id VARCHAR PRIMARY KEY, experiment VARCHAR, status VARCHAR, "
+                    "started_at TIMESTAMPTZ, summary JSON, pid INTEGER)")
+        con.execute("INSERT INTO runs VALUES ('r', 'qa', 'incomplete', '2026-01-01 00:00:00+00', "
+                    "'{\"total_duration_ms\": 1200.0}', 0)")
+    store = Store(path)
+    assert store.worked_ms("r") == 0.0  # nothing stored under the new name yet
+    store.start_run(_run_row("r", "2026-01-01T00:00:00+00:00"))  # the resume of an old run
+    store.add_work("r", 300.0)
+    assert store.worked_ms("r") == 1500.0

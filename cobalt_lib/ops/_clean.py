@@ -1,0 +1,94 @@
+"""Cleaning up: cached judge answers, results files and stored runs, older than an age or all."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from ..config._config import Config, parse_duration
+from ..results._store import Store
+
+#: A temporary file younger than this may belong to a write in progress: leave it.
+TMP_GRACE_SECONDS = 3600.0
+
+
+class Cleanup(BaseModel):
+    """What a clean deletes (or deleted): cache files, results files and the runs' rows."""
+
+    cache_files: list[Path] = Field(default_factory=list)
+    result_files: list[Path] = Field(default_factory=list)
+    run_ids: list[str] = Field(default_factory=list)
+    #: Old runs kept because they are still running (their rows are never pulled from under them).
+    skipped_live: int = 0
+    cache_bytes: int = 0
+    result_bytes: int = 0
+
+    def empty(self) -> bool:
+        return not (self.cache_files or self.result_files or self.run_ids)
+
+
+def plan_cleanup(config: Config, *, cache: bool, results: bool, older_than: str | None = None) -> Cleanup:
+    """What `clean_up` would delete: cache entries and/or runs with their results files, each only when
+    older than `older_than` (`30d`, `12h`) if given."""
+    cutoff = time.time() - parse_duration(older_than, field="--older-than") if older_than else float("inf")
+    plan = Cleanup()
+    if cache:
+        cache_dir = config.output_path / "cache"
+        plan.cache_files = sorted(p for p in cache_dir.rglob("*") if p.is_file() and _older(p, cutoff))
+        plan.cache_bytes = _size(plan.cache_files)
+    if results:
+        _plan_results(config, Store.for_config(config), cutoff, plan)
+        plan.result_bytes = _size(plan.result_files)
+    return plan
+
+
+def clean_up(config: Config, plan: Cleanup) -> Cleanup:
+    """Delete what `plan` lists: the runs' rows first (in one transaction), then the files."""
+    Store.for_config(config).delete_runs(plan.run_ids)
+    for path in [*plan.result_files, *plan.cache_files]:
+        path.unlink(missing_ok=True)
+    if plan.cache_files:
+        _remove_empty_dirs(config.output_path / "cache")
+    return plan
+
+
+def _plan_results(config: Config, store: Store, cutoff: float, plan: Cleanup) -> None:
+    """Runs started before `cutoff` and results files modified before it, each with the other."""
+    files = {p.resolve() for p in (config.output_path / "results").glob("*.json") if _older(p, cutoff)}
+    chosen: set[str] = set()
+    for run in store.runs(missing_ok=True):
+        path = Path(run["results_path"]).resolve() if run.get("results_path") else None
+        started = run.get("started_at")
+        old = (path in files) or (isinstance(started, datetime) and started.timestamp() < cutoff)
+        if not old:
+            continue
+        if run["status"] == "running":  # still alive (dead ones read as incomplete): never pull its rows
+            plan.skipped_live += 1
+        else:
+            chosen.add(run["run_id"])
+            if path is not None and path.is_file():
+                files.add(path)
+    plan.result_files = sorted(files)
+    plan.run_ids = sorted(chosen)
+
+
+def _older(path: Path, cutoff: float) -> bool:
+    if path.name.startswith(".tmp-"):
+        cutoff = min(cutoff, time.time() - TMP_GRACE_SECONDS)
+    try:
+        return path.stat().st_mtime < cutoff
+    except FileNotFoundError:
+        return False
+
+
+def _size(paths: list[Path]) -> int:
+    return sum(p.stat().st_size for p in paths if p.exists())
+
+
+def _remove_empty_dirs(directory: Path) -> None:
+    for sub in sorted((p for p in directory.rglob("*") if p.is_dir()), reverse=True):
+        if not any(sub.iterdir()):
+            sub.rmdir()

@@ -1,0 +1,67 @@
+"""Comparing two stored runs: B against baseline A, with what a careful reader should be told."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from .._errors import ConfigError
+from ..config._config import Config
+from ..render._compare import lost_text
+from ..results._compare import Comparison, compare_reports
+from ..results._history import load_report
+from ..results._report import ExperimentReport
+from ._refs import pair_ids, store_with_runs
+
+
+class CompareOutcome(BaseModel):
+    """The comparison, the warnings that go with it, and why it counts as a regression (if it does)."""
+
+    comparison: Comparison
+    warnings: list[str] = Field(default_factory=list)
+    #: Why `--fail-on-regression` fails: evaluators that regressed, scores lost to errors. Empty: it passes.
+    regressions: list[str] = Field(default_factory=list)
+
+
+def compare_runs(config: Config, run_a: str, run_b: str, *, experiment: str | None = None, top: int = 5,
+                 fail_on_regression: bool = False) -> CompareOutcome:
+    """Compare run `run_b` with baseline run `run_a` (run references: an id, a prefix, `latest`, `previous`).
+
+    `experiment` scopes `latest`/`previous` (default: the experiment of the newest run, or of the
+    run named beside them). With `fail_on_regression` an unfinished run is refused: a gate must not
+    pass on half a run (another CI job's, say).
+    """
+    if top < 0:
+        raise ConfigError(f"--top must be 0 or more, got {top}.")
+    store = store_with_runs(config, "runs to compare")
+    ids, scope = pair_ids(store, (run_a, run_b), experiment)
+    reports = [load_report(store, run_id) for run_id in ids]
+    unfinished = [f"{side} ({r.id}) is {r.status}" for side, r in zip("AB", reports, strict=True)
+                  if r.status != "completed"]
+    if unfinished and fail_on_regression:
+        raise ConfigError(f"Run {' and run '.join(unfinished)}; --fail-on-regression compares completed runs "
+                          "only: wait for it, or finish it with `cobalt run --resume`.")
+    result = compare_reports(reports[0], reports[1], top=top)
+    result.scope = scope
+    warnings = [f"run {what}: only its finished items are compared." for what in unfinished]
+    warnings += _pairing_warnings(result, (run_a, run_b), reports)
+    return CompareOutcome(comparison=result, warnings=warnings, regressions=regression_reasons(result))
+
+
+def _pairing_warnings(c: Comparison, refs: tuple[str, str], reports: list[ExperimentReport]) -> list[str]:
+    warnings = []
+    if c.run_a == c.run_b:
+        # Not an error: a script's `compare $BASELINE latest` may meet a baseline that is the newest run,
+        # and "no change" is then the true answer; but typed by hand it is a slip worth pointing out.
+        named = "" if refs[0] == refs[1] else f" ({refs[0]!r} and {refs[1]!r})"
+        warnings.append(f"both ids name the same run {c.run_a}{named}; a run compared with itself shows no change.")
+    if c.experiment_a != c.experiment_b:
+        warnings.append(f"run {c.run_a} is of experiment {c.experiment_a!r} and run {c.run_b} of "
+                        f"{c.experiment_b!r}; items are paired by index across different experiments.")
+    return warnings
+
+
+def regression_reasons(c: Comparison) -> list[str]:
+    """Evaluators whose verdict is `regressed`, and those that scored fewer paired items in B than in A
+    because of eval-errors or failed agent calls; empty when there is neither."""
+    reasons = [f"regressed: {', '.join(c.regressed)}"] if c.regressed else []
+    return reasons + [f"lost scores: {lost_text(e)}" for e in c.lost_scores]

@@ -1,0 +1,43 @@
+"""The project: what its configuration warns about, and run requests for the `cobalt serve` daemon."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from .._errors import ConfigError
+from ..config._config import Config
+from ..experiments._discovery import load_experiments
+
+
+def config_warnings(config: Config) -> list[str]:
+    """A warning per config file that the one in use shadows: a silently ignored file is a setting
+    the user thinks applies."""
+    return [f"{other} is ignored: {config.source} comes first and is the configuration used; merge the two "
+            "files into one." for other in config.shadowed]
+
+
+class RunRequested(BaseModel):
+    """A run asked of the daemon: the request file it will pick up."""
+
+    experiment: str
+    run_id: str
+    path: str
+    #: Whether a `cobalt serve` daemon is running to pick it up now (else it waits for one).
+    daemon_running: bool
+    warnings: list[str] = Field(default_factory=list)
+
+
+def request_experiment(config: Config, experiment: str, *, concurrency: int | None = None) -> RunRequested:
+    """Ask the running dashboard's daemon for a run of `experiment` (a file its sensor picks up)."""
+    from cobalt_dagster import request_run
+    from cobalt_dagster._automation import daemon_running
+
+    names = [e.name for e in load_experiments(config)]
+    if experiment not in names:
+        raise ConfigError(f"No experiment named {experiment!r}; known: {', '.join(names) or 'none'}.")
+    path = request_run(config, experiment, **({"concurrency": concurrency} if concurrency else {}))
+    running = daemon_running(config)
+    warnings = [] if running else ["no `cobalt serve` daemon is running for this project, so the request waits "
+                                   "until `cobalt serve` runs."]
+    return RunRequested(experiment=experiment, run_id=path.stem, path=str(path), daemon_running=running,
+                        warnings=warnings)

@@ -1,0 +1,65 @@
+"""Runs of stored runs: finishing an interrupted one, and scoring one's outputs again as a new run."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import BaseModel
+
+from .._aio import run_anywhere
+from .._errors import ConfigError
+from ..config._config import Config
+from ..experiments._discovery import load_experiments
+from ..results._history import load_report, resolve_run
+from ..results._report import ExperimentReport
+from ..results._store import Store
+from ..run._execute import execute
+from ..run._plan import prepare
+from ..run._requests import RescoreRun
+from ..run._resume import resume_request
+from ..run._session import Observer
+from ._refs import store_with_runs
+from ._run import RunOutcome, run_plan
+from ._select import Selection, resume_scope
+
+
+def resume_run(config: Config, ref: str, selection: Selection | None = None, *, concurrency: int | None = None,
+               record: bool = False, observer: Observer | None = None) -> RunOutcome:
+    """Finish stored run `ref` on the library path: its rows say which agent calls and scores are done.
+
+    `selection` gives the experiment files and, when its name filter or tags pick one experiment, the
+    one whose runs `latest`/`previous` mean. `record`: then into the Dagster history as a recorded run.
+    """
+    candidates, scope = resume_scope(config, selection or Selection())
+    store = Store.for_config(config)
+    run_id = resolve_run(store, ref, scope)
+    name = store.experiment_of(run_id)
+    found = [e for e in candidates if e.name == name]
+    if not found:
+        raise ConfigError(f"Run {run_id} belongs to experiment {name!r}, which no experiment file under "
+                          f"{config.test_dir}/ declares; pass its file to resume it.")
+    plan = prepare(found[-1], config, resume_request(found[-1], config, run_id, concurrency=concurrency))
+    return RunOutcome(reports=[run_plan(plan, observer, record=record)])
+
+
+class Rescored(BaseModel):
+    """A stored run's outputs scored again: the new run's report."""
+
+    parent_run_id: str
+    report: ExperimentReport
+
+
+def rescore_run(config: Config, ref: str, *, evaluators: Sequence[str] = (), experiment: str | None = None,
+                observer: Observer | None = None) -> Rescored:
+    """Re-run the evaluators (those named, else all) over run `ref`'s outputs, without calling the
+    agent, as a new run; `latest`/`previous` are looked up among `experiment`'s runs (default: all)."""
+    store = store_with_runs(config)
+    old_id = resolve_run(store, ref, experiment=experiment)
+    stored = load_report(store, old_id)
+    found = [e for e in load_experiments(config) if e.name == stored.name]
+    if not found:
+        raise ConfigError(f"Run {old_id} belongs to experiment {stored.name!r}, which no experiment file under "
+                          f"{config.test_dir}/ declares any more; restore it to rescore this run.")
+    request = RescoreRun(parent_run_id=old_id, outputs=stored.items, evaluators=evaluators)
+    report = run_anywhere(execute(prepare(found[-1], config, request), observer))
+    return Rescored(parent_run_id=old_id, report=report)

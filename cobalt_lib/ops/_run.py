@@ -1,0 +1,143 @@
+"""Running the selected experiments on the library or the Dagster path, and updating baselines.
+
+Two steps, so a caller can show the plans' warnings before the runs start: `prepare_runs` checks
+every experiment (a usage error means nothing runs), `execute_runs` runs them. `run_experiments`
+does both. Ctrl-C keeps what finished and raises `RunInterrupted`, naming the run to resume.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import BaseModel, Field
+
+from .._aio import run_anywhere
+from ..config._config import Config
+from ..gates._assertions import NoRegression
+from ..results._report import ExperimentReport
+from ..run._execute import RunInterrupted, execute
+from ..run._plan import RunPlan, prepare
+from ..run._requests import FreshRun
+from ..run._session import Observer
+from ._select import Selection, select_experiments, unused_thresholds
+
+
+class RunOptions(BaseModel):
+    """How the selected experiments run."""
+
+    #: Agent calls in flight (default: the experiment's, else config's).
+    concurrency: int | None = Field(default=None, ge=1)
+    #: Tags added to each run.
+    add_tags: list[str] = Field(default_factory=list)
+    #: Through a Dagster run on the project's local instance (False: the plain library path).
+    dagster: bool = True
+    #: Skip the no_regression gates and, when the other gates pass, write their baselines from the run.
+    update_baselines: bool = False
+
+
+class BaselineUpdate(BaseModel):
+    """One no_regression gate's baseline file after `update_baselines`: written, or why not."""
+
+    experiment: str
+    run_id: str
+    path: str
+    written: bool
+    reason: str | None = None
+
+    @property
+    def message(self) -> str:
+        if self.written:
+            return f"baseline {self.path} updated from run {self.run_id} ({self.experiment})"
+        return f"baseline {self.path} not updated: run {self.run_id} of {self.experiment!r} {self.reason}."
+
+
+class RunOutcome(BaseModel):
+    """The runs' reports, baselines written (with `update_baselines`) and warnings."""
+
+    reports: list[ExperimentReport]
+    baselines: list[BaselineUpdate] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        """Every gate of every run passed."""
+        return all(r.passed for r in self.reports)
+
+
+@dataclass(frozen=True)
+class PreparedRuns:
+    """The selected experiments' validated plans, and warnings about them (a threshold gating nothing)."""
+
+    config: Config
+    plans: list[RunPlan]
+    options: RunOptions
+    warnings: list[str]
+
+
+def prepare_runs(config: Config, selection: Selection, options: RunOptions) -> PreparedRuns:
+    """Select and validate every experiment before running any: a usage error means nothing runs."""
+    request = FreshRun(concurrency=options.concurrency, tags=options.add_tags,
+                       update_baselines=options.update_baselines)
+    plans = [prepare(exp, config, request) for exp in select_experiments(config, selection)]
+    return PreparedRuns(config, plans, options, unused_thresholds(config, plans))
+
+
+def execute_runs(prepared: PreparedRuns, observer: Observer | None = None) -> RunOutcome:
+    """Run the plans one after another; with `update_baselines`, then write their baselines."""
+    plans, options = prepared.plans, prepared.options
+    if options.dagster and not options.update_baselines:
+        reports = _run_dagster(prepared, observer)
+    else:
+        # The Dagster path's asset checks are every declared gate; without the no_regression ones the
+        # run goes the library way, then into the Dagster history as a recorded run.
+        reports = [run_plan(plan, observer, record=options.dagster) for plan in plans]
+    outcome = RunOutcome(reports=reports)
+    if options.update_baselines:
+        outcome.baselines = [update for plan, report in zip(plans, reports, strict=True)
+                             for update in write_baselines(plan, report)]
+        if not any(isinstance(g, NoRegression) for plan in plans for g in plan.experiment.assertions):
+            outcome.warnings.append("--update-baselines: none of the experiments run has a no_regression gate, "
+                                    "so no baseline was written.")
+    return outcome
+
+
+def run_experiments(config: Config, selection: Selection, options: RunOptions,
+                    observer: Observer | None = None) -> RunOutcome:
+    """`prepare_runs` then `execute_runs`, their warnings together."""
+    prepared = prepare_runs(config, selection, options)
+    outcome = execute_runs(prepared, observer)
+    outcome.warnings[:0] = prepared.warnings
+    return outcome
+
+
+def run_plan(plan: RunPlan, observer: Observer | None = None, *, record: bool = False) -> ExperimentReport:
+    """One plan on the library path (`record`: then into the Dagster history as a recorded run)."""
+    try:
+        report = run_anywhere(execute(plan, observer))
+    except KeyboardInterrupt as exc:
+        raise exc if isinstance(exc, RunInterrupted) else RunInterrupted(plan.run_id) from exc
+    if record:
+        from cobalt_dagster import record_run
+
+        record_run(report, config=plan.config)
+    return report
+
+
+def write_baselines(plan: RunPlan, report: ExperimentReport) -> list[BaselineUpdate]:
+    """Each no_regression gate's baseline file from this run, unless another gate failed."""
+    gates = [g for g in plan.experiment.assertions if isinstance(g, NoRegression)]
+    config, name = plan.config, plan.experiment.name
+    if not report.passed or report.status != "completed":
+        why = "it failed a gate" if report.status == "completed" else f"it is {report.status}"
+        return [BaselineUpdate(experiment=name, run_id=report.id, path=str(g.path(config)), written=False,
+                               reason=why) for g in gates]
+    return [BaselineUpdate(experiment=name, run_id=report.id, path=str(g.update(report, config)), written=True)
+            for g in gates]
+
+
+def _run_dagster(prepared: PreparedRuns, observer: Observer | None) -> list[ExperimentReport]:
+    from cobalt_dagster._orchestrate import run_with_dagster
+
+    options = prepared.options
+    return run_with_dagster(prepared.plans, prepared.config, observer, concurrency=options.concurrency,
+                            add_tags=options.add_tags)

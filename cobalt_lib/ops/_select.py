@@ -1,0 +1,64 @@
+"""Which experiments a command acts on: found in files (or discovered), by name and tag."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from .._errors import ConfigError
+from ..config._config import Config
+from ..experiments._discovery import load_experiments
+from ..experiments._experiment import Experiment
+from ..gates._assertions import Threshold
+from ..run._plan import RunPlan
+
+
+class Selection(BaseModel):
+    """Experiments from `files` (default: discovered under `test_dir`) whose name contains `name_filter`
+    and that have one of `tags` (none given: any)."""
+
+    files: list[Path] = Field(default_factory=list)
+    name_filter: str | None = None
+    tags: list[str] = Field(default_factory=list)
+
+
+def select_experiments(config: Config, selection: Selection) -> list[Experiment]:
+    """The selected experiments; selecting nothing is an error that says what was found, so a
+    mistyped filter or tag is plain."""
+    files, name_filter, tags = selection.files, selection.name_filter, selection.tags
+    found = load_experiments(config, files or None)
+    if not found:
+        where = ", ".join(map(str, files)) if files else f"{config.test_dir}/ matching {', '.join(config.test_match)}"
+        raise ConfigError(f"No experiments found in {where}; create one with `cobalt init` or pass a file.")
+    named = [e for e in found if not name_filter or name_filter in e.name]
+    if not named:
+        raise ConfigError(f"No experiment name contains {name_filter!r} (--filter); found: "
+                          f"{', '.join(sorted({e.name for e in found}))}.")
+    chosen = [e for e in named if not tags or set(tags) & set(e.tags)]
+    if not chosen:
+        known = sorted({t for e in named for t in e.tags})
+        raise ConfigError(f"None of the {len(named)} experiments found has the tag {' or '.join(tags)}; "
+                          f"their tags: {', '.join(known) or 'none'}.")
+    return chosen
+
+
+def unused_thresholds(config: Config, plans: Sequence[RunPlan]) -> list[str]:
+    """A warning per `[ci] thresholds` path that gates none of these runs: no experiment produces
+    that metric, so the threshold is a no-op (likely a typo or a missing evaluator)."""
+    used = {gate.path for plan in plans for gate in plan.assertions if isinstance(gate, Threshold)}
+    return [f"[ci] thresholds {path!r} applies to none of the experiments run (none produces {path!r}); "
+            "it gates nothing." for path in config.ci.thresholds if path not in used]
+
+
+def resume_scope(config: Config, selection: Selection) -> tuple[list[Experiment], str | None]:
+    """The experiments a resume may finish a run of, and the one experiment whose runs `latest` and
+    `previous` then mean when the name filter or tags pick it (None: every experiment's runs)."""
+    if not selection.name_filter and not selection.tags:
+        return load_experiments(config, selection.files or None), None
+    chosen = select_experiments(config, selection)
+    if len(chosen) > 1:
+        raise ConfigError(f"--resume finishes one run, but --filter/--tag match {len(chosen)} experiments "
+                          f"({', '.join(e.name for e in chosen)}); narrow them to one.")
+    return chosen, chosen[0].name

@@ -1,0 +1,83 @@
+"""The ways a run starts, each an explicit request that `prepare(experiment, config, request)` plans.
+
+    FreshRun()                                  a new run of the dataset (`.run()`, `cobalt run`)
+    FreshRun(update_baselines=True)             ... about to become its no_regression baselines
+    ResumeRun(run_id, timestamp, items)         finish a stored run: only what is missing runs
+    RescoreRun(parent_run_id, outputs)          a stored run's outputs scored again, as a new run
+    PartitionRun(run_id)                        a Dagster partition (= cobalt run id) materialised
+
+An option left `None` falls back to the experiment's declaration, then to the config.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypeAlias
+
+if TYPE_CHECKING:
+    from ..results._report import ItemResult
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Tagged:
+    #: Tags added to the experiment's own.
+    tags: Sequence[str] = ()
+
+    def __post_init__(self) -> None:
+        # Frozen and hashable whatever sequence the caller passed (a list from the CLI, say).
+        object.__setattr__(self, "tags", tuple(self.tags))
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Options(_Tagged):
+    """What a caller may change about a run of the experiment as declared."""
+
+    concurrency: int | None = None
+    timeout: float | None = None
+    runs: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class FreshRun(_Options):
+    """A new run of every item of the dataset."""
+
+    run_id: str | None = None
+    #: Leave the no_regression gates out: this run is about to become their baseline.
+    update_baselines: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResumeRun(_Options):
+    """Finish the stored run `run_id`: `items` are its stored items; only what they lack runs."""
+
+    run_id: str
+    timestamp: str
+    items: Sequence[ItemResult] = field(default=(), repr=False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RescoreRun:
+    """The evaluators over a stored run's `outputs`, without calling the agent, as a new run.
+
+    `evaluators` names the ones to run (empty: all); the others keep the scores the outputs carry.
+    """
+
+    parent_run_id: str
+    outputs: Sequence[ItemResult] = field(repr=False)
+    evaluators: Sequence[str] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "evaluators", tuple(self.evaluators))
+
+
+@dataclass(frozen=True, kw_only=True)
+class PartitionRun(_Tagged):
+    """A Dagster partition of the experiment: the run `run_id`, started at `timestamp` when its row exists."""
+
+    run_id: str
+    timestamp: str | None = None
+    concurrency: int | None = None
+
+
+RunRequest: TypeAlias = FreshRun | ResumeRun | RescoreRun | PartitionRun

@@ -1,0 +1,50 @@
+"""Resuming a stored run: which run, and whether it can be finished where it stopped."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from .._errors import ConfigError
+from ..config._config import Config
+from ..results._history import resolve_run, stored_items
+from ..results._report import ItemResult
+from ..results._store import Store
+from ._agent import input_hash
+from ._requests import ResumeRun
+
+if TYPE_CHECKING:
+    from ..experiments._experiment import Experiment
+
+
+def resume_request(experiment: Experiment, config: Config, ref: str, **options: Any) -> ResumeRun:
+    """The request that finishes run `ref` of `experiment` (its id, a prefix, `latest` or `previous`).
+
+    The run must be this experiment's, stopped (neither completed nor still running) and made with
+    the same dataset; its stored rows say which agent calls and scores are done. `options` are
+    ResumeRun's `concurrency`, `timeout`, `runs` and `tags`.
+    """
+    store = Store.for_config(config)
+    run_id = resolve_run(store, ref, experiment=experiment.name)
+    run = store.require_run(run_id)
+    if run["status"] == "completed":
+        raise ConfigError(f"Run {run_id} of {experiment.name!r} is already completed; there is nothing to resume.")
+    if run["status"] == "running":
+        raise ConfigError(f"Run {run_id} of {experiment.name!r} is still running (process {run['pid']} on "
+                          f"{run['host']}); stop it first, or wait for it to finish.")
+    items = stored_items(store, run_id)
+    _refuse_changed_dataset(experiment, run_id, run, items)
+    return ResumeRun(run_id=run_id, timestamp=run["started_at"].isoformat(), items=items, **options)
+
+
+def _refuse_changed_dataset(exp: Experiment, run_id: str, run: Mapping[str, Any], items: list[ItemResult]) -> None:
+    """Resuming adds the missing items to the stored ones: both must come from the same dataset."""
+    config = run.get("config") or {}
+    size = (config.get("dataset") or {}).get("size") if isinstance(config, dict) else None
+    now = len(exp.dataset)
+    changed = next((item.index for item in items
+                    if item.index >= now or input_hash(exp.dataset[item.index]) != item.input_hash), None)
+    if (size is not None and int(size) != now) or changed is not None:
+        what = f"{size} items then, {now} now" if size is not None and int(size) != now else f"item {changed} changed"
+        raise ConfigError(f"Run {run_id} of {exp.name!r} was made with another dataset ({what}); resuming would "
+                          "mix the two: start a new run instead.")

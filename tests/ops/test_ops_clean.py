@@ -1,0 +1,44 @@
+"""Planning and doing a clean-up through `cobalt_lib.ops`, against a real store and real files."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from ops_project import qa_config
+
+from cobalt_lib import Store
+from cobalt_lib.ops import RunOptions, Selection, clean_up, plan_cleanup, run_experiments
+
+
+def test_clean_deletes_runs_with_their_results_files_and_keeps_live_ones(project: Path) -> None:
+    config = qa_config(project)
+    reports = run_experiments(config, Selection(), RunOptions(dagster=False)).reports
+    store = Store.for_config(config)
+    store.start_run({"run_id": "r-live", "experiment": "qa", "started_at": "2020-01-01T00:00:00+00:00",
+                     "tags": [], "config": {}})  # this process: alive, and old
+    plan = plan_cleanup(config, cache=False, results=True, older_than="1d")
+    assert (plan.run_ids, plan.skipped_live, plan.empty()) == ([], 1, True)  # the others are new
+    plan = plan_cleanup(config, cache=False, results=True)
+    files = sorted(Path(r.results_path or "").resolve() for r in reports)
+    assert (plan.run_ids, plan.result_files, plan.skipped_live) == (sorted(r.id for r in reports), files, 1)
+    assert plan.result_bytes == sum(f.stat().st_size for f in files) > 0
+    clean_up(config, plan)
+    assert [r["run_id"] for r in store.runs()] == ["r-live"] and not any(f.exists() for f in files)
+    assert store.rows("outputs", reports[0].id) == []
+
+
+def test_clean_deletes_old_cache_entries_and_the_folders_they_leave_empty(project: Path) -> None:
+    config = qa_config(project)
+    cache = config.output_path / "cache"
+    old, new = cache / "ab" / "old.json", cache / "cd" / "new.json"
+    for path in (old, new):
+        path.parent.mkdir(parents=True)
+        path.write_text("{}")
+    week_ago = time.time() - 7 * 86400
+    os.utime(old, (week_ago, week_ago))
+    plan = plan_cleanup(config, cache=True, results=False, older_than="2d")
+    assert (plan.cache_files, plan.cache_bytes, plan.run_ids) == ([old], 2, [])
+    clean_up(config, plan)
+    assert not old.exists() and not old.parent.exists() and new.exists()

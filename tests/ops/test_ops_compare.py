@@ -1,0 +1,72 @@
+"""Comparing stored runs through `cobalt_lib.ops`: warnings and the regression verdict, in process."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from ops_project import interrupted_qa_run, qa_config, run, write_experiment
+
+from cobalt_lib import ConfigError
+from cobalt_lib.ops import compare_runs
+
+#: 20 items: WIDE_WRONG of them answered wrong; enough pairs for a bootstrap CI to leave zero.
+WIDE = '''
+import os
+from cobalt_lib import Dataset, Evaluator, experiment
+
+experiment("wide", Dataset([{"expected_output": f"a{i}"} for i in range(20)]),
+           lambda ctx: "x" if ctx.index < int(os.environ.get("WIDE_WRONG", "0")) else ctx.item["expected_output"],
+           evaluators=[Evaluator(name="exact", type="exact-match")], concurrency=1)
+'''
+
+
+def test_a_regression_is_the_verdict_fail_on_regression_acts_on(
+        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = qa_config(project)
+    write_experiment(project, "wide.cobalt.py", WIDE)
+    before = run(config, "wide")
+    monkeypatch.setenv("WIDE_WRONG", "10")
+    after = run(config, "wide")
+    outcome = compare_runs(config, "previous", "latest", fail_on_regression=True)
+    c = outcome.comparison
+    assert (c.run_a, c.run_b, c.scope, c.paired) == (before.id, after.id, "wide", 20)
+    assert (outcome.regressions, outcome.warnings) == (["regressed: exact"], [])
+    improved = compare_runs(config, after.id, before.id)
+    assert improved.regressions == [] and improved.comparison.scope is None
+
+
+def test_comparing_a_run_with_itself_or_another_experiment_warns(
+        project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = qa_config(project)
+    qa, other = run(config, "qa"), run(config, "other")
+    same = compare_runs(config, qa.id, qa.id)
+    assert same.warnings == [f"both ids name the same run {qa.id}; a run compared with itself shows no change."]
+    assert compare_runs(config, qa.id[:-1], qa.id).warnings == [
+        f"both ids name the same run {qa.id} ({qa.id[:-1]!r} and {qa.id!r}); a run compared with itself shows no "
+        "change."]
+    across = compare_runs(config, qa.id, other.id)
+    assert across.warnings == [f"run {qa.id} is of experiment 'qa' and run {other.id} of 'other-agent'; items are "
+                               "paired by index across different experiments."]
+    assert capsys.readouterr() == ("", "")  # warnings are data: nothing printed
+
+
+def test_an_unfinished_run_is_a_warning_and_refused_by_fail_on_regression(
+        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = qa_config(project)
+    done = run(config, "qa")
+    cut = interrupted_qa_run(config, monkeypatch)
+    outcome = compare_runs(config, done.id, cut)
+    assert outcome.warnings == [f"run B ({cut}) is incomplete: only its finished items are compared."]
+    with pytest.raises(ConfigError, match=re.escape(f"Run B ({cut}) is incomplete; --fail-on-regression compares "
+                                                    "completed runs only")):
+        compare_runs(config, done.id, cut, fail_on_regression=True)
+
+
+def test_compare_needs_runs_and_a_sane_top(project: Path) -> None:
+    config = qa_config(project)
+    with pytest.raises(ConfigError, match="There are no runs to compare yet; run `cobalt run` first"):
+        compare_runs(config, "previous", "latest")
+    with pytest.raises(ConfigError, match=re.escape("--top must be 0 or more, got -1.")):
+        compare_runs(config, "previous", "latest", top=-1)
