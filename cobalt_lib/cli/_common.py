@@ -1,23 +1,36 @@
-"""Helpers the commands share: the project's config, warnings and JSON output."""
+"""Helpers the commands share: the project's config, warnings and JSON output.
+
+The command modules import cobalt's domain inside their functions: `cobalt --help` (and a usage
+error) then loads only typer, and answers in a fraction of the time a run needs to start.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..ci._github import github_outputs
-from ..ci._webhooks import post_webhooks
-from ..config._config import Config, load_config
-from ..ops._project import config_warnings
-from ..results._report import ExperimentReport
+from rich.console import Console
+
+if TYPE_CHECKING:
+    from ..config._config import Config
+    from ..results._report import ExperimentReport
 
 
 def project_config() -> Config:
+    from ..config._config import load_config
+    from ..ops._project import config_warnings
+
     config = load_config()
     warn(config_warnings(config))
     return config
+
+
+def console() -> Console:
+    """stdout; colour only on a terminal, and wide enough that piped tables do not fold."""
+    out = Console(highlight=False)
+    return out if out.is_terminal else Console(highlight=False, width=max(out.width, 160), no_color=True)
 
 
 def warn(warnings: Iterable[str]) -> None:
@@ -32,6 +45,9 @@ def print_json(data: Any) -> None:
 
 def announce(reports: list[ExperimentReport], config: Config) -> None:
     """After runs: GitHub Actions outputs and webhooks; their failures are warnings, never failures."""
+    from ..ci._github import github_outputs
+    from ..ci._webhooks import post_webhooks
+
     warnings = github_outputs(reports)
     for report in reports:
         warnings += post_webhooks(config.webhooks, report)

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from ..evaluators._catalog import KindInfo, OptionInfo, broken_plugins, describe_kinds
 from ._app import app
-from ._common import print_json
-from ._history import console
+from ._common import console, print_json
+
+if TYPE_CHECKING:
+    from ..evaluators._catalog import KindInfo, OptionInfo
 
 
 def _option_text(option: OptionInfo) -> str:
@@ -45,6 +46,8 @@ def evaluators(
 
     Example: `cobalt evaluators --json`
     """
+    from ..evaluators._catalog import broken_plugins, describe_kinds
+
     kinds = describe_kinds()
     for name, error in broken_plugins().items():
         print(f"warning: evaluator plugin {name!r} failed to load: {error}", file=sys.stderr)

@@ -4,29 +4,22 @@ from __future__ import annotations
 
 import sys
 from datetime import datetime
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich import box
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from .._errors import ConfigError
-from ..ops._compare import compare_runs
-from ..ops._history import HistoryEntry, run_history
-from ..render._compare import ci_text, comparison_markdown, lost_text, metric_text, scope_note, unpaired_summary
-from ..results._compare import Comparison
 from ._app import app
-from ._common import print_json, project_config, warn
+from ._common import console, print_json, project_config, warn
+
+if TYPE_CHECKING:
+    from ..ops._history import HistoryEntry
+    from ..results._compare import Comparison
 
 NO_RUNS = "No runs yet; run `cobalt run`."
-
-
-def console() -> Console:
-    """stdout; colour only on a terminal, and wide enough that piped tables do not fold."""
-    out = Console(highlight=False)
-    return out if out.is_terminal else Console(highlight=False, width=max(out.width, 160), no_color=True)
 
 
 def _seconds(ms: float | None) -> str:
@@ -83,6 +76,8 @@ def history(
 
     Example: `cobalt history --experiment qa-agent --limit 5`
     """
+    from ..ops._history import run_history
+
     entries = run_history(project_config(), experiment=experiment, tag=tag, limit=limit)
     if json_output:
         print_json([e.model_dump(mode="json") for e in entries])
@@ -100,6 +95,8 @@ def _fmt(value: float | None, digits: int = 3, sign: bool = False) -> str:
 
 
 def _print_comparison(c: Comparison) -> None:
+    from ..render._compare import ci_text, lost_text, metric_text, scope_note, unpaired_summary
+
     out = console()
     out.print(f"compare {c.run_b} ({c.experiment_b}) against baseline {c.run_a} ({c.experiment_a}): "
               f"{c.paired} paired items, {len(c.unpaired)} unpaired")
@@ -153,6 +150,9 @@ def compare(
     """
     if json_output and markdown:
         raise ConfigError("Choose one output format: --json or --markdown, not both.")
+    from ..ops._compare import compare_runs
+    from ..render._compare import comparison_markdown
+
     outcome = compare_runs(project_config(), run_a, run_b, experiment=experiment, top=top,
                            fail_on_regression=fail_on_regression)
     warn(outcome.warnings)

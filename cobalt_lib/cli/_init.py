@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 
-from ..config._config import CONFIG_FILES, find_project_root
 from ._app import app
 
 CONFIG_TEMPLATE = '''\
@@ -87,6 +86,8 @@ def init(
 
     Example: `cobalt init && cobalt run`
     """
+    from ..config._config import CONFIG_FILES, find_project_root
+
     root = directory.resolve()
     root.mkdir(parents=True, exist_ok=True)
     done: list[str] = []

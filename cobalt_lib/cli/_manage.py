@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from .._errors import ConfigError
-from ..ops._clean import Cleanup, clean_up, plan_cleanup
-from ..ops._export import export_run
-from ..ops._resume import rescore_run
-from ..render._terminal import TerminalReporter
 from ._app import app
 from ._common import announce, project_config, warn
+
+if TYPE_CHECKING:
+    from ..ops._clean import Cleanup
 
 
 def human_size(size: float) -> str:
@@ -62,6 +61,8 @@ def clean(
 
     Example: `cobalt clean --results --older-than 30d --yes`
     """
+    from ..ops._clean import clean_up, plan_cleanup
+
     config = project_config()
     if not cache and not results:
         cache = results = True
@@ -97,6 +98,8 @@ def export(
     Example: `cobalt export latest -o cobalt-junit.xml` (the format follows the extension);
     `cobalt export latest -f baseline -o baseline.json`
     """
+    from ..ops._export import export_run
+
     result = export_run(project_config(), run, format=format, output=output, experiment=experiment)
     warn(result.warnings)
     if output is None:
@@ -122,6 +125,9 @@ def rescore(
 
     Exit codes: 0 all gates passed, 1 a gate failed, 2 bad usage or config.
     """
+    from ..ops._resume import rescore_run
+    from ..render._terminal import TerminalReporter
+
     config = project_config()
     result = rescore_run(config, run, evaluators=evaluator or (), experiment=experiment,
                          observer=TerminalReporter(ci=ci))

@@ -4,20 +4,19 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from .._errors import ConfigError
-from ..config._config import Config
-from ..ops._resume import resume_run
-from ..ops._run import RunOptions, RunOutcome, execute_runs, prepare_runs
-from ..ops._select import Selection
-from ..render._terminal import TerminalReporter
-from ..results._summary import run_summary
-from ..run._execute import RunInterrupted
 from ._app import app
 from ._common import announce, print_json, project_config, warn
+
+if TYPE_CHECKING:
+    from ..config._config import Config
+    from ..ops._run import RunOptions, RunOutcome
+    from ..ops._select import Selection
+    from ..render._terminal import TerminalReporter
 
 
 @app.command()
@@ -45,6 +44,13 @@ def run(
 
     Exit codes: 0 all gates passed, 1 a gate failed, 2 bad usage, config or input (nothing runs).
     """
+    from ..ops._resume import resume_run
+    from ..ops._run import RunOptions
+    from ..ops._select import Selection
+    from ..render._terminal import TerminalReporter
+    from ..results._summary import run_summary
+    from ..run._execute import RunInterrupted
+
     config = project_config()
     if resume and update_baselines:
         raise ConfigError("--update-baselines writes baselines from a whole new run; run it without --resume.")
@@ -76,6 +82,8 @@ def run(
 def _fresh_runs(config: Config, selection: Selection, options: RunOptions,
                 reporter: TerminalReporter | None) -> RunOutcome:
     """Every experiment checked before any runs; a threshold that gates nothing is said before the runs."""
+    from ..ops._run import execute_runs, prepare_runs
+
     prepared = prepare_runs(config, selection, options)
     warn(prepared.warnings)
     return execute_runs(prepared, reporter)

@@ -10,15 +10,16 @@ import time
 import webbrowser
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from .._errors import ConfigError
-from ..config._config import Config
-from ..ops._project import request_experiment
 from ._app import app
 from ._common import project_config, warn
+
+if TYPE_CHECKING:
+    from ..config._config import Config
 
 STOP_SECONDS = 10.0
 
@@ -176,6 +177,8 @@ def request(
 
     Example: `cobalt request qa-agent`
     """
+    from ..ops._project import request_experiment
+
     requested = request_experiment(project_config(), experiment, concurrency=concurrency)
     if requested.daemon_running:
         typer.echo(f"requested a run of {experiment} ({requested.run_id}); the daemon of `cobalt serve` will start it")
