@@ -49,3 +49,22 @@ def test_a_value_comes_back_under_a_foreign_handler() -> None:
         assert run(asyncio.sleep(0, result=42)) == 42
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def test_the_stage_runner_works_from_inside_a_running_loop() -> None:
+    """Dagster's stage assets run their coroutines through it; a caller already inside an event loop
+    (an MCP server's handler, a notebook) must not meet `asyncio.run`'s refusal."""
+    import asyncio
+    import threading
+
+    from cobalt_lib.run import run_coroutine
+
+    async def stage() -> str:
+        await asyncio.sleep(0)
+        return threading.current_thread().name
+
+    async def caller() -> str:
+        return run_coroutine(stage())
+
+    assert asyncio.run(caller()).startswith("cobalt-run")  # on a helper thread's fresh loop
+    assert run_coroutine(stage()) == threading.current_thread().name  # no loop running: right here

@@ -15,7 +15,7 @@ How a run starts is a request object: `FreshRun`, `ResumeRun` (see `resume_reque
 
 from __future__ import annotations
 
-from .._aio import run as run_coroutine
+from .._aio import run_anywhere as run_coroutine
 from ._agent import AgentContext, call_agent
 from ._aggregate import summarise
 from ._execute import RunInterrupted, agent_step, execute, finish, full_step, rescore_step, start_run, stream
