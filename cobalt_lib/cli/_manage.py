@@ -84,23 +84,28 @@ def clean(
 @app.command()
 def export(
     run: Annotated[str, typer.Argument(help="Run id, unique prefix, `latest` or `previous`.")],
-    format: Annotated[str | None, typer.Option("--format", "-f", metavar="csv|markdown|json|junit|baseline",
-                                               help="Output format (default: from the -o file's extension: "
-                                               ".csv, .md, .json, .xml = junit). `baseline` writes the "
-                                               "evaluator means for no_regression.")] = None,
+    format: Annotated[str | None, typer.Option("--format", metavar="FORMAT",
+                                               help="csv, markdown, json, junit or baseline (default: from "
+                                               "the -o file's extension: .csv, .md, .json, .xml = junit). "
+                                               "`baseline` writes the evaluator means for no_regression.")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file (default: stdout).")
                       ] = None,
     experiment: Annotated[str | None, typer.Option("--experiment", "-e",
                                                    help="Resolve latest/previous within this experiment.")] = None,
+    junit_items_fail: Annotated[bool, typer.Option(
+        "--junit-items-fail", help="JUnit: fail every item case below its pass mark or errored (default: "
+        "item cases fail only when they failed the run, so JUnit's failures are 0 exactly when it passed).")
+    ] = False,
 ) -> None:
     """Export one run as CSV, Markdown, JSON (the results file), JUnit XML or a no_regression baseline.
 
     Example: `cobalt export latest -o cobalt-junit.xml` (the format follows the extension);
-    `cobalt export latest -f baseline -o baseline.json`
+    `cobalt export latest --format baseline -o baseline.json`
     """
     from ..ops._export import export_run
 
-    result = export_run(project_config(), run, format=format, output=output, experiment=experiment)
+    result = export_run(project_config(), run, format=format, output=output, experiment=experiment,
+                        junit_items_fail=junit_items_fail)
     warn(result.warnings)
     if output is None:
         sys.stdout.write(result.text)

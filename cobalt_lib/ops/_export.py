@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 
 from .._errors import ConfigError
 from ..config._config import Config
-from ..render._export import RENDERERS, format_for
+from ..render._export import RENDERERS, format_for, to_junit
 from ..results._history import load_report, resolve_run
 from ._refs import store_with_runs
 
@@ -23,13 +23,17 @@ class Export(BaseModel):
 
 
 def export_run(config: Config, ref: str, *, format: str | None = None, output: Path | None = None,
-               experiment: str | None = None) -> Export:
+               experiment: str | None = None, junit_items_fail: bool = False) -> Export:
     """Render run `ref` (`latest`/`previous` within `experiment`) as `format`, by default the one
     implied by the extension of `output`, the file the caller will write it to.
 
-    A baseline is refused from an unfinished run or one without scores (an empty one would gate nothing).
+    `junit_items_fail`: JUnit fails every item case below its pass mark or errored (by default JUnit
+    fails only what failed the run). A baseline is refused from an unfinished run or one without
+    scores (an empty one would gate nothing).
     """
     chosen = export_format(format, output)
+    if junit_items_fail and chosen != "junit":
+        raise ConfigError(f"--junit-items-fail applies to the junit format only, not to {chosen}.")
     store = store_with_runs(config)
     report = load_report(store, resolve_run(store, ref, experiment))
     if chosen == "baseline" and (report.status != "completed" or not report.baseline()):
@@ -38,7 +42,8 @@ def export_run(config: Config, ref: str, *, format: str | None = None, output: P
                           "(an empty one would gate nothing).")
     warnings = [] if report.status == "completed" else [
         f"run {report.id} is {report.status}: the export holds only its finished items."]
-    return Export(run_id=report.id, format=chosen, text=RENDERERS[chosen](report), warnings=warnings)
+    text = to_junit(report, items_fail=True) if junit_items_fail else RENDERERS[chosen](report)
+    return Export(run_id=report.id, format=chosen, text=text, warnings=warnings)
 
 
 def export_format(given: str | None, output: Path | None) -> str:

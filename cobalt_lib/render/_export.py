@@ -14,7 +14,8 @@ from typing import Any
 from ..results._report import Evaluation, ExperimentReport, ItemResult
 from ._markdown import report_markdown
 
-CSV_COLUMNS = ("index", "run_index", "input", "output", "status", "evaluator", "score", "reason", "latency_ms")
+CSV_COLUMNS = ("index", "run_index", "input", "output", "expected_output", "status", "evaluator", "score", "reason",
+               "latency_ms")
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
@@ -22,6 +23,11 @@ def _text(value: Any) -> str:
     if value is None:
         return ""
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def expected_output(item: ItemResult) -> Any:
+    """The item's `expected_output` field, None when it has none."""
+    return item.item.get("expected_output")
 
 
 def evaluator_names(report: ExperimentReport) -> list[str]:
@@ -38,7 +44,8 @@ def to_csv(report: ExperimentReport) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     for item in report.items:
-        base = [item.index, item.run_index, _text(item.input), _text(item.output), item.status]
+        base = [item.index, item.run_index, _text(item.input), _text(item.output), _text(expected_output(item)),
+                item.status]
         latency = "" if item.latency_ms is None else f"{item.latency_ms:.3f}"
         if not item.evaluations:
             writer.writerow([*base, "", "", item.error or "", latency])
@@ -62,13 +69,13 @@ def _md_score(ev: Evaluation | None) -> str:
 def to_markdown(report: ExperimentReport) -> str:
     """The run summary (as in GitHub step summaries) plus a table of every item."""
     names = evaluator_names(report)
-    header = ["#", "run", "status", "input", "output", *names, "latency (ms)"]
+    header = ["#", "run", "status", "input", "output", "expected output", *names, "latency (ms)"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for item in report.items:
         latency = "–" if item.latency_ms is None else f"{item.latency_ms:.0f}"
         output = item.output if item.status == "ok" else item.error
         cells = [str(item.index), str(item.run_index), item.status, _md_cell(item.input), _md_cell(output),
-                 *(_md_score(item.evaluations.get(n)) for n in names), latency]
+                 _md_cell(expected_output(item)), *(_md_score(item.evaluations.get(n)) for n in names), latency]
         lines.append("| " + " | ".join(cells) + " |")
     return report_markdown(report) + _per_item_markdown(report, names) + "\n#### Items\n\n" + "\n".join(lines) + "\n"
 
@@ -98,7 +105,7 @@ def to_json(report: ExperimentReport) -> str:
 
 
 def _case_outcome(item: ItemResult, ev: Evaluation | None) -> tuple[str, str] | None:
-    """(`failure` | `error`, message) for a failed item test case, None when it passed.
+    """(`failure` | `error`, message) when the item did not pass this evaluator, None when it did.
 
     An item is judged by the evaluator's own pass mark (`passed`), never by a gate: gates apply to
     run statistics such as the mean, and get their own test cases (`_gate_suite`).
@@ -115,28 +122,85 @@ def _case_outcome(item: ItemResult, ev: Evaluation | None) -> tuple[str, str] | 
     return None
 
 
+def _errors_failed_the_run(report: ExperimentReport) -> bool:
+    """The run failed an error-rate gate (`[ci] fail_on_error` or `max_error_rate`, named `error rate <= ...`):
+    then its errored items are what failed it."""
+    return any(not a.passed and (a.gate or a.name).startswith("error rate") for a in report.assertions)
+
+
+def _reported_outcome(item: ItemResult, ev: Evaluation | None, errors_failed: bool) -> tuple[str, str] | None:
+    """The default: an item case fails only when the item made the run fail, so that JUnit's failure
+    count is 0 exactly when the run passed (exit 0). A low score never fails a run by itself (the gates
+    on the statistics do), so it is reported, not failed; an errored item (agent call failed or timed
+    out, eval-error) fails only when an error-rate gate failed the run."""
+    outcome = _case_outcome(item, ev)
+    if outcome is None or not errors_failed or not (item.status != "ok" or ev is None or ev.status != "ok"):
+        return None
+    return "failure", outcome[1]
+
+
+def _pass_marks(report: ExperimentReport) -> dict[str, Any]:
+    """Each evaluator's pass mark, as the run's config recorded it."""
+    return {e["name"]: e.get("threshold") for e in report.config.get("evaluators") or []
+            if isinstance(e, dict) and isinstance(e.get("name"), str)}
+
+
+def _case_details(item: ItemResult, ev: Evaluation | None, pass_mark: Any) -> tuple[dict[str, str], str]:
+    """A test case's <properties> (status, score, pass mark, passed) and <system-out> (the reason or error)."""
+    status = item.status if item.status != "ok" or ev is None else ev.status
+    properties: dict[str, str] = {"status": status}
+    if ev is not None and ev.score is not None:
+        properties["score"] = f"{ev.score:.6g}"
+    if pass_mark is not None:
+        properties["threshold"] = f"{pass_mark:g}" if isinstance(pass_mark, int | float) else str(pass_mark)
+    if ev is not None and ev.passed is not None:
+        properties["passed"] = "true" if ev.passed else "false"
+    if item.status != "ok":
+        text = f"the agent call {item.status}: {item.error or 'no output'}"
+    elif ev is None:
+        text = "the evaluator did not score this item"
+    else:
+        text = ev.reason or ev.error or ""
+    return properties, text
+
+
 def _xml(text: str) -> str:
     """`text` without the characters XML 1.0 cannot carry (control codes, lone surrogates)."""
     return _NOT_XML.sub("?", text)
 
 
 def _add_case(suite: ET.Element, classname: str, name: str, seconds: float,
-              outcome: tuple[str, str] | None) -> None:
+              outcome: tuple[str, str] | None) -> ET.Element:
     """One <testcase>, with a <failure> or <error> child when `outcome` says it failed."""
     case = ET.SubElement(suite, "testcase", classname=_xml(classname), name=_xml(name), time=f"{seconds:.3f}")
     if outcome is not None:
         kind, message = outcome[0], _xml(outcome[1])
         ET.SubElement(case, kind, message=message, type=kind).text = message
+    return case
 
 
-def _item_suite(report: ExperimentReport) -> ET.Element:
+def _add_details(case: ET.Element, properties: dict[str, str], text: str) -> None:
+    """<properties> first, then <system-out>, after any <failure> (the order JUnit's schema allows)."""
+    props = ET.Element("properties")
+    for key, value in properties.items():
+        ET.SubElement(props, "property", name=f"cobalt.{key}", value=_xml(value))
+    case.insert(0, props)
+    if text:
+        ET.SubElement(case, "system-out").text = _xml(text)
+
+
+def _item_suite(report: ExperimentReport, items_fail: bool) -> ET.Element:
+    """One case per item x evaluator; `items_fail`: every item below its pass mark or errored fails."""
     suite = ET.Element("testsuite", name=_xml(report.name), timestamp=report.timestamp,
                        time=f"{report.summary.total_duration_ms / 1000:.3f}")
+    errors_failed, marks = _errors_failed_the_run(report), _pass_marks(report)
     for item in report.items:
         for name in evaluator_names(report):
+            ev = item.evaluations.get(name)
             label = f"item {item.index} / {name}" + (f" (run {item.run_index})" if item.run_index else "")
-            _add_case(suite, report.name, label, (item.latency_ms or 0) / 1000,
-                      _case_outcome(item, item.evaluations.get(name)))
+            outcome = _case_outcome(item, ev) if items_fail else _reported_outcome(item, ev, errors_failed)
+            case = _add_case(suite, report.name, label, (item.latency_ms or 0) / 1000, outcome)
+            _add_details(case, *_case_details(item, ev, marks.get(name)))
     return suite
 
 
@@ -157,11 +221,16 @@ def _count(suite: ET.Element) -> None:
     suite.set("errors", str(sum(c.find("error") is not None for c in cases)))
 
 
-def to_junit(report: ExperimentReport) -> str:
-    """A testsuite of item x evaluator cases (agent failures, eval-errors, scores below the pass mark)
-    and, when the run has gates, a testsuite `<name> / gates` with one case per gate."""
+def to_junit(report: ExperimentReport, *, items_fail: bool = False) -> str:
+    """A testsuite of item x evaluator cases and, when the run has gates, a testsuite `<name> / gates`
+    with one case per gate, failed exactly when the gate failed.
+
+    By default failures and errors are 0 exactly when the run passed: item cases carry their score,
+    pass mark and reason, and fail only when the item made the run fail (`_reported_outcome`).
+    `items_fail=True` fails every item case below its pass mark or errored, whatever the gates said.
+    """
     suites = ET.Element("testsuites", name="cobalt")
-    suites.append(_item_suite(report))
+    suites.append(_item_suite(report, items_fail))
     if report.assertions:
         suites.append(_gate_suite(report))
     for suite in suites:

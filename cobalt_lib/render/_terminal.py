@@ -136,7 +136,8 @@ class TerminalReporter:
         if item.status != "ok":
             mark = "✗ ERROR" if item.status == "error" else "⏱ TIMEOUT"
             text.append(f"{mark} ", style="bold red")
-            text.append((item.error or "").splitlines()[0][:100] if item.error else "", style="red")
+            # The first line whole, however long (the terminal wraps it): it often ends with the advice.
+            text.append(item.error.splitlines()[0] if item.error else "", style="red")
             return text
         low = self._low(item)
         failed = any(ev.status != "ok" for ev in item.evaluations.values())  # an ERR is no pass

@@ -126,8 +126,9 @@ def test_export_csv_has_a_row_per_item_and_evaluator(exported: tuple[Path, dict[
     result = cobalt(root, "export", "latest", "--format", "csv")
     assert result.returncode == 0, result.stderr
     rows = list(csv.DictReader(io.StringIO(result.stdout)))
-    assert list(rows[0]) == ["index", "run_index", "input", "output", "status", "evaluator", "score", "reason",
-                             "latency_ms"]
+    assert list(rows[0]) == ["index", "run_index", "input", "output", "expected_output", "status", "evaluator",
+                             "score", "reason", "latency_ms"]
+    assert [r["expected_output"] for r in rows] == ["a0", "a0", "a1", "a1", "a2", "a2", "a3"]
     assert [(r["index"], r["evaluator"], r["score"]) for r in rows] == [
         ("0", "exact", "0.0"), ("0", "picky", "0.9"), ("1", "exact", "1.0"), ("1", "picky", "0.4"),
         ("2", "exact", "1.0"), ("2", "picky", ""), ("3", "", "")]
@@ -139,38 +140,73 @@ def test_export_csv_has_a_row_per_item_and_evaluator(exported: tuple[Path, dict[
 
 def junit_outcomes(root: ET.Element) -> dict[str, dict[str, tuple[str, str | None]]]:
     """Per testsuite name: test case name -> (`pass` | `failure` | `error`, message)."""
-    return {suite.get("name", ""): {case.get("name", ""): (case[0].tag, case[0].get("message")) if len(case)
-                                    else ("pass", None) for case in suite.iter("testcase")}
+    def outcome(case: ET.Element) -> tuple[str, str | None]:
+        failed = [child for child in case if child.tag in ("failure", "error")]
+        return (failed[0].tag, failed[0].get("message")) if failed else ("pass", None)
+
+    return {suite.get("name", ""): {case.get("name", ""): outcome(case) for case in suite.iter("testcase")}
             for suite in root.iter("testsuite")}
+
+
+def case_details(root: ET.Element, name: str) -> tuple[dict[str, str], str | None]:
+    """A test case's cobalt properties and its system-out."""
+    [case] = [c for c in root.iter("testcase") if c.get("name") == name]
+    properties = {p.get("name", ""): p.get("value", "") for p in case.iter("property")}
+    return properties, case.findtext("system-out")
 
 
 def suite_counts(element: ET.Element) -> tuple[str | None, ...]:
     return tuple(element.get(key) for key in ("tests", "failures", "errors"))
 
 
-def test_export_junit_to_a_file(exported: tuple[Path, dict[str, Any]]) -> None:
-    root, run = exported
+ITEMS_FAIL = {"qa": {
+    "item 0 / exact": ("failure", "score 0 is below the evaluator's pass mark: expected 'a0', got 'wrong'"),
+    "item 0 / picky": ("pass", None),
+    "item 1 / exact": ("pass", None),
+    "item 1 / picky": ("failure", "score 0.4 is below the evaluator's pass mark: picky says so"),
+    "item 2 / exact": ("pass", None),
+    "item 2 / picky": ("error", "eval-error: ValueError: picky cannot score item 2"),
+    "item 3 / exact": ("failure", "the agent call error: RuntimeError: agent exploded"),
+    "item 3 / picky": ("failure", "the agent call error: RuntimeError: agent exploded"),
+}, "qa / gates": {"exact >= 0.5": ("pass", None)}}
+
+
+def test_export_junit_of_a_passing_run_fails_nothing_and_reports_the_low_and_errored_items(
+        exported: tuple[Path, dict[str, Any]]) -> None:
+    root, run = exported  # the run passed its gate (exit 0) with two low items, an eval-error and an agent error
     target = root / "reports" / "junit.xml"
     result = cobalt(root, "export", run["run_id"][:-2], "--format", "junit", "-o", "reports/junit.xml")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == f"Wrote run {run['run_id']} as junit to reports/junit.xml"
     tree = ET.parse(target).getroot()
     items, gates = tree.findall("testsuite")
-    assert (items.get("name"), *suite_counts(items)) == ("qa", "8", "4", "1")
+    assert (items.get("name"), *suite_counts(items)) == ("qa", "8", "0", "0")
     assert (gates.get("name"), *suite_counts(gates)) == ("qa / gates", "1", "0", "0")
-    assert suite_counts(tree) == ("9", "4", "1")
+    assert suite_counts(tree) == ("9", "0", "0")
     assert {case.get("classname") for case in items.iter("testcase")} == {"qa"}
-    # Items fail on their own pass mark (0.5 for both evaluators), never on the gate on the mean.
-    assert junit_outcomes(tree) == {"qa": {
-        "item 0 / exact": ("failure", "score 0 is below the evaluator's pass mark: expected 'a0', got 'wrong'"),
-        "item 0 / picky": ("pass", None),
-        "item 1 / exact": ("pass", None),
-        "item 1 / picky": ("failure", "score 0.4 is below the evaluator's pass mark: picky says so"),
-        "item 2 / exact": ("pass", None),
-        "item 2 / picky": ("error", "eval-error: ValueError: picky cannot score item 2"),
-        "item 3 / exact": ("failure", "the agent call error: RuntimeError: agent exploded"),
-        "item 3 / picky": ("failure", "the agent call error: RuntimeError: agent exploded"),
-    }, "qa / gates": {"exact >= 0.5": ("pass", None)}}
+    assert {outcome for suite in junit_outcomes(tree).values() for outcome in suite.values()} == {("pass", None)}
+    assert case_details(tree, "item 1 / picky") == (
+        {"cobalt.status": "ok", "cobalt.score": "0.4", "cobalt.threshold": "0.5", "cobalt.passed": "false"},
+        "picky says so")
+    assert case_details(tree, "item 0 / exact") == (
+        {"cobalt.status": "ok", "cobalt.score": "0", "cobalt.threshold": "0.5", "cobalt.passed": "false"},
+        "expected 'a0', got 'wrong'")
+    assert case_details(tree, "item 2 / picky") == (
+        {"cobalt.status": "eval-error", "cobalt.threshold": "0.5"}, "ValueError: picky cannot score item 2")
+    assert case_details(tree, "item 3 / exact") == (
+        {"cobalt.status": "error", "cobalt.threshold": "0.5"}, "the agent call error: RuntimeError: agent exploded")
+
+
+def test_export_junit_items_fail_fails_every_low_or_errored_item(exported: tuple[Path, dict[str, Any]]) -> None:
+    root, _ = exported
+    result = cobalt(root, "export", "latest", "--junit-items-fail", "-o", "strict.xml")
+    assert result.returncode == 0, result.stderr
+    tree = ET.parse(root / "strict.xml").getroot()
+    assert suite_counts(tree) == ("9", "4", "1")
+    assert junit_outcomes(tree) == ITEMS_FAIL  # what every JUnit export was before --junit-items-fail
+    wrong = cobalt(root, "export", "latest", "--junit-items-fail", "--format", "csv")
+    assert (wrong.returncode, wrong.stderr) == (2, "error: --junit-items-fail applies to the junit format only, "
+                                                   "not to csv.\n")
 
 
 # The walkthrough's case: every item clears its evaluator's pass mark, yet the run fails two gates,
@@ -215,26 +251,27 @@ def test_export_infers_the_format_from_the_file_extension(exported: tuple[Path, 
     result = cobalt(root, "export", "latest", "-o", f"inferred/{name}")
     assert result.returncode == 0, result.stderr
     assert (root / "inferred" / name).read_text().startswith(first)
-    explicit = cobalt(root, "export", "latest", "-f", "csv", "-o", "inferred/forced.xml")  # --format wins
+    explicit = cobalt(root, "export", "latest", "--format", "csv", "-o", "inferred/forced.xml")  # --format wins
     assert (root / "inferred" / "forced.xml").read_text().startswith("index,run_index"), explicit.stderr
 
 
 def test_export_json_is_the_results_file(exported: tuple[Path, dict[str, Any]]) -> None:
     root, run = exported
-    result = cobalt(root, "export", "latest", "-f", "json")
+    result = cobalt(root, "export", "latest", "--format", "json")
     assert result.returncode == 0
     assert json.loads(result.stdout) == json.loads(Path(run["results_path"]).read_text())
 
 
 def test_export_markdown_has_the_summary_and_an_items_table(exported: tuple[Path, dict[str, Any]]) -> None:
     root, _ = exported
-    text = cobalt(root, "export", "latest", "-f", "markdown").stdout
+    text = cobalt(root, "export", "latest", "--format", "markdown").stdout
     assert text.startswith("### cobalt: qa — passed")
     assert "| exact | 0.667 |" in text and "#### Items" in text
-    assert "| # | run | status | input | output | exact | picky | latency (ms) |" in text
-    assert re.search(r"^\| 0 \| 0 \| ok \| q0 \| wrong \| 0\.000 \| 0\.900 \| \d+ \|$", text, re.M)
-    assert re.search(r"^\| 2 \| 0 \| ok \| q2 \| a2 \| 1\.000 \| ERR \| \d+ \|$", text, re.M)
-    assert re.search(r"^\| 3 \| 0 \| error \| q3 \| RuntimeError: agent exploded \| – \| – \| \d+ \|$", text, re.M)
+    assert "| # | run | status | input | output | expected output | exact | picky | latency (ms) |" in text
+    assert re.search(r"^\| 0 \| 0 \| ok \| q0 \| wrong \| a0 \| 0\.000 \| 0\.900 \| \d+ \|$", text, re.M)
+    assert re.search(r"^\| 2 \| 0 \| ok \| q2 \| a2 \| a2 \| 1\.000 \| ERR \| \d+ \|$", text, re.M)
+    assert re.search(r"^\| 3 \| 0 \| error \| q3 \| RuntimeError: agent exploded \| a3 \| – \| – \| \d+ \|$",
+                     text, re.M)
 
 
 @pytest.mark.parametrize(
@@ -244,8 +281,8 @@ def test_export_markdown_has_the_summary_and_an_items_table(exported: tuple[Path
      (("latest", "-o", "results.txt"), "error: Got no --format and cannot tell one from 'results.txt'; pass "
                                         "--format csv|markdown|json|junit|baseline or name the file *.csv, *.md, "
                                         "*.json or *.xml."),
-     (("previous", "-f", "csv"), "error: There is no previous run yet (1 stored)"),
-     (("zzz", "-f", "csv"), "error: No run has id 'zzz'")],
+     (("previous", "--format", "csv"), "error: There is no previous run yet (1 stored)"),
+     (("zzz", "--format", "csv"), "error: No run has id 'zzz'")],
 )
 def test_export_bad_input_exits_2(exported: tuple[Path, dict[str, Any]], args: tuple[str, ...], message: str) -> None:
     root, _ = exported
@@ -254,7 +291,7 @@ def test_export_bad_input_exits_2(exported: tuple[Path, dict[str, Any]], args: t
 
 
 def test_export_without_runs_exits_2(project: Path) -> None:
-    result = cobalt(project, "export", "latest", "-f", "csv")
+    result = cobalt(project, "export", "latest", "--format", "csv")
     assert result.returncode == 2 and "no stored runs yet; run `cobalt run` first" in result.stderr
 
 
@@ -265,15 +302,17 @@ def _report(**config: Any) -> ExperimentReport:
                             items=items)
 
 
-def test_junit_items_follow_the_pass_mark_and_gates_get_their_own_suite() -> None:
-    report = _report()  # both runs of item 0 score 0.6 but fail their evaluator's pass mark
+def test_junit_items_follow_the_pass_mark_only_with_items_fail_and_gates_get_their_own_suite() -> None:
+    report = _report()  # both runs of item 0 score 0.6 but fail their evaluator's pass mark; no gates: passed
+    strict = ET.fromstring(to_junit(report, items_fail=True))
+    assert [s.get("name") for s in strict.iter("testsuite")] == ["qa <&>"]  # no gates: no gates suite
+    assert suite_counts(strict) == ("2", "2", "0")
+    assert [c.get("name") for c in strict.iter("testcase")] == ["item 0 / s", "item 0 / s (run 1)"]
+    assert "bell ? rings" in (strict.find("testsuite/testcase/failure").get("message") or "")  # type: ignore[union-attr]
     tree = ET.fromstring(to_junit(report))
-    assert [s.get("name") for s in tree.iter("testsuite")] == ["qa <&>"]  # no gates: no gates suite
-    assert suite_counts(tree) == ("2", "2", "0")
-    assert [c.get("name") for c in tree.iter("testcase")] == ["item 0 / s", "item 0 / s (run 1)"]
-    assert "bell ? rings" in (tree.find("testsuite/testcase/failure").get("message") or "")  # type: ignore[union-attr]
-    for item in report.items:
-        item.evaluations["s"].passed = True
+    assert suite_counts(tree) == ("2", "0", "0")
+    assert case_details(tree, "item 0 / s") == ({"cobalt.status": "ok", "cobalt.score": "0.6",
+                                                 "cobalt.passed": "false"}, "bell ? rings")
     report.assertions = [AssertionResult(name="s >= 0.7", passed=False, message="s = 0.6, must be at least 0.7"),
                          AssertionResult(name="latency.p95 <= 100", passed=True, message="latency.p95 = 5")]
     tree = ET.fromstring(to_junit(report))
@@ -284,11 +323,31 @@ def test_junit_items_follow_the_pass_mark_and_gates_get_their_own_suite() -> Non
                            "latency.p95 <= 100": ("pass", None)}}
 
 
+def test_junit_fails_errored_items_only_when_an_error_rate_gate_failed_the_run() -> None:
+    ok = Evaluation(score=1.0, passed=True)
+    report = ExperimentReport(id="r1", name="qa", timestamp="2026-01-01T00:00:00+00:00", items=[
+        ItemResult(index=0, evaluations={"s": ok}),
+        ItemResult(index=1, evaluations={"s": Evaluation(status="eval-error", error="judge said nothing")}),
+        ItemResult(index=2, status="timeout", error="too slow"),
+        ItemResult(index=3, evaluations={"s": Evaluation(score=0.1, passed=False)})])
+    for passed in (True, False):
+        report.assertions = [AssertionResult(name="error rate <= 0%", gate="error rate <= 0%", passed=passed,
+                                             message="1 of 4 agent calls failed (25.0%)")]
+        tree = ET.fromstring(to_junit(report))
+        failures = int(tree.get("failures", "")) + int(tree.get("errors", ""))
+        assert (failures == 0) is report.passed  # JUnit agrees with the exit code
+    assert junit_outcomes(tree) == {"qa": {
+        "item 0 / s": ("pass", None), "item 1 / s": ("failure", "eval-error: judge said nothing"),
+        "item 2 / s": ("failure", "the agent call timeout: too slow"), "item 3 / s": ("pass", None)},
+        "qa / gates": {"error rate <= 0%": ("failure", "1 of 4 agent calls failed (25.0%)")}}
+
+
 def test_csv_writes_structured_inputs_as_json() -> None:
     report = _report()
     report.items[0].input = {"question": "q", "n": 1}
     rows = list(csv.reader(io.StringIO(to_csv(report))))
-    assert rows[1][2] == '{"question": "q", "n": 1}' and rows[1][6] == "0.6" and rows[2][1] == "1"
+    assert rows[1][2] == '{"question": "q", "n": 1}' and rows[1][7] == "0.6" and rows[2][1] == "1"
+    assert rows[1][4] == ""  # no expected_output: an empty cell
 
 
 # -- clean -------------------------------------------------------------------------------------
@@ -444,7 +503,7 @@ def test_rescoring_one_evaluator_keeps_the_others_scores_for_their_gates(judged_
     assert llm.count("chat") == 3
     assert ("cost: agent not called (rescore), judge $0.0000  |  judge calls 0, cached or carried over 3"
             in result.stdout)
-    report = json.loads(cobalt(root, "export", "latest", "-f", "json").stdout)
+    report = json.loads(cobalt(root, "export", "latest", "--format", "json").stdout)
     assert {n: s["avg"] for n, s in report["summary"]["scores"].items()} == {"exact": 1.0, "judge": 0.9}
     assert report["config"]["rescored"] == ["exact"] and report["assertions"][0]["passed"] is True
 
@@ -454,7 +513,7 @@ def test_rescore_with_an_unchanged_judge_uses_the_cache(judged_run: tuple[Path, 
     result = cobalt(root, "rescore", old[:-1], AGENT_FORBIDDEN="1")
     assert result.returncode == 0, result.stdout + result.stderr
     assert llm.count("chat") == 3 and agent_calls(root) == 4
-    report = json.loads(cobalt(root, "export", "latest", "-f", "json").stdout)
+    report = json.loads(cobalt(root, "export", "latest", "--format", "json").stdout)
     assert report["parent_run_id"] == old
     assert {n: s["avg"] for n, s in report["summary"]["scores"].items()} == {"exact": 1.0, "judge": 0.9}
     assert report["summary"]["cached_scores"] == 3 and report["items"][3]["status"] == "error"

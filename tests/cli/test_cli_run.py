@@ -437,7 +437,7 @@ def test_update_baselines_writes_the_first_baseline_and_the_gate_then_holds(proj
     worse = cobalt(project, "run", "--ci", "--no-dagster", WRONG="2")
     assert worse.returncode == 1 and "exact = 0.5, at least 0.675 allowed" in worse.stdout
 
-    exported = cobalt(project, "export", "latest", "-f", "baseline", "-o", "b.json")
+    exported = cobalt(project, "export", "latest", "--format", "baseline", "-o", "b.json")
     assert exported.returncode == 0 and json.loads((project / "b.json").read_text()) == {"exact": 0.5}
 
 
@@ -455,11 +455,11 @@ def test_an_incomplete_run_gives_no_baseline_and_its_export_says_it_is_partial(q
     crashed = cobalt(qa_project, "run", "-f", "qa", "--no-dagster", CRASH="1")
     assert crashed.returncode == 3
     run_id = Store(qa_project / ".cobalt" / "cobalt.duckdb").runs()[0]["run_id"]
-    baseline = cobalt(qa_project, "export", "latest", "-f", "baseline", "-o", "b.json")
+    baseline = cobalt(qa_project, "export", "latest", "--format", "baseline", "-o", "b.json")
     assert baseline.returncode == 2 and not (qa_project / "b.json").exists()
     assert baseline.stderr.strip() == (f"error: Run {run_id} is incomplete; a baseline must come from a completed "
                                        "run with scores (an empty one would gate nothing).")
-    csv = cobalt(qa_project, "export", "latest", "-f", "csv")
+    csv = cobalt(qa_project, "export", "latest", "--format", "csv")
     assert csv.returncode == 0
     assert csv.stderr.strip() == f"warning: run {run_id} is incomplete: the export holds only its finished items."
     (qa_project / "empty.json").write_text("{}")

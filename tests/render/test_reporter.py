@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import io
+import json
 import re
+from pathlib import Path
 
 from cobalt_lib import Dataset, Evaluator, define_config, experiment
 from cobalt_lib.render._terminal import TerminalReporter
@@ -207,3 +209,20 @@ def test_with_several_runs_low_scores_name_the_run_and_flaky_items_are_listed() 
     lines = buffer.getvalue().splitlines()
     assert "⚠ low exact (< 0.5): #0.1" in lines
     assert "⚠ flaky (passed in some runs, not all): #0 exact 2/3" in lines
+
+
+def test_an_error_message_keeps_its_whole_first_line_in_the_output_and_the_full_text_in_the_results(
+        project: Path) -> None:
+    advice = ("the agent did not answer within 0.05 s: the event loop was blocked, so no timeout could fire; an "
+              "async agent must not make blocking calls (time.sleep, requests): make it a plain def")
+
+    def agent(ctx):
+        raise RuntimeError(advice + "\nsecond line")
+
+    buffer = io.StringIO()
+    report = experiment("long-error", Dataset([{"input": "q"}]), agent).run(
+        observer=TerminalReporter(buffer, ci=True, width=80))
+    assert f"#0 ✗ ERROR RuntimeError: {advice}\n" in buffer.getvalue()
+    assert "second line" not in buffer.getvalue()
+    stored = json.loads(Path(report.results_path or "").read_text())["items"][0]["error"]
+    assert stored == f"RuntimeError: {advice}\nsecond line" == report.items[0].error
