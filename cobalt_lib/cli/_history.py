@@ -67,8 +67,9 @@ def _no_runs_message(experiment: str | None, tag: str | None) -> str:
 
 @app.command()
 def history(
-    experiment: Annotated[str | None, typer.Option("--experiment", "-e", help="Only this experiment.")] = None,
-    tag: Annotated[str | None, typer.Option("--tag", "-t", help="Only runs with this tag.")] = None,
+    experiment: Annotated[str | None, typer.Option("--experiment", "-e", metavar="NAME",
+                                                   help="Only this experiment.")] = None,
+    tag: Annotated[str | None, typer.Option("--tag", "-t", metavar="TAG", help="Only runs with this tag.")] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", help="How many runs to show.")] = 20,
     json_output: Annotated[bool, typer.Option("--json", help="Print the runs as a JSON list.")] = False,
 ) -> None:
@@ -129,11 +130,12 @@ def _print_comparison(c: Comparison) -> None:
 
 @app.command()
 def compare(
-    run_a: Annotated[str, typer.Argument(help="Baseline run: an id, a unique prefix, `latest` or `previous`.")],
-    run_b: Annotated[str, typer.Argument(help="Run compared with the baseline (reported as B - A).")],
+    run_a: Annotated[str, typer.Argument(
+        metavar="A", help="Baseline run: an id, a unique prefix, `latest` or `previous`.")],
+    run_b: Annotated[str, typer.Argument(metavar="B", help="Run compared with the baseline (reported as B - A).")],
     experiment: Annotated[str | None, typer.Option(
-        "--experiment", "-e", help="Resolve latest/previous within this experiment (default: the experiment of "
-        "the newest run, or of the run named beside them).")] = None,
+        "--experiment", "-e", metavar="NAME", help="Resolve latest/previous within this experiment (default: the "
+        "experiment of the newest run, or of the run named beside them).")] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
     markdown: Annotated[bool, typer.Option("--markdown", help="Print the comparison as Markdown.")] = False,
     top: Annotated[int, typer.Option("--top", help="How many most regressed/improved items.")] = 5,

@@ -83,14 +83,14 @@ def clean(
 
 @app.command()
 def export(
-    run: Annotated[str, typer.Argument(help="Run id, unique prefix, `latest` or `previous`.")],
+    run: Annotated[str, typer.Argument(metavar="RUN", help="Run id, unique prefix, `latest` or `previous`.")],
     format: Annotated[str | None, typer.Option("--format", metavar="FORMAT",
                                                help="csv, markdown, json, junit or baseline (default: from "
                                                "the -o file's extension: .csv, .md, .json, .xml = junit). "
                                                "`baseline` writes the evaluator means for no_regression.")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file (default: stdout).")
                       ] = None,
-    experiment: Annotated[str | None, typer.Option("--experiment", "-e",
+    experiment: Annotated[str | None, typer.Option("--experiment", "-e", metavar="NAME",
                                                    help="Resolve latest/previous within this experiment.")] = None,
     junit_items_fail: Annotated[bool, typer.Option(
         "--junit-items-fail", help="JUnit: fail every item case below its pass mark or errored (default: "
@@ -117,11 +117,12 @@ def export(
 
 @app.command()
 def rescore(
-    run: Annotated[str, typer.Argument(help="Run id, unique prefix, `latest` or `previous`.")],
-    evaluator: Annotated[list[str] | None, typer.Option("--evaluator", help="Only this evaluator (repeatable).")
-                         ] = None,
+    run: Annotated[str, typer.Argument(metavar="RUN", help="Run id, unique prefix, `latest` or `previous`.")],
+    evaluator: Annotated[list[str] | None, typer.Option(
+        "--evaluator", metavar="NAME", help="Only this evaluator (repeatable).")] = None,
     experiment: Annotated[str | None, typer.Option(
-        "--experiment", "-e", help="Where `latest`/`previous` look (default: every experiment).")] = None,
+        "--experiment", "-e", metavar="NAME",
+        help="Where `latest`/`previous` look (default: every experiment).")] = None,
     ci: Annotated[bool, typer.Option("--ci", help="Compact output without colour.")] = False,
 ) -> None:
     """Re-run the evaluators over a stored run's outputs, without calling the agent, as a new run.

@@ -21,18 +21,21 @@ if TYPE_CHECKING:
 
 @app.command()
 def run(
-    files: Annotated[list[Path] | None, typer.Argument(help="Experiment files (default: discover them).")] = None,
+    files: Annotated[list[Path] | None, typer.Argument(
+        metavar="FILE", help="Experiment files (default: discover them).")] = None,
     filter: Annotated[str | None, typer.Option("--filter", "-f", help="Only names containing this.")] = None,
-    tag: Annotated[list[str] | None, typer.Option("--tag", "-t", help="Only experiments with this tag.")] = None,
-    add_tag: Annotated[list[str] | None, typer.Option("--add-tag", help="Add a tag to the runs.")] = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", "-t", metavar="TAG",
+                                                  help="Only experiments with this tag.")] = None,
+    add_tag: Annotated[list[str] | None, typer.Option("--add-tag", metavar="TAG",
+                                                      help="Add a tag to the runs.")] = None,
     concurrency: Annotated[int | None, typer.Option("--concurrency", "-c", min=1, help="Calls in flight.")] = None,
     ci: Annotated[bool, typer.Option("--ci", help="Compact output without colour; exit 1 when a gate fails.")] = False,
     json_output: Annotated[bool, typer.Option("--json", help="Print the run summaries as JSON instead.")] = False,
     ui: Annotated[bool, typer.Option("--ui", help="Open the dashboard after the run.")] = False,
     no_dagster: Annotated[bool, typer.Option("--no-dagster", help="Run the plain library path.")] = False,
     resume: Annotated[str | None, typer.Option(
-        "--resume", help="Finish an interrupted run (its id, a prefix or `latest`; with --filter, `latest` "
-        "of that experiment): only what is missing runs.")
+        "--resume", metavar="RUN", help="Finish an interrupted run (its id, a prefix or `latest`; with --filter, "
+        "`latest` of that experiment): only what is missing runs.")
     ] = None,
     update_baselines: Annotated[bool, typer.Option(
         "--update-baselines", help="Skip the no_regression gates and, when the other gates pass, write "

@@ -151,8 +151,8 @@ def serve(
     port: Annotated[int | None, typer.Option("--port", "-p", help="Port on 127.0.0.1 (default 4000).")] = None,
     open_browser: Annotated[bool | None, typer.Option("--open/--no-open", help="Open a browser tab.")] = None,
     module: Annotated[str | None, typer.Option(
-        "--module", "-m", help="Your Dagster definitions module (default: the project root's workspace.yaml, "
-        "else its definitions.py, else cobalt's experiments alone).")] = None,
+        "--module", "-m", metavar="MODULE", help="Your Dagster definitions module (default: the project root's "
+        "workspace.yaml, else its definitions.py, else cobalt's experiments alone).")] = None,
 ) -> None:
     """Start the dashboard: the Dagster webserver and daemon for this project on 127.0.0.1.
 

@@ -6,6 +6,7 @@ pydantic models (or report models) and raising `CobaltError`s. Nothing here prin
     outcome = execute_runs(prepared, observer)                              # RunOutcome: reports, warnings
     entries = run_history(config, experiment="qa")                          # list[HistoryEntry]
     result = compare_runs(config, "previous", "latest")                     # CompareOutcome
+    shown = show_run(config, "latest", "3", failures=True)                  # ShownRun: one item's records
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from ._run import (
     write_baselines,
 )
 from ._select import Selection, resume_scope, select_experiments, unused_thresholds
+from ._show import ShownRun, is_failure, show_run
 
 __all__ = [
     "BaselineUpdate",
@@ -44,6 +46,7 @@ __all__ = [
     "RunRef",
     "RunRequested",
     "Selection",
+    "ShownRun",
     "check_stored_experiment",
     "clean_up",
     "compare_runs",
@@ -52,6 +55,7 @@ __all__ = [
     "export_format",
     "export_run",
     "history_entry",
+    "is_failure",
     "plan_cleanup",
     "prepare_runs",
     "regression_reasons",
@@ -66,6 +70,7 @@ __all__ = [
     "run_history",
     "run_plan",
     "select_experiments",
+    "show_run",
     "store_with_runs",
     "unused_thresholds",
     "write_baselines",

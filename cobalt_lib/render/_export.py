@@ -139,7 +139,7 @@ def _reported_outcome(item: ItemResult, ev: Evaluation | None, errors_failed: bo
     return "failure", outcome[1]
 
 
-def _pass_marks(report: ExperimentReport) -> dict[str, Any]:
+def pass_marks(report: ExperimentReport) -> dict[str, Any]:
     """Each evaluator's pass mark, as the run's config recorded it."""
     return {e["name"]: e.get("threshold") for e in report.config.get("evaluators") or []
             if isinstance(e, dict) and isinstance(e.get("name"), str)}
@@ -193,7 +193,7 @@ def _item_suite(report: ExperimentReport, items_fail: bool) -> ET.Element:
     """One case per item x evaluator; `items_fail`: every item below its pass mark or errored fails."""
     suite = ET.Element("testsuite", name=_xml(report.name), timestamp=report.timestamp,
                        time=f"{report.summary.total_duration_ms / 1000:.3f}")
-    errors_failed, marks = _errors_failed_the_run(report), _pass_marks(report)
+    errors_failed, marks = _errors_failed_the_run(report), pass_marks(report)
     for item in report.items:
         for name in evaluator_names(report):
             ev = item.evaluations.get(name)

@@ -1,0 +1,120 @@
+"""`cobalt show RUN [ITEM]`: one run's items in the terminal, or one item in full."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from ._app import app
+from ._common import console, print_json, project_config, warn
+
+if TYPE_CHECKING:
+    from ..ops._show import ShownRun
+    from ..results._report import Evaluation, ItemResult
+
+
+def _value(value: Any) -> str:
+    """A string as it is, None as `(none)`, anything else as indented JSON."""
+    if value is None:
+        return "(none)"
+    return value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def _block(label: str, value: Any, indent: str = "") -> list[str]:
+    """`label:` then the value's lines, indented under it."""
+    return [f"{indent}{label}:", *(f"{indent}  {line}" for line in _value(value).splitlines() or [""])]
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = " ".join(_value(value).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _score(ev: Evaluation | None) -> str:
+    """`0.900`, `0.400 ✗` below the pass mark, `ERR` for an eval-error, `-` when not scored."""
+    if ev is None:
+        return "-"
+    if ev.status != "ok" or ev.score is None:
+        return "ERR"
+    return f"{ev.score:.3f}" + (" ✗" if ev.passed is False else "")
+
+
+def _items_table(shown: ShownRun) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for column in ("#", "run", "status", *shown.evaluators, "output"):
+        table.add_column(column, justify="left" if column in ("status", "output") else "right",
+                         overflow="ellipsis", no_wrap=column == "output")
+    for item in shown.items:
+        output = item.output if item.status == "ok" else (item.error or "").split("\n")[0]
+        table.add_row(str(item.index), str(item.run_index), item.status,
+                      *(_score(item.evaluations.get(name)) for name in shown.evaluators), Text(_short(output)))
+    return table
+
+
+def _evaluation_lines(name: str, ev: Evaluation, pass_mark: Any) -> list[str]:
+    """`exact: 0 FAIL (pass mark 0.5)`, then its reason, error and raw judge answer."""
+    score = "eval-error" if ev.status != "ok" else f"{ev.score:.4g}" if ev.score is not None else "no score"
+    parts = [score, {True: "pass", False: "FAIL", None: ""}[ev.passed],
+             "" if pass_mark is None else f"(pass mark {pass_mark})"]
+    lines = [f"  {name}: " + " ".join(p for p in parts if p)]
+    for label, text in (("reason", ev.reason), ("error", ev.error), ("raw judge answer", ev.raw_response)):
+        if text:
+            lines += _block(label, text, "    ")
+    return lines
+
+
+def _item_text(shown: ShownRun, item: ItemResult) -> str:
+    """Everything about one item (x run): input, expected and actual output, every evaluation, the rest."""
+    latency = "-" if item.latency_ms is None else f"{item.latency_ms:.0f} ms"
+    lines = [f"item {item.index} run {item.run_index}: {item.status}, {latency}"]
+    for label, value in (("input", item.input), ("expected output", item.item.get("expected_output")),
+                         ("output", item.output)):
+        lines += _block(label, value)
+    lines.append("evaluations:" if item.evaluations else "evaluations: none")
+    for name, ev in item.evaluations.items():
+        lines += _evaluation_lines(name, ev, shown.pass_marks.get(name))
+    for label, value in (("metadata", item.metadata), ("error", item.error), ("traceback", item.traceback)):
+        if value:
+            lines += _block(label, value)
+    return "\n".join(lines)
+
+
+@app.command()
+def show(
+    run: Annotated[str, typer.Argument(metavar="RUN", help="Run id, unique prefix, `latest` or `previous`.")],
+    item: Annotated[str | None, typer.Argument(
+        metavar="ITEM", help="An item index (every run of it), or INDEX:RUN_INDEX for one run of it.")] = None,
+    experiment: Annotated[str | None, typer.Option(
+        "--experiment", "-e", metavar="NAME", help="Resolve latest/previous within this experiment.")] = None,
+    failures: Annotated[bool, typer.Option(
+        "--failures", help="Only failed, errored or below-pass-mark items.")] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="Print the run and its item records as JSON.")
+                           ] = False,
+) -> None:
+    """Read one run's items: a table of them, or everything about ITEM.
+
+    Example: `cobalt show latest --failures`; `cobalt show latest 3`
+    """
+    from ..ops._show import show_run
+
+    shown = show_run(project_config(), run, item, experiment=experiment, failures=failures)
+    warn(shown.warnings)
+    if json_output:
+        print_json(shown.model_dump(mode="json", exclude={"warnings"}))
+        return
+    out = console()
+    verdict = "passed" if shown.passed else "FAILED"
+    n = len(shown.items)
+    scope = ("failed " if failures else "") + ("item" if n == 1 else "items")
+    out.print(Text(f"run {shown.run_id} ({shown.experiment}, {shown.status}, {verdict}): {n} {scope}"))
+    if item is None:
+        if shown.items:
+            out.print(_items_table(shown))
+        return
+    for record in shown.items:
+        out.print(Text("\n" + _item_text(shown, record)))

@@ -1,0 +1,69 @@
+"""One stored run's items, for reading in the terminal (`cobalt show RUN [ITEM]`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from .._errors import ConfigError
+from ..config._config import Config
+from ..render._export import evaluator_names, pass_marks
+from ..results._history import load_report, resolve_run
+from ..results._report import ItemResult
+from ._refs import store_with_runs
+
+
+class ShownRun(BaseModel):
+    """The items of one run that were asked for, as the results file holds them."""
+
+    run_id: str
+    experiment: str
+    status: str
+    passed: bool
+    #: Every evaluator of the run, in declaration order, and its pass mark as the run recorded it.
+    evaluators: list[str] = Field(default_factory=list)
+    pass_marks: dict[str, Any] = Field(default_factory=dict)
+    items: list[ItemResult] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+
+def is_failure(item: ItemResult) -> bool:
+    """The agent call failed or timed out, an evaluation is an eval-error, or a score is below its pass mark."""
+    return item.status != "ok" or any(ev.status != "ok" or ev.passed is False for ev in item.evaluations.values())
+
+
+def show_run(config: Config, ref: str, item: str | None = None, *, experiment: str | None = None,
+             failures: bool = False) -> ShownRun:
+    """Run `ref`'s items (`latest`/`previous` within `experiment`): all of them, or those `item` names
+    (`3`: every run of item 3; `3:1`: its run index 1); `failures`: only the failed ones."""
+    store = store_with_runs(config)
+    report = load_report(store, resolve_run(store, ref, experiment))
+    items = report.items if item is None else _select(report.id, report.items, item)
+    warnings = [] if report.status == "completed" else [
+        f"run {report.id} is {report.status}: only its finished items are shown."]
+    return ShownRun(run_id=report.id, experiment=report.name, status=report.status, passed=report.passed,
+                    evaluators=evaluator_names(report), pass_marks=pass_marks(report),
+                    items=[i for i in items if is_failure(i)] if failures else items, warnings=warnings)
+
+
+def _select(run_id: str, items: list[ItemResult], ref: str) -> list[ItemResult]:
+    """The items `ref` (`N` or `N:RUN_INDEX`) names; an unknown one is an error naming the range."""
+    index_text, _, run_text = ref.partition(":")
+    try:
+        index, run_index = int(index_text), int(run_text) if run_text else None
+    except ValueError:
+        raise ConfigError(f"Item {ref!r} is not an item index; give N or N:RUN_INDEX, e.g. 3 or 3:1.") from None
+    chosen = [i for i in items if i.index == index]
+    if not chosen:
+        indexes = sorted({i.index for i in items})
+        where = f"items {indexes[0]} to {indexes[-1]}" if indexes else "no items"
+        raise ConfigError(f"Run {run_id} has no item {index}; it has {where}.")
+    if run_index is None:
+        return chosen
+    repeat = [i for i in chosen if i.run_index == run_index]
+    if not repeat:
+        runs = sorted(i.run_index for i in chosen)
+        where = f"run indexes {runs[0]} to {runs[-1]}" if len(runs) > 1 else f"only run index {runs[0]}"
+        raise ConfigError(f"Item {index} of run {run_id} has no run index {run_index}; it has {where}.")
+    return repeat
