@@ -61,7 +61,7 @@ class RunPlan:
             "runs": self.runs, "concurrency": self.concurrency, "judge_concurrency": self.judge_concurrency,
             "timeout": self.timeout, "evaluators": [e.describe() for e in self.evaluators],
             "assertions": [a.describe() for a in self.assertions],
-            **({"rescored": sorted(self.scored)} if self.parent_run_id else {}),
+            **({"rescored": sorted(self.scored)} if isinstance(self.request, RescoreRun) else {}),
             "dataset": {"source": exp.dataset.source, "size": self.total_items},
             "runner": getattr(exp.runner, "__qualname__", repr(exp.runner)),
         }

@@ -148,3 +148,17 @@ def test_rescore_without_runs_says_to_run_first(project: Path) -> None:
     config = qa_config(project)
     with pytest.raises(ConfigError, match=r"There are no stored runs yet; run `cobalt run` first \(store: "):
         rescore_run(config, "latest")
+
+
+def test_a_rescore_of_a_run_whose_agent_cost_was_unknown_keeps_it_unknown(project: Path) -> None:
+    from cobalt_lib.cli._history import _cost
+    from cobalt_lib.ops import run_history
+
+    config = qa_config(project)
+    [first] = run_experiments(config, Selection(name_filter="qa"), LIBRARY).reports
+    rescored = rescore_run(config, first.id).report
+    # qa's agent reports no cost: unknown, not $0, in the parent and in its rescore alike
+    assert (first.summary.agent_cost, rescored.summary.agent_cost) == (None, None)
+    assert rescored.summary.estimated_cost is None and rescored.summary.agent_tokens == 0
+    entries = {e.run_id: e for e in run_history(config)}
+    assert [_cost(entries[r.id]) for r in (first, rescored)] == ["unknown", "unknown"]
