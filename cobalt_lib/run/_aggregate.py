@@ -7,7 +7,6 @@ from typing import Any
 
 from ..results import _stats
 from ..results._report import ItemResult, ItemSpread, Stats, Summary
-
 from ._plan import RunPlan
 from ._requests import RescoreRun
 
