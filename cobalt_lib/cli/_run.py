@@ -44,7 +44,7 @@ def run(
 
     Exit codes: 0 all gates passed, 1 a gate failed, 2 bad usage, config or input (nothing runs).
     """
-    from ..ops._resume import resume_run
+    from .._signals import sigterm_as_interrupt
     from ..ops._run import RunOptions
     from ..ops._select import Selection
     from ..render._terminal import TerminalReporter
@@ -59,15 +59,12 @@ def run(
     options = RunOptions(concurrency=concurrency, add_tags=add_tag or [], dagster=not no_dagster,
                          update_baselines=update_baselines)
     try:
-        if resume:
-            outcome = resume_run(config, resume, selection, concurrency=concurrency, record=options.dagster,
-                                 observer=reporter)
-        else:
-            outcome = _fresh_runs(config, selection, options, reporter)
+        with sigterm_as_interrupt():
+            outcome = _start(config, resume, selection, options, reporter)
     except RunInterrupted as exc:
         print(f"interrupted: finished items kept in run {exc.run_id} ({exc.status}); finish it with "
               f"`cobalt run --resume {exc.run_id}`", file=sys.stderr)
-        raise  # the entry point turns it into exit code 130
+        raise  # the entry point turns it into exit code 130 (143 after SIGTERM)
     _print_baselines(outcome, json_output)
     if json_output:
         print_json([run_summary(r) for r in outcome.reports])
@@ -77,6 +74,17 @@ def run(
 
         serve_dashboard(config, open_browser=True)
     raise typer.Exit(0 if outcome.passed else 1)
+
+
+def _start(config: Config, resume: str | None, selection: Selection, options: RunOptions,
+           reporter: TerminalReporter | None) -> RunOutcome:
+    """Resume the run `resume` names, else start fresh runs of the selection."""
+    from ..ops._resume import resume_run
+
+    if resume:
+        return resume_run(config, resume, selection, concurrency=options.concurrency, record=options.dagster,
+                          observer=reporter)
+    return _fresh_runs(config, selection, options, reporter)
 
 
 def _fresh_runs(config: Config, selection: Selection, options: RunOptions,
