@@ -375,6 +375,29 @@ def test_sigterm_keeps_finished_items_prints_the_resume_hint_and_exits_143(proje
     assert [o["item_index"] for o in store.rows("outputs", run_id)] == [0, 1, 2, 3, 4]
 
 
+def test_only_failed_reruns_the_failed_items_as_a_new_run_recorded_to_dagster(qa_project: Path) -> None:
+    first = cobalt(qa_project, "run", "--ci", "--no-dagster", "-f", "qa", WRONG="2")
+    assert first.returncode == 1, first.stdout + first.stderr
+    store = Store(qa_project / ".cobalt" / "cobalt.duckdb")
+    [parent] = store.runs()
+    again = cobalt(qa_project, "run", "--ci", "--only-failed", parent["run_id"].rsplit("-", 1)[1])
+    assert again.returncode == 0, again.stdout + again.stderr
+    child = store.runs()[0]
+    assert (child["parent_run_id"], child["status"], child["passed"]) == (parent["run_id"], "completed", True)
+    assert [o["item_index"] for o in store.rows("outputs", child["run_id"])] == [0, 1]
+    import dagster as dg
+
+    with dg.DagsterInstance.from_config(str(qa_project / ".cobalt" / "dagster")) as instance:
+        assert instance.get_dynamic_partitions("qa_runs") == [child["run_id"]]  # recorded, as --update-baselines
+    none_failed = cobalt(qa_project, "run", "--only-failed", child["run_id"])
+    assert (none_failed.returncode, none_failed.stdout) == (2, "")
+    assert none_failed.stderr.startswith(f"error: Run {child['run_id']} of 'qa' has no failed items")
+    both = cobalt(qa_project, "run", "--only-failed", "latest", "--resume", "latest")
+    assert both.returncode == 2
+    assert both.stderr == ("error: --only-failed starts a new run of some items, which --resume cannot be "
+                           "combined with.\n")
+
+
 def test_resume_latest_with_a_filter_finishes_that_experiments_run(qa_project: Path) -> None:
     crashed = cobalt(qa_project, "run", "-f", "qa", "--no-dagster", CRASH="1")
     assert crashed.returncode == 3
