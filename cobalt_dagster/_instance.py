@@ -5,12 +5,15 @@ from __future__ import annotations
 import contextlib
 import io
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from filelock import FileLock
 
 from cobalt_lib import Config
+
+from ._names import dagster_name
 
 if TYPE_CHECKING:
     import dagster as dg
@@ -76,3 +79,17 @@ def _migrate(instance: dg.DagsterInstance, marker: Path) -> None:
     with contextlib.redirect_stdout(io.StringIO()):  # its progress lines would mix with our output
         instance.upgrade()
     marker.write_text(f"{dg.__version__}\n", encoding="utf-8")
+
+
+def forget_runs(config: Config, runs: Mapping[str, str]) -> None:
+    """Delete cobalt runs (run id -> experiment) from the local instance, when there is one: their
+    Dagster runs (with those runs' events) and their partitions, so the UI no longer lists them."""
+    if not runs or not (dagster_home(config) / "dagster.yaml").is_file():
+        return  # never create an instance only to clean it
+    import dagster as dg
+
+    with local_instance(config) as instance:
+        for run_id, experiment in runs.items():
+            for record in instance.get_run_records(dg.RunsFilter(tags={"dagster/partition": run_id})):
+                instance.delete_run(record.dagster_run.run_id)
+            instance.delete_dynamic_partition(f"{dagster_name(experiment)}_runs", run_id)

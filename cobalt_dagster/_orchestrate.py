@@ -9,6 +9,7 @@ import dagster as dg
 from dagster._core.errors import DagsterExecutionInterruptedError  # not exported by `dagster` in 1.13
 
 from cobalt_lib import Config, ExperimentReport, Store
+from cobalt_lib._signals import rearm
 from cobalt_lib.results import load_report
 from cobalt_lib.run import Observer, RunInterrupted, RunPlan, finish
 
@@ -59,6 +60,7 @@ def _run_one(plan: RunPlan, target: ExperimentDefs, definitions: dg.Definitions,
         raise _interrupted(plan, store, tags) from None
     finally:
         OBSERVERS.pop(plan.run_id, None)
+        rearm()  # Dagster left SIGTERM on its idea of a SIGINT handler
     failures = _step_failures(result)
     # Inside a step Dagster turns Ctrl-C into a step failure; it is still the user stopping the run.
     if any(cls == INTERRUPTED for _, cls, _ in failures):

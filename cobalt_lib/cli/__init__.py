@@ -93,7 +93,7 @@ def _main(argv: list[str] | None) -> None:
         sys.exit(exc.exit_code)
     except _INTERRUPTS:
         print("interrupted", file=sys.stderr)
-        sys.exit(130)
+        sys.exit(_interrupted_code())
     except OSError as exc:  # a path the user gave that cannot be read or written
         where = f"{exc.filename}: " if exc.filename else ""
         _fail(f"{where}{exc.strerror or exc}")
@@ -104,7 +104,16 @@ def _main(argv: list[str] | None) -> None:
             exc.show()  # type: ignore[attr-defined]
             sys.exit(2)
         _fail(usage_message(exc))
+    if code == 130:  # typer returns Ctrl-C inside a command as exit code 130
+        code = _interrupted_code()
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _interrupted_code() -> int:
+    """130 for Ctrl-C; 143 when SIGTERM stopped a run (it stops as Ctrl-C does, but says what it was)."""
+    from .._signals import TERMINATED
+
+    return 143 if TERMINATED.is_set() else 130
 
 
 def _fail(message: str) -> NoReturn:

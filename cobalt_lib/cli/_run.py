@@ -37,6 +37,10 @@ def run(
         "--resume", metavar="RUN", help="Finish an interrupted run (its id, a prefix or `latest`; with --filter, "
         "`latest` of that experiment): only what is missing runs.")
     ] = None,
+    only_failed: Annotated[str | None, typer.Option(
+        "--only-failed", help="Run again, as a new run, the items that failed in this run (its id, a prefix, "
+        "its random suffix or `latest`): agent errors, timeouts, eval-errors, scores below a pass mark.")
+    ] = None,
     update_baselines: Annotated[bool, typer.Option(
         "--update-baselines", help="Skip the no_regression gates and, when the other gates pass, write "
         "their baseline files from this run (first run, or an accepted change in quality).")] = False,
@@ -47,7 +51,7 @@ def run(
 
     Exit codes: 0 all gates passed, 1 a gate failed, 2 bad usage, config or input (nothing runs).
     """
-    from ..ops._resume import resume_run
+    from .._signals import sigterm_as_interrupt
     from ..ops._run import RunOptions
     from ..ops._select import Selection
     from ..render._terminal import TerminalReporter
@@ -57,20 +61,20 @@ def run(
     config = project_config()
     if resume and update_baselines:
         raise ConfigError("--update-baselines writes baselines from a whole new run; run it without --resume.")
+    if only_failed and (resume or update_baselines):
+        other = "--resume" if resume else "--update-baselines"
+        raise ConfigError(f"--only-failed starts a new run of some items, which {other} cannot be combined with.")
     selection = Selection(files=files or [], name_filter=filter, tags=tag or [])
     reporter = None if json_output else TerminalReporter(ci=ci)
     options = RunOptions(concurrency=concurrency, add_tags=add_tag or [], dagster=not no_dagster,
                          update_baselines=update_baselines)
     try:
-        if resume:
-            outcome = resume_run(config, resume, selection, concurrency=concurrency, record=options.dagster,
-                                 observer=reporter)
-        else:
-            outcome = _fresh_runs(config, selection, options, reporter)
+        with sigterm_as_interrupt():
+            outcome = _start(config, resume, only_failed, selection, options, reporter)
     except RunInterrupted as exc:
         print(f"interrupted: finished items kept in run {exc.run_id} ({exc.status}); finish it with "
               f"`cobalt run --resume {exc.run_id}`", file=sys.stderr)
-        raise  # the entry point turns it into exit code 130
+        raise  # the entry point turns it into exit code 130 (143 after SIGTERM)
     _print_baselines(outcome, json_output)
     if json_output:
         print_json([run_summary(r) for r in outcome.reports])
@@ -80,6 +84,20 @@ def run(
 
         serve_dashboard(config, open_browser=True)
     raise typer.Exit(0 if outcome.passed else 1)
+
+
+def _start(config: Config, resume: str | None, only_failed: str | None, selection: Selection,
+           options: RunOptions, reporter: TerminalReporter | None) -> RunOutcome:
+    """Resume the run `resume` names, or re-run the failed items of `only_failed`, else start fresh runs."""
+    from ..ops._resume import rerun_failed, resume_run
+
+    if resume:
+        return resume_run(config, resume, selection, concurrency=options.concurrency, record=options.dagster,
+                          observer=reporter)
+    if only_failed:
+        return rerun_failed(config, only_failed, selection, concurrency=options.concurrency,
+                            add_tags=options.add_tags, record=options.dagster, observer=reporter)
+    return _fresh_runs(config, selection, options, reporter)
 
 
 def _fresh_runs(config: Config, selection: Selection, options: RunOptions,

@@ -306,5 +306,31 @@ def _describe(endpoint: Endpoint, exc: Exception) -> str:
     else:
         hint = ""
     what = f"HTTP {status}" if status else type(exc).__name__
-    detail = redact(str(exc), endpoint)
-    return f"{endpoint.label} call failed: {what}: {detail[:300]}{hint}"
+    detail = str(exc)
+    if status is None and (cause := _os_cause(exc)) is not None:
+        # The SDKs say "Request timed out." or "Connection error." for a refused connection too:
+        # the real cause sits at the bottom of the exception chain.
+        reason = "connection refused" if isinstance(cause, ConnectionRefusedError) else "cannot connect"
+        detail = f"{reason} at {_request_url(endpoint, exc)} ({type(cause).__name__}: {cause})"
+    return f"{endpoint.label} call failed: {what}: {redact(detail, endpoint)[:300]}{hint}"
+
+
+def _os_cause(exc: BaseException) -> OSError | None:
+    """The deepest OS-level error (refused, unreachable, DNS) in `exc`'s cause/context chain."""
+    found: OSError | None = None
+    seen: set[int] = set()
+    link = exc.__cause__ or exc.__context__
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        if isinstance(link, OSError) and not isinstance(link, TimeoutError):
+            found = link
+        link = link.__cause__ or link.__context__
+    return found
+
+
+def _request_url(endpoint: Endpoint, exc: BaseException) -> str:
+    """The URL the failed call went to, without user info or query (where a secret could sit)."""
+    request = getattr(exc, "request", None)
+    url = urlparse(str(getattr(request, "url", None) or endpoint.base_url or ""))
+    host = url.hostname or ""
+    return f"{url.scheme}://{host}{f':{url.port}' if url.port else ''}{url.path}"

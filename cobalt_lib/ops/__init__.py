@@ -17,7 +17,7 @@ from ._export import Export, export_format, export_run
 from ._history import HistoryEntry, check_stored_experiment, history_entry, run_duration_ms, run_history
 from ._project import RunRequested, config_warnings, request_experiment
 from ._refs import RunPair, RunRef, resolve_pair, resolve_ref, store_with_runs
-from ._resume import Rescored, rescore_run, resume_run
+from ._resume import Rescored, rerun_failed, rescore_run, resume_run
 from ._run import (
     BaselineUpdate,
     PreparedRuns,
@@ -60,6 +60,7 @@ __all__ = [
     "prepare_runs",
     "regression_reasons",
     "request_experiment",
+    "rerun_failed",
     "rescore_run",
     "resolve_pair",
     "resolve_ref",

@@ -21,6 +21,8 @@ class Cleanup(BaseModel):
     cache_files: list[Path] = Field(default_factory=list)
     result_files: list[Path] = Field(default_factory=list)
     run_ids: list[str] = Field(default_factory=list)
+    #: The experiment of each run in `run_ids`, to find its partition in the Dagster instance.
+    experiments: dict[str, str] = Field(default_factory=dict)
     #: Old runs kept because they are still running (their rows are never pulled from under them).
     skipped_live: int = 0
     cache_bytes: int = 0
@@ -46,8 +48,14 @@ def plan_cleanup(config: Config, *, cache: bool, results: bool, older_than: str 
 
 
 def clean_up(config: Config, plan: Cleanup) -> Cleanup:
-    """Delete what `plan` lists: the runs' rows first (in one transaction), then the files."""
+    """Delete what `plan` lists: the runs' rows first (in one transaction), then the files; the runs
+    also leave the project's Dagster instance (their runs and partitions), when it exists."""
     Store.for_config(config).delete_runs(plan.run_ids)
+    if plan.run_ids and (config.output_path / "dagster").is_dir():
+        from cobalt_dagster._instance import forget_runs  # dagster loads only for a project that uses it
+
+        forget_runs(config, {run_id: plan.experiments[run_id] for run_id in plan.run_ids
+                             if run_id in plan.experiments})
     for path in [*plan.result_files, *plan.cache_files]:
         path.unlink(missing_ok=True)
     if plan.cache_files:
@@ -69,6 +77,7 @@ def _plan_results(config: Config, store: Store, cutoff: float, plan: Cleanup) ->
             plan.skipped_live += 1
         else:
             chosen.add(run["run_id"])
+            plan.experiments[run["run_id"]] = run["experiment"]
             if path is not None and path.is_file():
                 files.add(path)
     plan.result_files = sorted(files)

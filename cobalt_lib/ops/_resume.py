@@ -1,8 +1,10 @@
-"""Runs of stored runs: finishing an interrupted one, and scoring one's outputs again as a new run."""
+"""Runs of stored runs: finishing an interrupted one, running its failed items again, and scoring
+its outputs again, the last two as new runs."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
@@ -16,11 +18,14 @@ from ..results._store import Store
 from ..run._execute import execute
 from ..run._plan import prepare
 from ..run._requests import RescoreRun
-from ..run._resume import resume_request
+from ..run._resume import failed_request, resume_request
 from ..run._session import Observer
 from ._refs import store_with_runs
 from ._run import RunOutcome, run_plan
 from ._select import Selection, resume_scope
+
+if TYPE_CHECKING:
+    from ..experiments._experiment import Experiment
 
 
 def resume_run(config: Config, ref: str, selection: Selection | None = None, *, concurrency: int | None = None,
@@ -30,6 +35,26 @@ def resume_run(config: Config, ref: str, selection: Selection | None = None, *, 
     `selection` gives the experiment files and, when its name filter or tags pick one experiment, the
     one whose runs `latest`/`previous` mean. `record`: then into the Dagster history as a recorded run.
     """
+    experiment, run_id = _stored_run(config, ref, selection, "resume it")
+    plan = prepare(experiment, config, resume_request(experiment, config, run_id, concurrency=concurrency))
+    return RunOutcome(reports=[run_plan(plan, observer, record=record)])
+
+
+def rerun_failed(config: Config, ref: str, selection: Selection | None = None, *, concurrency: int | None = None,
+                 add_tags: Sequence[str] = (), record: bool = False, observer: Observer | None = None) -> RunOutcome:
+    """Run again, as a new run linked by `parent_run_id`, the items that failed in stored run `ref`
+    (agent error or timeout, eval-error, score below its pass mark), with their dataset indices.
+
+    It runs on the library path; `record`: then into the Dagster history as a recorded run.
+    `selection` is read as by `resume_run`.
+    """
+    experiment, run_id = _stored_run(config, ref, selection, "re-run its failed items")
+    request = failed_request(experiment, config, run_id, concurrency=concurrency, tags=add_tags)
+    return RunOutcome(reports=[run_plan(prepare(experiment, config, request), observer, record=record)])
+
+
+def _stored_run(config: Config, ref: str, selection: Selection | None, why: str) -> tuple[Experiment, str]:
+    """The run `ref` names (`latest` of the experiment the selection picks) and its declared experiment."""
     candidates, scope = resume_scope(config, selection or Selection())
     store = Store.for_config(config)
     run_id = resolve_run(store, ref, scope)
@@ -37,9 +62,8 @@ def resume_run(config: Config, ref: str, selection: Selection | None = None, *, 
     found = [e for e in candidates if e.name == name]
     if not found:
         raise ConfigError(f"Run {run_id} belongs to experiment {name!r}, which no experiment file under "
-                          f"{config.test_dir}/ declares; pass its file to resume it.")
-    plan = prepare(found[-1], config, resume_request(found[-1], config, run_id, concurrency=concurrency))
-    return RunOutcome(reports=[run_plan(plan, observer, record=record)])
+                          f"{config.test_dir}/ declares; pass its file to {why}.")
+    return found[-1], run_id
 
 
 class Rescored(BaseModel):

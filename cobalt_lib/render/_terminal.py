@@ -166,8 +166,9 @@ class TerminalReporter:
                 f"time {duration(s.total_duration_ms)}  |  avg latency {duration(s.avg_latency_ms)}"
                 + (f"  |  p95 {duration(lat.p95)}" if lat and lat.p95 is not None else ""))
         # A rescore calls no agent, and the scores it carries over from its parent count as reused.
-        agent = "not called (rescore)" if report.parent_run_id else money(s.agent_cost)
-        reused = "cached or carried over" if report.parent_run_id else "cached"
+        rescore = "rescored" in report.config  # a run with a parent is not always a rescore
+        agent = "not called (rescore)" if rescore else money(s.agent_cost)
+        reused = "cached or carried over" if rescore else "cached"
         judged = any(ev.judge_model for item in report.items for ev in item.evaluations.values())
         if judged or s.judge_calls or s.cached_scores or s.judge_tokens:  # even if every judge call failed
             c.print(f"tokens {s.total_tokens} (agent {s.agent_tokens}, judge {s.judge_tokens})  |  "

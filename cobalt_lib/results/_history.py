@@ -13,7 +13,8 @@ from ._store import Store
 
 
 def resolve_run(store: Store, ref: str, experiment: str | None = None) -> str:
-    """The run id that `ref` names: `latest`, `previous`, a full id or a unique prefix of one."""
+    """The run id that `ref` names: `latest`, `previous`, a full id, a unique prefix of one, or a unique
+    prefix of its random suffix (the part after the dash)."""
     runs = store.runs(experiment=experiment)
     scope = f" of experiment {experiment!r}" if experiment else ""
     if ref in ("latest", "previous"):
@@ -21,13 +22,15 @@ def resolve_run(store: Store, ref: str, experiment: str | None = None) -> str:
         if len(runs) <= position:
             raise ConfigError(f"There is no {ref} run{scope} yet ({len(runs)} stored); run an experiment first.")
         return str(runs[position]["run_id"])
-    matches = [r["run_id"] for r in runs if r["run_id"] == ref] or [r["run_id"] for r in runs
-                                                                    if str(r["run_id"]).startswith(ref)]
+    ids = [str(r["run_id"]) for r in runs]
+    # The random part after the dash (`1dab42c9` of `20261123173447-1dab42c9`) is what people copy.
+    matches = ([i for i in ids if i == ref] or [i for i in ids if i.startswith(ref)]
+               or [i for i in ids if "-" in i and i.rsplit("-", 1)[1].startswith(ref)])
     if not matches:
         raise ConfigError(f"No run{scope} has id {ref!r}; `cobalt history` lists the stored runs.")
     if len(matches) > 1:
         raise ConfigError(f"Run id {ref!r} is ambiguous ({', '.join(matches[:5])}); give more characters.")
-    return str(matches[0])
+    return matches[0]
 
 
 def load_report(store: Store, run_id: str) -> ExperimentReport:

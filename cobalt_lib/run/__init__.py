@@ -20,13 +20,14 @@ from ._agent import AgentContext, call_agent
 from ._aggregate import summarise
 from ._execute import RunInterrupted, agent_step, execute, finish, full_step, rescore_step, start_run, stream
 from ._plan import RunPlan, new_run_id, prepare
-from ._requests import FreshRun, PartitionRun, RescoreRun, ResumeRun, RunRequest
-from ._resume import resume_request
+from ._requests import FailedItemsRun, FreshRun, PartitionRun, RescoreRun, ResumeRun, RunRequest
+from ._resume import failed_request, resume_request
 from ._session import Observer, Session
 from ._stages import build_report, item_keys, judge_verdicts, produce, score
 
 __all__ = [
     "AgentContext",
+    "FailedItemsRun",
     "FreshRun",
     "Observer",
     "PartitionRun",
@@ -40,6 +41,7 @@ __all__ = [
     "build_report",
     "call_agent",
     "execute",
+    "failed_request",
     "finish",
     "full_step",
     "item_keys",

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..results import _stats
 from ..results._report import ItemResult, ItemSpread, Stats, Summary
-
-if TYPE_CHECKING:
-    pass
-
 from ._plan import RunPlan
+from ._requests import RescoreRun
 
 
 def summarise(plan: RunPlan, items: list[ItemResult], duration_ms: float) -> Summary:
@@ -21,8 +18,10 @@ def summarise(plan: RunPlan, items: list[ItemResult], duration_ms: float) -> Sum
     fresh = [ev for ev in evaluations if not ev.cached]
     agent_cost = _known_sum([i.cost_usd for i in ok]) if any(i.cost_usd is not None for i in ok) else None
     agent_tokens = sum(i.tokens or 0 for i in items)
-    if plan.parent_run_id is not None:  # a rescore calls no agent: the outputs' cost was paid by the parent run
-        agent_cost, agent_tokens = 0.0, 0
+    if isinstance(plan.request, RescoreRun):
+        # A rescore calls no agent: the outputs were paid for by the parent run, so this run's agent
+        # cost is 0 when the parent's was known, and stays unknown (None) when it was not.
+        agent_cost, agent_tokens = (None if agent_cost is None else 0.0), 0
     judge_cost = _known_sum([ev.cost_usd for ev in fresh if ev.judge_calls])
     summary = Summary(
         total_items=plan.total_items, total_runs=len(items), ok=len(ok),

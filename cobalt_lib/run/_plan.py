@@ -16,7 +16,7 @@ from ..llm._cache import ResponseCache
 from ..llm._providers import Endpoint
 from ..results._report import ItemResult
 from ..results._store import Store
-from ._requests import FreshRun, PartitionRun, RescoreRun, ResumeRun, RunRequest
+from ._requests import FailedItemsRun, FreshRun, PartitionRun, RescoreRun, ResumeRun, RunRequest
 
 if TYPE_CHECKING:
     from ..experiments._experiment import Experiment
@@ -46,6 +46,8 @@ class RunPlan:
     scored: frozenset[str] = frozenset()
     #: How the run started: what `execute` does besides a fresh run (resume the stored items, rescore outputs).
     request: RunRequest = field(default_factory=FreshRun)
+    #: The dataset indices this run covers, when only some (the failed items of its parent); None: all.
+    indices: tuple[int, ...] | None = None
 
     @property
     def store(self) -> Store:
@@ -61,8 +63,10 @@ class RunPlan:
             "runs": self.runs, "concurrency": self.concurrency, "judge_concurrency": self.judge_concurrency,
             "timeout": self.timeout, "evaluators": [e.describe() for e in self.evaluators],
             "assertions": [a.describe() for a in self.assertions],
-            **({"rescored": sorted(self.scored)} if self.parent_run_id else {}),
-            "dataset": {"source": exp.dataset.source, "size": self.total_items},
+            **({"rescored": sorted(self.scored)} if isinstance(self.request, RescoreRun) else {}),
+            **({"indices": list(self.indices)} if self.indices is not None else {}),
+            "dataset": {"source": exp.dataset.source,
+                        "size": self.total_items if self.indices is None else len(exp.dataset)},
             "runner": getattr(exp.runner, "__qualname__", repr(exp.runner)),
         }
 
@@ -86,6 +90,7 @@ class _Shape:
     evaluators: tuple[str, ...] = ()
     items: list[Mapping[str, Any]] | None = None
     update_baselines: bool = False
+    indices: tuple[int, ...] | None = None
 
 
 def _shape(request: RunRequest) -> _Shape:
@@ -96,7 +101,10 @@ def _shape(request: RunRequest) -> _Shape:
                           tuple(request.tags), update_baselines=request.update_baselines)
         case ResumeRun():
             return _Shape(request.run_id, request.timestamp, request.concurrency, request.timeout, request.runs,
-                          tuple(request.tags))
+                          tuple(request.tags), indices=request.indices)
+        case FailedItemsRun():
+            return _Shape(new_run_id(), now, request.concurrency, request.timeout, request.runs, tuple(request.tags),
+                          parent_run_id=request.parent_run_id, indices=request.indices)
         case RescoreRun():
             runs = max((o.run_index for o in request.outputs), default=0) + 1
             return _Shape(new_run_id(), now, runs=runs, parent_run_id=request.parent_run_id,
@@ -125,7 +133,7 @@ def prepare(experiment: Experiment, config: Config, request: RunRequest | None =
     request = request if request is not None else FreshRun()
     shape = _shape(request)
     chosen = _choose_evaluators(experiment, shape.evaluators)
-    total = _check_items(experiment, chosen, shape.items)
+    total = _check_items(experiment, chosen, shape.items, shape.indices)
     endpoints = {e.name: e.endpoint(config) for e in chosen}
     assertions = _gates(experiment, config, update_baselines=shape.update_baselines)
     agent_limit = shape.concurrency or experiment.concurrency or config.concurrency
@@ -140,12 +148,18 @@ def prepare(experiment: Experiment, config: Config, request: RunRequest | None =
         tags=list(dict.fromkeys([*experiment.tags, *shape.tags])), source=shape.source,
         parent_run_id=shape.parent_run_id, prices={name: (p.input, p.output) for name, p in config.prices.items()},
         evaluators=list(experiment.evaluators), scored=frozenset(e.name for e in chosen), total_items=total,
-        request=request,
+        request=request, indices=shape.indices,
     )
 
 
-def _check_items(experiment: Experiment, chosen: list[Evaluator], items: list[Mapping[str, Any]] | None) -> int:
+def _check_items(experiment: Experiment, chosen: list[Evaluator], items: list[Mapping[str, Any]] | None,
+                 indices: tuple[int, ...] | None = None) -> int:
     """Every item against every evaluator that will score it; returns how many items there are."""
+    if indices is not None:
+        for index in indices:
+            for evaluator in chosen:
+                evaluator.check_item(experiment.dataset[index], index)
+        return len(indices)
     checked = items if items is not None else list(experiment.dataset)
     if not checked:  # a run of nothing would "pass" every gate it has, and CI would go green on it
         origin = experiment.dataset.source

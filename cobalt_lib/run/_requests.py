@@ -4,6 +4,7 @@
     FreshRun(update_baselines=True)             ... about to become its no_regression baselines
     ResumeRun(run_id, timestamp, items)         finish a stored run: only what is missing runs
     RescoreRun(parent_run_id, outputs)          a stored run's outputs scored again, as a new run
+    FailedItemsRun(parent_run_id, indices)      a stored run's failed items run again, as a new run
     PartitionRun(run_id)                        a Dagster partition (= cobalt run id) materialised
 
 An option left `None` falls back to the experiment's declaration, then to the config.
@@ -54,6 +55,8 @@ class ResumeRun(_Options):
     run_id: str
     timestamp: str
     items: Sequence[ItemResult] = field(default=(), repr=False)
+    #: The dataset indices the run covers, when it covers only some (a run of failed items); None: all.
+    indices: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,6 +75,21 @@ class RescoreRun:
 
 
 @dataclass(frozen=True, kw_only=True)
+class FailedItemsRun(_Options):
+    """The dataset items at `indices` (those that failed in run `parent_run_id`) run again, as a new run.
+
+    The items keep their dataset indices, so `cobalt compare` pairs them with the parent's.
+    """
+
+    parent_run_id: str
+    indices: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "indices", tuple(self.indices))
+
+
+@dataclass(frozen=True, kw_only=True)
 class PartitionRun(_Tagged):
     """A Dagster partition of the experiment: the run `run_id`, started at `timestamp` when its row exists."""
 
@@ -80,4 +98,4 @@ class PartitionRun(_Tagged):
     concurrency: int | None = None
 
 
-RunRequest: TypeAlias = FreshRun | ResumeRun | RescoreRun | PartitionRun
+RunRequest: TypeAlias = FreshRun | ResumeRun | RescoreRun | FailedItemsRun | PartitionRun

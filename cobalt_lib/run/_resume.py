@@ -11,7 +11,7 @@ from ..results._history import resolve_run, stored_items
 from ..results._report import ItemResult
 from ..results._store import Store
 from ._agent import input_hash
-from ._requests import ResumeRun
+from ._requests import FailedItemsRun, ResumeRun
 
 if TYPE_CHECKING:
     from ..experiments._experiment import Experiment
@@ -34,11 +34,41 @@ def resume_request(experiment: Experiment, config: Config, ref: str, **options: 
                           f"{run['host']}); stop it first, or wait for it to finish.")
     items = stored_items(store, run_id)
     _refuse_changed_dataset(experiment, run_id, run, items)
-    return ResumeRun(run_id=run_id, timestamp=run["started_at"].isoformat(), items=items, **options)
+    indices = (run.get("config") or {}).get("indices")  # a run of some items (--only-failed) resumes those
+    return ResumeRun(run_id=run_id, timestamp=run["started_at"].isoformat(), items=items,
+                     indices=None if indices is None else tuple(indices), **options)
 
 
-def _refuse_changed_dataset(exp: Experiment, run_id: str, run: Mapping[str, Any], items: list[ItemResult]) -> None:
-    """Resuming adds the missing items to the stored ones: both must come from the same dataset."""
+def failed_request(experiment: Experiment, config: Config, ref: str, **options: Any) -> FailedItemsRun:
+    """The request that runs again, as a new run, the items that failed in run `ref` of `experiment`:
+    a failed or timed-out agent call, an eval-error, or a score below its pass mark.
+
+    The run must not be running, must have such items and must have been made with the same dataset.
+    `options` are FailedItemsRun's `concurrency`, `timeout`, `runs` and `tags`.
+    """
+    store = Store.for_config(config)
+    run_id = resolve_run(store, ref, experiment=experiment.name)
+    run = store.require_run(run_id)
+    if run["status"] == "running":
+        raise ConfigError(f"Run {run_id} of {experiment.name!r} is still running (process {run['pid']} on "
+                          f"{run['host']}); stop it first, or wait for it to finish.")
+    items = stored_items(store, run_id)
+    _refuse_changed_dataset(experiment, run_id, run, items, doing="re-running its failed items")
+    failed = sorted({item.index for item in items if _failed(item)})
+    if not failed:
+        raise ConfigError(f"Run {run_id} of {experiment.name!r} has no failed items (agent errors, timeouts, "
+                          "eval-errors or scores below a pass mark); there is nothing to re-run.")
+    return FailedItemsRun(parent_run_id=run_id, indices=tuple(failed), **options)
+
+
+def _failed(item: ItemResult) -> bool:
+    return item.status != "ok" or any(ev.status != "ok" or ev.passed is False for ev in item.evaluations.values())
+
+
+def _refuse_changed_dataset(exp: Experiment, run_id: str, run: Mapping[str, Any], items: list[ItemResult], *,
+                            doing: str = "resuming") -> None:
+    """Resuming adds the missing items to the stored ones (and a run of the failed items pairs with
+    them): both must come from the same dataset."""
     config = run.get("config") or {}
     size = (config.get("dataset") or {}).get("size") if isinstance(config, dict) else None
     now = len(exp.dataset)
@@ -46,5 +76,5 @@ def _refuse_changed_dataset(exp: Experiment, run_id: str, run: Mapping[str, Any]
                     if item.index >= now or input_hash(exp.dataset[item.index]) != item.input_hash), None)
     if (size is not None and int(size) != now) or changed is not None:
         what = f"{size} items then, {now} now" if size is not None and int(size) != now else f"item {changed} changed"
-        raise ConfigError(f"Run {run_id} of {exp.name!r} was made with another dataset ({what}); resuming would "
-                          "mix the two: start a new run instead.")
+        raise ConfigError(f"Run {run_id} of {exp.name!r} was made with another dataset ({what}); {doing} would "
+                          f"mix the two: start a new run instead.")

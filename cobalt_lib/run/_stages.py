@@ -45,7 +45,8 @@ async def score(session: Session, item: ItemResult) -> ItemResult:
 
 
 def item_keys(plan: RunPlan) -> Iterable[tuple[int, int]]:
-    return ((index, run_index) for index in range(len(plan.experiment.dataset)) for run_index in range(plan.runs))
+    indices = range(len(plan.experiment.dataset)) if plan.indices is None else plan.indices
+    return ((index, run_index) for index in indices for run_index in range(plan.runs))
 
 
 def judge_verdicts(plan: RunPlan, report: ExperimentReport) -> list[AssertionResult]:

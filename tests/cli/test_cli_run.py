@@ -345,6 +345,59 @@ def test_resume_finishes_an_interrupted_run_with_only_the_missing_items(project:
     assert again.returncode == 2 and "already completed" in again.stderr
 
 
+@pytest.mark.parametrize("path", [["--no-dagster"], []], ids=["library", "dagster"])
+def test_sigterm_keeps_finished_items_prints_the_resume_hint_and_exits_143(project: Path, path: list[str]) -> None:
+    import signal
+    import time
+
+    (project / "experiments").mkdir()
+    (project / "experiments" / "resumable.cobalt.py").write_text(RESUMABLE)
+    clean = {k: v for k, v in os.environ.items()
+             if k not in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "DAGSTER_HOME", "COBALT_PROJECT_DIR")}
+    proc = subprocess.Popen([COBALT, "run", "--ci", *path], cwd=project, env=clean, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    calls = project / "calls.txt"
+    deadline = time.monotonic() + 90
+    # items 0-4 done and 5-8 stuck (4 in flight): 9 agent calls started, the condition, not a sleep
+    while not (calls.exists() and len(calls.read_text().split()) >= 9):
+        assert proc.poll() is None and time.monotonic() < deadline, "the run ended early or never got there"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)  # as a CI runner's cancel or `kill` would
+    _, err = proc.communicate(timeout=60)
+    store = Store(project / ".cobalt" / "cobalt.duckdb")
+    [run] = store.runs()
+    run_id = run["run_id"]
+    assert proc.returncode == 143, err
+    assert (f"interrupted: finished items kept in run {run_id} (incomplete); finish it with "
+            f"`cobalt run --resume {run_id}`") in err
+    assert "Traceback" not in err, err
+    assert run["status"] == "incomplete"
+    assert [o["item_index"] for o in store.rows("outputs", run_id)] == [0, 1, 2, 3, 4]
+
+
+def test_only_failed_reruns_the_failed_items_as_a_new_run_recorded_to_dagster(qa_project: Path) -> None:
+    first = cobalt(qa_project, "run", "--ci", "--no-dagster", "-f", "qa", WRONG="2")
+    assert first.returncode == 1, first.stdout + first.stderr
+    store = Store(qa_project / ".cobalt" / "cobalt.duckdb")
+    [parent] = store.runs()
+    again = cobalt(qa_project, "run", "--ci", "--only-failed", parent["run_id"].rsplit("-", 1)[1])
+    assert again.returncode == 0, again.stdout + again.stderr
+    child = store.runs()[0]
+    assert (child["parent_run_id"], child["status"], child["passed"]) == (parent["run_id"], "completed", True)
+    assert [o["item_index"] for o in store.rows("outputs", child["run_id"])] == [0, 1]
+    import dagster as dg
+
+    with dg.DagsterInstance.from_config(str(qa_project / ".cobalt" / "dagster")) as instance:
+        assert instance.get_dynamic_partitions("qa_runs") == [child["run_id"]]  # recorded, as --update-baselines
+    none_failed = cobalt(qa_project, "run", "--only-failed", child["run_id"])
+    assert (none_failed.returncode, none_failed.stdout) == (2, "")
+    assert none_failed.stderr.startswith(f"error: Run {child['run_id']} of 'qa' has no failed items")
+    both = cobalt(qa_project, "run", "--only-failed", "latest", "--resume", "latest")
+    assert both.returncode == 2
+    assert both.stderr == ("error: --only-failed starts a new run of some items, which --resume cannot be "
+                           "combined with.\n")
+
+
 def test_resume_latest_with_a_filter_finishes_that_experiments_run(qa_project: Path) -> None:
     crashed = cobalt(qa_project, "run", "-f", "qa", "--no-dagster", CRASH="1")
     assert crashed.returncode == 3

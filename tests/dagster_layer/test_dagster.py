@@ -751,3 +751,40 @@ def test_config_thresholds_become_checks_only_where_the_metric_exists() -> None:
     names = {name: sorted(spec.name for check in d.checks for spec in check.check_specs) for name, d in defs.items()}
     assert len(names["with-exact"]) == 1 and "exact" in names["with-exact"][0]
     assert names["without"] == []
+
+
+def test_clean_removes_the_runs_it_deletes_from_the_dagster_instance(tmp_path: Path) -> None:
+    from cobalt_lib.ops import clean_up, plan_cleanup
+
+    config = bare_config(tmp_path / "proj")
+    kept_exp = experiment("kept-one", Dataset([{"input": "x"}]), lambda ctx: "x",
+                          evaluators=[Evaluator(name="one", type="function", fn=lambda ctx: 1.0)])
+    gone_exp = experiment("gone-one", Dataset([{"input": "y"}]), lambda ctx: "y",
+                          evaluators=[Evaluator(name="one", type="function", fn=lambda ctx: 1.0)])
+    [kept, gone] = run_with_dagster([prepare(kept_exp, config), prepare(gone_exp, config)], config)
+    with cobalt_dagster.local_instance(config) as instance:
+        assert instance.get_dynamic_partitions("gone_one_runs") == [gone.id]
+        assert instance.get_run_records(dg.RunsFilter(tags={"dagster/partition": gone.id}))
+    plan = plan_cleanup(config, cache=False, results=True)
+    plan.run_ids = [gone.id]  # clean one run of the two
+    clean_up(config, plan)
+    with cobalt_dagster.local_instance(config) as instance:
+        assert instance.get_dynamic_partitions("gone_one_runs") == []
+        assert instance.get_run_records(dg.RunsFilter(tags={"dagster/partition": gone.id})) == []
+        assert materialisations(instance, dg.AssetKey(["gone_one", "aggregates"]), gone.id) == []
+        assert instance.get_dynamic_partitions("kept_one_runs") == [kept.id]
+        assert materialisations(instance, dg.AssetKey(["kept_one", "aggregates"]), kept.id)
+
+
+def test_clean_creates_no_dagster_instance(tmp_path: Path) -> None:
+    from cobalt_lib.ops import clean_up, plan_cleanup
+
+    config = bare_config(tmp_path / "proj")
+    exp = experiment("plain", Dataset([{"input": "x"}]), lambda ctx: "x",
+                     evaluators=[Evaluator(name="one", type="function", fn=lambda ctx: 1.0)])
+    from cobalt_lib.ops import run_plan
+
+    run_plan(prepare(exp, config))
+    clean_up(config, plan_cleanup(config, cache=False, results=True))
+    assert Store(config.output_path / "cobalt.duckdb").runs() == []
+    assert not (config.output_path / "dagster").exists()

@@ -171,18 +171,24 @@ def test_slow_answer_past_the_timeout_is_an_eval_error(judged_project: Path, llm
     assert llm.count("chat") == 2
 
 
-def test_connection_refused_is_an_eval_error(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("provider", "path"), [("openai", "/v1/chat/completions"), ("anthropic", "/v1/messages")])
+def test_connection_refused_is_an_eval_error_naming_the_cause_and_url(
+        project: Path, monkeypatch: pytest.MonkeyPatch, provider: str, path: str) -> None:
     import socket
 
-    with socket.socket() as sock:
+    with socket.socket() as sock:  # a port nothing listens on once the socket is closed
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", TEST_KEY)
     (project / "cobalt.toml").write_text(
-        f'[judge]\nbase_url = "http://127.0.0.1:{port}/v1"\nmax_retries = 1\nretry_max_seconds = 5\n')
-    ev = _run(1).items[0].evaluations["quality"]
-    # the SDKs' aiohttp transport reports a refused connection as a connection error or a timeout
-    assert ev.status == "eval-error" and "call failed: API" in (ev.error or "")
-    assert "gave up after 2 attempts" in (ev.error or "")
+        f'[judge]\nprovider = "{provider}"\nbase_url = "http://127.0.0.1:{port}/v1"\n'
+        "max_retries = 1\nretry_max_seconds = 5\n")
+    error_text = _run(1).items[0].evaluations["quality"].error or ""
+    # the SDKs call this "Request timed out." (openai) or "Connection error." (anthropic)
+    assert f"connection refused at http://127.0.0.1:{port}{path} (ConnectionRefusedError:" in error_text
+    assert "gave up after 2 attempts" in error_text
+    assert TEST_KEY not in error_text
 
 
 def test_missing_key_fails_before_any_agent_call(project: Path) -> None:

@@ -91,3 +91,17 @@ def test_history_entries_of_a_store_holding_a_killed_run(project: Path) -> None:
         ("r-live", "running", None), ("r-killed", "incomplete", None)]
     store.add_work("r-killed", 250.0)
     assert run_history(config)[1].duration_ms == 250.0  # what its stages did before it was killed
+
+
+def test_a_run_is_found_by_its_random_suffix_and_an_ambiguous_suffix_names_the_candidates(project: Path) -> None:
+    config = qa_config(project)
+    store = Store.for_config(config)
+    for run_id in ("20260101000000-1dab42c9", "20260102000000-1dab9999", "20260103000000-77ab0000"):
+        store.start_run({"run_id": run_id, "experiment": "qa", "started_at": "2026-01-01T00:00:00+00:00",
+                         "tags": [], "config": {}})
+    assert resolve_ref(config, "1dab42c9").run_id == "20260101000000-1dab42c9"
+    assert resolve_ref(config, "77ab").run_id == "20260103000000-77ab0000"
+    assert resolve_ref(config, "20260102").run_id == "20260102000000-1dab9999"  # a prefix still wins
+    with pytest.raises(ConfigError, match=r"^Run id '1dab' is ambiguous \(20260101000000-1dab42c9, "
+                                          r"20260102000000-1dab9999\); give more characters\.$"):
+        resolve_ref(config, "1dab")

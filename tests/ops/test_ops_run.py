@@ -148,3 +148,53 @@ def test_rescore_without_runs_says_to_run_first(project: Path) -> None:
     config = qa_config(project)
     with pytest.raises(ConfigError, match=r"There are no stored runs yet; run `cobalt run` first \(store: "):
         rescore_run(config, "latest")
+
+
+def test_a_rescore_of_a_run_whose_agent_cost_was_unknown_keeps_it_unknown(project: Path) -> None:
+    from cobalt_lib.cli._history import _cost
+    from cobalt_lib.ops import run_history
+
+    config = qa_config(project)
+    [first] = run_experiments(config, Selection(name_filter="qa"), LIBRARY).reports
+    rescored = rescore_run(config, first.id).report
+    # qa's agent reports no cost: unknown, not $0, in the parent and in its rescore alike
+    assert (first.summary.agent_cost, rescored.summary.agent_cost) == (None, None)
+    assert rescored.summary.estimated_cost is None and rescored.summary.agent_tokens == 0
+    entries = {e.run_id: e for e in run_history(config)}
+    assert [_cost(entries[r.id]) for r in (first, rescored)] == ["unknown", "unknown"]
+
+
+def test_only_failed_reruns_the_failed_items_with_their_indices_as_a_new_linked_run(
+        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cobalt_lib.ops import compare_runs, rerun_failed
+
+    config = qa_config(project)
+    monkeypatch.setenv("QA_WRONG", "2")  # items 0 and 1 answer "nope": exact 0, below its pass mark
+    [first] = run_experiments(config, Selection(name_filter="qa"), LIBRARY).reports
+    monkeypatch.delenv("QA_WRONG")
+    [again] = rerun_failed(config, first.id[-8:], add_tags=["retry"]).reports  # by its random suffix
+    assert (again.parent_run_id, again.status) == (first.id, "completed") and again.id != first.id
+    assert [(i.index, i.output) for i in again.items] == [(0, "a0"), (1, "a1")]
+    assert again.summary.total_items == 2 and again.summary.scores["exact"].avg == 1.0
+    assert again.config["indices"] == [0, 1] and "retry" in again.tags
+    stored = Store.for_config(config).get_run(again.id)
+    assert stored is not None and stored["parent_run_id"] == first.id
+    comparison = compare_runs(config, first.id, again.id).comparison
+    assert comparison.paired == 2  # with the parent's items 0 and 1
+    with pytest.raises(ConfigError, match=rf"^Run {again.id} of 'qa' has no failed items \(agent errors, "
+                                          r"timeouts, eval-errors or scores below a pass mark\); there is "
+                                          r"nothing to re-run\.$"):
+        rerun_failed(config, again.id)
+
+
+def test_only_failed_refuses_a_run_made_with_another_dataset(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cobalt_lib.ops import rerun_failed
+
+    config = qa_config(project)
+    monkeypatch.setenv("QA_WRONG", "1")
+    [first] = run_experiments(config, Selection(name_filter="qa"), LIBRARY).reports
+    path = project / "experiments" / "qa.cobalt.py"
+    path.write_text(path.read_text().replace("range(4)", "range(5)"))
+    with pytest.raises(ConfigError, match=rf"^Run {first.id} of 'qa' was made with another dataset \(4 items "
+                                          r"then, 5 now\); re-running its failed items would mix the two"):
+        rerun_failed(config, first.id)
