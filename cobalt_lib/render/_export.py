@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..results._direction import lower_is_better
 from ..results._report import Evaluation, ExperimentReport, ItemResult
 from ._markdown import report_markdown
 
@@ -97,7 +98,7 @@ def to_json(report: ExperimentReport) -> str:
     return report.model_dump_json(indent=2) + "\n"
 
 
-def _case_outcome(item: ItemResult, ev: Evaluation | None) -> tuple[str, str] | None:
+def _case_outcome(item: ItemResult, ev: Evaluation | None, name: str = "") -> tuple[str, str] | None:
     """(`failure` | `error`, message) for a failed item test case, None when it passed.
 
     An item is judged by the evaluator's own pass mark (`passed`), never by a gate: gates apply to
@@ -110,7 +111,8 @@ def _case_outcome(item: ItemResult, ev: Evaluation | None) -> tuple[str, str] | 
     if ev.status != "ok" or ev.score is None:
         return "error", f"eval-error: {ev.error or 'no score'}"
     if ev.passed is False:
-        return "failure", f"score {ev.score:.4g} is below the evaluator's pass mark" + (
+        side = "above" if lower_is_better(name) else "below"  # `passed` was set in the evaluator's direction
+        return "failure", f"score {ev.score:.4g} is {side} the evaluator's pass mark" + (
             f": {ev.reason}" if ev.reason else "")
     return None
 
@@ -136,7 +138,7 @@ def _item_suite(report: ExperimentReport) -> ET.Element:
         for name in evaluator_names(report):
             label = f"item {item.index} / {name}" + (f" (run {item.run_index})" if item.run_index else "")
             _add_case(suite, report.name, label, (item.latency_ms or 0) / 1000,
-                      _case_outcome(item, item.evaluations.get(name)))
+                      _case_outcome(item, item.evaluations.get(name), name))
     return suite
 
 
