@@ -180,7 +180,7 @@ class ErrorRate(Assertion):
         passed = meets(rate, self.max_rate, lower=True)
         return [AssertionResult(
             name=self.name, passed=passed, actual=rate, expected=self.max_rate,
-            message=f"{agent_errors + eval_errors} errors in {attempts} attempts ({rate:.1%}): {agent_errors} of "
+            message=f"error rate {rate:.1%} ({agent_errors + eval_errors} of {attempts} attempts): {agent_errors} of "
                     f"{s.total_runs} agent calls failed or timed out, {eval_errors} of {len(evaluations)} "
                     "evaluations were eval-errors")]
 

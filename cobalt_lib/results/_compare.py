@@ -272,12 +272,18 @@ def _evaluator_delta(a: ExperimentReport, b: ExperimentReport, name: str, diffs:
 def _why(d: EvaluatorDelta, confidence: float) -> str:
     """The verdict with the rule and numbers behind it: `regressed: paired mean -0.10, 95% CI [-0.15, -0.05]
     entirely below 0`."""
-    interval = f"[{d.ci_low:+.2f}, {d.ci_high:+.2f}]"
+    interval = f"[{_signed(d.ci_low)}, {_signed(d.ci_high)}]"
+    head = f"paired mean {_signed(d.paired_delta)}, {confidence:.0%} CI {interval}"
     if d.verdict == "no significant change":
-        return f"no significant change: paired mean {d.paired_delta:+.2f}, {confidence:.0%} CI {interval} contains 0"
+        return f"no significant change: {head} contains 0"
     side = "below" if (d.ci_high or 0) < 0 else "above"
     lower = " (lower is better)" if lower_is_better(d.evaluator) else ""
-    return f"{d.verdict}: paired mean {d.paired_delta:+.2f}, {confidence:.0%} CI {interval} entirely {side} 0{lower}"
+    return f"{d.verdict}: {head} entirely {side} 0{lower}"
+
+
+def _signed(value: float | None) -> str:
+    """`+0.10`; a rounding residue such as -1e-16 shows as `+0.00`, not `-0.00`."""
+    return f"{round(value or 0.0, 2) + 0.0:+.2f}"
 
 
 def _metric_delta(a: ExperimentReport, b: ExperimentReport, path: str) -> MetricDelta:

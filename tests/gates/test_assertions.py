@@ -177,7 +177,8 @@ def test_config_thresholds_apply_to_the_experiments_that_produce_the_metric(proj
     with_exact = experiment("has-exact", data, lambda ctx: "b",
                             evaluators=[Evaluator(name="exact", type="exact-match")])
     report = with_exact.run(config=load_config())  # `relevance` is another experiment's: no usage error
-    assert [(a.name, a.passed) for a in report.assertions] == [("exact >= 0.9", False), ("every evaluator scored", True)]
+    assert [(a.name, a.passed) for a in report.assertions] == [("exact >= 0.9", False),
+                                                               ("every evaluator scored", True)]
 
 
 def test_no_regression_names_the_limit_it_allowed(tmp_path: Path) -> None:
