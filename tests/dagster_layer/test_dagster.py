@@ -34,6 +34,8 @@ AGGREGATES = dg.AssetKey([SUPPORT, "aggregates"])
 DEPLOY = dg.AssetKey([SUPPORT, "deploy"])
 GATE = "gate_exact_min_0_75"
 CHECK = dg.AssetCheckKey(AGGREGATES, GATE)
+#: The check every experiment has (`every evaluator scored`), besides its own gates.
+SCORED = "gate_every_evaluator_scored"
 
 
 @dataclass
@@ -106,10 +108,12 @@ def materialisations(instance: dg.DagsterInstance, key: dg.AssetKey, partition: 
     return [r.asset_materialization for r in records if r.asset_materialization is not None]
 
 
-def check_evaluations(instance: dg.DagsterInstance, run_id: str) -> list[Any]:
+def check_evaluations(instance: dg.DagsterInstance, run_id: str, check: str = GATE) -> list[Any]:
+    """The evaluations of the check named `check` (the support bot's `exact` gate by default) in a run."""
     records = instance.get_records_for_run(run_id=run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION).records
-    return [r.event_log_entry.dagster_event.asset_check_evaluation_data for r in records
-            if r.event_log_entry.dagster_event is not None]
+    evaluations = [r.event_log_entry.dagster_event.asset_check_evaluation_data for r in records
+                   if r.event_log_entry.dagster_event is not None]
+    return [e for e in evaluations if e.check_name == check]
 
 
 def comparable(store: Store, run_id: str) -> dict[str, Any]:
@@ -136,7 +140,9 @@ def test_definitions_of_the_two_experiment_project(shared: Project) -> None:
     keys = {key.to_user_string() for key in defs.resolve_all_asset_keys()}
     assert keys == {f"{name}/{stage}" for name in (SUPPORT, SUMMARIZER) for stage in STAGES} | {"support_bot/deploy"}
     graph = defs.resolve_asset_graph()
-    assert graph.asset_check_keys == {CHECK}  # one gate (exact >= 0.75); the summarizer has none
+    # one gate (exact >= 0.75), the summarizer none; both have the check that every evaluator scored
+    assert graph.asset_check_keys == {CHECK, dg.AssetCheckKey(AGGREGATES, SCORED),
+                                      dg.AssetCheckKey(dg.AssetKey([SUMMARIZER, "aggregates"]), SCORED)}
     assert graph.get(DEPLOY).parent_keys == {AGGREGATES}
     assert graph.get(dg.AssetKey([SUPPORT, "outputs"])).parent_keys == {dg.AssetKey([SUPPORT, "dataset"])}
     assert {j.name for j in defs.resolve_all_job_defs()} >= {"support_bot_eval", "my_summarizer_agent_eval"}
@@ -199,7 +205,7 @@ def test_a_dagster_run_materialises_the_four_assets_like_the_library(shared: Pro
     assert metadata["exact_mean"].value == 1.0
     assert metadata["actionable_mean"].value == 1.0
     assert metadata["exact_pass_rate"].value == 1.0
-    assert (metadata["gates_passed"].value, metadata["gates_failed"].value, metadata["errors"].value) == (1, 0, 0)
+    assert (metadata["gates_passed"].value, metadata["gates_failed"].value, metadata["errors"].value) == (2, 0, 0)
     assert metadata["cobalt_run_id"].value == partition
     assert isinstance(metadata["worst_items"], dg.MarkdownMetadataValue)
     assert metadata["worst_items"].value.splitlines()[0] == "| item | status | exact | actionable | output |"
@@ -242,7 +248,8 @@ def test_a_failing_gate_blocks_deploy_now_and_later(shared: Project, instance: d
     assert evaluation.metadata["cobalt_run_id"].value == partition
     assert len(materialisations(instance, AGGREGATES, partition)) == 1  # the results are kept
     assert materialisations(instance, DEPLOY, partition) == []
-    assert [(v["passed"], v["actual"]) for v in shared.store.rows("verdicts", partition)] == [(False, 0.0)]
+    assert sorted((v["name"], v["passed"], v["actual"]) for v in shared.store.rows("verdicts", partition)) == [
+        ("every evaluator scored", True, None), ("exact >= 0.75", False, 0.0)]
 
     # A later run of deploy alone re-reads the stored verdict (the agent is fine again by now).
     monkeypatch.delenv("SUPPORT_BOT_BROKEN")
@@ -749,5 +756,4 @@ def test_config_thresholds_become_checks_only_where_the_metric_exists() -> None:
     config = define_config(ci={"thresholds": {"exact": {"min": 0.9}}})
     defs = {d.experiment.name: d for d in build_experiment_defs([judged, other], config)}
     names = {name: sorted(spec.name for check in d.checks for spec in check.check_specs) for name, d in defs.items()}
-    assert len(names["with-exact"]) == 1 and "exact" in names["with-exact"][0]
-    assert names["without"] == []
+    assert names == {"with-exact": [SCORED, "gate_exact_min_0_9"], "without": [SCORED]}
