@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -81,14 +80,6 @@ def fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Project:
     root = copy_example(tmp_path / "proj")
     monkeypatch.chdir(root)
     return load_project(root)
-
-
-@pytest.fixture
-def instance(tmp_path: Path) -> Iterator[dg.DagsterInstance]:
-    home = tmp_path / "dh"
-    home.mkdir()
-    with dg.DagsterInstance.from_config(str(home)) as inst:
-        yield inst
 
 
 def run_job(project: Project, instance: dg.DagsterInstance, experiment: str = SUPPORT, *,

@@ -3,11 +3,9 @@ built from `experiment_gates` like any gate, that stops a downstream deploy (iss
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import dagster as dg
-import pytest
 
 import cobalt_dagster
 from cobalt_lib import Dataset, Evaluator, Store, experiment, load_config
@@ -20,14 +18,6 @@ DEPLOY = dg.AssetKey([NAME, "deploy"])
 
 def _boom(ctx: object) -> float:
     raise RuntimeError("judge exploded")
-
-
-@pytest.fixture
-def instance(tmp_path: Path) -> Iterator[dg.DagsterInstance]:
-    home = tmp_path / "dh"
-    home.mkdir()
-    with dg.DagsterInstance.from_config(str(home)) as inst:
-        yield inst
 
 
 def test_an_evaluator_that_scored_nothing_fails_a_blocking_check_and_deploy(project: Path,
