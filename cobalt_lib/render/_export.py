@@ -98,7 +98,7 @@ def to_json(report: ExperimentReport) -> str:
     return report.model_dump_json(indent=2) + "\n"
 
 
-def _case_outcome(item: ItemResult, ev: Evaluation | None, name: str = "") -> tuple[str, str] | None:
+def _case_outcome(item: ItemResult, ev: Evaluation | None, name: str) -> tuple[str, str] | None:
     """(`failure` | `error`, message) for a failed item test case, None when it passed.
 
     An item is judged by the evaluator's own pass mark (`passed`), never by a gate: gates apply to

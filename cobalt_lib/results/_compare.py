@@ -119,7 +119,7 @@ class Comparison(BaseModel):
 
     @property
     def regressed(self) -> list[str]:
-        """Names of the evaluators whose CI lies below zero."""
+        """Names of the evaluators whose CI lies on the worse side of zero (above it for `*Latency` ones)."""
         return [e.evaluator for e in self.evaluators if e.verdict == "regressed"]
 
     @property
