@@ -22,8 +22,8 @@ Key = tuple[int, int]
 RUN_METRICS = ("latency.p95", "cost.mean")
 #: The rule `--fail-on-regression` applies, said with every comparison: it is not `no_regression`'s.
 REGRESSION_RULE = ("--fail-on-regression fails when an evaluator's verdict is regressed (its paired bootstrap CI "
-                   "lies entirely on the worse side of 0) or it lost scores to errors; it does not apply "
-                   "no_regression's tolerance against a baseline file")
+                   "lies entirely on the worse side of 0) or when B scored fewer of the paired items than A "
+                   "because of errors; it does not apply no_regression's tolerance against a baseline file")
 #: Resampled means computed per numpy block, to keep memory flat for large runs.
 _BLOCK_CELLS = 1_000_000
 

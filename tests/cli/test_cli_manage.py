@@ -157,8 +157,8 @@ def test_export_junit_to_a_file(exported: tuple[Path, dict[str, Any]]) -> None:
     tree = ET.parse(target).getroot()
     items, gates = tree.findall("testsuite")
     assert (items.get("name"), *suite_counts(items)) == ("qa", "8", "4", "1")
-    assert (gates.get("name"), *suite_counts(gates)) == ("qa / gates", "1", "0", "0")
-    assert suite_counts(tree) == ("9", "4", "1")
+    assert (gates.get("name"), *suite_counts(gates)) == ("qa / gates", "2", "0", "0")
+    assert suite_counts(tree) == ("10", "4", "1")
     assert {case.get("classname") for case in items.iter("testcase")} == {"qa"}
     # Items fail on their own pass mark (0.5 for both evaluators), never on the gate on the mean.
     assert junit_outcomes(tree) == {"qa": {
@@ -170,7 +170,7 @@ def test_export_junit_to_a_file(exported: tuple[Path, dict[str, Any]]) -> None:
         "item 2 / picky": ("error", "eval-error: ValueError: picky cannot score item 2"),
         "item 3 / exact": ("failure", "the agent call error: RuntimeError: agent exploded"),
         "item 3 / picky": ("failure", "the agent call error: RuntimeError: agent exploded"),
-    }, "qa / gates": {"exact >= 0.5": ("pass", None)}}
+    }, "qa / gates": {"exact >= 0.5": ("pass", None), "every evaluator scored": ("pass", None)}}
 
 
 # The walkthrough's case: every item clears its evaluator's pass mark, yet the run fails two gates,
@@ -198,7 +198,7 @@ def test_junit_fails_the_gates_that_failed_the_run_not_the_items(project: Path) 
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().endswith("as junit to junit.xml")
     tree = ET.parse(project / "junit.xml").getroot()
-    assert suite_counts(tree) == ("6", "2", "0")
+    assert suite_counts(tree) == ("7", "2", "0")  # 4 items, 3 gates (with `every evaluator scored`)
     outcomes = junit_outcomes(tree)
     assert set(outcomes["qa-agent"].values()) == {("pass", None)} and len(outcomes["qa-agent"]) == 4
     gates = outcomes["qa-agent / gates"]
@@ -338,7 +338,7 @@ def test_clean_older_than_deletes_only_old_entries_and_runs(cleanable: tuple[Pat
     assert old_run in old_file.name
     make_old(old_file)
     before = row_counts(root, old_run)
-    assert before == {"runs": 1, "outputs": 4, "scores": 6, "aggregates": 5, "verdicts": 1}
+    assert before == {"runs": 1, "outputs": 4, "scores": 6, "aggregates": 5, "verdicts": 2}
 
     cache = cobalt(root, "clean", "--cache", "--older-than", "30d", "--yes")
     assert cache.returncode == 0, cache.stderr
