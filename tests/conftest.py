@@ -10,8 +10,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    import dagster as dg
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -99,6 +103,17 @@ def judged_project(project: Path, llm: FakeLLM, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
     monkeypatch.setenv("ANTHROPIC_API_KEY", TEST_KEY)
     return project
+
+
+@pytest.fixture
+def instance(tmp_path: Path) -> Iterator[dg.DagsterInstance]:
+    """A fresh Dagster instance of the test's own (a temporary DAGSTER_HOME) for the Dagster-layer tests."""
+    import dagster as dg  # here, not at the top: most tests never load dagster
+
+    home = tmp_path / "dh"
+    home.mkdir()
+    with dg.DagsterInstance.from_config(str(home)) as inst:
+        yield inst
 
 
 def pytest_configure(config: pytest.Config) -> None:

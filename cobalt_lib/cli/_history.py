@@ -96,7 +96,7 @@ def _fmt(value: float | None, digits: int = 3, sign: bool = False) -> str:
 
 
 def _print_comparison(c: Comparison) -> None:
-    from ..render._compare import ci_text, lost_text, metric_text, scope_note, unpaired_summary
+    from ..render._compare import ci_text, lost_text, metric_text, scope_note, unpaired_summary, verdict_lines
 
     out = console()
     out.print(f"compare {c.run_b} ({c.experiment_b}) against baseline {c.run_a} ({c.experiment_a}): "
@@ -115,6 +115,8 @@ def _print_comparison(c: Comparison) -> None:
         table.add_row(m.metric, metric_text(m.metric, m.a, missing="-"), metric_text(m.metric, m.b, missing="-"),
                       metric_text(m.metric, m.delta, sign=True, missing="-"), "", "", "", "")
     out.print(table)
+    for line in verdict_lines(c):
+        out.print(Text(line))
     for e in c.lost_scores:
         out.print(Text(f"lost scores: {lost_text(e)}"))
     for title, rows in (("most regressed", c.regressions), ("most improved", c.improvements)):

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .._errors import EvaluatorError, JudgeError, TemplateError
+from ..results._direction import passes
 from ..results._report import Evaluation
 from ._context import EvalContext, Scoring
 from ._registry import kinds_using, register
@@ -39,7 +40,8 @@ class EvaluatorKind(BaseModel, abc.ABC):
 
     #: The name users pass as `Evaluator(type=...)`.
     kind: ClassVar[str] = ""
-    #: The pass mark when the evaluator sets no `threshold`: a score at or above it passes.
+    #: The pass mark when the evaluator sets no `threshold`: a score at or above it passes (at or
+    #: below it for a lower-is-better name such as `*Latency`; see `results._direction`).
     default_threshold: ClassVar[float] = 0.5
 
     @classmethod
@@ -116,7 +118,7 @@ class EvaluatorKind(BaseModel, abc.ABC):
             result = Evaluation(status="eval-error", error=f"{type(exc).__name__}: {exc}",
                                 raw_response=traceback.format_exc(limit=8))
         if result.status == "ok" and result.score is not None:
-            result.passed = result.score >= scoring.threshold
+            result.passed = passes(scoring.evaluator, result.score, scoring.threshold)
         return result
 
 

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
+from ..results._direction import lower_is_better, meets
 from ._assertions import (
     RUN_METRICS,
     Assertion,
     Custom,
     ErrorRate,
+    EvaluatorsScored,
     NoRegression,
     Threshold,
     assertion,
     check_metric,
     config_assertions,
     experiment_gates,
-    lower_is_better,
-    meets,
     no_regression,
     threshold,
 )
@@ -24,6 +24,7 @@ __all__ = [
     "Assertion",
     "Custom",
     "ErrorRate",
+    "EvaluatorsScored",
     "NoRegression",
     "Threshold",
     "assertion",

@@ -11,26 +11,10 @@ from typing import Any
 
 from .._errors import ConfigError
 from ..config._config import Config
+from ..results._direction import lower_is_better, meets
 from ..results._report import STAT_NAMES, AssertionResult, ExperimentReport, split_path
 
 RUN_METRICS = ("latency", "cost", "tokens")
-
-
-def lower_is_better(metric: str) -> bool:
-    """`latency*`, `cost*`, `tokens*`, `*Duration` and `*Latency` are better when smaller."""
-    name = metric.split(".", 1)[0]
-    return name.startswith(("latency", "cost", "tokens")) or name.endswith(("Duration", "Latency"))
-
-
-#: Gates compare with this relative slack, so a mean that rounding puts a hair off its limit
-#: (three scores of 0.35 average to 0.34999999999999998) still counts as on the limit.
-_SLACK = 1e-9
-
-
-def meets(actual: float, limit: float, *, lower: bool) -> bool:
-    """`actual <= limit` for lower-is-better metrics, else `actual >= limit`, up to float rounding."""
-    slack = _SLACK * max(1.0, abs(limit))
-    return actual <= limit + slack if lower else actual >= limit - slack
 
 
 def check_metric(path: str, known: Iterable[str], where: str) -> None:
@@ -127,13 +111,20 @@ class NoRegression(Assertion):
             lower = lower_is_better(metric)
             limit = base * (1 + self.tolerance) if lower else base * (1 - self.tolerance)
             passed = actual is not None and meets(actual, limit, lower=lower)
-            shown = "none" if actual is None else f"{actual:.4g}"
-            bound = "at most" if lower else "at least"
-            results.append(AssertionResult(
-                name=f"no_regression:{metric}", passed=passed, actual=actual, expected=limit,
-                message=f"{metric} = {shown}, {bound} {limit:.4g} allowed (baseline {base:.4g} "
-                        f"{'+' if lower else '-'} {self.tolerance:.0%} of it)"))
+            results.append(AssertionResult(name=f"no_regression:{metric}", passed=passed, actual=actual,
+                                           expected=limit, message=self._message(metric, actual, base, limit)))
         return results
+
+    def _message(self, metric: str, actual: float | None, base: float, limit: float) -> str:
+        """The rule with its numbers: `relevance 0.70 < 0.76 = baseline 0.80 x (1 - 0.05)`."""
+        lower = lower_is_better(metric)
+        rule = f"{_num(limit)} = baseline {_num(base)} x (1 {'+' if lower else '-'} {self.tolerance:g})"
+        if actual is None:
+            return f"{metric} has no value in this run; the limit was {rule}"
+        passed = meets(actual, limit, lower=lower)
+        op = ("<=" if passed else ">") if lower else (">=" if passed else "<")
+        verdict = "within" if passed else "beyond"
+        return f"{metric} {_num(actual)} {op} {rule}: {verdict} the {self.tolerance:.0%} tolerance"
 
     def update(self, report: ExperimentReport, config: Config) -> Path:
         """Rewrite the baseline from `report`: every evaluator's mean, plus the run metrics (latency,
@@ -172,16 +163,70 @@ class Custom(Assertion):
 
 
 class ErrorRate(Assertion):
+    """Errors over attempts: failed agent calls, timeouts and eval-errors, over the agent calls made plus
+    the evaluations attempted (one per evaluator on each ok output)."""
+
     def __init__(self, max_rate: float) -> None:
         self.max_rate = max_rate
         self.name = f"error rate <= {max_rate:.0%}"
 
     def evaluate(self, report: ExperimentReport, config: Config) -> list[AssertionResult]:
         s = report.summary
-        rate = (s.errors + s.timeouts) / s.total_runs if s.total_runs else 0.0
+        agent_errors = s.errors + s.timeouts
+        evaluations = [ev for item in report.items if item.status == "ok" for ev in item.evaluations.values()]
+        eval_errors = sum(ev.status != "ok" for ev in evaluations)
+        attempts = s.total_runs + len(evaluations)
+        rate = (agent_errors + eval_errors) / attempts if attempts else 0.0
         passed = meets(rate, self.max_rate, lower=True)
-        return [AssertionResult(name=self.name, passed=passed, actual=rate, expected=self.max_rate,
-                                message=f"{s.errors + s.timeouts} of {s.total_runs} agent calls failed ({rate:.1%})")]
+        return [AssertionResult(
+            name=self.name, passed=passed, actual=rate, expected=self.max_rate,
+            message=f"error rate {rate:.1%} ({agent_errors + eval_errors} of {attempts} attempts): {agent_errors} of "
+                    f"{s.total_runs} agent calls failed or timed out, {eval_errors} of {len(evaluations)} "
+                    "evaluations were eval-errors")]
+
+
+class EvaluatorsScored(Assertion):
+    """Every evaluator scored at least one of the outputs it was given. Every experiment has this gate,
+    whatever else is declared: a judge that is down, answers that are never JSON or an evaluator that
+    always raises leave a run with no evaluation, and such a run must not pass."""
+
+    name = "every evaluator scored"
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "type": "evaluators_scored"}
+
+    def evaluate(self, report: ExperimentReport, config: Config) -> list[AssertionResult]:
+        names = list(dict.fromkeys([*report.summary.scores, *(n for i in report.items for n in i.evaluations)]))
+        ok = [item for item in report.items if item.status == "ok"]
+        if names and not ok:  # one line, not one per evaluator: it is the agent that failed
+            why = (f"no agent call succeeded ({len(report.items)} of {len(report.items)} failed or timed out)"
+                   if report.items else "no item finished")
+            return [AssertionResult(name=self.name, passed=False, actual=0.0,
+                                    message=f"{why}, so no evaluator scored anything")]
+        counts, failures = [], []
+        for name in names:
+            given = [item.evaluations[name] for item in ok if name in item.evaluations]
+            scored = sum(ev.status == "ok" and ev.score is not None for ev in given)
+            counts.append(f"{name} {scored}/{len(given)}")
+            if given and not scored:
+                first = next((ev.error for ev in given if ev.error), None) or "no score"
+                failures.append(AssertionResult(
+                    name=f"scored:{name}", passed=False, actual=0.0,
+                    message=f"evaluator {name!r} scored none of the {len(given)} items: {_first_line(first)}"))
+        return failures or [AssertionResult(name=self.name, passed=True, message="scored: " + (
+            ", ".join(counts) if counts else "the experiment has no evaluators"))]
+
+
+def _first_line(text: str, limit: int = 200) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else text
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _num(value: float) -> str:
+    """Two decimals where they say it all (`0.70`), else four significant digits (`0.7599`, `4.2e-05`)."""
+    if 0.1 <= abs(value) < 1000 and round(value, 2) == round(value, 6):
+        return f"{value:.2f}"
+    return f"{value:.4g}"
 
 
 def _stats_dict(stats: Any) -> dict[str, Any]:
@@ -210,11 +255,12 @@ def assertion(name: str, check: Callable[[Mapping[str, Any], Mapping[str, Any]],
 
 
 def experiment_gates(config: Config, assertions: Iterable[Assertion], evaluators: Iterable[str]) -> list[Assertion]:
-    """An experiment's own gates, plus the `[ci]` ones that apply to it: a project-wide threshold
-    applies to the experiments that produce its metric."""
+    """An experiment's own gates, plus the `[ci]` ones that apply to it (a project-wide threshold
+    applies to the experiments that produce its metric), plus `EvaluatorsScored`, which every
+    experiment has."""
     known = {*evaluators, *RUN_METRICS}
     shared = [g for g in config_assertions(config) if all(split_path(m)[0] in known for m in g.metrics(config))]
-    return [*assertions, *shared]
+    return [*assertions, *shared, EvaluatorsScored()]
 
 
 def config_assertions(config: Config) -> list[Assertion]:

@@ -56,6 +56,15 @@ def ci_text(e: EvaluatorDelta) -> str:
     return "–" if e.ci_low is None or e.ci_high is None else f"[{e.ci_low:+.3f}, {e.ci_high:+.3f}]"
 
 
+def verdict_lines(c: Comparison) -> list[str]:
+    """Each evaluator's verdict with the rule behind it, then what `--fail-on-regression` checks."""
+    return [*(f"{e.evaluator}: {e.why}" for e in c.evaluators if e.why), c.regression_rule]
+
+
+def verdicts_markdown(c: Comparison) -> str:
+    return "#### Verdicts\n\n" + "\n".join(f"- {line}" for line in verdict_lines(c))
+
+
 def comparison_markdown(c: Comparison) -> str:
     """The comparison as Markdown: evaluators, run metrics, top movers, unpaired items."""
     level = f"{c.confidence:.0%}"
@@ -71,6 +80,7 @@ def comparison_markdown(c: Comparison) -> str:
              "\n".join(["| metric | A | B | B - A |", "|---|---|---|---|",
                         *(f"| {m.metric} | {metric_text(m.metric, m.a)} | {metric_text(m.metric, m.b)} "
                           f"| {metric_text(m.metric, m.delta, sign=True)} |" for m in c.metrics)])]
+    parts.append(verdicts_markdown(c))
     if c.lost_scores:
         parts.append("#### Lost scores\n\n" + "\n".join(f"- {lost_text(e)}" for e in c.lost_scores))
     for title, rows in (("Most regressed", c.regressions), ("Most improved", c.improvements)):

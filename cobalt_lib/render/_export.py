@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..results._direction import lower_is_better
 from ..results._report import Evaluation, ExperimentReport, ItemResult
 from ._markdown import report_markdown
 
@@ -104,7 +105,7 @@ def to_json(report: ExperimentReport) -> str:
     return report.model_dump_json(indent=2) + "\n"
 
 
-def _case_outcome(item: ItemResult, ev: Evaluation | None) -> tuple[str, str] | None:
+def _case_outcome(item: ItemResult, ev: Evaluation | None, name: str) -> tuple[str, str] | None:
     """(`failure` | `error`, message) when the item did not pass this evaluator, None when it did.
 
     An item is judged by the evaluator's own pass mark (`passed`), never by a gate: gates apply to
@@ -117,7 +118,8 @@ def _case_outcome(item: ItemResult, ev: Evaluation | None) -> tuple[str, str] | 
     if ev.status != "ok" or ev.score is None:
         return "error", f"eval-error: {ev.error or 'no score'}"
     if ev.passed is False:
-        return "failure", f"score {ev.score:.4g} is below the evaluator's pass mark" + (
+        side = "above" if lower_is_better(name) else "below"  # `passed` was set in the evaluator's direction
+        return "failure", f"score {ev.score:.4g} is {side} the evaluator's pass mark" + (
             f": {ev.reason}" if ev.reason else "")
     return None
 
@@ -128,12 +130,13 @@ def _errors_failed_the_run(report: ExperimentReport) -> bool:
     return any(not a.passed and (a.gate or a.name).startswith("error rate") for a in report.assertions)
 
 
-def _reported_outcome(item: ItemResult, ev: Evaluation | None, errors_failed: bool) -> tuple[str, str] | None:
+def _reported_outcome(item: ItemResult, ev: Evaluation | None, name: str,
+                      errors_failed: bool) -> tuple[str, str] | None:
     """The default: an item case fails only when the item made the run fail, so that JUnit's failure
     count is 0 exactly when the run passed (exit 0). A low score never fails a run by itself (the gates
     on the statistics do), so it is reported, not failed; an errored item (agent call failed or timed
     out, eval-error) fails only when an error-rate gate failed the run."""
-    outcome = _case_outcome(item, ev)
+    outcome = _case_outcome(item, ev, name)
     if outcome is None or not errors_failed or not (item.status != "ok" or ev is None or ev.status != "ok"):
         return None
     return "failure", outcome[1]
@@ -198,7 +201,7 @@ def _item_suite(report: ExperimentReport, items_fail: bool) -> ET.Element:
         for name in evaluator_names(report):
             ev = item.evaluations.get(name)
             label = f"item {item.index} / {name}" + (f" (run {item.run_index})" if item.run_index else "")
-            outcome = _case_outcome(item, ev) if items_fail else _reported_outcome(item, ev, errors_failed)
+            outcome = _case_outcome(item, ev, name) if items_fail else _reported_outcome(item, ev, name, errors_failed)
             case = _add_case(suite, report.name, label, (item.latency_ms or 0) / 1000, outcome)
             _add_details(case, *_case_details(item, ev, marks.get(name)))
     return suite

@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
+from ..results._direction import mark_words, passes
 from ..results._report import ExperimentReport, ItemResult
 from ._units import count, duration, money
 
@@ -129,7 +130,8 @@ class TerminalReporter:
 
     def _low(self, item: ItemResult) -> list[str]:
         return [name for name, ev in item.evaluations.items()
-                if ev.status == "ok" and ev.score is not None and ev.score < self._thresholds.get(name, 0.5)]
+                if ev.status == "ok" and ev.score is not None
+                and not passes(name, ev.score, self._thresholds.get(name, 0.5))]
 
     def item_line(self, item: ItemResult) -> Text:
         text = Text(f"{_label(item.index, item.run_index):>6} ")
@@ -191,7 +193,9 @@ class TerminalReporter:
                 low.setdefault(name, []).append((item.index, item.run_index))
         for name, keys in low.items():
             labels = [_label(i, r) for i, r in sorted(set(keys))]
-            self.console.print(Text(f"⚠ low {name} (< {self._thresholds[name]:g}): {_listed(labels)}", style="yellow"))
+            word, sign = mark_words(name)
+            self.console.print(Text(f"⚠ {word} {name} ({sign} {self._thresholds[name]:g}): {_listed(labels)}",
+                                    style="yellow"))
         # With runs > 1: the items that passed in some runs and not in others are the unreliable ones.
         flaky = [f"#{spread.index} {name} {round((st.pass_rate or 0) * spread.runs)}/{spread.runs}"
                  for spread in report.summary.per_item for name, st in spread.evaluators.items()

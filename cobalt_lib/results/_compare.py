@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from ._direction import gain, lower_is_better
 from ._report import ExperimentReport, ItemResult
 
 Verdict = Literal["improved", "regressed", "no significant change", "not comparable"]
@@ -19,6 +20,10 @@ Key = tuple[int, int]
 
 #: Run metrics compared besides the evaluators (all lower-is-better).
 RUN_METRICS = ("latency.p95", "cost.mean")
+#: The rule `--fail-on-regression` applies, said with every comparison: it is not `no_regression`'s.
+REGRESSION_RULE = ("--fail-on-regression fails when an evaluator's verdict is regressed (its paired bootstrap CI "
+                   "lies entirely on the worse side of 0) or when B scored fewer of the paired items than A "
+                   "because of errors; it does not apply no_regression's tolerance against a baseline file")
 #: Resampled means computed per numpy block, to keep memory flat for large runs.
 _BLOCK_CELLS = 1_000_000
 
@@ -40,6 +45,8 @@ class EvaluatorDelta(BaseModel):
     scored_b: int = 0
     #: Paired items scored in A with no score in B although B ran the evaluator: lost to errors.
     lost: int = 0
+    #: Why the verdict is what it is, with the numbers: the rule applied.
+    why: str = ""
 
     @property
     def lost_scores(self) -> bool:
@@ -107,10 +114,12 @@ class Comparison(BaseModel):
     #: The experiment `latest`/`previous` were looked up in when the caller chose it for the user
     #: (`cobalt compare` without --experiment); None when the runs were named outright.
     scope: str | None = None
+    #: What `--fail-on-regression` checks (`REGRESSION_RULE`).
+    regression_rule: str = REGRESSION_RULE
 
     @property
     def regressed(self) -> list[str]:
-        """Names of the evaluators whose CI lies below zero."""
+        """Names of the evaluators whose CI lies on the worse side of zero (above it for `*Latency` ones)."""
         return [e.evaluator for e in self.evaluators if e.verdict == "regressed"]
 
     @property
@@ -139,8 +148,9 @@ def compare_reports(a: ExperimentReport, b: ExperimentReport, *, top: int = 5, r
         delta = _evaluator_delta(a, b, name, diffs, resamples, seed, confidence)
         _count_scored(delta, pairs, ran_in_b=_ran(b, name))
         result.evaluators.append(delta)
-    result.regressions = sorted((c for c in changes if c.delta < 0), key=_largest_first)[:top]
-    result.improvements = sorted((c for c in changes if c.delta > 0), key=_largest_first)[:top]
+    # A lower-is-better evaluator (`*Latency`) improves when its score drops.
+    result.regressions = sorted((c for c in changes if gain(c.evaluator, c.delta) < 0), key=_largest_first)[:top]
+    result.improvements = sorted((c for c in changes if gain(c.evaluator, c.delta) > 0), key=_largest_first)[:top]
     return result
 
 
@@ -243,14 +253,37 @@ def _evaluator_delta(a: ExperimentReport, b: ExperimentReport, name: str, diffs:
     result = EvaluatorDelta(evaluator=name, mean_a=mean_a, mean_b=mean_b, pairs=len(diffs),
                             delta=None if mean_a is None or mean_b is None else mean_b - mean_a)
     if not diffs:
+        result.why = "not comparable: no paired item has a score in both runs"
         return result
     result.paired_delta = math.fsum(diffs) / len(diffs)
     if len(diffs) < 2:  # one pair says nothing about the spread: no interval, no verdict
+        result.why = "not comparable: one paired item gives no confidence interval"
         return result
-    result.ci_low, result.ci_high = bootstrap_ci(diffs, resamples=resamples, seed=seed, confidence=confidence)
-    result.verdict = ("improved" if result.ci_low > 0 else "regressed" if result.ci_high < 0
+    low, high = result.ci_low, result.ci_high = bootstrap_ci(diffs, resamples=resamples, seed=seed,
+                                                             confidence=confidence)
+    # The CI of the change in the better direction: negated for a lower-is-better evaluator.
+    better_low, better_high = sorted((gain(name, low), gain(name, high)))
+    result.verdict = ("improved" if better_low > 0 else "regressed" if better_high < 0
                       else "no significant change")
+    result.why = _why(result, confidence)
     return result
+
+
+def _why(d: EvaluatorDelta, confidence: float) -> str:
+    """The verdict with the rule and numbers behind it: `regressed: paired mean -0.10, 95% CI [-0.15, -0.05]
+    entirely below 0`."""
+    interval = f"[{_signed(d.ci_low)}, {_signed(d.ci_high)}]"
+    head = f"paired mean {_signed(d.paired_delta)}, {confidence:.0%} CI {interval}"
+    if d.verdict == "no significant change":
+        return f"no significant change: {head} contains 0"
+    side = "below" if (d.ci_high or 0) < 0 else "above"
+    lower = " (lower is better)" if lower_is_better(d.evaluator) else ""
+    return f"{d.verdict}: {head} entirely {side} 0{lower}"
+
+
+def _signed(value: float | None) -> str:
+    """`+0.10`; a rounding residue such as -1e-16 shows as `+0.00`, not `-0.00`."""
+    return f"{round(value or 0.0, 2) + 0.0:+.2f}"
 
 
 def _metric_delta(a: ExperimentReport, b: ExperimentReport, path: str) -> MetricDelta:

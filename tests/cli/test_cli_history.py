@@ -238,6 +238,11 @@ def test_compare_table_and_markdown(runs: tuple[Path, list[dict[str, Any]]]) -> 
     assert next(ln for ln in table.stdout.splitlines() if ln.startswith("cost.mean")).split() == [
         "cost.mean", "-", "-", "-"]  # no cost known
     assert "most regressed: item 0 run 0 exact 1.000 -> 0.000 (-1.000)  q0" in table.stdout
+    # each verdict with its rule, and the rule --fail-on-regression applies (not no_regression's)
+    said = " ".join(table.stdout.split())
+    assert re.search(r"exact: regressed: paired mean -0\.75, 95% CI \[-\d\.\d\d, -\d\.\d\d\] entirely below 0", said)
+    assert "short: no significant change: paired mean +0.00, 95% CI [+0.00, +0.00] contains 0" in said
+    assert "it does not apply no_regression's tolerance against a baseline file" in said
     markdown = cobalt(root, "compare", stored[2]["run_id"], stored[1]["run_id"], "--markdown")
     assert markdown.stdout.startswith(f"### cobalt compare: `{stored[1]['run_id']}` vs baseline")
     row = "| short | 1.000 | 1.000 | +0.000 | +0.000 | [+0.000, +0.000] | 8 | no significant change |"
@@ -348,7 +353,8 @@ def broken(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[st
     write_experiments(root)
     for env in ({}, {"BROKEN": "2"}, {"BROKEN": "8"}):
         result = cobalt(root, "run", "--no-dagster", "-f", "qa", **env)
-        assert result.returncode == 0, result.stdout + result.stderr
+        # a run in which `short` scored nothing fails its gate `every evaluator scored`, and is still stored
+        assert result.returncode == (1 if env.get("BROKEN") == "8" else 0), result.stdout + result.stderr
     stored = Store(root / ".cobalt" / "cobalt.duckdb").runs()
     assert len(stored) == 3
     return root, stored[::-1]

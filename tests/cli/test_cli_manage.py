@@ -168,7 +168,7 @@ ITEMS_FAIL = {"qa": {
     "item 2 / picky": ("error", "eval-error: ValueError: picky cannot score item 2"),
     "item 3 / exact": ("failure", "the agent call error: RuntimeError: agent exploded"),
     "item 3 / picky": ("failure", "the agent call error: RuntimeError: agent exploded"),
-}, "qa / gates": {"exact >= 0.5": ("pass", None)}}
+}, "qa / gates": {"exact >= 0.5": ("pass", None), "every evaluator scored": ("pass", None)}}
 
 
 def test_export_junit_of_a_passing_run_fails_nothing_and_reports_the_low_and_errored_items(
@@ -181,8 +181,8 @@ def test_export_junit_of_a_passing_run_fails_nothing_and_reports_the_low_and_err
     tree = ET.parse(target).getroot()
     items, gates = tree.findall("testsuite")
     assert (items.get("name"), *suite_counts(items)) == ("qa", "8", "0", "0")
-    assert (gates.get("name"), *suite_counts(gates)) == ("qa / gates", "1", "0", "0")
-    assert suite_counts(tree) == ("9", "0", "0")
+    assert (gates.get("name"), *suite_counts(gates)) == ("qa / gates", "2", "0", "0")
+    assert suite_counts(tree) == ("10", "0", "0")
     assert {case.get("classname") for case in items.iter("testcase")} == {"qa"}
     assert {outcome for suite in junit_outcomes(tree).values() for outcome in suite.values()} == {("pass", None)}
     assert case_details(tree, "item 1 / picky") == (
@@ -202,7 +202,7 @@ def test_export_junit_items_fail_fails_every_low_or_errored_item(exported: tuple
     result = cobalt(root, "export", "latest", "--junit-items-fail", "-o", "strict.xml")
     assert result.returncode == 0, result.stderr
     tree = ET.parse(root / "strict.xml").getroot()
-    assert suite_counts(tree) == ("9", "4", "1")
+    assert suite_counts(tree) == ("10", "4", "1")
     assert junit_outcomes(tree) == ITEMS_FAIL  # what every JUnit export was before --junit-items-fail
     wrong = cobalt(root, "export", "latest", "--junit-items-fail", "--format", "csv")
     assert (wrong.returncode, wrong.stderr) == (2, "error: --junit-items-fail applies to the junit format only, "
@@ -234,7 +234,7 @@ def test_junit_fails_the_gates_that_failed_the_run_not_the_items(project: Path) 
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().endswith("as junit to junit.xml")
     tree = ET.parse(project / "junit.xml").getroot()
-    assert suite_counts(tree) == ("6", "2", "0")
+    assert suite_counts(tree) == ("7", "2", "0")  # 4 items, 3 gates (with `every evaluator scored`)
     outcomes = junit_outcomes(tree)
     assert set(outcomes["qa-agent"].values()) == {("pass", None)} and len(outcomes["qa-agent"]) == 4
     gates = outcomes["qa-agent / gates"]
@@ -397,7 +397,7 @@ def test_clean_older_than_deletes_only_old_entries_and_runs(cleanable: tuple[Pat
     assert old_run in old_file.name
     make_old(old_file)
     before = row_counts(root, old_run)
-    assert before == {"runs": 1, "outputs": 4, "scores": 6, "aggregates": 5, "verdicts": 1}
+    assert before == {"runs": 1, "outputs": 4, "scores": 6, "aggregates": 5, "verdicts": 2}
 
     cache = cobalt(root, "clean", "--cache", "--older-than", "30d", "--yes")
     assert cache.returncode == 0, cache.stderr

@@ -488,7 +488,7 @@ def test_update_baselines_writes_the_first_baseline_and_the_gate_then_holds(proj
     assert f"baseline {baseline} updated from run" in first.stdout
     assert cobalt(project, "run", "--ci", "--no-dagster", WRONG="1").returncode == 0
     worse = cobalt(project, "run", "--ci", "--no-dagster", WRONG="2")
-    assert worse.returncode == 1 and "exact = 0.5, at least 0.675 allowed" in worse.stdout
+    assert worse.returncode == 1 and "exact 0.50 < 0.675 = baseline 0.75 x (1 - 0.1)" in worse.stdout
 
     exported = cobalt(project, "export", "latest", "--format", "baseline", "-o", "b.json")
     assert exported.returncode == 0 and json.loads((project / "b.json").read_text()) == {"exact": 0.5}

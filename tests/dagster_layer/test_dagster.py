@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,8 @@ AGGREGATES = dg.AssetKey([SUPPORT, "aggregates"])
 DEPLOY = dg.AssetKey([SUPPORT, "deploy"])
 GATE = "gate_exact_min_0_75"
 CHECK = dg.AssetCheckKey(AGGREGATES, GATE)
+#: The check every experiment has (`every evaluator scored`), besides its own gates.
+SCORED = "gate_every_evaluator_scored"
 
 
 @dataclass
@@ -81,14 +82,6 @@ def fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Project:
     return load_project(root)
 
 
-@pytest.fixture
-def instance(tmp_path: Path) -> Iterator[dg.DagsterInstance]:
-    home = tmp_path / "dh"
-    home.mkdir()
-    with dg.DagsterInstance.from_config(str(home)) as inst:
-        yield inst
-
-
 def run_job(project: Project, instance: dg.DagsterInstance, experiment: str = SUPPORT, *,
             partition: str | None = None, only: list[dg.AssetKey] | None = None) -> tuple[str, Any]:
     """Execute the experiment's job in process for a new partition (a new cobalt run id)."""
@@ -106,10 +99,12 @@ def materialisations(instance: dg.DagsterInstance, key: dg.AssetKey, partition: 
     return [r.asset_materialization for r in records if r.asset_materialization is not None]
 
 
-def check_evaluations(instance: dg.DagsterInstance, run_id: str) -> list[Any]:
+def check_evaluations(instance: dg.DagsterInstance, run_id: str, check: str = GATE) -> list[Any]:
+    """The evaluations of the check named `check` (the support bot's `exact` gate by default) in a run."""
     records = instance.get_records_for_run(run_id=run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION).records
-    return [r.event_log_entry.dagster_event.asset_check_evaluation_data for r in records
-            if r.event_log_entry.dagster_event is not None]
+    evaluations = [r.event_log_entry.dagster_event.asset_check_evaluation_data for r in records
+                   if r.event_log_entry.dagster_event is not None]
+    return [e for e in evaluations if e.check_name == check]
 
 
 def comparable(store: Store, run_id: str) -> dict[str, Any]:
@@ -136,7 +131,9 @@ def test_definitions_of_the_two_experiment_project(shared: Project) -> None:
     keys = {key.to_user_string() for key in defs.resolve_all_asset_keys()}
     assert keys == {f"{name}/{stage}" for name in (SUPPORT, SUMMARIZER) for stage in STAGES} | {"support_bot/deploy"}
     graph = defs.resolve_asset_graph()
-    assert graph.asset_check_keys == {CHECK}  # one gate (exact >= 0.75); the summarizer has none
+    # one gate (exact >= 0.75), the summarizer none; both have the check that every evaluator scored
+    assert graph.asset_check_keys == {CHECK, dg.AssetCheckKey(AGGREGATES, SCORED),
+                                      dg.AssetCheckKey(dg.AssetKey([SUMMARIZER, "aggregates"]), SCORED)}
     assert graph.get(DEPLOY).parent_keys == {AGGREGATES}
     assert graph.get(dg.AssetKey([SUPPORT, "outputs"])).parent_keys == {dg.AssetKey([SUPPORT, "dataset"])}
     assert {j.name for j in defs.resolve_all_job_defs()} >= {"support_bot_eval", "my_summarizer_agent_eval"}
@@ -199,7 +196,7 @@ def test_a_dagster_run_materialises_the_four_assets_like_the_library(shared: Pro
     assert metadata["exact_mean"].value == 1.0
     assert metadata["actionable_mean"].value == 1.0
     assert metadata["exact_pass_rate"].value == 1.0
-    assert (metadata["gates_passed"].value, metadata["gates_failed"].value, metadata["errors"].value) == (1, 0, 0)
+    assert (metadata["gates_passed"].value, metadata["gates_failed"].value, metadata["errors"].value) == (2, 0, 0)
     assert metadata["cobalt_run_id"].value == partition
     assert isinstance(metadata["worst_items"], dg.MarkdownMetadataValue)
     assert metadata["worst_items"].value.splitlines()[0] == "| item | status | exact | actionable | output |"
@@ -242,7 +239,8 @@ def test_a_failing_gate_blocks_deploy_now_and_later(shared: Project, instance: d
     assert evaluation.metadata["cobalt_run_id"].value == partition
     assert len(materialisations(instance, AGGREGATES, partition)) == 1  # the results are kept
     assert materialisations(instance, DEPLOY, partition) == []
-    assert [(v["passed"], v["actual"]) for v in shared.store.rows("verdicts", partition)] == [(False, 0.0)]
+    assert sorted((v["name"], v["passed"], v["actual"]) for v in shared.store.rows("verdicts", partition)) == [
+        ("every evaluator scored", True, None), ("exact >= 0.75", False, 0.0)]
 
     # A later run of deploy alone re-reads the stored verdict (the agent is fine again by now).
     monkeypatch.delenv("SUPPORT_BOT_BROKEN")
@@ -749,8 +747,7 @@ def test_config_thresholds_become_checks_only_where_the_metric_exists() -> None:
     config = define_config(ci={"thresholds": {"exact": {"min": 0.9}}})
     defs = {d.experiment.name: d for d in build_experiment_defs([judged, other], config)}
     names = {name: sorted(spec.name for check in d.checks for spec in check.check_specs) for name, d in defs.items()}
-    assert len(names["with-exact"]) == 1 and "exact" in names["with-exact"][0]
-    assert names["without"] == []
+    assert names == {"with-exact": [SCORED, "gate_exact_min_0_9"], "without": [SCORED]}
 
 
 def test_clean_removes_the_runs_it_deletes_from_the_dagster_instance(tmp_path: Path) -> None:

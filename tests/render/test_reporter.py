@@ -70,6 +70,7 @@ tokens 0 (agent 0, judge 0)  |  cost: agent unknown, judge $0.0000  |  judge cal
 ⚠ low exact (< 0.5): #1
 ✗ 1 agent call failed: #2
 ✗ style: 1 evaluation error (#1); first: ValueError: no style in style()
+gate PASS every evaluator scored  scored: exact 2/2, style 1/2
 results: .cobalt/results/x.json
 run id:  run-1
 """

@@ -73,7 +73,7 @@ def test_rows_and_json_agree_with_the_report(judged_project: Path, llm: FakeLLM)
         assert aggregates[name]["mean"] == pytest.approx(stats.avg)
         assert aggregates[name]["p95"] == pytest.approx(stats.p95) and aggregates[name]["count"] == stats.count
     verdicts = store.rows("verdicts", report.id)
-    assert [(v["name"], v["passed"]) for v in verdicts] == [("exact >= 0.9", True)]
+    assert [(v["name"], v["passed"]) for v in verdicts] == [("every evaluator scored", True), ("exact >= 0.9", True)]
 
     on_disk = read_results(report.results_path or "")
     assert on_disk.model_dump() == report.model_dump()
