@@ -56,9 +56,7 @@ def _select(run_id: str, items: list[ItemResult], ref: str) -> list[ItemResult]:
         raise ConfigError(f"Item {ref!r} is not an item index; give N or N:RUN_INDEX, e.g. 3 or 3:1.") from None
     chosen = [i for i in items if i.index == index]
     if not chosen:
-        indexes = sorted({i.index for i in items})
-        where = f"items {indexes[0]} to {indexes[-1]}" if indexes else "no items"
-        raise ConfigError(f"Run {run_id} has no item {index}; it has {where}.")
+        raise ConfigError(f"Run {run_id} has no item {index}; it has {_which(sorted({i.index for i in items}))}.")
     if run_index is None:
         return chosen
     repeat = [i for i in chosen if i.run_index == run_index]
@@ -67,3 +65,15 @@ def _select(run_id: str, items: list[ItemResult], ref: str) -> list[ItemResult]:
         where = f"run indexes {runs[0]} to {runs[-1]}" if len(runs) > 1 else f"only run index {runs[0]}"
         raise ConfigError(f"Item {index} of run {run_id} has no run index {run_index}; it has {where}.")
     return repeat
+
+
+def _which(indexes: list[int]) -> str:
+    """`items 0 to 9`, `only item 3`, `items 1, 5, 9` (a run of some items: --only-failed), `no items`."""
+    if not indexes:
+        return "no items"
+    if len(indexes) == 1:
+        return f"only item {indexes[0]}"
+    if indexes == list(range(indexes[0], indexes[-1] + 1)):
+        return f"items {indexes[0]} to {indexes[-1]}"
+    shown = ", ".join(map(str, indexes[:10]))
+    return f"items {shown}" + (f" and {len(indexes) - 10} more" if len(indexes) > 10 else "")

@@ -76,3 +76,32 @@ def test_show_of_an_unfinished_run_warns_and_an_empty_store_is_an_error(
     shown = show_run(config, "latest")
     assert shown.warnings == [f"run {run_id} is incomplete: only its finished items are shown."]
     assert shown.items and {i.index for i in shown.items} <= {0, 1} and shown.passed is False  # stopped at item 2
+
+
+def test_a_run_of_some_items_names_the_items_it_has(project: Path) -> None:
+    """A run of the failed items only (--only-failed) may hold items 0 and 2 of 0..3: "items 0 to 2"
+    would hide the gap, and "only item N" reads better than "items N to N"."""
+    from cobalt_lib.ops import rerun_failed
+
+    write_experiment(project, "gaps.cobalt.py", GAPS)
+    config = load_config(project)
+    run(config, "gaps")
+    rerun = rerun_failed(config, "latest").reports[0]
+    assert [i.index for i in rerun.items] == [0, 2]
+    with pytest.raises(ConfigError, match=re.escape(f"Run {rerun.id} has no item 1; it has items 0, 2.")):
+        show_run(config, rerun.id, "1")
+    write_experiment(project, "gaps.cobalt.py", GAPS.replace("(0, 2)", "(3,)"))
+    run(config, "gaps")
+    single = rerun_failed(load_config(project), "latest").reports[0]
+    with pytest.raises(ConfigError, match=re.escape(f"Run {single.id} has no item 0; it has only item 3.")):
+        show_run(config, single.id, "0")
+
+
+#: `gaps`: 4 items; items 0 and 2 answer wrong.
+GAPS = '''
+from cobalt_lib import Dataset, Evaluator, experiment
+
+experiment("gaps", Dataset([{"input": f"q{i}", "expected_output": f"a{i}"} for i in range(4)]),
+           lambda ctx: "wrong" if ctx.index in (0, 2) else ctx.item["expected_output"],
+           evaluators=[Evaluator(name="exact", type="exact-match")])
+'''
