@@ -38,8 +38,8 @@ def run(
         "`latest` of that experiment): only what is missing runs.")
     ] = None,
     only_failed: Annotated[str | None, typer.Option(
-        "--only-failed", help="Run again, as a new run, the items that failed in this run (its id, a prefix, "
-        "its random suffix or `latest`): agent errors, timeouts, eval-errors, scores below a pass mark.")
+        "--only-failed", metavar="RUN", help="Run again, as a new run, the items that failed in this run (its id, "
+        "a prefix, its random suffix or `latest`): agent errors, timeouts, eval-errors, scores below a pass mark.")
     ] = None,
     update_baselines: Annotated[bool, typer.Option(
         "--update-baselines", help="Skip the no_regression gates and, when the other gates pass, write "
