@@ -11,12 +11,15 @@ from ._app import app
 
 CONFIG_TEMPLATE = '''\
 # cobalt configuration: every key is optional (docs/configuration.md lists them all).
+# Top-level keys go here, above the tables: in TOML a key written below a [table] line
+# belongs to that table, so `timeout = 60` appended at the end of this file would be `ci.timeout`.
 test_dir = "experiments"
 test_match = ["**/*.cobalt.py", "**/*_experiment.py"]
 output_dir = ".cobalt"
 concurrency = 5
 timeout = 30
 
+# Tables: each key below belongs to the [table] above it; add top-level keys above [judge].
 [judge]
 provider = "openai"        # openai | anthropic | openrouter; the key comes from OPENAI_API_KEY etc.
 model = "gpt-4o-mini"
@@ -79,10 +82,13 @@ def _write(path: Path, text: str, done: list[str], skipped: list[str]) -> None:
 @app.command()
 def init(
     directory: Annotated[Path, typer.Argument(help="Project directory (default: the current one).")] = Path("."),
+    example: Annotated[bool, typer.Option(
+        "--example", help="Write experiments/example.cobalt.py even when the project already has a config.")] = False,
 ) -> None:
     """Set up a project: cobalt.toml, experiments/example.cobalt.py and `.cobalt/` in .gitignore.
 
-    Never overwrites a file; running it again only says what it skipped.
+    Never overwrites a file; running it again only says what it skipped. In a project that already
+    has a config, the example experiment is written only with --example (so a deleted one stays deleted).
 
     Example: `cobalt init && cobalt run`
     """
@@ -102,7 +108,13 @@ def init(
         if outer is not None:  # a nested project is legal but rarely meant: say which config now wins
             typer.echo(f"note: {root} is inside the cobalt project of {outer}; commands run from here on "
                        f"use {root / 'cobalt.toml'} and results under {root / '.cobalt'}")
-    _write(root / "experiments" / "example.cobalt.py", EXAMPLE_TEMPLATE, done, skipped)
+    example_path = root / "experiments" / "example.cobalt.py"
+    if existing is None or example:
+        _write(example_path, EXAMPLE_TEMPLATE, done, skipped)
+    elif not example_path.exists():  # the user may have deleted it on purpose: never bring it back unasked
+        skipped.append(f"{example_path} (the project already exists; `cobalt init --example` writes it)")
+    else:
+        skipped.append(str(example_path))
     _ignore_output(root / ".gitignore", done, skipped)
     for path in done:
         typer.echo(f"created  {path}")

@@ -256,6 +256,9 @@ def _check_unknown_keys(data: Any, model: type[BaseModel], where: str, prefix: s
         if key not in known:
             close = difflib.get_close_matches(str(key), known, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(known)}."
+            if prefix and key in Config.model_fields and key not in {"root", "source"} and where.endswith(".toml"):
+                # TOML puts a key written below a [table] line into that table: usually one appended at the end
+                hint = f"; {key!r} is a top-level key: move it above the first [table] line"
             raise ConfigError(f"{where}: unknown key {prefix + str(key)!r}{hint}")
         annotation = model.model_fields[key].annotation
         if _is_model(annotation):

@@ -115,13 +115,35 @@ async def _awaitable(runner: Runner, ctx: AgentContext) -> Any:
 
 
 def _fill_output(result: ItemResult, value: Any, prices: Mapping[str, tuple[float, float]]) -> None:
-    if isinstance(value, Mapping) and "output" in value:
+    problem = _return_problem(value)
+    if problem is not None:  # a forgotten return or a mis-keyed dict: an error the gates see, not an output
+        result.status = "error"
+        result.error = problem
+        return
+    if isinstance(value, Mapping):
         metadata = value.get("metadata") or {}
         result.output = json_safe(value["output"])
         result.metadata = json_safe(dict(metadata) if isinstance(metadata, Mapping) else {"value": metadata})
     else:
         result.output = json_safe(value)
     result.tokens, result.cost_usd = agent_usage(result.metadata, prices)
+
+
+def _return_problem(value: Any) -> str | None:
+    """Why the agent's return value is not an output, or None when it is one.
+
+    None is rejected (almost always a missing `return`), and so is a dict without "output": it could
+    be the output or a misspelt envelope, and guessing silently scores the wrong thing.
+    """
+    if value is None:
+        return ('the agent returned None; return the output (a string or any JSON value) or '
+                '{"output": ..., "metadata": {...}}')
+    if isinstance(value, Mapping) and "output" not in value:
+        names = [str(key) for key in value]
+        keys = ", ".join(names[:10]) + (", ..." if len(names) > 10 else "") if names else "none"
+        return (f'the agent returned a dict without "output" (keys: {keys}); return '
+                '{"output": ..., "metadata": {...}}, or wrap the dict: {"output": {...}}')
+    return None
 
 
 def json_safe(value: Any) -> Any:

@@ -84,6 +84,50 @@ def test_init_is_idempotent_and_never_overwrites(project: Path) -> None:
     assert second.stdout.count("skipped") == 3 and "created" not in second.stdout
 
 
+def _init(project: Path, *args: str) -> str:
+    """`cobalt init` in process, through typer's runner; returns what it printed."""
+    from typer.testing import CliRunner
+
+    from cobalt_lib.cli import app
+
+    result = CliRunner().invoke(app, ["init", str(project), *args])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_init_in_an_existing_project_does_not_bring_back_a_deleted_example(project: Path) -> None:
+    example = project / "experiments" / "example.cobalt.py"
+    assert f"created  {example}" in _init(project)
+    example.unlink()
+    again = _init(project)
+    assert not example.exists()
+    assert f"skipped  {example} (the project already exists; `cobalt init --example` writes it)" in again
+    assert f"created  {example}" in _init(project, "--example")
+    example.write_text("# mine\n")
+    assert f"skipped  {example}\n" in _init(project, "--example") and example.read_text() == "# mine\n"
+
+
+def test_generated_config_has_every_top_level_key_above_the_tables(project: Path) -> None:
+    import tomllib
+
+    from cobalt_lib import ConfigError, load_config
+    from cobalt_lib.cli._init import CONFIG_TEMPLATE
+
+    _init(project)
+    config_file = project / "cobalt.toml"
+    text = config_file.read_text()
+    assert text == CONFIG_TEMPLATE
+    head = text[:text.index("\n[")]
+    scalars = [key for key, value in tomllib.loads(text).items() if not isinstance(value, dict)]
+    assert scalars and all(f"\n{key} = " in head for key in scalars)
+    assert "Top-level keys go here, above the tables" in head
+    assert load_config(project).timeout == 30  # the file as generated validates
+    config_file.write_text(text + "timeout = 60\n")  # what a user appends: it lands in the last table
+    with pytest.raises(ConfigError, match=r"unknown key 'ci\.timeout'; 'timeout' is a top-level key: "
+                                          r"move it above the first \[table\] line"):
+        load_config(project)
+
+
 def test_init_inside_a_project_says_which_config_now_wins(project: Path) -> None:
     cobalt(project, "init")
     nested = cobalt(project, "init", "sub")

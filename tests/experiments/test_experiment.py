@@ -16,6 +16,7 @@ from cobalt_lib import (
     Evaluator,
     EvaluatorError,
     Experiment,
+    define_config,
     experiment,
     load_config,
     threshold,
@@ -145,6 +146,44 @@ def test_outputs_json_cannot_hold_are_stored_as_text_everywhere(project: Path) -
     assert [i["output"] for i in saved["items"]] == [i.output for i in report.items]
     rows = Store(project / ".cobalt" / "cobalt.duckdb").rows("outputs", report.id)
     assert [r["output"] for r in rows] == [i.output for i in report.items]
+
+
+NO_OUTPUT = ('the agent returned None; return the output (a string or any JSON value) or '
+             '{"output": ..., "metadata": {...}}')
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_an_agent_must_return_an_output(project: Path, kind: str) -> None:
+    from pydantic import BaseModel
+
+    class Answer(BaseModel):
+        text: str
+
+    returns = [None, {"answer": "a1", "tokens": 3}, {}, "a3", 4, ["a5"], Answer(text="a6"),
+               {"output": {"answer": "a7"}, "metadata": {"tokens": 2}}, {"output": None}]
+    data = Dataset([{"input": f"q{i}"} for i in range(len(returns))])
+
+    def sync_agent(ctx):
+        return returns[ctx.index]
+
+    async def async_agent(ctx):
+        return returns[ctx.index]
+
+    exp = experiment(f"returns-{kind}", data, sync_agent if kind == "sync" else async_agent,
+                     evaluators=[Evaluator(name="any", type="function", fn=lambda ctx: 1.0)])
+    report = exp.run(config=define_config(ci={"fail_on_error": True}))
+    assert [i.status for i in report.items] == ["error"] * 3 + ["ok"] * 6
+    assert [i.error for i in report.items[:3]] == [
+        NO_OUTPUT,
+        'the agent returned a dict without "output" (keys: answer, tokens); return '
+        '{"output": ..., "metadata": {...}}, or wrap the dict: {"output": {...}}',
+        'the agent returned a dict without "output" (keys: none); return '
+        '{"output": ..., "metadata": {...}}, or wrap the dict: {"output": {...}}']
+    assert [i.output for i in report.items] == [None, None, None, "a3", 4, ["a5"], {"text": "a6"},
+                                                 {"answer": "a7"}, None]
+    assert report.items[7].tokens == 2 and not report.items[1].evaluations
+    assert report.passed is False
+    assert [a.name for a in report.assertions if not a.passed] == ["error rate <= 0%"]
 
 
 def test_threshold_zero_is_kept_as_the_pass_mark(project: Path) -> None:
