@@ -17,6 +17,7 @@ COBALT = str(Path(sys.executable).parent / "cobalt")
 # would (and imports a big stdlib module for real), and another process holds the DuckDB file for 1 s
 # while the other items run and are written.
 FAST = '''
+import time
 from pathlib import Path
 from cobalt_lib import Dataset, Evaluator, experiment
 
