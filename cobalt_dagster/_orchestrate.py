@@ -36,7 +36,7 @@ _STEP_MODULES = ("dagster._core.execution.execute_in_process", "dagster._core.ex
                  "dagster._core.storage.noop_compute_log_manager", "dagster._core.system_config.composite_descent",
                  "dagster._core.definitions.external_asset",
                  "dagster._core.definitions.repository_definition.repository_data_builder",
-                 "cobalt_lib.ci", "cobalt_lib.render._terminal")
+                 "pytz", "cobalt_lib.ci", "cobalt_lib.render._terminal")
 
 
 def run_with_dagster(plans: Sequence[RunPlan], config: Config, observer: Observer | None = None, *,
@@ -86,15 +86,14 @@ def _run_one(plan: RunPlan, target: ExperimentDefs, definitions: dg.Definitions,
         rearm()  # Dagster left SIGTERM on its idea of a SIGINT handler
     failures = _step_failures(result)
     # Inside a step Dagster turns Ctrl-C into a step failure (its own error, or the KeyboardInterrupt as the
-    # cause of another, or a run that just stops); it is still the user stopping the run, never a verdict.
-    if TERMINATED.is_set() or any(_INTERRUPT_CLASSES & set(classes) for _, classes, _ in failures):
+    # cause of another); between steps it ends the run without one. Either way it is the user stopping the
+    # run, never a verdict: a run with no failed step stops short of completion only that way.
+    if (TERMINATED.is_set() or any(_INTERRUPT_CLASSES & set(classes) for _, classes, _ in failures)
+            or (not failures and not _finished(store, plan.run_id))):
         raise _interrupted(plan, store, tags)
-    if failures or not _finished(store, plan.run_id):
-        if failures:
-            step, _, message = failures[0]
-            print(f"cobalt: Dagster run {result.run_id} failed: {step}: {message}", file=sys.stderr)
-        else:
-            print(f"cobalt: Dagster run {result.run_id} stopped before it finished", file=sys.stderr)
+    if failures:
+        step, _, message = failures[0]
+        print(f"cobalt: Dagster run {result.run_id} failed: {step}: {message}", file=sys.stderr)
         if not _finished(store, plan.run_id):
             report = _mark_incomplete(plan, store, tags)
             if observer:  # the aggregates asset never ran to print the summary: show what was kept
@@ -126,12 +125,12 @@ def _warm_up() -> None:
     an import (duckdb's native module, pytz reading a zone file) left half-initialised modules that
     failed later with errors that were not an interrupt (even a nanobind abort)."""
     import duckdb
-    import pytz
 
     for name in _STEP_MODULES:
-        with suppress(ImportError):  # private Dagster modules: only a head start, never required
+        with suppress(ImportError):  # private Dagster modules and pytz: only a head start, never required
             importlib.import_module(name)
-    pytz.timezone("Etc/UTC")
+    if "pytz" in sys.modules:
+        sys.modules["pytz"].timezone("Etc/UTC")  # reads the zone file duckdb asks for
     with duckdb.connect() as con:  # a TIMESTAMPTZ value: duckdb converts it through pytz
         con.execute("select now()").fetchall()
 
