@@ -44,6 +44,7 @@ def run_with_dagster(plans: Sequence[RunPlan], config: Config, observer: Observe
     """Materialise each plan's experiment for a new partition (its run id), in process, one after another."""
     quiet_dagster_warnings()
     try:
+        pause_point("setup")
         _warm_up()
         instance = local_instance(config, capture_logs=False)
         experiment_defs = build_experiment_defs([p.experiment for p in plans], config)
