@@ -14,6 +14,7 @@ from typing import Any
 import dagster as dg
 
 from cobalt_lib import AssertionResult, Experiment, ItemResult
+from cobalt_lib._testing import pause_point
 from cobalt_lib.gates import Assertion
 from cobalt_lib.results import item_from_rows, load_report
 from cobalt_lib.run import agent_step, finish, item_keys, rescore_step, start_run, stream
@@ -67,6 +68,7 @@ def experiment_defs(experiment: Experiment, gates: list[Assertion]) -> Experimen
 
     @dg.asset(name="dataset", description=f"The dataset of {desc}.", **common)
     def dataset(context: dg.AssetExecutionContext, cobalt: CobaltResource) -> dg.MaterializeResult:
+        pause_point("first-step")
         plan = cobalt.plan(experiment, _partition(context), context.run.tags)
         start_run(plan)
         observer = OBSERVERS.get(plan.run_id)

@@ -72,8 +72,11 @@ def run(
         with sigterm_as_interrupt():
             outcome = _start(config, resume, only_failed, selection, options, reporter)
     except RunInterrupted as exc:
-        print(f"interrupted: finished items kept in run {exc.run_id} ({exc.status}); finish it with "
-              f"`cobalt run --resume {exc.run_id}`", file=sys.stderr)
+        if exc.status == "not started":
+            print(f"interrupted before run {exc.run_id} started; nothing was stored", file=sys.stderr)
+        else:
+            print(f"interrupted: finished items kept in run {exc.run_id} ({exc.status}); finish it with "
+                  f"`cobalt run --resume {exc.run_id}`", file=sys.stderr)
         raise  # the entry point turns it into exit code 130 (143 after SIGTERM)
     _print_baselines(outcome, json_output)
     if json_output:

@@ -1,0 +1,104 @@
+"""Ctrl-C and SIGTERM at every moment of a default (Dagster) `cobalt run`, as a user sends them: exit 130
+(143), the run stored as incomplete with its finished items or said not to have started, no gate verdict,
+no traceback."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cobalt_lib import Store
+
+COBALT = str(Path(sys.executable).parent / "cobalt")
+
+# STUCK=agent: items from 3 on hang in the agent; STUCK=score: in their evaluator. Each writes a marker first.
+EXPERIMENT = '''
+import asyncio, os
+from pathlib import Path
+from cobalt_lib import Dataset, Evaluator, experiment, threshold
+
+HERE = Path(__file__).parent.parent
+STUCK = os.environ.get("STUCK", "")
+
+async def exact(ctx):
+    if STUCK == "score" and ctx.index >= 3:
+        (HERE / "marker").touch()
+        await asyncio.sleep(600)
+    return ctx.output == ctx.item["expected_output"]
+
+@experiment("stoppable", Dataset([{"input": f"q{i}", "expected_output": f"a{i}"} for i in range(6)]),
+            concurrency=2, evaluators=[Evaluator(name="exact", type="function", fn=exact)],
+            assertions=[threshold("exact", 1.0)])
+async def agent(ctx):
+    if STUCK == "agent" and ctx.index >= 3:
+        (HERE / "marker").touch()
+        await asyncio.sleep(600)
+    return ctx.item["expected_output"]
+'''
+
+
+def _start(project: Path, **env: str) -> subprocess.Popen[str]:
+    clean = {k: v for k, v in os.environ.items()
+             if k not in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "DAGSTER_HOME", "COBALT_PROJECT_DIR")}
+    return subprocess.Popen([COBALT, "run", "--ci"], cwd=project, text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env={**clean, "COBALT_TESTING": "1", **env})
+
+
+def _wait_for_pause(proc: subprocess.Popen[str], moment: str) -> list[str]:
+    """Read stderr up to the line the pause point prints (the condition, not a sleep)."""
+    assert proc.stderr is not None
+    seen = []
+    while True:
+        line = proc.stderr.readline()
+        assert line, f"the run ended before {moment}: {''.join(seen)}"
+        seen.append(line)
+        if f"paused at {moment}" in line:
+            return seen
+
+
+def _wait_for_marker(proc: subprocess.Popen[str], marker: Path) -> None:
+    deadline = time.monotonic() + 90
+    while not marker.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, "the run ended early or never got there"
+        time.sleep(0.02)
+
+
+MOMENTS = [(moment, {"COBALT_TEST_PAUSE": moment}) for moment in ("setup", "before-run", "first-step")]
+MOMENTS += [("agent", {"STUCK": "agent"}), ("score", {"STUCK": "score"})]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+@pytest.mark.parametrize(("moment", "env"), MOMENTS, ids=[m for m, _ in MOMENTS])
+def test_an_interrupt_at_any_moment_is_exit_130_and_a_consistent_store(
+        project: Path, moment: str, env: dict[str, str], sig: signal.Signals) -> None:
+    (project / "experiments").mkdir()
+    (project / "experiments" / "stoppable.cobalt.py").write_text(EXPERIMENT)
+    proc = _start(project, **env)
+    early = _wait_for_pause(proc, moment) if "COBALT_TEST_PAUSE" in env else []
+    if "STUCK" in env:
+        _wait_for_marker(proc, project / "marker")
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    err = "".join(early) + err
+    assert proc.returncode == (130 if sig == signal.SIGINT else 143), out + err
+    assert "Traceback" not in err, err
+    assert "gate" not in out.lower() and "FAIL" not in out, out
+    db = project / ".cobalt" / "cobalt.duckdb"
+    runs = Store(db).runs() if db.exists() else []
+    if moment == "setup":  # before the Dagster run was created: nothing to keep, and it says so
+        assert runs == [], runs
+        assert "interrupted before run " in err and "started; nothing was stored" in err, err
+        return
+    [run] = runs
+    run_id = run["run_id"]
+    assert run["status"] == "incomplete"
+    assert (f"interrupted: finished items kept in run {run_id} (incomplete); finish it with "
+            f"`cobalt run --resume {run_id}`") in err
+    finished = sorted(o["item_index"] for o in Store(db).rows("outputs", run_id))
+    assert finished == {"before-run": [], "first-step": [], "agent": [0, 1, 2], "score": list(range(6))}[moment]
