@@ -11,6 +11,9 @@ from types import FrameType
 
 #: Set once SIGTERM has stopped a guarded run: the CLI's exit code is then 143, not Ctrl-C's 130.
 TERMINATED = threading.Event()
+#: Set when a command has already said what an interrupt left behind (the resume hint), so the entry
+#: point does not add its plain `interrupted` line.
+EXPLAINED = threading.Event()
 _guarding = threading.Event()
 
 

@@ -12,6 +12,7 @@ import click
 import typer
 
 from .._errors import CobaltError
+from .._testing import pause_point
 from ._app import app
 
 __all__ = ["app", "main"]
@@ -25,6 +26,7 @@ def _register_commands() -> None:
 
 
 _register_commands()
+pause_point("import")  # tests: an interrupt while the CLI is still being imported
 
 
 
@@ -104,7 +106,11 @@ def _main(argv: list[str] | None) -> None:
             exc.show()  # type: ignore[attr-defined]
             sys.exit(2)
         _fail(usage_message(exc))
-    if code == 130:  # typer returns Ctrl-C inside a command as exit code 130
+    if code == 130:  # typer returns Ctrl-C inside a command as exit code 130, having said nothing
+        from .._signals import EXPLAINED
+
+        if not EXPLAINED.is_set():
+            print("interrupted", file=sys.stderr)
         code = _interrupted_code()
     sys.exit(code if isinstance(code, int) else 0)
 

@@ -72,6 +72,9 @@ def run(
         with sigterm_as_interrupt():
             outcome = _start(config, resume, only_failed, selection, options, reporter)
     except RunInterrupted as exc:
+        from .._signals import EXPLAINED
+
+        EXPLAINED.set()
         if exc.status == "not started":
             print(f"interrupted before run {exc.run_id} started; nothing was stored", file=sys.stderr)
         else:

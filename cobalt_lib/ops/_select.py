@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from .._errors import ConfigError
+from .._testing import pause_point
 from ..config._config import Config
 from ..experiments._discovery import load_experiments
 from ..experiments._experiment import Experiment
@@ -28,6 +29,7 @@ def select_experiments(config: Config, selection: Selection) -> list[Experiment]
     """The selected experiments; selecting nothing is an error that says what was found, so a
     mistyped filter or tag is plain."""
     files, name_filter, tags = selection.files, selection.name_filter, selection.tags
+    pause_point("discovery")  # tests: an interrupt while experiment files are imported
     found = load_experiments(config, files or None)
     if not found:
         where = ", ".join(map(str, files)) if files else f"{config.test_dir}/ matching {', '.join(config.test_match)}"

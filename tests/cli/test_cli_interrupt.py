@@ -102,3 +102,25 @@ def test_an_interrupt_at_any_moment_is_exit_130_and_a_consistent_store(
             f"`cobalt run --resume {run_id}`") in err
     finished = sorted(o["item_index"] for o in Store(db).rows("outputs", run_id))
     assert finished == {"before-run": [], "first-step": [], "agent": [0, 1, 2], "score": list(range(6))}[moment]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+@pytest.mark.parametrize("moment", ["import", "discovery"])
+def test_an_interrupt_before_any_run_exits_cleanly_and_stores_nothing(
+        project: Path, moment: str, sig: signal.Signals) -> None:
+    """While Python imports the CLI, or the experiment files: nothing started, so nothing is kept; Ctrl-C
+    is exit 130 with `interrupted` (not a KeyboardInterrupt traceback, nor a silent 130), and SIGTERM
+    ends the process as a signal does (a shell reports 143)."""
+    (project / "experiments").mkdir()
+    (project / "experiments" / "stoppable.cobalt.py").write_text(EXPERIMENT)
+    proc = _start(project, COBALT_TEST_PAUSE=moment)
+    early = _wait_for_pause(proc, moment)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    err = "".join(early) + err
+    assert "Traceback" not in err, err
+    assert not (project / ".cobalt" / "cobalt.duckdb").exists()
+    if sig == signal.SIGINT:
+        assert (proc.returncode, err.splitlines()[-1]) == (130, "interrupted"), out + err
+    else:
+        assert proc.returncode in (-signal.SIGTERM, 143), out + err
