@@ -78,4 +78,9 @@ def test_latency_is_the_agents_call_alone(project: Path, path: list[str]) -> Non
     [run] = store.runs()
     latencies = [o["latency_ms"] for o in store.rows("outputs", run["run_id"]) if o["item_index"] > 0]
     assert len(latencies) == 23
-    assert all(1.0 <= ms < 20 for ms in latencies), latencies
+    assert all(ms >= 1.0 for ms in latencies), latencies  # the agent's own 1 ms is in it
+    # Under 20 ms for all but two: a thread that wakes from its sleep while another holds the GIL (the
+    # busy evaluator, DuckDB) can still wait for it, which is real time of the call in this process.
+    # Counting cobalt's stalls, as before, put most items at 40-85 ms.
+    slow = [ms for ms in latencies if ms >= 20]
+    assert len(slow) <= 2 and sorted(latencies)[len(latencies) // 2] < 10, latencies
