@@ -15,7 +15,9 @@ COBALT = str(Path(sys.executable).parent / "cobalt")
 
 # The agent takes 1 ms. Around it: the first score blocks the event loop for 0.3 s, as a slow first import
 # would (and imports a big stdlib module for real), and another process holds the DuckDB file for 1 s
-# while the other items run and are written.
+# (the busy store: a duration is the point here) while the other items run and are written. The two
+# processes hand over through named pipes: opening one blocks until the other side opens it, so
+# neither polls for the other.
 FAST = '''
 import time
 from pathlib import Path
@@ -37,10 +39,9 @@ def stalls(ctx):
             evaluators=[Evaluator(name="stalls", type="function", fn=stalls)])
 def agent(ctx):
     if ctx.index == 0:  # held until the lock holder has the store (its latency is not asserted)
-        (HERE / "started").touch()
-        while not (HERE / "holding").exists():
-            time.sleep(0.001)
-    time.sleep(0.001)
+        (HERE / "started").write_text("go")
+        (HERE / "holding").read_text()
+    time.sleep(0.001)  # the agent's own work
     return ctx.input
 '''
 
@@ -49,11 +50,10 @@ import sys, time
 from pathlib import Path
 import duckdb
 here = Path(sys.argv[1])
-while not (here / "started").exists():
-    time.sleep(0.005)
+(here / "started").read_text()
 con = duckdb.connect(str(here / ".cobalt" / "cobalt.duckdb"))
-(here / "holding").touch()
-time.sleep(1.0)
+(here / "holding").write_text("go")
+time.sleep(1.0)  # the store stays busy meanwhile
 con.close()
 '''
 
@@ -64,6 +64,8 @@ def test_latency_is_the_agents_call_alone(project: Path, path: list[str]) -> Non
     (project / "experiments" / "fast.cobalt.py").write_text(FAST)
     Store(project / ".cobalt" / "cobalt.duckdb").ensure_schema()
     (project / "holder.py").write_text(HOLDER)
+    for pipe in ("started", "holding"):
+        os.mkfifo(project / pipe)
     clean = {k: v for k, v in os.environ.items()
              if k not in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "DAGSTER_HOME", "COBALT_PROJECT_DIR")}
     holder = subprocess.Popen([sys.executable, str(project / "holder.py"), str(project)])

@@ -336,7 +336,7 @@ def test_a_tag_no_experiment_has_is_named(qa_project: Path) -> None:
 
 
 RESUMABLE = '''
-import asyncio, os
+import asyncio, os, sys
 from pathlib import Path
 from cobalt_lib import Dataset, Evaluator, experiment
 
@@ -346,6 +346,8 @@ data = Dataset([{"input": f"q{i}", "expected_output": f"a{i}"} for i in range(12
 async def agent(ctx):
     with open(Path(__file__).parent.parent / "calls.txt", "a") as fh:
         fh.write(f"{ctx.index}\\n")
+    if os.environ.get("SAY_CALLS"):  # a line a test can wait for, rather than poll calls.txt
+        print(f"cobalt-testing: call {ctx.index}", file=sys.stderr, flush=True)
     if ctx.index >= 5 and not os.environ.get("UNBLOCK"):
         await asyncio.sleep(600)  # stuck until Ctrl-C
     return ctx.item["expected_output"]
@@ -392,22 +394,23 @@ def test_resume_finishes_an_interrupted_run_with_only_the_missing_items(project:
 @pytest.mark.parametrize("path", [["--no-dagster"], []], ids=["library", "dagster"])
 def test_sigterm_keeps_finished_items_prints_the_resume_hint_and_exits_143(project: Path, path: list[str]) -> None:
     import signal
-    import time
 
     (project / "experiments").mkdir()
     (project / "experiments" / "resumable.cobalt.py").write_text(RESUMABLE)
     clean = {k: v for k, v in os.environ.items()
              if k not in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "DAGSTER_HOME", "COBALT_PROJECT_DIR")}
-    proc = subprocess.Popen([COBALT, "run", "--ci", *path], cwd=project, env=clean, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    calls = project / "calls.txt"
-    deadline = time.monotonic() + 90
-    # items 0-4 done and 5-8 stuck (4 in flight): 9 agent calls started, the condition, not a sleep
-    while not (calls.exists() and len(calls.read_text().split()) >= 9):
-        assert proc.poll() is None and time.monotonic() < deadline, "the run ended early or never got there"
-        time.sleep(0.05)
+    proc = subprocess.Popen([COBALT, "run", "--ci", *path], cwd=project, env={**clean, "SAY_CALLS": "1"},
+                            text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    # items 0-4 done and 5-8 stuck (4 in flight): 9 agent calls started, read off stderr, not a sleep
+    early = []
+    while sum("cobalt-testing: call" in line for line in early) < 9:
+        line = proc.stderr.readline()
+        assert line, f"the run ended early: {''.join(early)}"
+        early.append(line)
     proc.send_signal(signal.SIGTERM)  # as a CI runner's cancel or `kill` would
     _, err = proc.communicate(timeout=60)
+    err = "".join(early) + err
     store = Store(project / ".cobalt" / "cobalt.duckdb")
     [run] = store.runs()
     run_id = run["run_id"]
