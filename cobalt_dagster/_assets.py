@@ -13,11 +13,10 @@ from typing import Any
 
 import dagster as dg
 
-from cobalt_lib import AssertionResult, Experiment, ItemResult
-from cobalt_lib._testing import pause_point
+from cobalt_lib import AssertionResult, Experiment
 from cobalt_lib.gates import Assertion
-from cobalt_lib.results import item_from_rows, load_report
-from cobalt_lib.run import agent_step, finish, item_keys, rescore_step, start_run, stream
+from cobalt_lib.results import load_report, stored_items
+from cobalt_lib.run import agent_step, finish, item_keys, pause_point, rescore_step, start_run, stream
 
 from ._live import OBSERVERS, stage_observer
 from ._metadata import aggregates_metadata, dataset_metadata, outputs_metadata, scores_metadata
@@ -49,16 +48,6 @@ def _partition(context: dg.AssetExecutionContext) -> str:
     return context.partition_key
 
 
-def _load_items(cobalt: CobaltResource, run_id: str, *, with_scores: bool) -> list[ItemResult]:
-    store = cobalt.store()
-    scores: dict[tuple[int, int], list[dict[str, Any]]] = {}
-    if with_scores:
-        for row in store.rows("scores", run_id):
-            scores.setdefault((row["item_index"], row["run_index"]), []).append(row)
-    return [item_from_rows(o, scores.get((o["item_index"], o["run_index"]), []))
-            for o in store.rows("outputs", run_id)]
-
-
 def experiment_defs(experiment: Experiment, gates: list[Assertion]) -> ExperimentDefs:
     """Build the assets, checks and job of one experiment; `gates` are its assertions plus config's."""
     name = dagster_name(experiment.name)
@@ -88,7 +77,7 @@ def experiment_defs(experiment: Experiment, gates: list[Assertion]) -> Experimen
     @dg.asset(name="scores", deps=[outputs], description="Every evaluator's score of every output.", **common)
     def scores(context: dg.AssetExecutionContext, cobalt: CobaltResource) -> dg.MaterializeResult:
         plan = cobalt.plan(experiment, _partition(context), context.run.tags)
-        stored = _load_items(cobalt, plan.run_id, with_scores=False)
+        stored = stored_items(plan.store, plan.run_id, with_scores=False)
         plan.store.write({}, delete_run=plan.run_id, delete_tables=["scores"])
         items = run_async(stream(plan, stored, rescore_step, tables=("scores",),
                                  observer=stage_observer(plan.run_id, "scores")))
@@ -97,7 +86,7 @@ def experiment_defs(experiment: Experiment, gates: list[Assertion]) -> Experimen
     @dg.asset(name="aggregates", deps=[scores], description="Statistics per evaluator and verdicts.", **common)
     def aggregates(context: dg.AssetExecutionContext, cobalt: CobaltResource) -> dg.MaterializeResult:
         plan = cobalt.plan(experiment, _partition(context), context.run.tags)
-        items = _load_items(cobalt, plan.run_id, with_scores=True)
+        items = stored_items(plan.store, plan.run_id)
         report = finish(plan, items, "completed")  # its duration: the working time the stages stored
         observer = OBSERVERS.get(plan.run_id)
         if observer:

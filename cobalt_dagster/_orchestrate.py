@@ -12,10 +12,8 @@ from dagster._core.errors import DagsterExecutionInterruptedError  # not exporte
 from dagster._utils import interrupts  # not exported by `dagster`: see `_sigterm_kept`
 
 from cobalt_lib import Config, ExperimentReport, Store
-from cobalt_lib._signals import TERMINATED, rearm
-from cobalt_lib._testing import pause_point
 from cobalt_lib.results import load_report
-from cobalt_lib.run import Observer, RunInterrupted, RunPlan, finish
+from cobalt_lib.run import TERMINATED, Observer, RunInterrupted, RunPlan, finish, pause_point, rearm
 
 from ._assets import ExperimentDefs
 from ._definitions import build_experiment_defs

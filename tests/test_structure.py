@@ -503,3 +503,15 @@ def test_size_checks_report_what_to_split(tmp_path: Path) -> None:
     assert oversized_functions(modules, tmp_path, 80) == ["pkg/m.py:3 pkg.m.C.big: 81 lines"]
     assert oversized_functions(modules, tmp_path, 81) == []
     assert oversized_modules(modules, tmp_path, 80) == ["pkg/m.py (pkg.m): 83 lines"]
+
+
+def test_cobalt_dagster_imports_only_public_cobalt_lib_namespaces() -> None:
+    """The Dagster layer builds on the declared stage API (`cobalt_lib.run`, `.results`, `.gates`...),
+    never on a private module, so the library can rearrange its insides freely."""
+    private = []
+    for path in sorted((Path(__file__).resolve().parents[1] / "cobalt_dagster").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            module = (node.module or "") if isinstance(node, ast.ImportFrom) else ""
+            if module.startswith("cobalt_lib") and any(part.startswith("_") for part in module.split(".")):
+                private.append(f"{path.name}:{node.lineno} {module}")
+    assert private == [], private

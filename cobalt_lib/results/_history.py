@@ -44,10 +44,11 @@ def load_report(store: Store, run_id: str) -> ExperimentReport:
     return _from_rows(store, run)
 
 
-def stored_items(store: Store, run_id: str) -> list[ItemResult]:
-    """Every item of a run as its rows hold it (the truth after a crash: the JSON may be missing)."""
+def stored_items(store: Store, run_id: str, *, with_scores: bool = True) -> list[ItemResult]:
+    """Every item of a run as its rows hold it (the truth after a crash: the JSON may be missing);
+    `with_scores=False`: the outputs alone, as a stage that scores them again wants them."""
     scores: dict[tuple[int, int], list[dict[str, Any]]] = {}
-    for row in store.rows("scores", run_id):
+    for row in store.rows("scores", run_id) if with_scores else []:
         scores.setdefault((row["item_index"], row["run_index"]), []).append(row)
     return [item_from_rows(o, scores.get((o["item_index"], o["run_index"]), []))
             for o in store.rows("outputs", run_id)]

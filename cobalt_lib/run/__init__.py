@@ -16,6 +16,8 @@ How a run starts is a request object: `FreshRun`, `ResumeRun` (see `resume_reque
 from __future__ import annotations
 
 from .._aio import run_anywhere as run_coroutine
+from .._signals import TERMINATED, rearm
+from .._testing import pause_point
 from ._agent import AgentContext, call_agent
 from ._aggregate import summarise
 from ._execute import RunInterrupted, agent_step, execute, finish, full_step, rescore_step, start_run, stream
@@ -26,6 +28,7 @@ from ._session import Observer, Session
 from ._stages import build_report, item_keys, judge_verdicts, produce, score
 
 __all__ = [
+    "TERMINATED",
     "AgentContext",
     "FailedItemsRun",
     "FreshRun",
@@ -47,8 +50,10 @@ __all__ = [
     "item_keys",
     "judge_verdicts",
     "new_run_id",
+    "pause_point",
     "prepare",
     "produce",
+    "rearm",
     "rescore_step",
     "resume_request",
     "run_coroutine",
