@@ -62,6 +62,8 @@ class CacheConfig(_Section):
 
 class DashboardConfig(_Section):
     port: int = 4000
+    #: cobalt's own pages (runs, run detail, compare, trends); default: `port` + 1.
+    pages_port: int | None = None
     open: bool = False
     #: The Dagster definitions module `cobalt serve` loads (`--module` wins over it).
     module: str | None = None

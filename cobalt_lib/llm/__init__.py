@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from ._cache import ResponseCache, cache_key
-from ._judge import SYSTEM_PROMPT, Judge, parse_judgement
+from ._judge import STRICT_RETRY, SYSTEM_PROMPT, Answer, Judge, parse_judgement
 from ._pricing import cost_usd, price_for
 from ._providers import Endpoint, import_sdks, redact, resolve_embeddings, resolve_judge, retry_after_seconds
 
 __all__ = [
+    "STRICT_RETRY",
     "SYSTEM_PROMPT",
+    "Answer",
     "Endpoint",
     "Judge",
     "ResponseCache",

@@ -7,8 +7,9 @@ import json
 import math
 import re
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 from .._errors import JudgeError
 from ..results._report import Evaluation
@@ -70,6 +71,17 @@ def _json_objects(text: str) -> list[dict[str, Any]]:
     return found
 
 
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Answer(Generic[T]):
+    """A parsed model answer (`value`, None when unusable) and its cost, tokens, calls and raw text."""
+
+    value: T | None
+    evaluation: Evaluation
+
+
 #: Joins the first answer and the one after the stricter retry in an eval-error's raw_response.
 RETRY_SEPARATOR = "\n--- after the stricter retry ---\n"
 
@@ -90,12 +102,32 @@ class Judge:
     async def score(self, endpoint: Endpoint, prompt: str, *, system: str = SYSTEM_PROMPT,
                     salt: Mapping[str, Any] | None = None) -> Evaluation:
         """Judge one rendered prompt. Never raises for a bad answer or failed call: records it."""
+        answer = await self.ask(endpoint, prompt, parse_judgement, system=system, retry=STRICT_RETRY, salt=salt)
+        if answer.value is None:
+            return answer.evaluation
+        score, reason = answer.value
+        return answer.evaluation.model_copy(update={"score": score, "reason": reason})
+
+    async def ask(self, endpoint: Endpoint, prompt: str, parse: Callable[[str], T | str], *,
+                  system: str, retry: str, salt: Mapping[str, Any] | None = None,
+                  purpose: str = "judge") -> Answer[T]:
+        """Ask the model one prompt and parse its answer, retrying once with `retry` (formatted with
+        `{problem}`: what `parse` said was wrong) when `parse` returns a string instead of a value.
+
+        The building block of every model-judged evaluator: cache (keyed by `purpose`, the endpoint,
+        prompt, system and `salt`), the concurrency bound, bounded retries of failed calls, tokens
+        and cost. Never raises for a bad answer or a failed call: `value` is None and `evaluation`
+        is an `eval-error` holding the raw answers. On success `evaluation` carries the cost, tokens,
+        calls and raw answer but no score: the caller sets it from `value`.
+        """
         params = {**endpoint.sampling(), "system": system, **(salt or {})}
-        key = cache_key("judge", endpoint.provider, endpoint.model, prompt, params, endpoint.base_url)
+        key = cache_key(purpose, endpoint.provider, endpoint.model, prompt, params, endpoint.base_url)
         hit = self.cache.get(key)
-        if hit is not None:
-            return Evaluation(score=hit["score"], reason=hit.get("reason"), raw_response=hit.get("raw"),
-                              cached=True, judge_model=endpoint.label, latency_ms=0.0)
+        if hit is not None and isinstance(hit.get("raw"), str):
+            parsed = parse(hit["raw"])
+            if not isinstance(parsed, str):
+                return Answer(parsed, Evaluation(raw_response=hit["raw"], cached=True,
+                                                 judge_model=endpoint.label, latency_ms=0.0))
         started = time.perf_counter()
         messages = [{"role": "user", "content": prompt}]
         usage = [0, 0]
@@ -111,21 +143,19 @@ class Judge:
                 usage[1] += completion.output_tokens
                 raw = completion.text
                 answers.append(raw)
-                parsed = parse_judgement(raw)
+                parsed = parse(raw)
                 if not isinstance(parsed, str):
-                    score, reason = parsed
-                    self.cache.put(key, {"score": score, "reason": reason, "raw": raw})
-                    return self._record(endpoint, started, usage, calls, score=score, reason=reason,
-                                        raw_response=raw)
+                    self.cache.put(key, {"raw": raw})
+                    return Answer(parsed, self._record(endpoint, started, usage, calls, raw_response=raw))
                 if attempt == 0:
                     messages = [*messages, {"role": "assistant", "content": raw},
-                                {"role": "user", "content": STRICT_RETRY.format(problem=parsed)}]
-            return self._record(endpoint, started, usage, calls, status="eval-error",
-                                raw_response=RETRY_SEPARATOR.join(answers),
-                                error=f"unusable judge answer after a stricter retry: {parsed}")
+                                {"role": "user", "content": retry.format(problem=parsed)}]
+            return Answer(None, self._record(endpoint, started, usage, calls, status="eval-error",
+                                             raw_response=RETRY_SEPARATOR.join(answers),
+                                             error=f"unusable judge answer after a stricter retry: {parsed}"))
         except JudgeError as exc:
-            return self._record(endpoint, started, usage, calls, status="eval-error", error=str(exc),
-                                raw_response=raw or None)
+            return Answer(None, self._record(endpoint, started, usage, calls, status="eval-error",
+                                             error=str(exc), raw_response=raw or None))
 
     def _record(self, endpoint: Endpoint, started: float, usage: list[int], calls: int,
                 **fields: Any) -> Evaluation:
