@@ -123,3 +123,6 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+from browser import browser, page  # noqa: E402,F401  (fixtures: a real Chromium through Playwright)
