@@ -1,14 +1,14 @@
 """Agreement statistics between a grader and ground truth on the -3..3 scale, as small pure functions.
 
 Written here rather than imported: each is a few lines, they run on hundreds of pairs, and
-`cobalt grade` should not pull in scipy or scikit-learn. The tests check them against scikit-learn,
-scipy and the `krippendorff` package.
+`cobalt grade` should not pull in scipy or scikit-learn (only the bootstrap uses numpy). The tests
+check them against independent routes: kappa's closed form in moments, scipy's Spearman and the
+`krippendorff` package.
 """
 
 from __future__ import annotations
 
 import math
-import random
 import statistics
 from collections.abc import Sequence
 
@@ -74,26 +74,25 @@ def kappa_interval(groups: Sequence[Pairs], *, resamples: int = 1000, seed: int 
     """A percentile bootstrap interval for the weighted kappa, resampling whole samples (`groups`:
     one list of pairs per sample, all its iterations), so repeated iterations of one sample do not
     pass for independent evidence. None with fewer than two samples or no defined resample."""
+    import numpy as np  # here: `import cobalt_lib` stays light
+
     groups = [g for g in groups if g]
     if len(groups) < 2:
         return None
-    matrices = [confusion(g) for g in groups]
-    sizes = [len(g) for g in groups]
-    rng = random.Random(seed)
-    values = []
-    for _ in range(resamples):
-        total = [[0] * len(SCALE) for _ in SCALE]
-        n = 0
-        for k in (rng.randrange(len(groups)) for _ in groups):
-            n += sizes[k]
-            for i, row in enumerate(matrices[k]):
-                if any(row):
-                    target = total[i]
-                    for j, count in enumerate(row):
-                        target[j] += count
-        kappa = _kappa(total, n)
-        if kappa is not None:
-            values.append(kappa)
+    counts = np.array([np.ravel(confusion(g)) for g in groups], dtype=float)  # one flat 7x7 matrix per sample
+    weights = np.ravel(np.array(_WEIGHTS))
+    values: list[float] = []
+    rng = np.random.default_rng(seed)
+    for start in range(0, resamples, 500):  # blocks keep memory flat for large sample sets
+        picks = rng.integers(0, len(groups), size=(min(500, resamples - start), len(groups)))
+        totals = counts[picks].sum(axis=1)  # (block, 49)
+        n = totals.sum(axis=1)
+        matrices = totals.reshape(-1, len(SCALE), len(SCALE))
+        expected_cells = np.einsum("bi,bj->bij", matrices.sum(axis=2), matrices.sum(axis=1)).reshape(len(n), -1)
+        observed = totals @ weights
+        expected = (expected_cells @ weights) / n
+        defined = expected > 0
+        values += (1.0 - observed[defined] / expected[defined]).tolist()
     if not values:
         return None
     values.sort()
