@@ -47,8 +47,8 @@ def write_grader(root: Path, policy: str = "Be strict.") -> Path:
     return path
 
 
-@pytest.fixture
-def grading(judged_project: Path, llm: FakeLLM) -> Path:
+@pytest.fixture(name="grading")
+def grading_project(judged_project: Path, llm: FakeLLM) -> Path:
     """The project root, holding samples.jsonl (camelCase and snake_case, one without an id) and graders/numbers.py."""
     lines = []
     for n, (sample_id, (answer, truth)) in enumerate(TRUTH.items()):

@@ -9,8 +9,11 @@ from pathlib import Path
 import pytest
 from conftest import TEST_KEY
 from fakellm import FakeLLM
-from grading_setup import TRUTH, write_grader
-from grading_setup import grading as grading_fixture  # noqa: F401  (the `grading` fixture)
+from grading_setup import (
+    TRUTH,
+    grading_project,  # noqa: F401  (the `grading` fixture)
+    write_grader,
+)
 
 from cobalt_lib import Store, load_config
 from cobalt_lib.ops import export_run, run_history
