@@ -20,7 +20,7 @@ def grade(
                                         help="JSONL of {userMessage, assistantResponse, id?, score?, metadata?}.")],
     grader: Annotated[Path, typer.Option("--grader", "-g", metavar="GRADER.py",
                                          help="A Python file holding the grader (a variable named `grader`).")],
-    model: Annotated[list[str], typer.Option("--model", "-m", metavar="PROVIDER/NAME",
+    model: Annotated[list[str], typer.Option("--model", metavar="PROVIDER/NAME",
                                              help="A judge model, e.g. openai/gpt-4o; repeat for several.")],
     iterations: Annotated[int, typer.Option(min=1, help="Gradings of each sample by each model.")] = 1,
     concurrency: Annotated[int | None, typer.Option(min=1, help="Gradings in flight (default: config's).")] = None,
