@@ -67,11 +67,10 @@ class Calibrated(Assertion):
             return self._fail(f"grader {grader.name!r} #{grader.short_hash} for {model}: the weighted kappa of "
                               f"grading run {run.run_id} is undefined ({cal.verdict.text})")
         passed = kappa >= self.min_kappa - 1e-9
-        verb = "reached" if passed else "is below"
         return AssertionResult(
             name=self.name, passed=passed, actual=kappa, expected=self.min_kappa,
-            message=f"grader {grader.name!r} #{grader.short_hash} for {model}: kappa {kappa:.3f} in grading run "
-                    f"{run.run_id} {verb} {self.min_kappa:g} ({cal.labelled} labelled samples; {cal.verdict.text})")
+            message=f"grader {grader.name!r} #{grader.short_hash} for {model}, grading run {run.run_id}: kappa "
+                    f"{kappa:.3f} {'>=' if passed else '<'} {self.min_kappa:g} (verdict: {cal.verdict.text})")
 
     def _missing(self, grader: Grader, model: str, stored: list[Any]) -> str:
         """Which command would calibrate it, with the samples of the grader's last calibration if any."""

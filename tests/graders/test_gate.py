@@ -46,7 +46,7 @@ def test_grader_as_evaluator_gated_by_its_calibration(grading: Path) -> None:
     passed = _gate(_run(grading, gate))
     assert passed.passed and passed.actual == 1.0 and run_id in passed.message  # type: ignore[attr-defined]
     strict = _gate(_run(grading, calibrated("graders/numbers.py", min_kappa=0.95, model="openai/off")))
-    assert not strict.passed and "is below 0.95" in strict.message  # type: ignore[attr-defined]
+    assert not strict.passed and "kappa 0.922 < 0.95" in strict.message  # type: ignore[attr-defined]
     assert strict.actual == pytest.approx(0.9223, abs=1e-4)  # type: ignore[attr-defined]
 
     write_grader(grading, "Be lenient.")  # the rubric changes: a new content hash, no calibration yet
