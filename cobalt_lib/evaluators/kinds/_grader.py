@@ -42,9 +42,13 @@ class GraderKind(EvaluatorKind):
     @classmethod
     def _load(cls, value: Any) -> Any:
         if isinstance(value, str | Path):
+            import os
+
             from ...config._config import find_project_root
 
-            return load_grader(value, find_project_root()[0])
+            # Dagster's code server may run elsewhere: it names the project in COBALT_PROJECT_DIR.
+            start = os.environ.get("COBALT_PROJECT_DIR")
+            return load_grader(value, find_project_root(Path(start) if start else None)[0])
         if not isinstance(value, Grader):
             raise ValueError("pass a grader(...) deck or the path of a grader file")
         return value
