@@ -146,7 +146,7 @@ def print_calibration(console: Console, cal: Calibration, *, previous: Sequence[
         console.print(rich_table(agreement_table(cal), "Agreement between models"))
     for c in _rows(cal):
         if c.pairs:
-            console.print(rich_table(confusion_table(c), f"{c.model}: confusion (rows truth, columns grade)"))
+            console.print(rich_table(confusion_table(c), f"{c.model}: confusion, truth (rows) x grade"))
         if c.disagreements:
             shown = min(len(c.disagreements), TERMINAL_DISAGREEMENTS)
             console.print(rich_table(disagreement_table(c, TERMINAL_DISAGREEMENTS),
