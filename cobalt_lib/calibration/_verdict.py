@@ -15,6 +15,9 @@ MONITORING_KAPPA = 0.4
 def verdict(kappa: float | None, labelled: int) -> Verdict:
     """kappa < 0.4 exploration only, 0.4 to 0.7 trend monitoring, 0.7 or more fit to gate releases;
     under 50 labelled samples the verdict says the figures are not yet reliable."""
+    if labelled == 0:
+        return Verdict(band=None, reliable=False, labelled=0,
+                       text="no verdict: no sample with a ground-truth score was graded usably")
     if kappa is None:
         return Verdict(band=None, reliable=False, labelled=labelled,
                        text="no verdict: the weighted kappa is undefined (no usable grades of labelled samples, "

@@ -9,13 +9,16 @@ labels). A changed rubric has a new hash, hence no calibration: the gate fails a
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._errors import ConfigError, MissingApiKeyError
 from ..config._config import Config
 from ..graders._deck import Grader
 from ..results._report import AssertionResult, ExperimentReport
 from ._assertions import Assertion
+
+if TYPE_CHECKING:
+    from ..calibration._stored import StoredCalibration
 
 
 class Calibrated(Assertion):
@@ -56,7 +59,7 @@ class Calibrated(Assertion):
         stored = stored_calibrations(Store.for_config(config))
         return [self._check(grader, model, stored) for model in models]
 
-    def _check(self, grader: Grader, model: str, stored: list[Any]) -> AssertionResult:
+    def _check(self, grader: Grader, model: str, stored: list[StoredCalibration]) -> AssertionResult:
         same = [(run, run.for_model(model)) for run in stored if run.grader_hash == grader.hash]
         found = next(((run, cal) for run, cal in same if cal is not None), None)
         if found is None:
@@ -72,7 +75,7 @@ class Calibrated(Assertion):
             message=f"grader {grader.name!r} #{grader.short_hash} for {model}, grading run {run.run_id}: kappa "
                     f"{kappa:.3f} {'>=' if passed else '<'} {self.min_kappa:g} (verdict: {cal.verdict.text})")
 
-    def _missing(self, grader: Grader, model: str, stored: list[Any]) -> str:
+    def _missing(self, grader: Grader, model: str, stored: list[StoredCalibration]) -> str:
         """Which command would calibrate it, with the samples of the grader's last calibration if any."""
         earlier = [run for run in stored if run.grader == grader.name and run.for_model(model) is not None]
         samples = earlier[0].input if earlier and earlier[0].input else "samples.jsonl"
