@@ -9,6 +9,7 @@ link to the ports actually served; elsewhere the configured ports are used.
 from __future__ import annotations
 
 import os
+import re
 from typing import TYPE_CHECKING
 from urllib.parse import quote, urlencode
 
@@ -40,3 +41,10 @@ def compare_page_url(config: Config, run_a: str, run_b: str) -> str:
 
 def trends_page_url(config: Config, experiment: str) -> str:
     return f"{pages_url(config)}/trends?{urlencode({'experiment': experiment})}"
+
+
+def dagster_name(name: str) -> str:
+    """`my-summarizer-agent` -> `my_summarizer_agent`: an experiment's Dagster asset-key prefix and
+    DuckDB-safe identifier (every character outside [A-Za-z0-9_] becomes `_`)."""
+    safe = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    return f"x_{safe}" if not safe or safe[0].isdigit() else safe
