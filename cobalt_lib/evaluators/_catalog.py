@@ -105,7 +105,8 @@ def _source(name: str, cls: type[EvaluatorKind]) -> str:
 
 def _options(cls: type[EvaluatorKind]) -> list[OptionInfo]:
     options = []
-    for name, field in cls.model_fields.items():
+    for name in cls.option_names():
+        field = cls.option_field(name)
         required = field.is_required()
         default = None if required or field.default is PydanticUndefined else field.default
         options.append(OptionInfo(name=name, type=type_name(field.annotation), required=required,

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic.fields import FieldInfo
 
 from .._errors import EvaluatorError, JudgeError, TemplateError
 from ..results._direction import passes
@@ -59,6 +60,18 @@ class EvaluatorKind(BaseModel, abc.ABC):
             raise EvaluatorError(cls._option_problem(where, exc)) from None
 
     @classmethod
+    def option_names(cls) -> list[str]:
+        """The options in the order users read them: the kind's own first, shared ones (`negate`) last."""
+        names = [field.alias or name for name, field in cls.model_fields.items()]
+        return sorted(names, key=lambda name: name == "negate")
+
+    @classmethod
+    def option_field(cls, option: str) -> FieldInfo:
+        """The field of an option, by the name users write (a field's alias, such as `schema`)."""
+        by_alias = {field.alias or name: field for name, field in cls.model_fields.items()}
+        return by_alias[option]
+
+    @classmethod
     def description(cls) -> str:
         return (inspect.getdoc(cls) or "").split("\n\n")[0].replace("\n", " ").strip()
 
@@ -71,7 +84,7 @@ class EvaluatorKind(BaseModel, abc.ABC):
             return f"{head}: {message[:1].lower()}{message[1:]}."
         option = str(error["loc"][0])
         if error["type"] == "missing":
-            field = cls.model_fields[option]
+            field = cls.option_field(option)
             hint = f" ({field.description})" if field.description else ""
             return f"{head} needs {option}=...{hint}."
         if error["type"] == "extra_forbidden":
@@ -80,7 +93,7 @@ class EvaluatorKind(BaseModel, abc.ABC):
 
     @classmethod
     def _unknown_option(cls, option: str) -> str:
-        own = list(cls.model_fields)
+        own = cls.option_names()
         listed = f"its options are {', '.join(own)}" if own else "it takes no options"
         others = [name for name in kinds_using(option) if name != cls.kind]
         if others:
