@@ -77,7 +77,9 @@ class EvaluatorKind(BaseModel, abc.ABC):
 
     @classmethod
     def _option_problem(cls, where: str, exc: ValidationError) -> str:
-        error = exc.errors()[0]
+        errors = exc.errors()
+        # a misspelt option also shows as a missing one: name the typo, with its "did you mean"
+        error = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
         head = f"{where} ({cls.kind})"
         message = str(error["msg"]).removeprefix("Value error, ")
         if not error["loc"]:  # a check across options (a model validator): its message says it all
@@ -97,8 +99,9 @@ class EvaluatorKind(BaseModel, abc.ABC):
         listed = f"its options are {', '.join(own)}" if own else "it takes no options"
         others = [name for name in kinds_using(option) if name != cls.kind]
         if others:
-            return (f"does not use {option}=; it is for {' and '.join(others)} evaluators. Remove it or change "
-                    f"type= ({listed}).")
+            named = others[:3] if len(others) <= 4 else [*others[:3], f"{len(others) - 3} more"]
+            users = named[0] if len(named) == 1 else f"{', '.join(named[:-1])} and {named[-1]}"
+            return f"does not use {option}=; it is for {users} evaluators. Remove it or change type= ({listed})."
         close = difflib.get_close_matches(option, own, n=1)
         return f"has no option {option!r}; " + (f"did you mean {close[0]!r}? ({listed})." if close else f"{listed}.")
 
