@@ -16,33 +16,43 @@ from pydantic_core import PydanticUndefined
 from .._errors import EvaluatorError
 from . import kinds as _builtin
 from ._kind import EvaluatorKind
-from ._plugins import BROKEN, SOURCES, load_plugins
+from ._plugins import BROKEN, SOURCES, load_plugin, load_plugins
 from ._registry import KINDS
 
-_loaded = False
+_builtins_loaded = False
+
+
+def _load_builtins() -> None:
+    global _builtins_loaded
+    if not _builtins_loaded:
+        for module in pkgutil.iter_modules(_builtin.__path__):
+            importlib.import_module(f"{_builtin.__name__}.{module.name}")
+        _builtins_loaded = True
 
 
 def evaluator_kinds() -> dict[str, type[EvaluatorKind]]:
     """Every evaluator kind by name: the built-ins, installed plugins and kinds defined in this process."""
-    global _loaded
-    if not _loaded:
-        for module in pkgutil.iter_modules(_builtin.__path__):
-            importlib.import_module(f"{_builtin.__name__}.{module.name}")
-        load_plugins()
-        _loaded = True
+    _load_builtins()
+    load_plugins()
     return dict(KINDS)
 
 
 def find_kind(name: Any, where: str) -> type[EvaluatorKind]:
-    """The kind called `name`, or an EvaluatorError with the closest name (or why its plugin failed)."""
-    known = evaluator_kinds()
-    if isinstance(name, str) and name in known:
-        return known[name]
+    """The kind called `name`, or an EvaluatorError naming the installed kinds (or why its plugin failed).
+
+    Only the plugin of that name is loaded: a broken plugin that a run does not use cannot break it."""
+    _load_builtins()
+    if isinstance(name, str) and (name in KINDS or load_plugin(name)):
+        return KINDS[name]
     if isinstance(name, str) and name in BROKEN:
         raise EvaluatorError(f"{where} has type {name!r}, whose plugin failed to load: {BROKEN[name]}")
+    known = evaluator_kinds()
     close = difflib.get_close_matches(str(name), known, n=1)
-    hint = f"did you mean {close[0]!r}?" if close else f"use one of {', '.join(known)}."
-    raise EvaluatorError(f"{where} has unknown type {name!r}; {hint}")
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    plugins = [f"{kind} (from {SOURCES[kind].split(' (')[0]})" for kind in known if kind in SOURCES]
+    installed = ", ".join([*(kind for kind in known if kind not in SOURCES), *plugins])
+    raise EvaluatorError(f"{where} has unknown type {name!r}; {hint}Installed kinds: {installed}. A plugin's kind "
+                         "is there once its package is installed in this environment.")
 
 
 class _Descriptions(Mapping[str, str]):
