@@ -270,7 +270,7 @@ def test_similarity_scores_with_embeddings(judged_project: Path, llm: FakeLLM) -
     close, far = (i.evaluations["semantic"] for i in report.items)
     assert close.score == 1.0 and close.raw_score is not None and close.raw_score >= 0.9
     assert far.score is not None and far.score < 0.6
-    assert llm.count("embeddings") == 2
+    assert llm.count("embeddings") == 1  # both items in one batched request
 
 
 def test_fenced_json_with_prose_from_the_server_is_scored(judged_project: Path, llm: FakeLLM) -> None:
