@@ -129,6 +129,8 @@ def type_name(annotation: Any) -> str:
     if annotation is None or annotation is type(None):
         return "None"
     origin = typing.get_origin(annotation)
+    if origin is typing.Literal:
+        return " | ".join(repr(arg) for arg in typing.get_args(annotation))
     if origin in (typing.Union, types.UnionType):
         return " | ".join(type_name(arg) for arg in typing.get_args(annotation))
     if (origin is not None and getattr(origin, "__name__", "") == "Callable") or annotation is typing.Callable:

@@ -30,6 +30,10 @@ if TYPE_CHECKING:
     from ._evaluator import Evaluator
 
 
+#: Options many kinds share, listed after a kind's own: the judge's, then `negate`.
+_SHARED_LAST = {"model": 1, "provider": 1, "base_url": 1, "negate": 2}
+
+
 class EvaluatorKind(BaseModel, abc.ABC):
     """One way to score an output. Subclass it, set `kind`, declare options as typed fields and write
     `score`; defining the class registers it, and `Evaluator(name, type=kind, **options)` uses it.
@@ -61,9 +65,9 @@ class EvaluatorKind(BaseModel, abc.ABC):
 
     @classmethod
     def option_names(cls) -> list[str]:
-        """The options in the order users read them: the kind's own first, shared ones (`negate`) last."""
+        """The options in the order users read them: the kind's own first, shared ones (judge, `negate`) last."""
         names = [field.alias or name for name, field in cls.model_fields.items()]
-        return sorted(names, key=lambda name: name == "negate")
+        return sorted(names, key=lambda name: _SHARED_LAST.get(name, 0))
 
     @classmethod
     def option_field(cls, option: str) -> FieldInfo:
