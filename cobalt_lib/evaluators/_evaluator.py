@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._aio import run_anywhere
 from .._errors import EvaluatorError
 from ..results._report import Evaluation
 from ._catalog import find_kind
@@ -63,6 +64,21 @@ class Evaluator:
     def endpoint(self, config: Config) -> Endpoint | None:
         """The resolved judge or embeddings endpoint (raises if its API key is missing)."""
         return self.kind.endpoint(config, self)
+
+    def evaluate_sync(self, output: Any, *, item: Mapping[str, Any] | None = None,
+                      metadata: Mapping[str, Any] | None = None) -> Evaluation:
+        """Score one output here and now, outside a run: a quick check in a notebook or a unit test.
+
+        For kinds that call no model (a model-judged kind needs the judge a run brings: raises)."""
+        from ._kind import EvaluatorKind
+
+        if type(self.kind).endpoint is not EvaluatorKind.endpoint:
+            raise EvaluatorError(f"Evaluator {self.name!r} ({self.type}) calls a model: score it in an experiment "
+                                 "run, which brings the judge, its cache and its key.")
+        item = dict(item or {})
+        self.check_item(item, 0)
+        ctx = EvalContext(item=item, output=output, metadata=dict(metadata or {}))
+        return run_anywhere(self.evaluate(ctx, None, None))
 
     async def evaluate(self, ctx: EvalContext, judge: Judge | None, endpoint: Endpoint | None, *,
                        threads: DaemonThreads | None = None, timeout: float | None = None) -> Evaluation:

@@ -141,3 +141,12 @@ def test_budgets_read_the_items_own_metrics() -> None:
     assert budget("max_tokens", tokens=100).score == 1.0
     unknown = budget("max_cost")
     assert unknown.status == "eval-error" and "cost is unknown: report metadata cost_usd" in (unknown.error or "")
+
+
+def test_evaluate_sync_scores_one_output_outside_a_run() -> None:
+    total = Evaluator(name="total", type="numeric_match")
+    assert total.evaluate_sync("It costs $12.", item={"expected_output": 12}).passed is True
+    with pytest.raises(EvaluatorError, match="compares with field 'expected_output', which dataset item 0 lacks"):
+        total.evaluate_sync("12")
+    with pytest.raises(EvaluatorError, match=r"Evaluator 'g' \(g_eval\) calls a model: score it in an experiment run"):
+        Evaluator(name="g", type="g_eval", criteria="polite").evaluate_sync("hi")
