@@ -49,9 +49,10 @@ class Evaluator:
     def __getattr__(self, option: str) -> Any:
         """The kind's options read as attributes: `Evaluator(..., prompt=p).prompt is p`."""
         kind = self.__dict__.get("kind")
-        if kind is None or option.startswith("_") or option not in type(kind).model_fields:
+        if kind is None or option.startswith("_") or option not in type(kind).option_names():
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {option!r}")
-        return getattr(kind, option)
+        fields = {field.alias or name: name for name, field in type(kind).model_fields.items()}
+        return getattr(kind, fields[option])
 
     def describe(self) -> dict[str, Any]:
         """The evaluator's name, type, pass mark and options, as stored with every run."""

@@ -174,8 +174,8 @@ class Judge:
         `EMBED_BATCH_WINDOW` seconds go out together, one request per batch of up to
         `EMBED_BATCH_SIZE` texts, under the concurrency bound and with the judge's retries.
 
-        `tokens` is this caller's share of its batch's tokens; `calls` is 1 for the caller that opened
-        the batch and 0 for the others, so that summed over a run they count the requests sent.
+        The caller that opened a batch carries its request (`calls` 1) and all its `tokens`; the others
+        get 0 and 0, so that summed over a run they count the requests sent and the tokens paid.
         """
         keys = [cache_key("embedding", endpoint.provider, endpoint.model, t, {}, endpoint.base_url) for t in texts]
         found: dict[str, list[float]] = {}
@@ -252,9 +252,6 @@ class _EmbeddingBatch:
         for text, vector in by_text.items():
             key = cache_key("embedding", self.endpoint.provider, self.endpoint.model, text, {}, self.endpoint.base_url)
             self.judge.cache.put(key, {"vector": vector})
-        asked = sum(len(own) for own, _ in self.callers)
-        shares = [tokens * len(own) // asked for own, _ in self.callers]
-        shares[0] += tokens - sum(shares)
-        for i, ((own, future), share) in enumerate(zip(self.callers, shares, strict=True)):
+        for i, (own, future) in enumerate(self.callers):
             if not future.done():
-                future.set_result(({t: by_text[t] for t in own}, share, 1 if i == 0 else 0))
+                future.set_result(({t: by_text[t] for t in own}, tokens if i == 0 else 0, 1 if i == 0 else 0))

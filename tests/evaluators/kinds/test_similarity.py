@@ -33,7 +33,8 @@ def test_embeddings_of_a_run_go_out_in_one_request_and_are_cached(judged_project
     assert len(body["input"]) == 7  # 6 answers + "Apples are red.", each text once
     assert sum(s.judge_calls for s in scores) == 1
     sent_tokens = sum(len(t.split()) for t in body["input"])
-    assert sum(s.input_tokens for s in scores) == sent_tokens  # the batch's tokens shared out among the items
+    assert sum(s.input_tokens for s in scores) == sent_tokens == max(s.input_tokens for s in scores)
+    assert report.summary.judge_calls == 1 and report.summary.judge_tokens == sent_tokens
     assert not any(s.cached for s in scores)
     again = _experiment().run(config=load_config())
     assert all(i.evaluations["semantic"].cached for i in again.items)
