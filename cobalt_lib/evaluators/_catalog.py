@@ -48,11 +48,12 @@ def find_kind(name: Any, where: str) -> type[EvaluatorKind]:
         raise EvaluatorError(f"{where} has type {name!r}, whose plugin failed to load: {BROKEN[name]}")
     known = evaluator_kinds()
     close = difflib.get_close_matches(str(name), known, n=1)
-    hint = f"did you mean {close[0]!r}? " if close else ""
     plugins = [f"{kind} (from {SOURCES[kind].split(' (')[0]})" for kind in known if kind in SOURCES]
     installed = ", ".join([*(kind for kind in known if kind not in SOURCES), *plugins])
-    raise EvaluatorError(f"{where} has unknown type {name!r}; {hint}Installed kinds: {installed}. A plugin's kind "
-                         "is there once its package is installed in this environment.")
+    hint = f"did you mean {close[0]!r}? Installed kinds: {installed}" if close else (
+        f"use one of the installed kinds: {installed}")
+    raise EvaluatorError(f"{where} has unknown type {name!r}; {hint}. A plugin's kind is there once its package is "
+                         "installed in this environment.")
 
 
 class _Descriptions(Mapping[str, str]):
