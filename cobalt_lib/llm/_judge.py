@@ -198,7 +198,7 @@ class Judge:
 
 #: Embedding requests arriving within this many seconds share one request (the items of a run are
 #: scored as their agent calls finish: batching them is what keeps it one request per batch, not per item).
-EMBED_BATCH_WINDOW = 0.02
+EMBED_BATCH_WINDOW = 0.05
 #: The most texts in one embeddings request (OpenAI accepts up to 2048 inputs).
 EMBED_BATCH_SIZE = 256
 

@@ -261,7 +261,8 @@ def test_judge_concurrency_is_a_true_bound(judged_project: Path, llm: FakeLLM) -
     assert llm.max_inflight == 3
 
 
-def test_similarity_scores_with_embeddings(judged_project: Path, llm: FakeLLM) -> None:
+def test_similarity_scores_with_embeddings(judged_project: Path, llm: FakeLLM, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("cobalt_lib.llm._judge.EMBED_BATCH_WINDOW", 0.3)  # the two items in one batch, even under load
     data = Dataset([{"input": "q", "expected_output": "The capital of France is Paris."},
                     {"input": "q", "expected_output": "Bananas are yellow fruit."}])
     exp = experiment("sim", data, lambda ctx: "The capital of France is Paris",

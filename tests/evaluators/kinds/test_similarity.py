@@ -18,6 +18,15 @@ ANSWERS = ["The capital of France is Paris.", "Bananas are yellow.", "Water boil
            "Tokyo is in Japan.", "Zürich liegt in der Schweiz.", "Two plus two is four."]
 
 
+@pytest.fixture(autouse=True)
+def _patient_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A wider batch window: on a loaded test machine the items' scoring may start further apart than the
+    default 50 ms, and these tests count requests."""
+    from cobalt_lib.llm import _judge
+
+    monkeypatch.setattr(_judge, "EMBED_BATCH_WINDOW", 0.3)
+
+
 def _experiment(**options: object) -> Experiment:
     data = Dataset([{"input": str(i), "expected_output": answer} for i, answer in enumerate(ANSWERS)])
     return experiment("sim", data, lambda ctx: ANSWERS[int(ctx.input)] if ctx.input != "1" else "Apples are red.",
