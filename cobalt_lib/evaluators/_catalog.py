@@ -20,13 +20,17 @@ from ._plugins import BROKEN, SOURCES, load_plugin, load_plugins
 from ._registry import KINDS
 
 _builtins_loaded = False
+#: The kinds every project meets first, registered (and so listed) before the catalogue of the others.
+_CORE = ("_llm_judge", "_function", "_exact_match", "_similarity", "_contains")
 
 
 def _load_builtins() -> None:
     global _builtins_loaded
     if not _builtins_loaded:
-        for module in pkgutil.iter_modules(_builtin.__path__):
-            importlib.import_module(f"{_builtin.__name__}.{module.name}")
+        names = sorted((m.name for m in pkgutil.iter_modules(_builtin.__path__)),
+                       key=lambda name: (_CORE.index(name) if name in _CORE else len(_CORE), name))
+        for name in names:
+            importlib.import_module(f"{_builtin.__name__}.{name}")
         _builtins_loaded = True
 
 

@@ -85,8 +85,8 @@ def test_describe_kinds_gives_types_defaults_and_required_options() -> None:
       r"\(exact-match\) has no option 'ignore_cas'; did you mean 'ignore_case'\? \(its options are field, "
       r"ignore_case, ignore_whitespace, negate\)"),
      ({"type": "exact-match", "banana": 1}, r"has no option 'banana'; its options are field, ignore_case"),
-     ({"type": "exact-match", "model": "gpt-4o"}, r"does not use model=; it is for answer_relevancy, "
-                                              r"context_precision, context_recall and \d+ more evaluators"),
+     ({"type": "exact-match", "model": "gpt-4o"}, r"does not use model=; it is for llm-judge, similarity, "
+                                              r"answer_relevancy and \d+ more evaluators"),
      ({"type": "exact-match", "ignore_case": "maybe"}, r"ignore_case='maybe' is not valid: input should be a valid"),
      ({"type": "llm-judge", "prompt": "   "}, r"prompt='   ' is not valid: .*the prompt is empty"),
      ({"type": "function", "fn": 3}, r"fn=3 is not valid: input should be callable"),
