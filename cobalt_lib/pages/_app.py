@@ -102,7 +102,7 @@ async def run_page(request: web.Request) -> web.Response:
     run = view["run"]
     data = {"page": "run", "run_id": run["run_id"], "evaluators": view["evaluators"], "pass_marks": view["pass_marks"],
             "live": view["entry"].status == "running", "api": f"/api/runs/{quote(run['run_id'], safe='')}",
-            "per_page": ITEMS_PER_PAGE}
+            "per_page": ITEMS_PER_PAGE, "counts": f"{view['counts']['done']}/{view['counts']['scored']}"}
     return _html(render("run.html", data=data, hist=histogram, dagster_home=dagster_url(config), **view))
 
 

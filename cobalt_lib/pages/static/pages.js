@@ -200,7 +200,7 @@
   }
 
   function live(table) {
-    var seen = null;
+    var seen = data.counts;  // what the page was drawn with
     setInterval(function () {
       getJSON(data.api + "/live").then(function (now) {
         document.querySelectorAll("[data-live]").forEach(function (node) {
@@ -209,7 +209,7 @@
         });
         if (now.status !== "running") { location.reload(); return; }
         var key = now.done + "/" + now.scored;
-        if (seen !== null && key !== seen) table.load();
+        if (key !== seen) table.load();
         seen = key;
       }).catch(function () {});
     }, 2000);
