@@ -85,9 +85,9 @@ def serve_dashboard(config: Config, port: int | None = None, *, open_browser: bo
     """Run cobalt's pages, and the Dagster webserver + daemon (unless `pages_only`), until Ctrl-C (or
     SIGTERM); returns the exit code."""
     port = port or config.dashboard.port
-    pages_port = pages_port or config.dashboard.pages_port or port + 1
+    chosen = pages_port or config.dashboard.pages_port  # else the Dagster port + 1, or any free one
     if pages_only:
-        return _serve_pages_only(config, pages_port, open_browser)
+        return _serve_pages_only(config, chosen or port + 1, open_browser)
     from cobalt_dagster import dagster_home, local_instance
     from cobalt_dagster._automation import forget_daemon
 
@@ -97,7 +97,7 @@ def serve_dashboard(config: Config, port: int | None = None, *, open_browser: bo
         check_definitions(config)
     local_instance(config)  # create and migrate first: webserver and daemon racing on it corrupts it
     url = f"http://127.0.0.1:{port}"
-    pages = start_pages(config, pages_port, dagster=url)
+    pages = start_pages(config, chosen or port + 1, dagster=url, fallback=not chosen)
     env = {**os.environ, "DAGSTER_HOME": str(dagster_home(config)), "COBALT_PROJECT_DIR": str(config.root)}
     commands = dagster_commands(port, target)
     children = [subprocess.Popen(cmd, env=env, cwd=config.root, start_new_session=True,
@@ -126,15 +126,24 @@ def serve_dashboard(config: Config, port: int | None = None, *, open_browser: bo
     return 0 if stopping or not failed else 1
 
 
-def start_pages(config: Config, port: int, *, dagster: str) -> PagesServer:
-    """cobalt's pages on 127.0.0.1:`port`, in a thread of this process. The served URLs are exported
+def start_pages(config: Config, port: int, *, dagster: str, fallback: bool = False) -> PagesServer:
+    """cobalt's pages on 127.0.0.1:`port`, in a thread of this process (`fallback`: a port nobody
+    chose that is taken becomes a free one, with a warning). The served URLs are exported
     (COBALT_PAGES_URL, COBALT_DAGSTER_URL) to the Dagster processes started next, so the links that
     runs launched under `cobalt serve` record, and the pages' own links to Dagster, use these ports."""
     from ..ops._links import DAGSTER_URL_VARIABLE, PAGES_URL_VARIABLE
     from ..pages import PagesServer
 
     server = PagesServer(config, "127.0.0.1", port)
-    server.start()
+    try:
+        server.start()
+    except ConfigError:
+        if not fallback:
+            raise
+        server = PagesServer(config, "127.0.0.1", 0)
+        server.start()
+        warn([f"port {port} is taken, so cobalt's pages are on {server.url}; set [dashboard] pages_port "
+              "or pass --pages-port to choose."])
     os.environ[PAGES_URL_VARIABLE] = server.url
     os.environ[DAGSTER_URL_VARIABLE] = dagster
     return server
