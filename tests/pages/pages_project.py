@@ -18,6 +18,8 @@ KEY = "sk-test-pages-0123456789"
 #: What the agent says when it refuses: untrusted text that must show as text, never run.
 REFUSAL = "Sorry, I cannot help <script>window.__xss = 1</script>"
 JUDGE_REFUSAL = "The answer refuses the question <script>window.__xss = 2</script>"
+#: What the judge answers for item 4: prose, not `{score, reason}`.
+JUDGE_PROSE = "I would rate this answer quite highly."
 
 EXPERIMENT = '''
 import os
@@ -57,6 +59,8 @@ class Served:
 
 def _judge(kind: str, body: dict[str, Any]) -> Any:
     prompt = " ".join(str(m.get("content", "")) for m in body.get("messages") or [])
+    if "question 4" in prompt:  # not the JSON asked for, twice: an eval-error
+        return JUDGE_PROSE
     if "Sorry" in prompt:
         return answer(0.1, JUDGE_REFUSAL)
     return answer(0.9, "Answers the question directly.")

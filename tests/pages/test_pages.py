@@ -7,7 +7,7 @@ from __future__ import annotations
 from urllib.parse import quote
 
 from browser import screenshot
-from pages_project import JUDGE_REFUSAL, REFUSAL, Served
+from pages_project import JUDGE_PROSE, JUDGE_REFUSAL, REFUSAL, Served
 from playwright.sync_api import expect
 
 
@@ -41,13 +41,15 @@ def test_item_table_filtered_to_failures_and_eval_errors(served: Served, page) -
     rows.first.wait_for()
     assert rows.count() == 9
     page.select_option("#item-filter", "failures")
-    expect(rows).to_have_count(2)
-    # item 2 (the refusal scores below both pass marks) and item 7 (the agent raised)
-    assert [r.get_attribute("data-index") for r in rows.all()] == ["2", "7"]
-    assert page.locator(".table-footer .count").inner_text() == "1–2 of 2"
+    expect(rows).to_have_count(3)
+    # item 2 (the refusal scores below both pass marks), 4 (the judge's answer was an eval-error) and
+    # 7 (the agent raised)
+    assert [r.get_attribute("data-index") for r in rows.all()] == ["2", "4", "7"]
+    assert page.locator(".table-footer .count").inner_text() == "1–3 of 3"
     screenshot(page, "pages-run-failures")
     page.select_option("#item-filter", "eval-errors")
-    page.wait_for_selector("#item-table td.empty")
+    expect(rows).to_have_count(1)
+    assert rows.first.get_attribute("data-index") == "4" and "eval-error" in rows.first.inner_text()
     page.select_option("#item-filter", "")
     page.fill("#item-search", "question 5")
     expect(rows).to_have_count(1)
@@ -89,6 +91,12 @@ def test_item_detail_shows_judge_reason_and_output_as_text(served: Served, page)
     served.go(page, f"/runs/{served.runs[1]}/items/7")
     page.locator("#detail pre.traceback").wait_for()
     assert "RuntimeError: the tool timed out <b>upstream</b>" in page.locator("#detail pre.error").inner_text()
+    served.go(page, f"/runs/{served.runs[1]}#item=4")  # the judge's unparsable answer, kept
+    judged = page.locator("#detail .evaluation[data-evaluator='helpful']")
+    judged.wait_for()
+    assert "eval-error" in judged.inner_text()
+    judged.locator("summary").click()
+    assert JUDGE_PROSE in judged.locator("pre").inner_text()
 
 
 def test_compare_ranks_the_biggest_regression_first(served: Served, page) -> None:

@@ -32,7 +32,11 @@ def test_report_file_shows_the_items_from_file_url(served: Served, page, tmp_pat
     rows = page.locator("#item-table tr.item-row")
     expect(rows).to_have_count(9)
     page.select_option("#item-filter", "failures")
-    expect(rows).to_have_count(2)
+    expect(rows).to_have_count(3)
+    page.select_option("#item-filter", "eval-errors")
+    expect(rows).to_have_count(1)
+    page.select_option("#item-filter", "failures")
+    expect(rows).to_have_count(3)
     rows.first.click()
     assert JUDGE_REFUSAL in page.locator("#detail .evaluation[data-evaluator='helpful'] .reason").inner_text()
     assert page.locator("#detail pre.output").inner_text() == REFUSAL

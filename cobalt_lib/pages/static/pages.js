@@ -223,6 +223,8 @@
   }
   function compareRow(r) {
     var change = r.change < 0 ? "regressed" : r.change > 0 ? "improved" : "unchanged";
+    var outputs = el("div", {class: "side-by-side"}, el("div", {}, el("h4", {}, "A: " + data.run_a), diffPre(r.diff_a, "a")),
+      el("div", {}, el("h4", {}, "B: " + data.run_b), diffPre(r.diff_b, "b")));
     var scores = el("table", {class: "pair-scores"}, el("thead", {}, el("tr", {}, el("th", {}, "Evaluator"), el("th", {}, "A"), el("th", {}, "B"),
       el("th", {}, "B − A"), el("th", {}, "A's reason"), el("th", {}, "B's reason"))));
     r.evaluators.forEach(function (e) {
@@ -237,8 +239,7 @@
         r.output_changed ? el("span", {class: "muted"}, " · output changed") : null),
       el("p", {class: "input"}, el("b", {}, "Input: "), short(r.input, 300)),
       scores,
-      el("div", {class: "side-by-side"}, el("div", {}, el("h4", {}, "A: " + data.run_a), diffPre(r.diff_a, "a")),
-        el("div", {}, el("h4", {}, "B: " + data.run_b), diffPre(r.diff_b, "b"))));
+      r.changed || r.output_changed ? outputs : el("details", {}, el("summary", {}, "outputs (the same in both runs)"), outputs));
   }
   function CompareList(root) {
     var q = {offset: 0, changed: false};
@@ -274,8 +275,12 @@
 
   if (data.page === "run") {
     var table = new ItemTable(document.getElementById("items"));
-    var wanted = /^#item=(\d+)/.exec(location.hash);
-    if (wanted) openDetail(Number(wanted[1]));
+    var fromHash = function () {
+      var wanted = /^#item=(\d+)/.exec(location.hash);
+      if (wanted) openDetail(Number(wanted[1]));
+    };
+    window.addEventListener("hashchange", fromHash);
+    fromHash();
     if (data.live && data.api) live(table);
   } else if (data.page === "compare") {
     CompareList(document.getElementById("compare-items"));
