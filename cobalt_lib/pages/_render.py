@@ -46,6 +46,8 @@ def fmt_num(value: Any, digits: int = 3) -> str:
 def fmt_ms(value: Any) -> str:
     if value is None:
         return "–"
+    if 0 < value < 0.01:
+        return "<0.01 ms"
     return f"{value / 1000:.2f} s" if value >= 1000 else f"{value:.0f} ms" if value >= 10 else f"{value:.2f} ms"
 
 

@@ -32,7 +32,7 @@
     return t.length > limit ? t.slice(0, limit - 1) + "…" : t;
   }
   function fmt(score) { return score === null || score === undefined ? "–" : Number(score).toFixed(3); }
-  function ms(v) { return v === null || v === undefined ? "–" : v >= 1000 ? (v / 1000).toFixed(2) + " s" : v.toFixed(v >= 10 ? 0 : 2) + " ms"; }
+  function ms(v) { return v === null || v === undefined ? "–" : v > 0 && v < 0.01 ? "<0.01 ms" : v >= 1000 ? (v / 1000).toFixed(2) + " s" : v.toFixed(v >= 10 ? 0 : 2) + " ms"; }
   function lowerBetter(name) { return /^(latency|cost|tokens)|(Duration|Latency)$/.test(name); }
   function scoreClass(ev, name) {
     if (!ev || ev.status !== "ok") return "error";
