@@ -50,3 +50,22 @@ def test_a_run_in_progress_refreshes_its_counts_then_shows_finished(tmp_path: Pa
         expect(page.locator("#item-table tr.item-row")).to_have_count(4)
     finally:
         server.stop()
+
+
+def test_repeats_of_an_item_stand_side_by_side(tmp_path: Path, page) -> None:
+    (tmp_path / "cobalt.toml").write_text("")
+    config = load_config(tmp_path)
+    store = Store.for_config(config)
+    store.start_run({"run_id": "r-rep", "experiment": "qa", "started_at": datetime.now(UTC).isoformat(),
+                     "tags": [], "config": {**CONFIG, "runs": 3}})
+    store.write({"outputs": [output_row("r-rep", ItemResult(index=0, run_index=r, input="q0", output=f"take {r}"))
+                             for r in range(3)]})
+    server = PagesServer(config)
+    url = server.start()
+    try:
+        page.goto(f"{url}/runs/r-rep/items/0")
+        repeats = page.locator("#detail .repeats.n3 .repeat")
+        expect(repeats).to_have_count(3)
+        assert [r.locator("pre.output").inner_text() for r in repeats.all()] == ["take 0", "take 1", "take 2"]
+    finally:
+        server.stop()

@@ -22,6 +22,10 @@ def test_runs_list_filtered_by_tag_and_two_picked_to_compare(served: Served, pag
     assert rows.count() == 1 and rows.first.get_attribute("data-run") == served.runs[1]
     assert "candidate" in rows.first.inner_text() and "FAILED" not in rows.first.inner_text()
     screenshot(page, "pages-runs-by-tag")
+    served.go(page, "/?since=2999-01-01")
+    assert page.locator(".empty").inner_text() == "No run matches these filters."
+    served.go(page, "/?status=failed-gates")
+    assert [r.get_attribute("data-run") for r in page.locator("#runs tbody tr").all()] == [served.runs[0]]
 
     served.go(page, "/")
     button = page.locator("#compare-picked")
