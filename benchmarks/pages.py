@@ -23,11 +23,13 @@ import time
 from pathlib import Path
 
 EXPERIMENT = '''
+import os
 from cobalt_lib import Dataset, Evaluator, experiment
 N = {n}
+MOD = int(os.environ.get("BENCH_WRONG_EVERY", "7"))
 data = Dataset([{{"input": f"question number {{i}} about topic {{i % 97}}", "expected_output": f"answer {{i}}"}}
                 for i in range(N)])
-experiment("big", data, lambda ctx: f"answer {{ctx.index}}" if ctx.index % 7 else "I do not know",
+experiment("big", data, lambda ctx: f"answer {{ctx.index}}" if ctx.index % MOD else "I do not know",
            evaluators=[Evaluator(name="exact", type="exact-match"),
                        Evaluator(name="length", type="function", fn=lambda ctx: min(len(ctx.output) / 8, 1.0))],
            concurrency=50)
@@ -35,20 +37,22 @@ experiment("big", data, lambda ctx: f"answer {{ctx.index}}" if ctx.index % 7 els
 
 
 def make_run(root: Path, n: int) -> tuple[object, str]:
-    from cobalt_lib import load_config
+    from cobalt_lib import REGISTRY, load_config
     from cobalt_lib.ops import RunOptions, Selection, run_experiments
 
-    (root / "experiments").mkdir(parents=True)
+    (root / "experiments").mkdir(parents=True, exist_ok=True)
     (root / "experiments" / "big.cobalt.py").write_text(EXPERIMENT.format(n=n), encoding="utf-8")
     (root / "cobalt.toml").write_text("", encoding="utf-8")
     config = load_config(root)
+    REGISTRY.clear()
     started = time.perf_counter()
     [report] = run_experiments(config, Selection(), RunOptions(dagster=False)).reports
     print(f"made a run of {n:,} items in {time.perf_counter() - started:.1f} s ({report.id})")
     return config, report.id
 
 
-def timed(action: object, ready: object, repeats: int, setup: object = None) -> list[float]:
+def timed(action: object, ready: object, repeats: int, setup: object = None, first: bool = False) -> list[float]:
+    """Seconds from `action` until `ready`, `repeats` times after one warm-up (`first`: the first time only)."""
     times = []
     for i in range(repeats + 1):
         if setup:
@@ -56,7 +60,7 @@ def timed(action: object, ready: object, repeats: int, setup: object = None) -> 
         started = time.perf_counter()
         action()  # type: ignore[operator]
         ready()  # type: ignore[operator]
-        if i:  # the first one warms caches (Python modules, DuckDB, the browser)
+        if i or first:  # the first one warms caches (Python modules, DuckDB, the browser)
             times.append(time.perf_counter() - started)
     return times
 
@@ -74,8 +78,10 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         os.chdir(tmp)
+        config, baseline = make_run(Path(tmp) / "proj", args.items)
+        os.environ["BENCH_WRONG_EVERY"] = "5"  # a second run, different on a fifth of the items, to compare
         config, run_id = make_run(Path(tmp) / "proj", args.items)
-        failures = -(-args.items // 7)  # every 7th item answers wrong
+        failures = -(-args.items // 5)  # in the measured run every 5th item answers wrong
         server = PagesServer(config)  # type: ignore[arg-type]
         url = server.start()
         report = write_report(config, run_id, Path(tmp) / "report.html")  # type: ignore[arg-type]
@@ -83,7 +89,14 @@ def main() -> None:
             browser = p.chromium.launch(executable_path=chromium_path(), args=["--no-sandbox"])
             page = browser.new_page()
             rows = page.locator("#item-table tr.item-row")
+            pairs = page.locator(".pair")
             results = {
+                "compare page, first open (pairs and ranks every item)": timed(
+                    lambda: page.goto(f"{url}/compare?a={baseline}&b={run_id}"), lambda: pairs.first.wait_for(), 0,
+                    first=True),
+                "compare page, again (kept in memory)": timed(
+                    lambda: page.goto(f"{url}/compare?a={baseline}&b={run_id}"), lambda: pairs.first.wait_for(),
+                    args.repeats),
                 "run page (first 50 rows shown)": timed(
                     lambda: page.goto(f"{url}/runs/{run_id}"), lambda: rows.first.wait_for(), args.repeats),
                 "failures only (server-side filter)": timed(

@@ -1,4 +1,4 @@
-"""The compare page: B against baseline A per evaluator (`ops.compare_runs`), and every paired item
+"""The compare page: B against baseline A per evaluator (as `ops.compare_runs`), and every paired item
 ranked by its change, regressions first, with both outputs and the words that differ marked."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ import re
 from typing import Any
 
 from ..config._config import Config
-from ..ops._compare import compare_runs
+from ..ops._compare import CompareOutcome, _pairing_warnings, regression_reasons
 from ..ops._links import dagster_run_url
 from ..ops._refs import resolve_pair
-from ..results._compare import pair_items
+from ..results._compare import compare_reports, pair_items
 from ..results._direction import gain
 from ..results._history import load_report
-from ..results._report import ItemResult
+from ..results._report import ExperimentReport, ItemResult
 from ..results._store import Store
 
 #: Above this many words per output, the outputs are shown without word-level marks (difflib is quadratic).
@@ -26,9 +26,9 @@ _TOKENS = re.compile(r"\s+|\w+|[^\w\s]")
 def compare_view(config: Config, ref_a: str, ref_b: str) -> dict[str, Any]:
     """The comparison (verdicts, paired CIs, warnings) and every item row, ranked."""
     pair = resolve_pair(config, (ref_a, ref_b))
-    outcome = compare_runs(config, pair.a.run_id, pair.b.run_id, top=0)
     store = Store.for_config(config)
     report_a, report_b = load_report(store, pair.a.run_id), load_report(store, pair.b.run_id)
+    outcome = _outcome(pair.scope, (ref_a, ref_b), report_a, report_b)
     pairs, unpaired = pair_items(report_a.items, report_b.items)
     rows = sorted((_row(x, y) for x, y in pairs), key=_rank)
     runs = {side: store.require_run(run_id) for side, run_id in (("a", pair.a.run_id), ("b", pair.b.run_id))}
@@ -38,6 +38,17 @@ def compare_view(config: Config, ref_a: str, ref_b: str) -> dict[str, Any]:
         "dagster": {s: dagster_run_url(config, r["run_id"]) if r.get("source") == "dagster" else None
                     for s, r in runs.items()},
     }
+
+
+def _outcome(scope: str | None, refs: tuple[str, str], a: ExperimentReport, b: ExperimentReport) -> CompareOutcome:
+    """What `ops.compare_runs` returns, from the two reports loaded once here (a big run's results
+    file takes seconds to read, and the page needs the items too)."""
+    comparison = compare_reports(a, b, top=0)
+    comparison.scope = scope
+    warnings = [f"run {side} ({r.id}) is {r.status}: only its finished items are compared."
+                for side, r in zip("AB", (a, b), strict=True) if r.status != "completed"]
+    warnings += _pairing_warnings(comparison, refs, [a, b])
+    return CompareOutcome(comparison=comparison, warnings=warnings, regressions=regression_reasons(comparison))
 
 
 def _score(item: ItemResult, name: str) -> float | None:

@@ -112,8 +112,9 @@ def run_detail(config: Config, ref: str) -> dict[str, Any]:
     """The run page's summary: totals, cost, latency percentiles, gates (actual vs expected, each with
     its Dagster check), per evaluator its histogram and statistics; live counts while it runs."""
     store = Store.for_config(config)
-    run_id = resolve_ref(config, ref).run_id
-    run = store.require_run(run_id)
+    # A full id (every link the pages make) is one lookup; a prefix or `latest` is resolved over the runs.
+    run = store.get_run(ref) or store.require_run(resolve_ref(config, ref).run_id)
+    run_id = run["run_id"]
     aggregates = store.rows("aggregates", run_id)
     metrics = {a["metric"]: a for a in aggregates if a["kind"] == "metric"}
     stats = {a["metric"]: a for a in aggregates if a["kind"] == "evaluator"}
