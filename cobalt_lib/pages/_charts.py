@@ -3,10 +3,11 @@ every label goes through the templates' escaping."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 WIDTH, HEIGHT = 640, 170
-LEFT, RIGHT, TOP, BOTTOM = 52, 14, 12, 30
+LEFT, RIGHT, TOP, BOTTOM = 64, 40, 12, 30
 
 
 def histogram(bins: list[int], pass_mark: float | None, *, width: int = 300, height: int = 120) -> dict[str, Any]:
@@ -53,8 +54,13 @@ def line_chart(series: list[dict[str, Any]], runs: list[dict[str, Any]], *, fixe
             pen = "L"
             points.append({"x": x(i), "y": y(value), "value": value, "run": run})
         lines.append({"name": s["name"], "path": " ".join(path), "points": points, "style": number})
-    ticks = [{"y": y(t), "label": f"{t:.2f}" if fixed else f"{t:.3g}"} for t in _ticks(low, high)]
-    labels = [{"x": x(i), "label": str(run.get("date") or "")[5:10]} for i, run in enumerate(runs)]
+    # two significant digits at the top of the axis, without exponents: 0.0121, 0.0000792, 5000
+    decimals = 2 if fixed else max(0, 1 - math.floor(math.log10(high)))
+    ticks = [{"y": y(t), "label": f"{t:,.{decimals}f}"} for t in _ticks(low, high)]
+    days = {str(run.get("date") or "")[:10] for run in runs}
+    # `11-23`, or `11-23 21:01` when the runs fall on a day or two (dates alone would all read the same)
+    cut = 16 if len(days) <= 2 else 10
+    labels = [{"x": x(i), "label": str(run.get("date") or "")[5:cut].replace("T", " ")} for i, run in enumerate(runs)]
     step = max(1, len(labels) // 8)  # at most about 8 date labels along the axis
     return {"width": WIDTH, "height": HEIGHT, "lines": lines, "ticks": ticks, "labels": labels[::step],
             "top": TOP, "bottom": HEIGHT - BOTTOM, "left": LEFT, "right": WIDTH - RIGHT, "empty": not values}
