@@ -34,6 +34,8 @@ COMPARES: web.AppKey[OrderedDict[tuple[str, str], dict[str, Any]]] = web.AppKey(
 #: Comparisons of two finished runs kept in memory (they never change; big runs take a while to pair).
 KEPT_COMPARES = 4
 _TYPES = {".css": "text/css", ".js": "text/javascript"}
+_COMPARING = threading.Lock()
+_PAIR_LOCKS: dict[tuple[str, str], threading.Lock] = {}
 
 
 def create_app(config: Config) -> web.Application:
@@ -151,16 +153,19 @@ def _pair(config: Config, request: web.Request) -> tuple[str, str]:
 def _compared(app: web.Application, a: str, b: str) -> dict[str, Any]:
     """The comparison of runs `a` and `b`, from memory when both are finished and were compared before."""
     kept = app[COMPARES]
-    if (a, b) in kept:
-        kept.move_to_end((a, b))
-        return kept[(a, b)]
-    view = compare_view(app[CONFIG], a, b)
-    c = view["c"]
-    if (c.run_a, c.run_b) == (a, b) and set(view["statuses"].values()) == {"completed"}:
-        kept[(a, b)] = view
-        while len(kept) > KEPT_COMPARES:
-            kept.popitem(last=False)
-    return view
+    with _COMPARING:  # one lock per pair: a reload while a big pair is being compared waits for it
+        lock = _PAIR_LOCKS.setdefault((a, b), threading.Lock())
+    with lock:
+        if (a, b) in kept:
+            kept.move_to_end((a, b))
+            return kept[(a, b)]
+        view = compare_view(app[CONFIG], a, b)
+        c = view["c"]
+        if (c.run_a, c.run_b) == (a, b) and set(view["statuses"].values()) == {"completed"}:
+            kept[(a, b)] = view
+            while len(kept) > KEPT_COMPARES:
+                kept.popitem(last=False)
+        return view
 
 
 async def compare_route(request: web.Request) -> web.Response:
