@@ -84,7 +84,9 @@ def runs_list(config: Config, filters: RunFilters) -> dict[str, Any]:
         entry = history_entry(run, {name: s["mean"] for name, s in run_stats.items()})
         passed = gates.get(run["run_id"], [])
         rows.append({"entry": entry, "stats": run_stats, "gates_passed": passed.count(True),
-                     "gates_failed": passed.count(False), "dagster": _dagster_run_link(config, run)})
+                     "gates_failed": passed.count(False), "dagster": _dagster_run_link(config, run),
+                     # a run in progress has no aggregates yet: what it has done so far instead
+                     "live": store.live_counts(run["run_id"]) if run["status"] == "running" else None})
     return {
         "rows": rows, "total": len(chosen), "stored": len(runs), "filters": filters, "per_page": RUNS_PER_PAGE,
         "experiments": sorted({r["experiment"] for r in runs}),

@@ -33,6 +33,8 @@ def test_a_run_in_progress_refreshes_its_counts_then_shows_finished(tmp_path: Pa
     server = PagesServer(config)
     url = server.start()
     try:
+        page.goto(url)
+        assert "1 agent calls done, 0 scores so far" in page.locator("#runs tr[data-run='r-live']").inner_text()
         page.goto(f"{url}/runs/r-live")
         assert page.locator("#run-status").inner_text() == "running"
         assert "1 of 4 agent calls done" in page.locator("#live").inner_text()
