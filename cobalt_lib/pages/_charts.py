@@ -10,8 +10,13 @@ WIDTH, HEIGHT = 640, 170
 LEFT, RIGHT, TOP, BOTTOM = 64, 40, 12, 30
 
 
-def histogram(bins: list[int], pass_mark: float | None, *, width: int = 300, height: int = 120) -> dict[str, Any]:
-    """Bars for equal bins over 0..1, the tallest filling the height, and the pass mark's x (if any)."""
+def histogram(bins: list[int], pass_mark: float | None, name: str = "", *, width: int = 300,
+              height: int = 120) -> dict[str, Any]:
+    """Bars for equal bins over 0..1, the tallest filling the height, each marked passing or not in
+    the evaluator's direction (`name`), and the pass mark's x (if any)."""
+    from ..results._direction import lower_is_better
+
+    lower = lower_is_better(name)
     inner_w, inner_h = width - 20, height - 24
     tallest = max(bins, default=0) or 1
     step = inner_w / max(len(bins), 1)
@@ -20,7 +25,8 @@ def histogram(bins: list[int], pass_mark: float | None, *, width: int = 300, hei
         h = inner_h * count / tallest
         low, high = i / len(bins), (i + 1) / len(bins)
         bars.append({"x": 10 + i * step + 1, "y": 4 + inner_h - h, "w": step - 2, "h": h, "count": count,
-                     "label": f"{low:.1f}–{high:.1f}: {count}", "passing": pass_mark is None or low >= pass_mark})
+                     "label": f"{low:.1f}–{high:.1f}: {count}",
+                     "passing": pass_mark is None or (high <= pass_mark if lower else low >= pass_mark)})
     mark = None if not isinstance(pass_mark, int | float) else 10 + inner_w * min(max(float(pass_mark), 0.0), 1.0)
     return {"width": width, "height": height, "bars": bars, "mark": mark, "base": 4 + inner_h}
 

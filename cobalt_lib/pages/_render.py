@@ -102,6 +102,8 @@ def render(template: str, *, static: bool = False, pages: str = "", **context: A
     assets: dict[str, Any] = {"static": static, "pages": pages, "links": Links(pages if static else "")}
     if static:
         css, js = static_text("pages.css"), static_text("pages.js")
+        if "</" in css + js:  # inline, either would end its <style> or <script> element early
+            raise RuntimeError("pages.css and pages.js must not contain '</' (they are inlined into reports)")
         assets.update(inline_css=css, inline_js=js, csp=(
             f"default-src 'none'; script-src '{_sha256(js)}'; style-src '{_sha256(css)}'; img-src data:; "
             "base-uri 'none'; form-action 'none'"))
