@@ -15,6 +15,19 @@ from ._clean import Cleanup, clean_up, plan_cleanup
 from ._compare import CompareOutcome, compare_runs, regression_reasons
 from ._export import Export, export_format, export_run
 from ._history import HistoryEntry, check_stored_experiment, history_entry, run_duration_ms, run_history
+from ._links import (
+    compare_page_url,
+    dagster_asset_url,
+    dagster_check_name,
+    dagster_check_names,
+    dagster_check_url,
+    dagster_name,
+    dagster_run_url,
+    dagster_url,
+    pages_url,
+    run_page_url,
+    trends_page_url,
+)
 from ._project import RunRequested, config_warnings, request_experiment
 from ._refs import RunPair, RunRef, resolve_pair, resolve_ref, store_with_runs
 from ._resume import Rescored, rerun_failed, rescore_run, resume_run
@@ -49,13 +62,22 @@ __all__ = [
     "ShownRun",
     "check_stored_experiment",
     "clean_up",
+    "compare_page_url",
     "compare_runs",
     "config_warnings",
+    "dagster_asset_url",
+    "dagster_check_name",
+    "dagster_check_names",
+    "dagster_check_url",
+    "dagster_name",
+    "dagster_run_url",
+    "dagster_url",
     "execute_runs",
     "export_format",
     "export_run",
     "history_entry",
     "is_failure",
+    "pages_url",
     "plan_cleanup",
     "prepare_runs",
     "regression_reasons",
@@ -69,10 +91,12 @@ __all__ = [
     "run_duration_ms",
     "run_experiments",
     "run_history",
+    "run_page_url",
     "run_plan",
     "select_experiments",
     "show_run",
     "store_with_runs",
+    "trends_page_url",
     "unused_thresholds",
     "write_baselines",
 ]
