@@ -7,6 +7,7 @@ pydantic models (or report models) and raising `CobaltError`s. Nothing here prin
     entries = run_history(config, experiment="qa")                          # list[HistoryEntry]
     result = compare_runs(config, "previous", "latest")                     # CompareOutcome
     shown = show_run(config, "latest", "3", failures=True)                  # ShownRun: one item's records
+    graded = grade(config, GradeOptions(input=..., grader=..., models=[...]))  # GradeOutcome: results, calibration
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 from ._clean import Cleanup, clean_up, plan_cleanup
 from ._compare import CompareOutcome, compare_runs, regression_reasons
 from ._export import Export, export_format, export_run
+from ._grade import GradeOptions, GradeOutcome, GradeResult, grade
 from ._history import HistoryEntry, check_stored_experiment, history_entry, run_duration_ms, run_history
 from ._links import (
     compare_page_url,
@@ -50,6 +52,9 @@ __all__ = [
     "Cleanup",
     "CompareOutcome",
     "Export",
+    "GradeOptions",
+    "GradeOutcome",
+    "GradeResult",
     "HistoryEntry",
     "PreparedRuns",
     "Rescored",
@@ -75,6 +80,7 @@ __all__ = [
     "execute_runs",
     "export_format",
     "export_run",
+    "grade",
     "history_entry",
     "is_failure",
     "pages_url",
