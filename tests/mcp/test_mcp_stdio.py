@@ -102,6 +102,13 @@ async def test_an_edited_experiment_is_seen_by_the_next_run(served: Served, runs
     assert served.store.get_run(second["run_id"])["source"] == "library"  # type: ignore[index]
 
 
+async def test_run_usage_errors_are_tool_errors_saying_what_to_do(served: Served) -> None:
+    nothing = await served.client.call_tool("cobalt_run", {"filter": "nomatch", "no_dagster": True})
+    assert "No experiment name contains 'nomatch' (--filter); found: judged, qa" in error_text(nothing)
+    outside = await served.client.call_tool("cobalt_run", {"file": "../elsewhere.cobalt.py"})
+    assert "outside the project" in error_text(outside)
+
+
 async def test_results_lists_runs_and_reads_failures(served: Served, runs: Runs) -> None:
     listed = data(await served.client.call_tool("cobalt_results", {"experiment": "qa"}))["runs"]
     assert [r["run_id"] for r in listed] == [r["run_id"] for r in served.store.runs("qa")]
@@ -141,7 +148,8 @@ async def test_query_answers_a_select_and_refuses_a_delete(served: Served, runs:
     assert "query failed" in error_text(outside)
 
 
-async def test_evaluate_scores_one_output_with_the_experiments_judge(served: Served, llm: FakeLLM) -> None:
+async def test_evaluate_scores_one_output_with_the_experiments_judge(served: Served, runs: Runs, llm: FakeLLM) -> None:
+    stored_before = served.store.query("SELECT (SELECT count(*) FROM runs) AS r, (SELECT count(*) FROM scores) AS s")
     llm.script(answer(0.9, "matches the expected capital"))
     result = data(await served.client.call_tool("cobalt_evaluate", {
         "experiment": "judged", "evaluator": "correct", "output": "Paris", "item": 0}))
@@ -154,7 +162,8 @@ async def test_evaluate_scores_one_output_with_the_experiments_judge(served: Ser
     unknown = await served.client.call_tool("cobalt_evaluate", {
         "experiment": "qa", "evaluator": "relevance", "output": "x"})
     assert "has no evaluator 'relevance'; it has exact, short" in error_text(unknown)
-    assert not list((served.root / ".cobalt").glob("**/*evaluate*"))
+    assert served.store.query(  # nothing stored
+        "SELECT (SELECT count(*) FROM runs) AS r, (SELECT count(*) FROM scores) AS s") == stored_before
 
 
 async def test_resources_read_the_project_and_the_store(served: Served, runs: Runs) -> None:
