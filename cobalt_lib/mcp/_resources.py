@@ -2,6 +2,8 @@
 
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -66,15 +68,13 @@ def register(server: MCPServer, project: Project) -> None:
         return details.model_dump_json(indent=1)
 
 
-class _errors:
+@contextmanager
+def _errors() -> Iterator[None]:
     """cobalt's errors as resource errors carrying their message."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
-        if isinstance(exc, CobaltError):
-            raise ResourceError(str(exc)) from None
+    try:
+        yield
+    except CobaltError as exc:
+        raise ResourceError(str(exc)) from None
 
 
 def _load(project: Project) -> Config:

@@ -95,7 +95,11 @@ async def _run_cli(args: list[str], project: Project, ctx: Context) -> tuple[int
             tasks.start_soon(_drain, process.stdout, out)
             tasks.start_soon(_drain, process.stderr, err)
             tasks.start_soon(_progress, read_fd, ctx, run_ids)
-            await process.wait()
+            try:
+                await process.wait()
+            except BaseException:  # cancelled: stop the child first, so the pipe closes and the readers return
+                await _stop(process)
+                raise
     except BaseException:
         await _stop(process)
         raise

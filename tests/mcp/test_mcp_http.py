@@ -9,6 +9,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 from fakellm import FakeLLM
 from mcp import Client
@@ -128,3 +129,27 @@ async def test_a_cli_run_in_progress_while_the_server_answers_in_a_loop(http_ser
     store = Store(root / ".cobalt" / "cobalt.duckdb")
     [run] = store.runs("slow")
     assert run["status"] == "completed" and len(store.rows("outputs", run["run_id"])) == 12
+
+
+async def test_a_cancelled_run_call_stops_the_run_and_keeps_what_finished(http_server: HttpServer) -> None:
+    from cobalt_lib import Store
+
+    store = Store(http_server.root / ".cobalt" / "cobalt.duckdb")
+    (http_server.root / "go").unlink(missing_ok=True)  # items from 3 on wait: the run cannot finish by itself
+    before = {r["run_id"] for r in store.runs("slow", missing_ok=True)}
+    async with Client(http_server.url) as client:
+        with anyio.CancelScope() as scope:
+            async def heard(done: float, total: float | None, message: str | None) -> None:
+                if done >= 3:
+                    scope.cancel()  # the assistant gives up on the call
+
+            await client.call_tool("cobalt_run", {"filter": "slow", "no_dagster": True}, progress_callback=heard)
+        assert scope.cancelled_caught
+        # The server stops the child as Ctrl-C would: the run is kept, incomplete, with its finished items.
+        with anyio.fail_after(60):
+            while True:  # each check is a round trip to the server, not a timer
+                listed = await client.call_tool("cobalt_results", {"experiment": "slow"})
+                runs = [r for r in (listed.structured_content or {})["runs"] if r["run_id"] not in before]
+                if runs and runs[0]["status"] == "incomplete":
+                    break
+    assert len(store.rows("outputs", runs[0]["run_id"])) >= 3
