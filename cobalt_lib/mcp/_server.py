@@ -43,15 +43,22 @@ def serve_stdio(root: Path) -> None:
     build_server(root).run()
 
 
+def bind_warning(host: str) -> str | None:
+    """What to say when the HTTP server is told to bind anything but the loopback interface."""
+    if host in LOOPBACK:
+        return None
+    return (f"cobalt mcp is binding {host}, not 127.0.0.1: anyone who can reach it can run your experiments and "
+            "the code they import, and read every stored result. Bind 127.0.0.1 unless you mean it.")
+
+
 def serve_http(root: Path, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> None:
     """Serve streamable HTTP at http://HOST:PORT/mcp (port 0: any free port); say where on stderr."""
     import anyio
     import uvicorn
 
-    if host not in LOOPBACK:
-        print(f"warning: cobalt mcp is binding {host}, not 127.0.0.1: anyone who can reach it can run your "
-              "experiments and the code they import, and read every stored result. Bind 127.0.0.1 unless "
-              "you mean it.", file=sys.stderr)
+    warning = bind_warning(host)
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
     server = build_server(root)
     app = server.streamable_http_app(host=host)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET

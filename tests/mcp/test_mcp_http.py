@@ -88,6 +88,14 @@ async def test_streamable_http_serves_the_tools_on_loopback(http_server: HttpSer
         assert not listed.is_error and listed.structured_content == {"runs": [], "run": None}
 
 
+def test_binding_anything_but_loopback_is_warned_about() -> None:
+    from cobalt_lib.mcp._server import bind_warning
+
+    assert bind_warning("127.0.0.1") is None and bind_warning("localhost") is None
+    warning = bind_warning("0.0.0.0")
+    assert warning is not None and "binding 0.0.0.0, not 127.0.0.1" in warning and "run your experiments" in warning
+
+
 def test_port_and_host_without_http_are_a_usage_error(tmp_path: Path) -> None:
     done = subprocess.run([COBALT, "mcp", "--port", "9"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "--port and --host apply to --http" in done.stderr and done.stdout == ""
