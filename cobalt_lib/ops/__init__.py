@@ -21,6 +21,19 @@ from ._export import Export, export_format, export_run
 from ._fresh import in_fresh_process
 from ._generate import Generated, generate_experiment, project_path
 from ._history import HistoryEntry, check_stored_experiment, history_entry, run_duration_ms, run_history
+from ._links import (
+    compare_page_url,
+    dagster_asset_url,
+    dagster_check_name,
+    dagster_check_names,
+    dagster_check_url,
+    dagster_name,
+    dagster_run_url,
+    dagster_url,
+    pages_url,
+    run_page_url,
+    trends_page_url,
+)
 from ._project import RunRequested, config_warnings, request_experiment
 from ._query import QueryResult, TableInfo, check_select, run_query, store_schema
 from ._refs import RunPair, RunRef, resolve_pair, resolve_ref, store_with_runs
@@ -66,9 +79,17 @@ __all__ = [
     "check_select",
     "check_stored_experiment",
     "clean_up",
+    "compare_page_url",
     "compare_runs",
     "compare_with_reasons",
     "config_warnings",
+    "dagster_asset_url",
+    "dagster_check_name",
+    "dagster_check_names",
+    "dagster_check_url",
+    "dagster_name",
+    "dagster_run_url",
+    "dagster_url",
     "describe_experiments",
     "evaluate_output",
     "execute_runs",
@@ -78,6 +99,7 @@ __all__ = [
     "history_entry",
     "in_fresh_process",
     "is_failure",
+    "pages_url",
     "plan_cleanup",
     "prepare_runs",
     "project_path",
@@ -94,12 +116,14 @@ __all__ = [
     "run_duration_ms",
     "run_experiments",
     "run_history",
+    "run_page_url",
     "run_plan",
     "run_query",
     "select_experiments",
     "show_run",
     "store_schema",
     "store_with_runs",
+    "trends_page_url",
     "unused_thresholds",
     "write_baselines",
 ]
