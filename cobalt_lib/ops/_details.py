@@ -17,7 +17,7 @@ from ..results._compare import ItemChange
 from ..results._history import load_report, resolve_run
 from ..results._report import AssertionResult, ExperimentReport, ItemResult, Summary
 from ._compare import CompareOutcome, compare_runs
-from ._links import compare_page_url, run_page_url
+from ._links import compare_page_url, dagster_run_url, run_page_url
 from ._refs import store_with_runs
 from ._show import is_failure
 
@@ -45,7 +45,9 @@ class RunDetails(BaseModel):
     #: What to call for the items left out, when some were.
     more: str | None = None
     results_path: str | None = None
+    #: The run's page under `cobalt serve`, and its Dagster run (runs that went through Dagster or were recorded).
     run_url: str
+    dagster_url: str | None = None
     warnings: list[str] = Field(default_factory=list)
 
 
@@ -84,7 +86,7 @@ def report_details(config: Config, report: ExperimentReport, *, only_failures: b
         timestamp=report.timestamp, tags=report.tags, summary=report.summary.model_copy(update={"per_item": []}),
         assertions=report.assertions, items=chosen, items_total=len(report.items), failures_total=len(failures),
         items_omitted=omitted, more=more, results_path=report.results_path, run_url=run_page_url(config, report.id),
-        warnings=warnings)
+        dagster_url=dagster_run_url(config, report.id) if report.source == "dagster" else None, warnings=warnings)
 
 
 def _badness(item: ItemResult) -> tuple[int, float, int, int]:
