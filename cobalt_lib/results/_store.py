@@ -372,6 +372,56 @@ class Store:
             return []
         return self.query(f"SELECT * FROM {table} WHERE run_id IN (SELECT unnest(?))", [list(run_ids)])
 
+    @contextmanager
+    def snapshot(self) -> Iterator[Any]:
+        """An in-memory DuckDB connection holding a copy of the five tables, with live run statuses.
+
+        The file is held only while the copy is taken (one short read, retried while a writer holds
+        it), so a slow or heavy query over the copy never blocks a run writing to the store. The copy
+        cannot reach files: external access is off and the setting is locked.
+        """
+        import duckdb
+
+        if not self.path.exists():
+            raise StoreError(f"No results store at {self.path} yet; run an experiment first.")
+        con = duckdb.connect(":memory:")
+        try:
+            self._attach_read_only(con)
+            try:
+                present = {row[0] for row in con.execute(
+                    "SELECT table_name FROM duckdb_tables() WHERE database_name = 'store'").fetchall()}
+                for table, cols in TABLES.items():
+                    if table in present:
+                        con.execute(f"CREATE TABLE {table} AS SELECT * FROM store.{table}")
+                    else:  # a store from before this table: an empty one, so queries naming it still work
+                        con.execute(f"CREATE TABLE {table} ({', '.join(f'{n} {k}' for n, k in cols)})")
+            finally:
+                con.execute("DETACH store")
+            running = con.execute("SELECT run_id, pid, host FROM runs WHERE status = 'running'").fetchall()
+            gone = [run_id for run_id, pid, host in running if not _process_alive(pid, host)]
+            if gone:
+                con.execute("UPDATE runs SET status = 'incomplete' WHERE run_id IN (SELECT unnest(?))", [gone])
+            con.execute("SET enable_external_access = false")
+            con.execute("SET lock_configuration = true")
+            yield con
+        finally:
+            con.close()
+
+    def _attach_read_only(self, con: Any) -> None:
+        """ATTACH the store file to `con` as `store`, read-only, retried while another process holds it."""
+        import duckdb
+
+        deadline = time.monotonic() + self.lock_timeout
+        delay = 0.02
+        while True:
+            try:
+                con.execute("ATTACH ? AS store (READ_ONLY)", [str(self.path)])
+                return
+            except duckdb.IOException as exc:
+                if not any(word in str(exc) for word in _LOCK_WORDS) or time.monotonic() > deadline:
+                    raise StoreError(f"Cannot open the results store {self.path}: {exc}") from None
+                time.sleep(delay * (0.5 + random.random()))
+                delay = min(delay * 2, 0.5)
 
 def _fetch(con: Any, sql: str, params: Sequence[Any]) -> list[dict[str, Any]]:
     cursor = con.execute(sql, list(params))
