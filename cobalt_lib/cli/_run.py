@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Annotated
@@ -72,7 +73,9 @@ def run(
     options = RunOptions(concurrency=concurrency, add_tags=add_tag or [], dagster=not no_dagster,
                          update_baselines=update_baselines)
     try:
-        with sigterm_as_interrupt():
+        # With --json, stdout carries the JSON alone: what the experiment files and agents print goes to stderr.
+        user_output = contextlib.redirect_stdout(sys.stderr) if json_output else contextlib.nullcontext()
+        with sigterm_as_interrupt(), user_output:
             outcome = _start(config, resume, only_failed, selection, options, reporter)
     except RunInterrupted as exc:
         from .._signals import EXPLAINED
