@@ -29,7 +29,9 @@ def chromium_path() -> str:
     return found
 
 
-@pytest.fixture(scope="session")
+# Module scope, not session: while Playwright's sync API runs, the main thread has a running asyncio
+# loop, so later tests that call asyncio.run() (cobalt's own runs) would fail.
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     from playwright.sync_api import sync_playwright
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pages_project import served  # noqa: F401  (the shared served-project fixture)
 
 from cobalt_lib import load_config
 from cobalt_lib.ops import (

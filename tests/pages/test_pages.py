@@ -7,7 +7,13 @@ from __future__ import annotations
 from urllib.parse import quote
 
 from browser import screenshot
-from pages_project import JUDGE_PROSE, JUDGE_REFUSAL, REFUSAL, Served
+from pages_project import (
+    JUDGE_PROSE,
+    JUDGE_REFUSAL,
+    REFUSAL,
+    Served,
+    served,  # noqa: F401  (the shared served-project fixture)
+)
 from playwright.sync_api import expect
 
 

@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 from browser import screenshot
-from pages_project import JUDGE_REFUSAL, REFUSAL, Served, cobalt
+from pages_project import (
+    JUDGE_REFUSAL,
+    REFUSAL,
+    Served,
+    cobalt,
+    served,  # noqa: F401  (the shared served-project fixture)
+)
 from playwright.sync_api import expect
 
 from cobalt_lib import load_config
