@@ -90,7 +90,12 @@ def test_an_interrupt_at_any_moment_is_exit_130_and_a_consistent_store(
     assert (f"interrupted: finished items kept in run {run_id} (incomplete); finish it with "
             f"`cobalt run --resume {run_id}`") in err
     finished = sorted(o["item_index"] for o in Store(db).rows("outputs", run_id))
-    assert finished == {"before-run": [], "first-step": [], "agent": [0, 1, 2], "score": list(range(6))}[moment]
+    if moment == "agent":
+        # Items 0 and 1 were stored before item 3 took a slot. Item 2's agent runs beside item 3's, so the
+        # signal may land between its return and its being recorded: then it is not a finished item.
+        assert finished in ([0, 1], [0, 1, 2]), finished
+    else:
+        assert finished == {"before-run": [], "first-step": [], "score": list(range(6))}[moment]
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
