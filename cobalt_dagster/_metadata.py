@@ -99,7 +99,7 @@ def items_table(items: list[ItemResult], names: list[str]) -> dg.MetadataValue:
         for name in names:
             ev = item.evaluations.get(name)
             row[name] = None if ev is None or ev.score is None else num(ev.score, 3)
-        records.append(dg.TableRecord({k: v for k, v in row.items() if v is not None}))
+        records.append(dg.TableRecord(row))  # every record has every field (None: no value)
     return dg.MetadataValue.table(records, dg.TableSchema(columns))
 
 

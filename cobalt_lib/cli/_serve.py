@@ -83,6 +83,7 @@ def serve_dashboard(config: Config, port: int | None = None, *, open_browser: bo
     """Run webserver + daemon until Ctrl-C (or SIGTERM); returns the exit code."""
     from cobalt_dagster import dagster_home, local_instance
     from cobalt_dagster._automation import forget_daemon
+    from cobalt_dagster._reload import POLL_SECONDS, DefinitionsWatcher
 
     # A bad module, or definitions that cannot be built, is an error before anything starts.
     target = dagster_target(config.root, module or config.dashboard.module)
@@ -92,6 +93,7 @@ def serve_dashboard(config: Config, port: int | None = None, *, open_browser: bo
     port = port or config.dashboard.port
     env = {**os.environ, "DAGSTER_HOME": str(dagster_home(config)), "COBALT_PROJECT_DIR": str(config.root)}
     commands = dagster_commands(port, target)
+    watcher = DefinitionsWatcher(config, f"http://127.0.0.1:{port}")  # before the load: no change missed
     children = [subprocess.Popen(cmd, env=env, cwd=config.root, start_new_session=True,
                                  stdout=subprocess.DEVNULL if i else None) for i, cmd in enumerate(commands)]
     stopping = False
@@ -107,8 +109,12 @@ def serve_dashboard(config: Config, port: int | None = None, *, open_browser: bo
             typer.echo(f"cobalt dashboard: {url}  (Ctrl-C stops it)")
             if open_browser if open_browser is not None else config.dashboard.open:
                 webbrowser.open(url)
+        next_look = time.monotonic() + POLL_SECONDS
         while not stopping and all(child.poll() is None for child in children):
             time.sleep(0.2)
+            if time.monotonic() >= next_look:  # a new experiment file: reload, not an "External Asset"
+                watcher.poll()
+                next_look = time.monotonic() + POLL_SECONDS
     finally:
         _stop(children)
         for sig, handler in previous.items():
@@ -170,6 +176,7 @@ def serve(
 def request(
     experiment: Annotated[str, typer.Argument(help="The experiment to run.")],
     concurrency: Annotated[int | None, typer.Option("--concurrency", "-c", min=1, help="Calls in flight.")] = None,
+    add_tag: Annotated[list[str] | None, typer.Option("--add-tag", metavar="TAG", help="Add a tag to the run.")] = None,
 ) -> None:
     """Ask the running dashboard's daemon to run an experiment (picked up within seconds).
 
@@ -179,7 +186,7 @@ def request(
     """
     from ..ops._project import request_experiment
 
-    requested = request_experiment(project_config(), experiment, concurrency=concurrency)
+    requested = request_experiment(project_config(), experiment, concurrency=concurrency, add_tags=add_tag or [])
     if requested.daemon_running:
         typer.echo(f"requested a run of {experiment} ({requested.run_id}); the daemon of `cobalt serve` will start it")
     else:
