@@ -130,7 +130,7 @@ def aggregates_metadata(report: ExperimentReport, store: Store, config: Config) 
     data["run_page_note"] = dg.MetadataValue.text(PAGES_NOTE.format(run_id=report.id))
     previous = _previous(report, store)
     if previous is not None:
-        data["items_flipped"] = dg.MetadataValue.int(sum(flips(previous, report).values()))
+        data["items_flipped"] = dg.MetadataValue.int(items_flipped(previous, report))
     data["worst_items"] = dg.MetadataValue.md(worst_items_table(report))
     data["diff_with_previous"] = dg.MetadataValue.md(diff_table(report, previous))
     return data
@@ -199,6 +199,16 @@ def flips(previous: ExperimentReport, report: ExperimentReport) -> dict[str, int
             if now is not None and then is not None and bool(now.passed) != bool(then.passed):
                 counts[name] += 1
     return counts
+
+
+def items_flipped(previous: ExperimentReport, report: ExperimentReport) -> int:
+    """Items (paired by index and repeat) that passed every evaluator in one run and not in the other."""
+    def passed(item: ItemResult) -> bool:
+        return item.status == "ok" and all(ev.passed for ev in item.evaluations.values())
+
+    before = {(i.index, i.run_index): passed(i) for i in previous.items}
+    return sum(1 for i in report.items if (i.index, i.run_index) in before
+               and before[(i.index, i.run_index)] != passed(i))
 
 
 _METRIC_UNITS = {"latency": ("latency (ms)", 1), "cost": ("cost (USD)", 6), "tokens": ("tokens", 1)}
