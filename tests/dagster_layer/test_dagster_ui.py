@@ -20,7 +20,6 @@ from typing import Any
 
 import httpx
 import pytest
-
 from browser import screenshot
 from test_dagster_serve import EXAMPLE, descendants, free_port, poll, still_running
 
@@ -151,7 +150,8 @@ def test_every_run_is_under_its_job_and_in_the_timeline(session: Session) -> Non
     statuses = {r["partitionName"]: r["runStatus"]
                 for r in partitions["partitionSetOrError"]["partitionStatusesOrError"]["results"]}
     runs = session.runs
-    assert statuses == {runs["passing"]: "SUCCESS", runs["failing"]: "FAILURE", runs["requested"]: "SUCCESS"}  # the job's Partitions tab
+    # the job's Partitions tab
+    assert statuses == {runs["passing"]: "SUCCESS", runs["failing"]: "FAILURE", runs["requested"]: "SUCCESS"}
 
 
 def test_each_partition_is_materialised_and_carries_its_gate_verdict(session: Session) -> None:
