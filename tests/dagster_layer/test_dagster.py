@@ -275,6 +275,26 @@ def test_a_passing_gate_lets_deploy_materialise(shared: Project, instance: dg.Da
     assert len(materialisations(instance, DEPLOY, partition)) == 2
 
 
+def test_executing_a_gate_check_alone_re_reads_the_stored_verdict_of_the_partition(
+        shared: Project, instance: dg.DagsterInstance, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The UI's "Execute" on a check: the check alone, for the partition picked there."""
+    monkeypatch.setenv("SUPPORT_BOT_BROKEN", "1")
+    failed, _ = run_job(shared, instance)
+    monkeypatch.delenv("SUPPORT_BOT_BROKEN")
+    check_only = shared.defs.resolve_job_def(f"{SUPPORT}_eval").get_subset(
+        asset_selection=set(), asset_check_selection={dg.AssetCheckKey(AGGREGATES, GATE)})
+    result = check_only.execute_in_process(instance=instance, partition_key=failed, raise_on_error=False)
+    [evaluation] = check_evaluations(instance, result.run_id)
+    assert (evaluation.passed, evaluation.partition) == (False, failed)  # still the stored verdict, not a crash
+    assert evaluation.description == "exact = 0, must be at least 0.75"
+    nothing = new_run_id()
+    instance.add_dynamic_partitions(f"{SUPPORT}_runs", [nothing])
+    result = check_only.execute_in_process(instance=instance, partition_key=nothing, raise_on_error=False)
+    [evaluation] = check_evaluations(instance, result.run_id)
+    assert (evaluation.passed, evaluation.partition) == (False, nothing)
+    assert evaluation.description.startswith(f"no stored results for cobalt run {nothing}")
+
+
 def test_deploy_of_a_partition_without_results_fails(shared: Project, instance: dg.DagsterInstance) -> None:
     partition = new_run_id()
     instance.add_dynamic_partitions("support_bot_runs", [partition])
