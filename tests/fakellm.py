@@ -81,6 +81,7 @@ class FakeLLM:
         #: Replaces the embeddings (which are otherwise computed from the text), e.g. with an error.
         self.embeddings_reply: Reply | None = None
         self._queue: deque[Reply] = deque()
+        self._embeddings_queue: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -106,9 +107,15 @@ class FakeLLM:
         with self._lock:
             self._queue.extend(text(r) if isinstance(r, str) else r for r in replies)
 
+    def script_embeddings(self, *replies: Reply) -> None:
+        """Replies for the next embeddings calls (an error, say), before `embeddings_reply` or the vectors."""
+        with self._lock:
+            self._embeddings_queue.extend(replies)
+
     def reset(self) -> None:
         with self._lock:
             self._queue.clear()
+            self._embeddings_queue.clear()
             self.requests.clear()
             self.respond = _default_responder
             self.embeddings_reply = None
@@ -132,7 +139,8 @@ class FakeLLM:
         with self._lock:
             headers = {k.lower(): v for k, v in request.headers.items()}
             self.requests.append({"kind": kind, "body": body, "headers": headers, "time": time.monotonic()})
-            scripted = self._queue.popleft() if (self._queue and kind != "embeddings") else None
+            queue = self._embeddings_queue if kind == "embeddings" else self._queue
+            scripted = queue.popleft() if queue else None
             generation = self._generation
             self._inflight += 1
             self.max_inflight = max(self.max_inflight, self._inflight)
