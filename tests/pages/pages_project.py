@@ -7,11 +7,16 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fakellm import FakeLLM, answer
+
+from cobalt_lib import load_config
+from cobalt_lib.pages import PagesServer
 
 COBALT = str(Path(sys.executable).parent / "cobalt")
 KEY = "sk-test-pages-0123456789"
@@ -85,3 +90,20 @@ def make_project(root: Path, llm: FakeLLM) -> list[str]:
         assert done.returncode in (0, 1), done.stderr
         runs.append(json.loads(done.stdout)[0]["id"])
     return runs
+
+
+# The page tests import this fixture by name (a second conftest.py would shadow the root one's
+# `from conftest import ...`).
+@pytest.fixture(scope="session")
+def served(tmp_path_factory: pytest.TempPathFactory, _llm_server: FakeLLM) -> Iterator[Served]:
+    _llm_server.reset()
+    _llm_server.respond = _judge
+    root = tmp_path_factory.mktemp("pages") / "proj"
+    try:
+        runs = make_project(root, _llm_server)
+    finally:
+        _llm_server.reset()  # the judge's script is for these runs alone
+    server = PagesServer(load_config(root))
+    url = server.start()
+    yield Served(root=root, url=url, runs=runs)
+    server.stop()
