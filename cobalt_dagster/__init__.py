@@ -17,20 +17,26 @@ from ._definitions import build_definitions, build_experiment_defs
 from ._gates import record_run, require_gates_passed
 from ._instance import dagster_home, local_instance
 from ._names import dagster_name
-from ._resource import CobaltResource
+from ._resource import STORE_KEY, CobaltResource, store_resource
+from ._tags import cobalt_tags, dagster_tags, tag_key
 
 __all__ = [
+    "STORE_KEY",
     "CobaltResource",
     "ExperimentDefs",
     "build_definitions",
     "build_experiment_defs",
     "check_name",
     "check_names",
+    "cobalt_tags",
     "dagster_home",
     "dagster_name",
+    "dagster_tags",
     "experiment_defs",
     "local_instance",
     "record_run",
     "request_run",
     "require_gates_passed",
+    "store_resource",
+    "tag_key",
 ]

@@ -7,11 +7,12 @@ DuckDB tables through cobalt's store module; the partition key is the cobalt run
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import dagster as dg
+from dagster_duckdb import DuckDBResource
 
 from cobalt_lib import AssertionResult, Experiment
 from cobalt_lib.gates import Assertion
@@ -19,9 +20,10 @@ from cobalt_lib.results import load_report, stored_items
 from cobalt_lib.run import agent_step, finish, item_keys, pause_point, rescore_step, start_run, stream
 
 from ._live import OBSERVERS, stage_observer
-from ._metadata import aggregates_metadata, dataset_metadata, outputs_metadata, scores_metadata
+from ._metadata import aggregates_metadata, dataset_metadata, num, outputs_metadata, scores_metadata
 from ._names import dagster_name
-from ._resource import CobaltResource, run_async
+from ._resource import CobaltResource, checked_store, run_async
+from ._tags import dagster_tags
 
 
 @dataclass
@@ -48,16 +50,24 @@ def _partition(context: dg.AssetExecutionContext) -> str:
     return context.partition_key
 
 
+def _description(stage: str, experiment: Experiment) -> str:
+    """The stage's sentence, then the experiment's own description as its own paragraph."""
+    own = (experiment.description or "").strip()
+    head = f"{stage} (cobalt experiment {experiment.name!r})."
+    return f"{head}\n\n{own}" if own else head
+
+
 def experiment_defs(experiment: Experiment, gates: list[Assertion]) -> ExperimentDefs:
     """Build the assets, checks and job of one experiment; `gates` are its assertions plus config's."""
     name = dagster_name(experiment.name)
     parts = dg.DynamicPartitionsDefinition(name=f"{name}_runs")
     common: dict[str, Any] = {"key_prefix": [name], "group_name": name, "partitions_def": parts}
-    desc = experiment.description or f"cobalt experiment {experiment.name!r}"
 
-    @dg.asset(name="dataset", description=f"The dataset of {desc}.", **common)
-    def dataset(context: dg.AssetExecutionContext, cobalt: CobaltResource) -> dg.MaterializeResult:
+    @dg.asset(name="dataset", description=_description("The dataset items of each run", experiment), **common)
+    def dataset(context: dg.AssetExecutionContext, cobalt: CobaltResource,
+                cobalt_store: DuckDBResource) -> dg.MaterializeResult:
         pause_point("first-step")
+        checked_store(cobalt, cobalt_store)
         plan = cobalt.plan(experiment, _partition(context), context.run.tags)
         start_run(plan)
         observer = OBSERVERS.get(plan.run_id)
@@ -66,37 +76,47 @@ def experiment_defs(experiment: Experiment, gates: list[Assertion]) -> Experimen
         return dg.MaterializeResult(metadata=dataset_metadata(
             plan.run_id, len(experiment.dataset), experiment.dataset.source, [e.name for e in plan.evaluators]))
 
-    @dg.asset(name="outputs", deps=[dataset], description="The agent's output for every item.", **common)
-    def outputs(context: dg.AssetExecutionContext, cobalt: CobaltResource) -> dg.MaterializeResult:
+    @dg.asset(name="outputs", deps=[dataset], description=_description("The agent's output for every item",
+                                                                        experiment), **common)
+    def outputs(context: dg.AssetExecutionContext, cobalt: CobaltResource,
+                cobalt_store: DuckDBResource) -> dg.MaterializeResult:
+        store = checked_store(cobalt, cobalt_store)
         plan = cobalt.plan(experiment, _partition(context), context.run.tags)
-        plan.store.write({}, delete_run=plan.run_id, delete_tables=["outputs", "scores"])  # re-materialisation
+        store.write({}, delete_run=plan.run_id, delete_tables=["outputs", "scores"])  # re-materialisation
         items = run_async(stream(plan, item_keys(plan), agent_step, tables=("outputs",),
                                  observer=stage_observer(plan.run_id, "outputs")))
         return dg.MaterializeResult(metadata=outputs_metadata(items))
 
-    @dg.asset(name="scores", deps=[outputs], description="Every evaluator's score of every output.", **common)
-    def scores(context: dg.AssetExecutionContext, cobalt: CobaltResource) -> dg.MaterializeResult:
+    @dg.asset(name="scores", deps=[outputs], description=_description("Every evaluator's score of every output",
+                                                                       experiment), **common)
+    def scores(context: dg.AssetExecutionContext, cobalt: CobaltResource,
+               cobalt_store: DuckDBResource) -> dg.MaterializeResult:
+        store = checked_store(cobalt, cobalt_store)
         plan = cobalt.plan(experiment, _partition(context), context.run.tags)
-        stored = stored_items(plan.store, plan.run_id, with_scores=False)
-        plan.store.write({}, delete_run=plan.run_id, delete_tables=["scores"])
+        stored = stored_items(store, plan.run_id, with_scores=False)
+        store.write({}, delete_run=plan.run_id, delete_tables=["scores"])
         items = run_async(stream(plan, stored, rescore_step, tables=("scores",),
                                  observer=stage_observer(plan.run_id, "scores")))
         return dg.MaterializeResult(metadata=scores_metadata(items))
 
-    @dg.asset(name="aggregates", deps=[scores], description="Statistics per evaluator and verdicts.", **common)
-    def aggregates(context: dg.AssetExecutionContext, cobalt: CobaltResource) -> dg.MaterializeResult:
+    @dg.asset(name="aggregates", deps=[scores], description=_description(
+        "Statistics per evaluator, run metrics and the gates' verdicts", experiment), **common)
+    def aggregates(context: dg.AssetExecutionContext, cobalt: CobaltResource,
+                   cobalt_store: DuckDBResource) -> dg.MaterializeResult:
+        store = checked_store(cobalt, cobalt_store)
         plan = cobalt.plan(experiment, _partition(context), context.run.tags)
-        items = stored_items(plan.store, plan.run_id)
+        items = stored_items(store, plan.run_id)
         report = finish(plan, items, "completed")  # its duration: the working time the stages stored
         observer = OBSERVERS.get(plan.run_id)
         if observer:
             observer.on_finish(report)
-        return dg.MaterializeResult(metadata=aggregates_metadata(report, plan.store))
+        return dg.MaterializeResult(metadata=aggregates_metadata(report, store, plan.config))
 
-    checks = [_gate_check(experiment, gate, aggregates, check)
+    checks = [_gate_check(gate, aggregates, check, parts)
               for gate, check in zip(gates, check_names([g.name for g in gates]), strict=True)]
     job = dg.define_asset_job(f"{name}_eval", selection=dg.AssetSelection.groups(name),
-                              description=f"Run the cobalt experiment {experiment.name!r}.")
+                              description=f"Run the cobalt experiment {experiment.name!r}.",
+                              run_tags=dagster_tags(experiment.tags) or None)
     return ExperimentDefs(experiment, name, parts, [dataset, outputs, scores, aggregates], checks, job)
 
 
@@ -121,16 +141,39 @@ def check_names(gate_names: Sequence[str]) -> list[str]:
     return names
 
 
-def _gate_check(experiment: Experiment, gate: Assertion, aggregates: dg.AssetsDefinition,
-                check_id: str) -> dg.AssetChecksDefinition:
-    @dg.asset_check(asset=aggregates, name=check_id, blocking=True,
-                    description=f"Quality gate: {gate.name}")
-    def check(context: dg.AssetCheckExecutionContext, cobalt: CobaltResource) -> dg.AssetCheckResult:
-        run_id = context.run.tags.get("dagster/partition", "")
-        report = load_report(cobalt.store(), run_id)
-        passed, metadata = gate_outcome(run_id, gate.evaluate(report, cobalt.config()))
-        return dg.AssetCheckResult(passed=passed, severity=dg.AssetCheckSeverity.ERROR,
-                                   metadata=metadata, description=gate.name)
+#: Metadata key on the `Failure` a failed gate raises: how `cobalt run` tells a verdict from a crash.
+GATE_FAILURE_KEY = "cobalt_gate"
+
+
+def _gate_check(gate: Assertion, aggregates: dg.AssetsDefinition, check_id: str,
+                parts: dg.DynamicPartitionsDefinition) -> dg.AssetChecksDefinition:
+    # Partitioned like the asset (a preview feature in Dagster 1.13): each verdict sits on its run's
+    # partition, and the check's own "Execute" in the UI re-reads the stored verdict of the partition
+    # chosen there, as a job run does.
+    # A generator, so the check result is recorded before the step fails (Dagster's stubs type only
+    # a returned result).
+    @dg.asset_check(asset=aggregates, name=check_id, blocking=True, partitions_def=parts,  # type: ignore[arg-type]
+                    description=f"Quality gate `{gate.name}`: the verdict cobalt stored for the run "
+                                "(the partition). A failed gate blocks what is downstream of `aggregates`.")
+    def check(context: dg.AssetCheckExecutionContext, cobalt: CobaltResource,
+              cobalt_store: DuckDBResource) -> Iterator[dg.AssetCheckResult]:
+        run_id = context.partition_key
+        store = checked_store(cobalt, cobalt_store)
+        if store.run_status(run_id) is None:
+            passed, metadata = False, {"cobalt_run_id": dg.MetadataValue.text(run_id)}
+            verdict = f"no stored results for cobalt run {run_id}: run it (materialise the partition) first"
+        else:
+            report = load_report(store, run_id)
+            passed, metadata = gate_outcome(run_id, [a for a in report.assertions if a.gate == gate.name])
+            verdict = metadata["message"].value
+        yield dg.AssetCheckResult(passed=passed, severity=dg.AssetCheckSeverity.ERROR, metadata=metadata,
+                                  description=verdict)
+        if not passed:
+            # Dagster would end the step on its own error with a stack trace; the verdict, said plainly,
+            # is what a person needs to read there. Still a failed blocking check: downstream is skipped.
+            raise dg.Failure(description=f"Quality gate {gate.name} failed for run {run_id}: {verdict}",
+                             metadata={GATE_FAILURE_KEY: dg.MetadataValue.text(gate.name), **metadata},
+                             allow_retries=False)
 
     return check
 
@@ -142,10 +185,11 @@ def gate_outcome(run_id: str, results: list[AssertionResult]) -> tuple[bool, dic
     """
     failed = [r for r in results if not r.passed]
     shown = failed[0] if failed else (results[0] if results else None)
-    metadata: dict[str, Any] = {"cobalt_run_id": dg.MetadataValue.text(run_id),
-                                "message": dg.MetadataValue.text("; ".join(r.message for r in results))}
+    verdict = "; ".join(r.message for r in results) or "nothing to evaluate: the gate has no result"
+    metadata: dict[str, Any] = {"message": dg.MetadataValue.text(verdict),
+                                "cobalt_run_id": dg.MetadataValue.text(run_id)}
     if shown is not None and shown.actual is not None:
-        metadata["actual"] = dg.MetadataValue.float(shown.actual)
+        metadata["actual"] = dg.MetadataValue.float(num(shown.actual, 4))
     if shown is not None and shown.expected is not None:
-        metadata["expected"] = dg.MetadataValue.float(shown.expected)
+        metadata["expected"] = dg.MetadataValue.float(num(shown.expected, 4))
     return not failed and bool(results), metadata

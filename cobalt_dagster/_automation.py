@@ -13,6 +13,7 @@ from cobalt_lib import Config, ConfigError
 from cobalt_lib.run import new_run_id
 
 from ._assets import ExperimentDefs
+from ._tags import dagster_tags
 
 REQUESTS_DIR = "requests"
 
@@ -137,4 +138,7 @@ def _parse_request(path: Path, by_name: dict[str, ExperimentDefs]) -> tuple[Expe
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise ValueError(f"concurrency must be a positive integer, got {concurrency!r}")
         tags["cobalt/concurrency"] = str(concurrency)
-    return target, str(request.get("run_id") or new_run_id()), tags
+    extra = request.get("tags") or []
+    if not isinstance(extra, list) or not all(isinstance(t, str) for t in extra):
+        raise ValueError(f"tags must be a list of strings, got {extra!r}")
+    return target, str(request.get("run_id") or new_run_id()), {**tags, **dagster_tags(extra)}

@@ -15,13 +15,19 @@ from ._automation import build_schedules, build_sensor
 from ._instance import quiet_dagster_warnings
 from ._names import check_unique
 from ._project import project_config
-from ._resource import CobaltResource
+from ._resource import STORE_KEY, CobaltResource, store_resource
 
 
 def build_experiment_defs(experiments: Sequence[Experiment], config: Config) -> list[ExperimentDefs]:
     check_unique(e.name for e in experiments)
     return [experiment_defs(e, experiment_gates(config, e.assertions, (v.name for v in e.evaluators)))
             for e in experiments]
+
+
+def resources(config: Config) -> dict[str, object]:
+    """`cobalt` (the project) and `cobalt_store` (a `dagster_duckdb.DuckDBResource` on its results store,
+    which your own assets may use too: keep its connections short, cobalt's runs write to that file)."""
+    return {"cobalt": CobaltResource(project_dir=str(config.root)), STORE_KEY: store_resource(config)}
 
 
 def build_definitions(project_dir: str | Path | None = None, *,
@@ -40,6 +46,6 @@ def build_definitions(project_dir: str | Path | None = None, *,
         jobs=[d.job for d in defs],
         schedules=build_schedules(config, defs),
         sensors=[build_sensor(config, defs)] if defs else [],
-        resources={"cobalt": CobaltResource(project_dir=str(config.root))},
+        resources=resources(config),
         executor=dg.in_process_executor,
     )

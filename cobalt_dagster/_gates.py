@@ -56,7 +56,7 @@ def record_run(report: ExperimentReport, *, config: Config | None = None,
         if _recorded(instance, name, report.id):
             return False
         instance.add_dynamic_partitions(f"{name}_runs", [report.id])
-        for stage, metadata in _stage_metadata(report, Store.for_config(config)):
+        for stage, metadata in _stage_metadata(report, Store.for_config(config), config):
             instance.report_runless_asset_event(dg.AssetMaterialization(
                 asset_key=[name, stage], partition=report.id, tags={"cobalt/source": report.source},
                 metadata=metadata))
@@ -72,7 +72,7 @@ def _recorded(instance: dg.DagsterInstance, name: str, run_id: str) -> bool:
     return bool(records.records)
 
 
-def _stage_metadata(report: ExperimentReport, store: Store) -> list[tuple[str, dict[str, Any]]]:
+def _stage_metadata(report: ExperimentReport, store: Store, config: Config) -> list[tuple[str, dict[str, Any]]]:
     """The metadata each asset would have carried had Dagster run it (the same builders)."""
     dataset = report.config.get("dataset") or {}
     evaluators = [e["name"] for e in report.config.get("evaluators", [])]
@@ -81,7 +81,7 @@ def _stage_metadata(report: ExperimentReport, store: Store) -> list[tuple[str, d
                                      dataset.get("source"), evaluators)),
         ("outputs", outputs_metadata(report.items)),
         ("scores", scores_metadata(report.items)),
-        ("aggregates", aggregates_metadata(report, store)),
+        ("aggregates", aggregates_metadata(report, store, config)),
     ]
 
 
@@ -92,6 +92,7 @@ def _check_evaluations(report: ExperimentReport, name: str) -> list[dg.AssetChec
         passed, metadata = gate_outcome(report.id, [a for a in report.assertions if a.gate == gate["name"]])
         evaluations.append(dg.AssetCheckEvaluation(
             asset_key=dg.AssetKey([name, "aggregates"]), check_name=check,
-            passed=passed, severity=dg.AssetCheckSeverity.ERROR, metadata=metadata, description=gate["name"],
-            blocking=True, partition=None))  # as the real check: blocking, and not partitioned
+            passed=passed, severity=dg.AssetCheckSeverity.ERROR, metadata=metadata,
+            description=metadata["message"].value,
+            blocking=True, partition=report.id))  # as the real check: blocking, on the run's partition
     return evaluations

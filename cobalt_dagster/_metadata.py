@@ -1,4 +1,9 @@
-"""Materialisation metadata: numbers Dagster plots as trends, Markdown tables of worst items and diffs."""
+"""Materialisation metadata a person can read: rounded numbers with their unit in the key, the items as
+Dagster's own table, the worst items with what went wrong, and the change against the previous run.
+
+Every statistic comes from the run's summary (`cobalt_lib.run.summarise`), so a number shown on two
+assets is the same number; this module only rounds and lays it out.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +11,38 @@ from typing import Any
 
 import dagster as dg
 
-from cobalt_lib import ExperimentReport, ItemResult, Store
+from cobalt_lib import Config, ExperimentReport, ItemResult, Store
+from cobalt_lib.ops import run_page_url
+from cobalt_lib.results import load_report
+
+#: Rows of the `items` table on `scores` (Dagster keeps metadata in its event log: keep it bounded).
+TABLE_ROWS = 500
+#: Rows of `worst_items` on `aggregates`, and how much of each text cell it shows.
+WORST_ROWS = 10
+CELL_CHARS = 300
+
+PAGES_NOTE = ("cobalt's run pages are served by `cobalt serve` (beside this UI). When they are not served, "
+              "`cobalt report {run_id} -o report.html` writes this run's page as one HTML file.")
 
 
-def _clip(value: Any, width: int = 60) -> str:
-    text = value if isinstance(value, str) else repr(value)
-    text = text.replace("|", "\\|").replace("\n", " ")
+def num(value: float, digits: int) -> float:
+    """`value` rounded, never `-0.0` (a change of -0.00001 reads as 0, not as a negative zero)."""
+    rounded = round(float(value), digits)
+    return rounded + 0.0 if rounded else 0.0
+
+
+def _float(value: float, digits: int) -> dg.MetadataValue:
+    return dg.MetadataValue.float(num(value, digits))
+
+
+def _text(value: Any, width: int = CELL_CHARS) -> str:
+    text = value if isinstance(value, str) else ("" if value is None else repr(value))
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _cell(value: Any) -> str:
+    """A Markdown table cell: pipes escaped, line breaks kept as <br>."""
+    return _text(value).replace("\\", "\\\\").replace("|", "\\|").replace("\r", "").replace("\n", "<br>")
 
 
 def dataset_metadata(run_id: str, size: int, source: str | None, evaluators: list[str]) -> dict[str, Any]:
@@ -25,14 +55,12 @@ def dataset_metadata(run_id: str, size: int, source: str | None, evaluators: lis
 
 
 def outputs_metadata(items: list[ItemResult]) -> dict[str, Any]:
-    latencies = sorted(i.latency_ms for i in items if i.status == "ok" and i.latency_ms is not None)
-    p95 = latencies[min(len(latencies) - 1, int(0.95 * len(latencies)))] if latencies else None
+    """Counts only: the run's latency statistics are computed once, by the run's summary (`aggregates`)."""
     return {
         "items": dg.MetadataValue.int(len(items)),
         "ok": dg.MetadataValue.int(sum(i.status == "ok" for i in items)),
         "errors": dg.MetadataValue.int(sum(i.status == "error" for i in items)),
         "timeouts": dg.MetadataValue.int(sum(i.status == "timeout" for i in items)),
-        **({"latency_p95_ms": dg.MetadataValue.float(float(p95))} if p95 is not None else {}),
     }
 
 
@@ -43,72 +71,170 @@ def scores_metadata(items: list[ItemResult]) -> dict[str, Any]:
         scores = [i.evaluations[name].score for i in items if name in i.evaluations
                   and i.evaluations[name].status == "ok" and i.evaluations[name].score is not None]
         if scores:
-            data[f"{name}_mean"] = dg.MetadataValue.float(sum(scores) / len(scores))  # type: ignore[arg-type]
+            data[f"{name}_mean"] = _float(sum(scores) / len(scores), 3)  # type: ignore[arg-type]
         data[f"{name}_eval_errors"] = dg.MetadataValue.int(
             sum(1 for i in items if name in i.evaluations and i.evaluations[name].status != "ok"))
     data["judge_calls"] = dg.MetadataValue.int(sum(ev.judge_calls for i in items for ev in i.evaluations.values()))
     data["cached_scores"] = dg.MetadataValue.int(sum(ev.cached for i in items for ev in i.evaluations.values()))
+    data["items"] = items_table(items, names)
     return data
 
 
-def aggregates_metadata(report: ExperimentReport, store: Store) -> dict[str, Any]:
+def items_table(items: list[ItemResult], names: list[str]) -> dg.MetadataValue:
+    """The items as Dagster's table metadata (the first `TABLE_ROWS`), so the Dagster UI shows them too."""
+    columns = [dg.TableColumn("item", "string"), dg.TableColumn("status", "string"),
+               dg.TableColumn("input", "string"), dg.TableColumn("expected", "string"),
+               dg.TableColumn("output", "string")]
+    columns += [dg.TableColumn(f"{name}", "float", description=f"score of {name}") for name in names]
+    columns += [dg.TableColumn("first_reason", "string"), dg.TableColumn("latency_ms", "float")]
+    records = []
+    for item in sorted(items, key=lambda i: (i.index, i.run_index))[:TABLE_ROWS]:
+        row: dict[str, Any] = {
+            "item": f"#{item.index}.{item.run_index}", "status": item.status, "input": _text(item.input),
+            "expected": _text(item.item.get("expected_output")),
+            "output": _text(item.error if item.status != "ok" else item.output),
+            "first_reason": _text(_first_reason(item)),
+            "latency_ms": None if item.latency_ms is None else num(item.latency_ms, 1),
+        }
+        for name in names:
+            ev = item.evaluations.get(name)
+            row[name] = None if ev is None or ev.score is None else num(ev.score, 3)
+        records.append(dg.TableRecord(row))  # every record has every field (None: no value)
+    return dg.MetadataValue.table(records, dg.TableSchema(columns))
+
+
+def aggregates_metadata(report: ExperimentReport, store: Store, config: Config) -> dict[str, Any]:
     s = report.summary
     data: dict[str, Any] = {}
     for name, stats in s.scores.items():
         if stats.avg is not None:
-            data[f"{name}_mean"] = dg.MetadataValue.float(stats.avg)
+            data[f"{name}_mean"] = _float(stats.avg, 3)
         if stats.pass_rate is not None:
-            data[f"{name}_pass_rate"] = dg.MetadataValue.float(stats.pass_rate)
+            data[f"{name}_pass_rate_pct"] = _float(100 * stats.pass_rate, 1)
     latency = s.metrics.get("latency")
     if latency and latency.p95 is not None:
-        data["latency_p95_ms"] = dg.MetadataValue.float(latency.p95)
-    if s.estimated_cost is not None:
-        data["cost_usd"] = dg.MetadataValue.float(s.estimated_cost)
-    if s.judge_cost is not None:
-        data["judge_cost_usd"] = dg.MetadataValue.float(s.judge_cost)
+        data["latency_p95_ms"] = _float(latency.p95, 1)
+    if latency and latency.p50 is not None:
+        data["latency_p50_ms"] = _float(latency.p50, 1)
+    for key, value in (("cost_usd", s.estimated_cost), ("agent_cost_usd", s.agent_cost),
+                       ("judge_cost_usd", s.judge_cost)):
+        if value is not None:
+            data[key] = _float(value, 6)
+    data["tokens"] = dg.MetadataValue.int(s.total_tokens)
     passed = sum(a.passed for a in report.assertions)
     data["gates_passed"] = dg.MetadataValue.int(passed)
     data["gates_failed"] = dg.MetadataValue.int(len(report.assertions) - passed)
     data["errors"] = dg.MetadataValue.int(s.errors + s.timeouts)
     data["cobalt_run_id"] = dg.MetadataValue.text(report.id)
-    if report.results_path:
-        data["results_path"] = dg.MetadataValue.path(report.results_path)
+    data["run_page"] = dg.MetadataValue.url(run_page_url(config, report.id))
+    data["run_page_note"] = dg.MetadataValue.text(PAGES_NOTE.format(run_id=report.id))
+    previous = _previous(report, store)
+    if previous is not None:
+        data["items_flipped"] = dg.MetadataValue.int(items_flipped(previous, report))
     data["worst_items"] = dg.MetadataValue.md(worst_items_table(report))
-    data["diff_with_previous"] = dg.MetadataValue.md(diff_table(report, store))
+    data["diff_with_previous"] = dg.MetadataValue.md(diff_table(report, previous))
     return data
 
 
-def worst_items_table(report: ExperimentReport, limit: int = 10) -> str:
-    def badness(item: ItemResult) -> float:
-        if item.status != "ok":
-            return -1.0
-        scores = [ev.score for ev in item.evaluations.values() if ev.score is not None]
-        return sum(scores) / len(scores) if scores else -0.5
+def _first_reason(item: ItemResult) -> str | None:
+    """What went wrong first: the agent's error, else the first failing evaluation's reason or error."""
+    if item.status != "ok":
+        return item.error
+    for name, ev in item.evaluations.items():
+        if ev.status != "ok" or ev.passed is False:
+            why = ev.error if ev.status != "ok" else ev.reason
+            return f"{name}: {why}" if why else f"{name}: {'eval-error' if ev.status != 'ok' else 'not passed'}"
+    return None
 
-    worst = sorted(report.items, key=badness)[:limit]
+
+def _badness(item: ItemResult) -> tuple[int, float]:
+    """Sort key, worst first: agent failures, then eval-errors, then the lowest mean score."""
+    if item.status != "ok":
+        return (0, 0.0)
+    if any(ev.status != "ok" for ev in item.evaluations.values()):
+        return (1, 0.0)
+    scores = [ev.score for ev in item.evaluations.values() if ev.score is not None]
+    return (2, sum(scores) / len(scores) if scores else 0.0)
+
+
+def worst_items_table(report: ExperimentReport, limit: int = WORST_ROWS) -> str:
+    """The `limit` worst items with input, expected and output, scores and the first reason; "N more"."""
     names = list(report.summary.scores)
-    lines = ["| item | status | " + " | ".join(names) + " | output |", "|---|---|" + "---|" * len(names) + "---|"]
+    ordered = sorted(report.items, key=_badness)
+    worst = [i for i in ordered if _badness(i) < (2, 1.0) or _first_reason(i)][:limit]
+    if not worst:
+        return "_every item passed every evaluator_"
+    lines = ["| item | status | input | expected | output | " + " | ".join(names) + " | first reason |",
+             "|---|---|---|---|---|" + "---|" * len(names) + "---|"]
     for item in worst:
         cells = []
         for name in names:
             ev = item.evaluations.get(name)
-            cells.append("–" if ev is None else ("ERR" if ev.status != "ok" else f"{ev.score:.2f}"))
+            cells.append("–" if ev is None else ("eval-error" if ev.status != "ok" else f"{ev.score:.2f}"))
         output = item.error if item.status != "ok" else item.output
-        lines.append(f"| #{item.index}.{item.run_index} | {item.status} | " + " | ".join(cells)
-                     + f" | {_clip(output)} |")
+        lines.append(f"| #{item.index}.{item.run_index} | {item.status} | {_cell(item.input)} | "
+                     f"{_cell(item.item.get('expected_output'))} | {_cell(output)} | " + " | ".join(cells)
+                     + f" | {_cell(_first_reason(item))} |")
+    rest = sum(1 for i in ordered if _badness(i) < (2, 1.0) or _first_reason(i)) - len(worst)
+    if rest > 0:
+        lines += ["", f"… and {rest} more (every item: the `items` table of `scores`, or the run page)."]
     return "\n".join(lines)
 
 
-def diff_table(report: ExperimentReport, store: Store) -> str:
-    """Per-evaluator mean now against the experiment's previous completed run."""
+def _previous(report: ExperimentReport, store: Store) -> ExperimentReport | None:
     previous = store.previous_completed_run(report.name, report.id)
+    return load_report(store, previous) if previous is not None else None
+
+
+def flips(previous: ExperimentReport, report: ExperimentReport) -> dict[str, int]:
+    """Per evaluator, the items (paired by index and repeat) whose pass/fail differs from `previous`."""
+    before = {(i.index, i.run_index): i for i in previous.items}
+    counts: dict[str, int] = {name: 0 for name in report.summary.scores}
+    for item in report.items:
+        old = before.get((item.index, item.run_index))
+        if old is None:
+            continue
+        for name in counts:
+            now, then = item.evaluations.get(name), old.evaluations.get(name)
+            if now is not None and then is not None and bool(now.passed) != bool(then.passed):
+                counts[name] += 1
+    return counts
+
+
+def items_flipped(previous: ExperimentReport, report: ExperimentReport) -> int:
+    """Items (paired by index and repeat) that passed every evaluator in one run and not in the other."""
+    def passed(item: ItemResult) -> bool:
+        return item.status == "ok" and all(ev.passed for ev in item.evaluations.values())
+
+    before = {(i.index, i.run_index): passed(i) for i in previous.items}
+    return sum(1 for i in report.items if (i.index, i.run_index) in before
+               and before[(i.index, i.run_index)] != passed(i))
+
+
+_METRIC_UNITS = {"latency": ("latency (ms)", 1), "cost": ("cost (USD)", 6), "tokens": ("tokens", 1)}
+
+
+def diff_table(report: ExperimentReport, previous: ExperimentReport | None) -> str:
+    """Per evaluator and run metric, the mean now against the experiment's previous completed run, and
+    how many items flipped between pass and fail (a mean can stay put while items trade places)."""
     if previous is None:
         return "_first run of this experiment: nothing to compare with_"
-    before = {r["metric"]: r["mean"] for r in store.rows("aggregates", previous)}
-    lines = [f"Compared with run `{previous}`", "", "| metric | previous | now | change |", "|---|---|---|---|"]
-    for name, stats in {**report.summary.scores, **report.summary.metrics}.items():
-        old, new = before.get(name), stats.avg
-        change = "–" if old is None or new is None else f"{new - old:+.3f}"
-        fmt = (lambda v: "–" if v is None else f"{v:.3f}")  # noqa: E731
-        lines.append(f"| {name} | {fmt(old)} | {fmt(new)} | {change} |")
+    flipped = flips(previous, report)
+    lines = [f"Compared with run `{previous.id}`", "",
+             "| metric | previous | now | change | items flipped pass/fail |", "|---|---|---|---|---|"]
+    for name, stats in report.summary.scores.items():
+        old = previous.summary.scores.get(name)
+        lines.append(_diff_row(name, old.avg if old else None, stats.avg, 3, str(flipped.get(name, 0))))
+    for name, stats in report.summary.metrics.items():
+        label, digits = _METRIC_UNITS.get(name, (name, 3))
+        old = previous.summary.metrics.get(name)
+        lines.append(_diff_row(f"{label}, mean", old.avg if old else None, stats.avg, digits, ""))
     return "\n".join(lines)
+
+
+def _diff_row(label: str, old: float | None, new: float | None, digits: int, flipped: str) -> str:
+    def fmt(value: float | None) -> str:
+        return "–" if value is None else f"{num(value, digits):.{digits}f}"
+
+    change = "–" if old is None or new is None else f"{num(new - old, digits):+.{digits}f}"
+    return f"| {label} | {fmt(old)} | {fmt(new)} | {change} | {flipped} |"

@@ -6,6 +6,7 @@ import importlib
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 from dagster._core.errors import DagsterExecutionInterruptedError  # not exported by `dagster` in 1.13
@@ -15,11 +16,17 @@ from cobalt_lib import Config, ExperimentReport, Store
 from cobalt_lib.results import load_report
 from cobalt_lib.run import TERMINATED, Observer, RunInterrupted, RunPlan, finish, pause_point, rearm
 
-from ._assets import ExperimentDefs
-from ._definitions import build_experiment_defs
+from ._assets import GATE_FAILURE_KEY, ExperimentDefs
+from ._definitions import build_experiment_defs, resources
 from ._instance import QUIET_RUN_CONFIG, local_instance, quiet_dagster_warnings
 from ._live import OBSERVERS
+from ._origin import job_origin
 from ._resource import CobaltResource
+from ._tags import dagster_tags
+
+if TYPE_CHECKING:
+    from dagster._core.remote_origin import RemoteJobOrigin
+    from dagster._core.storage.dagster_run import DagsterRun
 
 #: Error classes of failed steps: a blocking gate that failed, and Ctrl-C inside a step.
 GATE_FAILED = "DagsterAssetCheckFailedError"
@@ -54,16 +61,34 @@ def run_with_dagster(plans: Sequence[RunPlan], config: Config, observer: Observe
         assets=[a for d in experiment_defs for a in d.assets],
         asset_checks=[c for d in experiment_defs for c in d.checks],
         jobs=[d.job for d in experiment_defs],
-        resources={"cobalt": CobaltResource(project_dir=str(config.root))},
+        resources=resources(config),
         executor=dg.in_process_executor,
     )
-    tags = {"cobalt/trigger": "cli"}
+    tags = {"cobalt/trigger": "cli", **dagster_tags(add_tags)}
     if concurrency:
         tags["cobalt/concurrency"] = str(concurrency)
-    if add_tags:
-        tags["cobalt/tags"] = ",".join(add_tags)
     return [_run_one(plan, d, definitions, instance, observer, tags) for plan, d in zip(plans, experiment_defs,
                                                                                          strict=True)]
+
+
+@contextmanager
+def _with_origin(instance: dg.DagsterInstance, origin: RemoteJobOrigin | None) -> Iterator[None]:
+    """Runs the instance creates meanwhile carry `origin` (and so the `dagster/code_location` tag and the
+    `repository@location` label the UI's job views filter on). `execute_in_process` takes no origin, and
+    executing in process is what keeps a CLI run fast, so the instance's run factory adds it."""
+    if origin is None:
+        yield
+        return
+    create = instance.create_run_for_job
+
+    def create_with_origin(*args: Any, **kwargs: Any) -> DagsterRun:
+        return create(*args, **{**kwargs, "remote_job_origin": origin})
+
+    instance.create_run_for_job = create_with_origin  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        del instance.create_run_for_job  # the class's method again
 
 
 def _run_one(plan: RunPlan, target: ExperimentDefs, definitions: dg.Definitions, instance: dg.DagsterInstance,
@@ -75,9 +100,10 @@ def _run_one(plan: RunPlan, target: ExperimentDefs, definitions: dg.Definitions,
         with _sigterm_kept():
             instance.add_dynamic_partitions(target.partitions_name, [plan.run_id])
             pause_point("before-run")
-            result = definitions.resolve_job_def(target.job.name).execute_in_process(
-                instance=instance, partition_key=plan.run_id, tags=tags, raise_on_error=False,
-                run_config=QUIET_RUN_CONFIG)
+            with _with_origin(instance, job_origin(plan.config, target.job.name)):
+                result = definitions.resolve_job_def(target.job.name).execute_in_process(
+                    instance=instance, partition_key=plan.run_id, tags=tags, raise_on_error=False,
+                    run_config=QUIET_RUN_CONFIG)
     except (KeyboardInterrupt, DagsterExecutionInterruptedError):  # Ctrl-C outside a step
         raise _interrupted(plan, store, tags) from None
     finally:
@@ -166,6 +192,9 @@ def _step_failures(result: dg.ExecuteInProcessResult) -> list[tuple[str, list[st
         while link is not None and len(classes) < 20:
             classes.append(link.cls_name or "")
             link = link.cause or link.context
+        user = event.step_failure_data.user_failure_data if event.step_failure_data else None
+        if user is not None and GATE_FAILURE_KEY in (user.metadata or {}):
+            continue  # a failed gate: the verdict cobalt reports itself
         if not classes or classes[0] != GATE_FAILED:
             failures.append((event.step_key or "?", classes, error.message.strip() if error else "unknown error"))
     return failures

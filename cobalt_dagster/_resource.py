@@ -1,20 +1,27 @@
-"""The resource every cobalt asset uses: where the project (config, store, experiments) lives."""
+"""The resources every cobalt asset uses: where the project lives (`cobalt`), and its DuckDB store
+(`cobalt_store`, a `dagster_duckdb.DuckDBResource`)."""
 
 from collections.abc import Coroutine, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
 import dagster as dg
+from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
-from cobalt_lib import Config, Experiment, Store, load_config
+from cobalt_lib import Config, ConfigError, Experiment, Store, load_config
 from cobalt_lib.run import PartitionRun, RunPlan, prepare, run_coroutine
+
+from ._tags import cobalt_tags
 
 T = TypeVar("T")
 
+#: The resource key of the store: a `DuckDBResource` on the project's `cobalt.duckdb`.
+STORE_KEY = "cobalt_store"
+
 
 class CobaltResource(dg.ConfigurableResource):
-    """The cobalt project: its configuration and its DuckDB store under `output_dir`."""
+    """The cobalt project: its configuration (and, through it, its experiments' settings)."""
 
     project_dir: str = Field(description="Directory holding cobalt.toml (or cobalt.config.py).")
 
@@ -30,10 +37,25 @@ class CobaltResource(dg.ConfigurableResource):
         run = Store.for_config(config).get_run(run_id)
         started = run.get("started_at") if run else None
         concurrency = int(tags["cobalt/concurrency"]) if tags.get("cobalt/concurrency") else None
-        extra_tags = [t for t in tags.get("cobalt/tags", "").split(",") if t]
         request = PartitionRun(run_id=run_id, timestamp=started.isoformat() if started is not None else None,
-                               concurrency=concurrency, tags=extra_tags)
+                               concurrency=concurrency, tags=cobalt_tags(tags))
         return prepare(experiment, config, request)
+
+
+def store_resource(config: Config) -> DuckDBResource:
+    """The `cobalt_store` resource: Dagster's DuckDB resource on the project's results store."""
+    return DuckDBResource(database=str(Store.for_config(config).path))
+
+
+def checked_store(cobalt: CobaltResource, duckdb: DuckDBResource) -> Store:
+    """cobalt's store module on the file `duckdb` names: it stays the one writer (short connections,
+    retried while another process holds the file), so a step never holds the file for long."""
+    expected = cobalt.store()
+    if Path(duckdb.database).expanduser().resolve() != expected.path.resolve():
+        raise ConfigError(f"The {STORE_KEY} resource names {duckdb.database!r}, but the project at "
+                          f"{cobalt.project_dir} stores its runs in {expected.path}; point {STORE_KEY} there "
+                          "(cobalt_dagster.store_resource(config)) or leave it to build_definitions.")
+    return expected
 
 
 def run_async(coro: Coroutine[Any, Any, T]) -> T:

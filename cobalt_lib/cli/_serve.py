@@ -90,6 +90,7 @@ def serve_dashboard(config: Config, port: int | None = None, *, open_browser: bo
         return _serve_pages_only(config, chosen or port + 1, open_browser)
     from cobalt_dagster import dagster_home, local_instance
     from cobalt_dagster._automation import forget_daemon
+    from cobalt_dagster._reload import POLL_SECONDS, DefinitionsWatcher
 
     # A bad module, or definitions that cannot be built, is an error before anything starts.
     target = dagster_target(config.root, module or config.dashboard.module)
@@ -100,6 +101,7 @@ def serve_dashboard(config: Config, port: int | None = None, *, open_browser: bo
     pages = start_pages(config, chosen or port + 1, dagster=url, fallback=not chosen)
     env = {**os.environ, "DAGSTER_HOME": str(dagster_home(config)), "COBALT_PROJECT_DIR": str(config.root)}
     commands = dagster_commands(port, target)
+    watcher = DefinitionsWatcher(config, url)  # before the load: no change missed
     children = [subprocess.Popen(cmd, env=env, cwd=config.root, start_new_session=True,
                                  stdout=subprocess.DEVNULL if i else None) for i, cmd in enumerate(commands)]
     stopping = False
@@ -114,8 +116,12 @@ def serve_dashboard(config: Config, port: int | None = None, *, open_browser: bo
             typer.echo(f"cobalt pages:     {pages.url}\ndagster UI:       {url}  (Ctrl-C stops both)")
             if open_browser if open_browser is not None else config.dashboard.open:
                 webbrowser.open(pages.url)
+        next_look = time.monotonic() + POLL_SECONDS
         while not stopping and all(child.poll() is None for child in children):
             time.sleep(0.2)
+            if time.monotonic() >= next_look:  # a new experiment file: reload, not an "External Asset"
+                watcher.poll()
+                next_look = time.monotonic() + POLL_SECONDS
     finally:
         _stop(children)
         pages.stop()
@@ -230,6 +236,7 @@ def serve(
 def request(
     experiment: Annotated[str, typer.Argument(help="The experiment to run.")],
     concurrency: Annotated[int | None, typer.Option("--concurrency", "-c", min=1, help="Calls in flight.")] = None,
+    add_tag: Annotated[list[str] | None, typer.Option("--add-tag", metavar="TAG", help="Add a tag to the run.")] = None,
 ) -> None:
     """Ask the running dashboard's daemon to run an experiment (picked up within seconds).
 
@@ -239,7 +246,7 @@ def request(
     """
     from ..ops._project import request_experiment
 
-    requested = request_experiment(project_config(), experiment, concurrency=concurrency)
+    requested = request_experiment(project_config(), experiment, concurrency=concurrency, add_tags=add_tag or [])
     if requested.daemon_running:
         typer.echo(f"requested a run of {experiment} ({requested.run_id}); the daemon of `cobalt serve` will start it")
     else:

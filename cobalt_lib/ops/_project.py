@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from pydantic import BaseModel, Field
 
 from .._errors import ConfigError
@@ -27,7 +30,8 @@ class RunRequested(BaseModel):
     warnings: list[str] = Field(default_factory=list)
 
 
-def request_experiment(config: Config, experiment: str, *, concurrency: int | None = None) -> RunRequested:
+def request_experiment(config: Config, experiment: str, *, concurrency: int | None = None,
+                       add_tags: Sequence[str] = ()) -> RunRequested:
     """Ask the running dashboard's daemon for a run of `experiment` (a file its sensor picks up)."""
     from cobalt_dagster import request_run
     from cobalt_dagster._automation import daemon_running
@@ -35,7 +39,10 @@ def request_experiment(config: Config, experiment: str, *, concurrency: int | No
     names = [e.name for e in load_experiments(config)]
     if experiment not in names:
         raise ConfigError(f"No experiment named {experiment!r}; known: {', '.join(names) or 'none'}.")
-    path = request_run(config, experiment, **({"concurrency": concurrency} if concurrency else {}))
+    options: dict[str, Any] = {"concurrency": concurrency} if concurrency else {}
+    if add_tags:
+        options["tags"] = list(add_tags)
+    path = request_run(config, experiment, **options)
     running = daemon_running(config)
     warnings = [] if running else ["no `cobalt serve` daemon is running for this project, so the request waits "
                                    "until `cobalt serve` runs."]

@@ -195,15 +195,21 @@ def test_a_dagster_run_materialises_the_four_assets_like_the_library(shared: Pro
     metadata = materialisations(instance, AGGREGATES, partition)[0].metadata
     assert metadata["exact_mean"].value == 1.0
     assert metadata["actionable_mean"].value == 1.0
-    assert metadata["exact_pass_rate"].value == 1.0
+    assert metadata["exact_pass_rate_pct"].value == 100.0
     assert (metadata["gates_passed"].value, metadata["gates_failed"].value, metadata["errors"].value) == (2, 0, 0)
     assert metadata["cobalt_run_id"].value == partition
-    assert isinstance(metadata["worst_items"], dg.MarkdownMetadataValue)
-    assert metadata["worst_items"].value.splitlines()[0] == "| item | status | exact | actionable | output |"
-    assert len(metadata["worst_items"].value.splitlines()) == 2 + 4
+    assert metadata["run_page"].value == f"http://127.0.0.1:4001/runs/{partition}"
+    assert f"cobalt report {partition} -o report.html" in metadata["run_page_note"].value
+    assert "results_path" not in metadata and "items_flipped" not in metadata  # first run: nothing to flip
+    assert metadata["worst_items"].value == "_every item passed every evaluator_"
     assert isinstance(metadata["diff_with_previous"], dg.MarkdownMetadataValue)
     scores_metadata = materialisations(instance, dg.AssetKey([SUPPORT, "scores"]), partition)[0].metadata
     assert scores_metadata["exact_mean"].value == 1.0 and scores_metadata["exact_eval_errors"].value == 0
+    table = scores_metadata["items"].records
+    assert [c.name for c in scores_metadata["items"].schema.columns][:5] == [
+        "item", "status", "input", "expected", "output"]
+    assert len(table) == 4 and table[0].data["input"] == "How do I reset password?"
+    assert table[0].data["expected"] == table[0].data["output"] and table[0].data["exact"] == 1.0
     outputs_metadata = materialisations(instance, dg.AssetKey([SUPPORT, "outputs"]), partition)[0].metadata
     assert (outputs_metadata["items"].value, outputs_metadata["ok"].value) == (4, 4)
 
@@ -217,7 +223,7 @@ def test_second_dagster_run_diffs_with_the_previous_one(fresh: Project, instance
     diff = materialisations(instance, dg.AssetKey([SUMMARIZER, "aggregates"]), second)[0].metadata
     lines = diff["diff_with_previous"].value.splitlines()
     assert lines[0] == f"Compared with run `{first}`"
-    assert "| short | 1.000 | 1.000 | +0.000 |" in lines
+    assert "| short | 1.000 | 1.000 | +0.000 | 0 |" in lines
     assert diff["short_mean"].value == 1.0
 
 
@@ -267,6 +273,26 @@ def test_a_passing_gate_lets_deploy_materialise(shared: Project, instance: dg.Da
     _, later = run_job(shared, instance, partition=partition, only=[DEPLOY])
     assert later.success
     assert len(materialisations(instance, DEPLOY, partition)) == 2
+
+
+def test_executing_a_gate_check_alone_re_reads_the_stored_verdict_of_the_partition(
+        shared: Project, instance: dg.DagsterInstance, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The UI's "Execute" on a check: the check alone, for the partition picked there."""
+    monkeypatch.setenv("SUPPORT_BOT_BROKEN", "1")
+    failed, _ = run_job(shared, instance)
+    monkeypatch.delenv("SUPPORT_BOT_BROKEN")
+    check_only = shared.defs.resolve_job_def(f"{SUPPORT}_eval").get_subset(
+        asset_selection=set(), asset_check_selection={dg.AssetCheckKey(AGGREGATES, GATE)})
+    result = check_only.execute_in_process(instance=instance, partition_key=failed, raise_on_error=False)
+    [evaluation] = check_evaluations(instance, result.run_id)
+    assert (evaluation.passed, evaluation.partition) == (False, failed)  # still the stored verdict, not a crash
+    assert evaluation.description == "exact = 0, must be at least 0.75"
+    nothing = new_run_id()
+    instance.add_dynamic_partitions(f"{SUPPORT}_runs", [nothing])
+    result = check_only.execute_in_process(instance=instance, partition_key=nothing, raise_on_error=False)
+    [evaluation] = check_evaluations(instance, result.run_id)
+    assert (evaluation.passed, evaluation.partition) == (False, nothing)
+    assert evaluation.description.startswith(f"no stored results for cobalt run {nothing}")
 
 
 def test_deploy_of_a_partition_without_results_fails(shared: Project, instance: dg.DagsterInstance) -> None:
