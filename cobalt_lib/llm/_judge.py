@@ -15,7 +15,8 @@ from .._errors import JudgeError
 from ..results._report import Evaluation
 from ._cache import ResponseCache, cache_key
 from ._pricing import cost_usd
-from ._providers import Clients, Endpoint
+from ._providers import Endpoint
+from ._wire import Clients
 
 SYSTEM_PROMPT = (
     "You are an impartial evaluator of an AI system's output. Judge the output against the "
