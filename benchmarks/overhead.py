@@ -82,9 +82,13 @@ def profiled(fn: Callable[[], T]) -> T:
 
     with cProfile.Profile() as prof:
         value = fn()
+    if out := os.environ.get("BENCH_PROFILE_OUT"):  # raw stats, for pstats or snakeviz
+        prof.dump_stats(f"{out}.{os.getpid()}")
     for order in ("tottime", "cumulative"):
         print(f"\n=== cProfile, top 30 by {order} ({' '.join(sys.argv[1:])}) ===", file=sys.stderr)
         pstats.Stats(prof, stream=sys.stderr).sort_stats(order).print_stats(30)
+    if callers := os.environ.get("BENCH_PROFILE_CALLERS"):  # e.g. "__repr_args__|connect": who calls them
+        pstats.Stats(prof, stream=sys.stderr).sort_stats("cumulative").print_callers(callers)
     return value
 
 
@@ -157,11 +161,14 @@ def report_figures(report: Any) -> Result:
 
 
 def event_loop_runner(use_uvloop: bool) -> Callable[[Any], Any]:
-    if not use_uvloop:
-        return asyncio.run
-    import uvloop
+    """What `Experiment.run()` runs its coroutine with (cobalt's own `asyncio.run`), optionally on uvloop."""
+    from cobalt_lib._aio import run
 
-    return uvloop.run
+    if use_uvloop:
+        import uvloop
+
+        asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    return run
 
 
 def child_cobalt(args: argparse.Namespace) -> Result:
@@ -178,7 +185,7 @@ def child_cobalt(args: argparse.Namespace) -> Result:
 
     with tempfile.TemporaryDirectory(prefix="cobalt-bench-") as out:
         config = cobalt_config(args.port, out, cache=False)
-        report, figures = measure(lambda: run_loop(run_then_close(config)), profile=args.profile)
+        report, figures = measure(lambda: run_loop(run_then_close(config)), profile=args.profile)  # as Experiment.run
         where = str(Path(sys.modules["cobalt_lib"].__file__ or "").parent)
         return {**figures, **report_figures(report), "cobalt_lib": where}
 
@@ -447,6 +454,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def child_main(args: argparse.Namespace) -> None:
+    if os.environ.get("BENCH_GC_STATS"):  # time spent in the cyclic garbage collector, to stderr at exit
+        import atexit
+        import gc
+
+        spent = [0.0, 0.0]
+
+        def on_gc(phase: str, info: dict[str, int]) -> None:
+            if phase == "start":
+                spent[1] = time.perf_counter()
+            else:
+                spent[0] += time.perf_counter() - spent[1]
+
+        gc.callbacks.append(on_gc)
+        if threshold := os.environ.get("BENCH_GC_THRESHOLD"):
+            gc.freeze()
+            gc.set_threshold(int(threshold), 10, 10)
+        atexit.register(lambda: print(f"gc: {spent[0]:.3f} s, {gc.get_stats()}", file=sys.stderr))
     result = CHILDREN[args.child](args)
     result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KB on Linux
     print(json.dumps(result), flush=True)

@@ -59,6 +59,13 @@ class ConnectionFailure(ProviderError):
     retryable = True
 
 
+class BudgetExhausted(ProviderError):
+    """The retry budget (`[judge] retry_max_seconds`, calls and waits together) ran out."""
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        super().__init__(f"{endpoint.label} call ran out of its retry budget")
+
+
 class RequestTimeout(ProviderError):
     """No complete answer within `[judge] timeout` seconds."""
 
@@ -112,7 +119,7 @@ class Clients:
             import aiohttp
 
             # No pool limit (the judge's semaphore bounds the calls) and no aiohttp timeout (ours is per call).
-            connector = aiohttp.TCPConnector(limit=0, ssl=self._ssl_context(), enable_cleanup_closed=False)
+            connector = aiohttp.TCPConnector(limit=0, enable_cleanup_closed=False)
             session = self._sessions[loop] = aiohttp.ClientSession(
                 connector=connector, timeout=aiohttp.ClientTimeout(total=None), raise_for_status=False,
                 skip_auto_headers=("User-Agent",))
@@ -171,29 +178,34 @@ class Clients:
 
     async def _post_retrying(self, endpoint: Endpoint, path: str, body: dict[str, Any]) -> dict[str, Any]:
         payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
-        return await with_retries(endpoint, lambda: self._post(endpoint, path, payload))
+        return await with_retries(endpoint, lambda deadline: self._post(endpoint, path, payload, deadline))
 
-    async def _post(self, endpoint: Endpoint, path: str, payload: bytes) -> dict[str, Any]:
+    async def _post(self, endpoint: Endpoint, path: str, payload: bytes, deadline: float) -> dict[str, Any]:
+        """One POST, within `[judge] timeout` and what is left of the retry budget (one timer for both)."""
         import aiohttp
 
         headers = self._headers.get(endpoint)
         if headers is None:
             headers = self._headers[endpoint] = request_headers(endpoint)
         url = endpoint_url(endpoint, path)
-        clock = asyncio.timeout(endpoint.timeout)
+        left = deadline - time.monotonic()
         try:
-            async with clock, self.session().post(url, data=payload, headers=headers) as response:
+            async with asyncio.timeout(min(endpoint.timeout, left)), self.session().post(
+                    url, data=payload, headers=headers, ssl=self._ssl_for(url)) as response:
                 status, raw = response.status, await response.read()
                 if status >= 400:
                     raise _status_error(endpoint, url, status, response.headers, raw)
         except TimeoutError:
-            if not clock.expired():
-                raise  # the caller's budget ran out, not this request's timeout
+            if left <= endpoint.timeout:
+                raise BudgetExhausted(endpoint) from None
             raise RequestTimeout(f"{endpoint.label} call failed: TimeoutError: no complete answer from "
                                  f"{safe_url(url)} within {endpoint.timeout:g} s ([judge] timeout)") from None
         except aiohttp.ClientError as exc:
             raise ConnectionFailure(_connection_message(endpoint, url, exc)) from None
         return _json_object(endpoint, raw)
+
+    def _ssl_for(self, url: str) -> ssl.SSLContext | bool:
+        return self._ssl_context() if url.startswith("https:") else False
 
 
 def _usage(data: Mapping[str, Any], first: str, second: str) -> tuple[int, int]:
@@ -251,19 +263,19 @@ def safe_url(url: str) -> str:
     return f"{parts.scheme}://{parts.hostname or ''}{f':{parts.port}' if parts.port else ''}{parts.path}"
 
 
-async def with_retries(endpoint: Endpoint, call: Callable[[], Awaitable[T]]) -> T:
-    """`call()`, retried on retryable failures: at most `max_retries` times, waiting what the server's
-    `Retry-After` asks or an exponential backoff with jitter, all within `retry_max_seconds`."""
+async def with_retries(endpoint: Endpoint, call: Callable[[float], Awaitable[T]]) -> T:
+    """`call(deadline)`, retried on retryable failures: at most `max_retries` times, waiting what the
+    server's `Retry-After` asks or an exponential backoff with jitter, all (calls included) before the
+    `deadline` of `retry_max_seconds` from now, a `time.monotonic()` value the call must keep to."""
     deadline = time.monotonic() + endpoint.retry_max_seconds
     attempt = 0
     while True:
-        budget = asyncio.timeout(max(0.0, deadline - time.monotonic()))
         try:
-            async with budget:  # retry_max_seconds bounds the calls as well as the waits between them
-                return await call()
-        except TimeoutError:
-            raise ProviderError(f"{endpoint.label} call gave up after {attempt + 1} attempts: the retry budget of "
-                                f"{endpoint.retry_max_seconds:g} s ([judge] retry_max_seconds) ran out") from None
+            return await call(deadline)
+        except BudgetExhausted as exc:
+            exc.args = (f"{endpoint.label} call gave up after {attempt + 1} attempts: the retry budget of "
+                        f"{endpoint.retry_max_seconds:g} s ([judge] retry_max_seconds) ran out",)
+            raise
         except ProviderError as exc:
             if not exc.retryable:
                 raise
