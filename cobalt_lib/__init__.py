@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from .evaluators import EVALUATOR_TYPES, EvalContext, Evaluator, EvaluatorKind, evaluator_kinds
     from .experiments import REGISTRY, Dataset, Experiment, discover_files, experiment, load_experiments, load_file
     from .gates import Assertion, assertion, no_regression, threshold
+    from .llm import track_usage
     from .results import (
         AssertionResult,
         EvalResult,
@@ -51,6 +52,7 @@ _EXPORTS: dict[str, str] = {name: module for module, names in {
     ".evaluators": "EVALUATOR_TYPES EvalContext Evaluator EvaluatorKind evaluator_kinds",
     ".experiments": "Dataset Experiment REGISTRY discover_files experiment load_experiments load_file",
     ".gates": "Assertion assertion no_regression threshold",
+    ".llm": "track_usage",
     ".results": "AssertionResult EvalResult Evaluation ExperimentReport ItemResult ItemSpread Stats "
         "Store Summary read_results",
     ".run": "AgentContext",
@@ -97,6 +99,7 @@ __all__ = [
     "no_regression",
     "read_results",
     "threshold",
+    "track_usage",
 ]
 
 

@@ -14,7 +14,7 @@ EXPECTED = {
     "ItemSpread", "JudgeError",
     "MissingApiKeyError", "Stats", "Store", "StoreError", "Summary", "TemplateError", "__version__",
     "assertion", "define_config", "discover_files", "experiment", "find_project_root", "load_config",
-    "load_experiments", "load_file", "no_regression", "read_results", "threshold",
+    "load_experiments", "load_file", "no_regression", "read_results", "threshold", "track_usage",
 }
 
 
