@@ -4,6 +4,7 @@ OpenAI or any OpenAI-compatible URL. `_wire` makes the calls."""
 from __future__ import annotations
 
 import email.utils
+import functools
 import os
 import re
 import time
@@ -43,8 +44,8 @@ class Endpoint:
     retry_max_seconds: float = 120.0
     timeout: float = 60.0
 
-    @property
-    def label(self) -> str:
+    @functools.cached_property
+    def label(self) -> str:  # one string shared by every evaluation of the run, not one per evaluation
         return f"{self.provider}/{self.model}"
 
     def sampling(self) -> dict[str, Any]:

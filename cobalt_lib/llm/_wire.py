@@ -98,6 +98,20 @@ def request_headers(endpoint: Endpoint) -> dict[str, str]:
     return headers
 
 
+@dataclass(frozen=True)
+class _Target:
+    url: str
+    parsed: Any  # yarl.URL
+    headers: dict[str, str]
+    ssl: ssl.SSLContext | bool
+
+
+def _parsed(url: str) -> Any:
+    import yarl
+
+    return yarl.URL(url)
+
+
 def endpoint_url(endpoint: Endpoint, path: str) -> str:
     base = (endpoint.base_url or DEFAULT_URLS["anthropic" if endpoint.provider == "anthropic" else "openai"])
     return base.rstrip("/") + path
@@ -109,7 +123,7 @@ class Clients:
 
     def __init__(self) -> None:
         self._sessions: dict[asyncio.AbstractEventLoop, aiohttp.ClientSession] = {}
-        self._headers: dict[Endpoint, dict[str, str]] = {}
+        self._targets: dict[tuple[Endpoint, str], _Target] = {}
         self._ssl: ssl.SSLContext | None = None
 
     def session(self) -> aiohttp.ClientSession:
@@ -184,24 +198,25 @@ class Clients:
         """One POST, within `[judge] timeout` and what is left of the retry budget (one timer for both)."""
         import aiohttp
 
-        headers = self._headers.get(endpoint)
-        if headers is None:
-            headers = self._headers[endpoint] = request_headers(endpoint)
-        url = endpoint_url(endpoint, path)
+        target = self._targets.get((endpoint, path))
+        if target is None:  # worked out once per endpoint: parsing the URL and merging headers per call cost
+            url = endpoint_url(endpoint, path)
+            target = self._targets[(endpoint, path)] = _Target(url, _parsed(url), request_headers(endpoint),
+                                                               self._ssl_for(url))
         left = deadline - time.monotonic()
         try:
             async with asyncio.timeout(min(endpoint.timeout, left)), self.session().post(
-                    url, data=payload, headers=headers, ssl=self._ssl_for(url)) as response:
+                    target.parsed, data=payload, headers=target.headers, ssl=target.ssl) as response:
                 status, raw = response.status, await response.read()
                 if status >= 400:
-                    raise _status_error(endpoint, url, status, response.headers, raw)
+                    raise _status_error(endpoint, target.url, status, response.headers, raw)
         except TimeoutError:
             if left <= endpoint.timeout:
                 raise BudgetExhausted(endpoint) from None
             raise RequestTimeout(f"{endpoint.label} call failed: TimeoutError: no complete answer from "
-                                 f"{safe_url(url)} within {endpoint.timeout:g} s ([judge] timeout)") from None
+                                 f"{safe_url(target.url)} within {endpoint.timeout:g} s ([judge] timeout)") from None
         except aiohttp.ClientError as exc:
-            raise ConnectionFailure(_connection_message(endpoint, url, exc)) from None
+            raise ConnectionFailure(_connection_message(endpoint, target.url, exc)) from None
         return _json_object(endpoint, raw)
 
     def _ssl_for(self, url: str) -> ssl.SSLContext | bool:
