@@ -104,6 +104,18 @@ class _Target:
     parsed: Any  # yarl.URL
     headers: dict[str, str]
     ssl: ssl.SSLContext | bool
+    proxy: Any = None  # yarl.URL
+    proxy_auth: Any = None  # aiohttp.BasicAuth
+
+
+def _env_proxy(url: Any) -> tuple[Any, Any]:
+    """The proxy HTTP(S)_PROXY / NO_PROXY name for `url` (as the SDKs honoured them), looked up once."""
+    from aiohttp.helpers import get_env_proxy_for_url
+
+    try:
+        return get_env_proxy_for_url(url)
+    except LookupError:
+        return None, None
 
 
 def _parsed(url: str) -> Any:
@@ -201,12 +213,14 @@ class Clients:
         target = self._targets.get((endpoint, path))
         if target is None:  # worked out once per endpoint: parsing the URL and merging headers per call cost
             url = endpoint_url(endpoint, path)
-            target = self._targets[(endpoint, path)] = _Target(url, _parsed(url), request_headers(endpoint),
-                                                               self._ssl_for(url))
+            parsed = _parsed(url)
+            target = self._targets[(endpoint, path)] = _Target(url, parsed, request_headers(endpoint),
+                                                               self._ssl_for(url), *_env_proxy(parsed))
         left = deadline - time.monotonic()
         try:
             async with asyncio.timeout(min(endpoint.timeout, left)), self.session().post(
-                    target.parsed, data=payload, headers=target.headers, ssl=target.ssl) as response:
+                    target.parsed, data=payload, headers=target.headers, ssl=target.ssl, proxy=target.proxy,
+                    proxy_auth=target.proxy_auth) as response:
                 status, raw = response.status, await response.read()
                 if status >= 400:
                     raise _status_error(endpoint, target.url, status, response.headers, raw)

@@ -127,3 +127,13 @@ def test_errors_are_typed_and_never_hold_the_key(llm: FakeLLM, monkeypatch: pyte
         _complete(endpoint)
     assert unavailable.value.status == 503 and "gave up after 2 attempts" in str(unavailable.value)
     assert llm.count("chat") == 3
+
+
+def test_the_proxy_variables_are_honoured(llm: FakeLLM, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{llm.port}")  # the loopback server plays the proxy
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    completion = _complete(_endpoint("openai", "http://judge.example.invalid/v1", model="gpt-4o-mini"))
+    assert completion.text == answer().text  # judge.example.invalid cannot resolve: the proxy answered
+    assert llm.requests[0]["headers"]["host"] == "judge.example.invalid"
