@@ -11,7 +11,7 @@ flight for every runner:
 - `cobalt-before` (with `--before DIR`): the same, importing cobalt_lib from DIR (e.g. an unpacked
   older commit: `git archive main cobalt_lib | tar -x -C /tmp/before`), so before and after are
   measured in the same invocation under the same load.
-- `cobalt-uvloop` (with `--uvloop`): cobalt on uvloop's event loop.
+- `cobalt-uvloop` (with `--uvloop`): cobalt on uvloop's event loop (`COBALT_EVENT_LOOP=uvloop`).
 
 Every run is a fresh process: the wall time is the whole process, spawn to exit, imports included
 (the issue's definition), and is also given for the run alone; CPU is the process's own (user +
@@ -165,9 +165,7 @@ def event_loop_runner(use_uvloop: bool) -> Callable[[Any], Any]:
     from cobalt_lib._aio import run
 
     if use_uvloop:
-        import uvloop
-
-        asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+        os.environ["COBALT_EVENT_LOOP"] = "uvloop"  # how a user asks for it
     return run
 
 

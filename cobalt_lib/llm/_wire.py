@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlparse
 
 from .._errors import JudgeError
-from ._providers import KEY_VARIABLES, Endpoint, is_azure, redact, retry_after_seconds
+from ._providers import AZURE_KEY_VARIABLE, KEY_VARIABLES, Endpoint, is_azure, redact, retry_after_seconds
 
 if TYPE_CHECKING:
     import aiohttp
@@ -266,7 +266,8 @@ def _status_error(endpoint: Endpoint, url: str, status: int, headers: Mapping[st
     except ValueError:
         detail = raw.decode("utf-8", errors="replace")
     if status in (401, 403):
-        hint = f"; check {KEY_VARIABLES.get(endpoint.provider, 'the API key')}"
+        variable = KEY_VARIABLES.get(endpoint.provider, "the API key")
+        hint = f"; check {AZURE_KEY_VARIABLE} (or {variable})" if is_azure(endpoint.base_url) else f"; check {variable}"
     elif status == 404:
         hint = f"; check the model name {endpoint.model!r} and base_url ({safe_url(url)} was not found)"
     else:
