@@ -78,7 +78,7 @@ def resolve_judge(judge: JudgeConfig, *, provider: str | None = None, model: str
     same_provider = prov == judge.provider
     url = base_url or (judge.base_url if same_provider else None) or _default_base_url(prov)
     if prov == "anthropic" and url:
-        # The SDK adds /v1/messages itself; a base_url written the OpenAI way (…/v1) would call /v1/v1/messages.
+        # /v1/messages is added per call; a base_url written the OpenAI way (…/v1) would call /v1/v1/messages.
         url = re.sub(r"/v1/?$", "", url.rstrip("/")) or url
     configured_key = judge.api_key.get_secret_value() if (judge.api_key and same_provider) else None
     variables = [KEY_VARIABLES[prov]]

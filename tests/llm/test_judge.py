@@ -1,4 +1,4 @@
-"""The LLM judge against the loopback server, through the real openai and anthropic SDKs."""
+"""The LLM judge against the loopback server, through cobalt's own HTTP client (llm/_wire.py)."""
 
 from __future__ import annotations
 
