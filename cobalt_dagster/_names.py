@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
 from cobalt_lib import ConfigError
+from cobalt_lib.ops import dagster_name
 
-
-def dagster_name(name: str) -> str:
-    """`my-summarizer-agent` -> `my_summarizer_agent`: every character outside [A-Za-z0-9_] becomes `_`."""
-    safe = re.sub(r"[^A-Za-z0-9_]", "_", name)
-    return f"x_{safe}" if not safe or safe[0].isdigit() else safe
+__all__ = ["check_unique", "dagster_name"]
 
 
 def check_unique(names: Iterable[str]) -> dict[str, str]:

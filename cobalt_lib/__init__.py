@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from .config import Config, define_config, find_project_root, load_config
     from .evaluators import EVALUATOR_TYPES, EvalContext, Evaluator, EvaluatorKind, evaluator_kinds
     from .experiments import REGISTRY, Dataset, Experiment, discover_files, experiment, load_experiments, load_file
-    from .gates import Assertion, assertion, no_regression, threshold
+    from .gates import Assertion, assertion, calibrated, no_regression, threshold
+    from .graders import Grader, grader, load_grader
     from .llm import track_usage
     from .results import (
         AssertionResult,
@@ -51,7 +52,8 @@ _EXPORTS: dict[str, str] = {name: module for module, names in {
     ".config": "Config define_config find_project_root load_config",
     ".evaluators": "EVALUATOR_TYPES EvalContext Evaluator EvaluatorKind evaluator_kinds",
     ".experiments": "Dataset Experiment REGISTRY discover_files experiment load_experiments load_file",
-    ".gates": "Assertion assertion no_regression threshold",
+    ".gates": "Assertion assertion calibrated no_regression threshold",
+    ".graders": "Grader grader load_grader",
     ".llm": "track_usage",
     ".results": "AssertionResult EvalResult Evaluation ExperimentReport ItemResult ItemSpread Stats "
         "Store Summary read_results",
@@ -77,6 +79,7 @@ __all__ = [
     "EvaluatorKind",
     "Experiment",
     "ExperimentReport",
+    "Grader",
     "ItemResult",
     "ItemSpread",
     "JudgeError",
@@ -88,14 +91,17 @@ __all__ = [
     "TemplateError",
     "__version__",
     "assertion",
+    "calibrated",
     "define_config",
     "discover_files",
     "evaluator_kinds",
     "experiment",
     "find_project_root",
+    "grader",
     "load_config",
     "load_experiments",
     "load_file",
+    "load_grader",
     "no_regression",
     "read_results",
     "threshold",

@@ -96,6 +96,7 @@ class FakeLLM:
         #: Replaces the embeddings (which are otherwise computed from the text), e.g. with an error.
         self.embeddings_reply: Reply | None = None
         self._queue: deque[Reply] = deque()
+        self._embeddings_queue: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -121,9 +122,15 @@ class FakeLLM:
         with self._lock:
             self._queue.extend(text(r) if isinstance(r, str) else r for r in replies)
 
+    def script_embeddings(self, *replies: Reply) -> None:
+        """Replies for the next embeddings calls (an error, say), before `embeddings_reply` or the vectors."""
+        with self._lock:
+            self._embeddings_queue.extend(replies)
+
     def reset(self) -> None:
         with self._lock:
             self._queue.clear()
+            self._embeddings_queue.clear()
             self.requests.clear()
             self.respond = _default_responder
             self.embeddings_reply = None
@@ -152,7 +159,8 @@ class FakeLLM:
             self.served[kind] = self.served.get(kind, 0) + 1
             if self.record:
                 self.requests.append({"kind": kind, "body": body, "headers": headers, "time": time.monotonic()})
-            scripted = self._queue.popleft() if (self._queue and kind != "embeddings") else None
+            queue = self._embeddings_queue if kind == "embeddings" else self._queue
+            scripted = queue.popleft() if queue else None
             fault = None if (scripted or "x-fakellm-no-faults" in headers) else self._fault()
             generation = self._generation
             self._inflight += 1

@@ -1,13 +1,21 @@
-"""GitHub Actions: the step summary and one `::error` annotation per failed gate."""
+"""GitHub Actions: the step summary, each run's HTML report beside it, and one `::error` annotation
+per failed gate."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..render._markdown import report_markdown
 from ..results._report import ExperimentReport
+
+if TYPE_CHECKING:
+    from ..config._config import Config
+
+#: Where the HTML reports go under GitHub Actions (default: `reports/` under the output directory).
+REPORT_DIR_VARIABLE = "COBALT_REPORT_DIR"
 
 
 def _escape_data(text: str) -> str:
@@ -20,19 +28,24 @@ def _escape_property(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def github_outputs(reports: Sequence[ExperimentReport]) -> list[str]:
-    """Under GitHub Actions: append a Markdown summary and print one ::error per failed gate.
+def github_outputs(reports: Sequence[ExperimentReport], config: Config | None = None) -> list[str]:
+    """Under GitHub Actions: append a Markdown summary, write each run's HTML report (with `config`;
+    the summary says where, for an upload-artifact step) and print one ::error per failed gate.
 
-    Returns warnings (a step summary that cannot be written does not fail the run)."""
+    Returns warnings (a step summary or report that cannot be written does not fail the run)."""
     if os.environ.get("GITHUB_ACTIONS") != "true":
         return []
-    warnings = []
+    warnings: list[str] = []
+    written = html_reports(reports, config, warnings) if config is not None else {}
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_path:
         try:
             with Path(summary_path).open("a", encoding="utf-8") as fh:
                 for report in reports:
                     fh.write(report_markdown(report) + "\n")
+                    if report.id in written:
+                        fh.write(f"HTML report: `{written[report.id]}` (the run page, self-contained; upload it "
+                                 "with actions/upload-artifact)\n\n")
         except OSError as exc:
             warnings.append(f"could not append to GITHUB_STEP_SUMMARY ({summary_path}): {exc.strerror or exc}")
     for report in reports:
@@ -41,3 +54,20 @@ def github_outputs(reports: Sequence[ExperimentReport]) -> list[str]:
                 title = _escape_property(f"cobalt gate failed: {report.name}")
                 print(f"::error title={title}::{_escape_data(gate.name + ': ' + gate.message)}", flush=True)
     return warnings
+
+
+def html_reports(reports: Sequence[ExperimentReport], config: Config, warnings: list[str]) -> dict[str, Path]:
+    """Each run's page as one HTML file (`cobalt report`), under `$COBALT_REPORT_DIR` or the output
+    directory's `reports/`: `{run id: path}`; a file that cannot be written is a warning."""
+    from .._errors import CobaltError
+    from ..pages import write_report
+
+    directory = Path(os.environ.get(REPORT_DIR_VARIABLE) or config.output_path / "reports")
+    written = {}
+    for report in reports:
+        path = directory / f"{report.name}-{report.id}.html".replace("/", "_")
+        try:
+            written[report.id] = write_report(config, report.id, path)
+        except (OSError, CobaltError) as exc:
+            warnings.append(f"could not write the HTML report {path}: {getattr(exc, 'strerror', None) or exc}")
+    return written

@@ -48,7 +48,7 @@ def announce(reports: list[ExperimentReport], config: Config) -> None:
     from ..ci._github import github_outputs
     from ..ci._webhooks import post_webhooks
 
-    warnings = github_outputs(reports)
+    warnings = github_outputs(reports, config)
     for report in reports:
         warnings += post_webhooks(config.webhooks, report)
     warn(warnings)

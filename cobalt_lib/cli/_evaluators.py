@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import warnings
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -48,9 +49,11 @@ def evaluators(
     """
     from ..evaluators._catalog import broken_plugins, describe_kinds
 
-    kinds = describe_kinds()
+    with warnings.catch_warnings():  # said once below, in the CLI's words
+        warnings.simplefilter("ignore")
+        kinds = describe_kinds()
     for name, error in broken_plugins().items():
-        print(f"warning: evaluator plugin {name!r} failed to load: {error}", file=sys.stderr)
+        print(f"warning: evaluator plugin {name!r} from {error}; its kind cannot be used", file=sys.stderr)
     if json_output:
         print_json([kind.model_dump(mode="json") for kind in kinds])
         return

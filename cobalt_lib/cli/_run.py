@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import IO, TYPE_CHECKING, Annotated
 
 import typer
 
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
     from ..config._config import Config
     from ..ops._run import RunOptions, RunOutcome
     from ..ops._select import Selection
-    from ..render._terminal import TerminalReporter
+    from ..run._session import Observer
 
 
 @app.command()
@@ -44,6 +45,9 @@ def run(
     update_baselines: Annotated[bool, typer.Option(
         "--update-baselines", help="Skip the no_regression gates and, when the other gates pass, write "
         "their baseline files from this run (first run, or an accepted change in quality).")] = False,
+    progress_jsonl: Annotated[Path | None, typer.Option(
+        "--progress-jsonl", metavar="FILE", help="Also write one JSON line per started run, finished item and "
+        "finished run to FILE (a file, or a pipe such as /dev/fd/3), flushed as each happens.")] = None,
 ) -> None:
     """Run experiments and report each item as it finishes.
 
@@ -54,7 +58,6 @@ def run(
     from .._signals import sigterm_as_interrupt
     from ..ops._run import RunOptions
     from ..ops._select import Selection
-    from ..render._terminal import TerminalReporter
     from ..results._summary import run_summary
     from ..run._execute import RunInterrupted
 
@@ -65,11 +68,14 @@ def run(
         other = "--resume" if resume else "--update-baselines"
         raise ConfigError(f"--only-failed starts a new run of some items, which {other} cannot be combined with.")
     selection = Selection(files=files or [], name_filter=filter, tags=tag or [])
-    reporter = None if json_output else TerminalReporter(ci=ci)
+    progress = None if progress_jsonl is None else open(progress_jsonl, "w", encoding="utf-8")  # noqa: SIM115
+    reporter = _observer(json_output, ci, progress)
     options = RunOptions(concurrency=concurrency, add_tags=add_tag or [], dagster=not no_dagster,
                          update_baselines=update_baselines)
     try:
-        with sigterm_as_interrupt():
+        # With --json, stdout carries the JSON alone: what the experiment files and agents print goes to stderr.
+        user_output = contextlib.redirect_stdout(sys.stderr) if json_output else contextlib.nullcontext()
+        with sigterm_as_interrupt(), user_output:
             outcome = _start(config, resume, only_failed, selection, options, reporter)
     except RunInterrupted as exc:
         from .._signals import EXPLAINED
@@ -81,6 +87,9 @@ def run(
             print(f"interrupted: finished items kept in run {exc.run_id} ({exc.status}); finish it with "
                   f"`cobalt run --resume {exc.run_id}`", file=sys.stderr)
         raise  # the entry point turns it into exit code 130 (143 after SIGTERM)
+    finally:
+        if progress is not None:
+            progress.close()
     _print_baselines(outcome, json_output)
     if json_output:
         print_json([run_summary(r) for r in outcome.reports])
@@ -92,8 +101,20 @@ def run(
     raise typer.Exit(0 if outcome.passed else 1)
 
 
+def _observer(json_output: bool, ci: bool, progress: IO[str] | None) -> Observer | None:
+    """The terminal reporter (none with --json), wrapped by the JSON-lines writer of --progress-jsonl."""
+    from ..render._terminal import TerminalReporter
+
+    reporter = None if json_output else TerminalReporter(ci=ci)
+    if progress is None:
+        return reporter
+    from ..render._progress import ProgressLines
+
+    return ProgressLines(progress, reporter)
+
+
 def _start(config: Config, resume: str | None, only_failed: str | None, selection: Selection,
-           options: RunOptions, reporter: TerminalReporter | None) -> RunOutcome:
+           options: RunOptions, reporter: Observer | None) -> RunOutcome:
     """Resume the run `resume` names, or re-run the failed items of `only_failed`, else start fresh runs."""
     from ..ops._resume import rerun_failed, resume_run
 
@@ -107,7 +128,7 @@ def _start(config: Config, resume: str | None, only_failed: str | None, selectio
 
 
 def _fresh_runs(config: Config, selection: Selection, options: RunOptions,
-                reporter: TerminalReporter | None) -> RunOutcome:
+                reporter: Observer | None) -> RunOutcome:
     """Every experiment checked before any runs; a threshold that gates nothing is said before the runs."""
     from ..ops._run import execute_runs, prepare_runs
 

@@ -1,4 +1,4 @@
-"""`cobalt serve` (the Dagster webserver and daemon on 127.0.0.1) and `cobalt request`."""
+"""`cobalt serve` (cobalt's pages, the Dagster webserver and daemon on 127.0.0.1) and `cobalt request`."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import webbrowser
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from ._common import project_config, warn
 
 if TYPE_CHECKING:
     from ..config._config import Config
+    from ..pages import PagesServer
 
 STOP_SECONDS = 10.0
 
@@ -79,8 +81,13 @@ def dagster_commands(port: int, target: list[str]) -> list[list[str]]:
 
 
 def serve_dashboard(config: Config, port: int | None = None, *, open_browser: bool | None = None,
-                    module: str | None = None) -> int:
-    """Run webserver + daemon until Ctrl-C (or SIGTERM); returns the exit code."""
+                    module: str | None = None, pages_port: int | None = None, pages_only: bool = False) -> int:
+    """Run cobalt's pages, and the Dagster webserver + daemon (unless `pages_only`), until Ctrl-C (or
+    SIGTERM); returns the exit code."""
+    port = port or config.dashboard.port
+    chosen = pages_port or config.dashboard.pages_port  # else the Dagster port + 1, or any free one
+    if pages_only:
+        return _serve_pages_only(config, chosen or port + 1, open_browser)
     from cobalt_dagster import dagster_home, local_instance
     from cobalt_dagster._automation import forget_daemon
 
@@ -89,7 +96,8 @@ def serve_dashboard(config: Config, port: int | None = None, *, open_browser: bo
     if target == ["-m", DEFAULT_MODULE]:
         check_definitions(config)
     local_instance(config)  # create and migrate first: webserver and daemon racing on it corrupts it
-    port = port or config.dashboard.port
+    url = f"http://127.0.0.1:{port}"
+    pages = start_pages(config, chosen or port + 1, dagster=url, fallback=not chosen)
     env = {**os.environ, "DAGSTER_HOME": str(dagster_home(config)), "COBALT_PROJECT_DIR": str(config.root)}
     commands = dagster_commands(port, target)
     children = [subprocess.Popen(cmd, env=env, cwd=config.root, start_new_session=True,
@@ -101,21 +109,65 @@ def serve_dashboard(config: Config, port: int | None = None, *, open_browser: bo
         stopping = True
 
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
-    url = f"http://127.0.0.1:{port}"
     try:
         if _wait_ready(url, children, lambda: stopping):
-            typer.echo(f"cobalt dashboard: {url}  (Ctrl-C stops it)")
+            typer.echo(f"cobalt pages:     {pages.url}\ndagster UI:       {url}  (Ctrl-C stops both)")
             if open_browser if open_browser is not None else config.dashboard.open:
-                webbrowser.open(url)
+                webbrowser.open(pages.url)
         while not stopping and all(child.poll() is None for child in children):
             time.sleep(0.2)
     finally:
         _stop(children)
+        pages.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     forget_daemon(config)  # its last heartbeat would tell `cobalt request` the daemon still runs
     failed = [c for c in children if c.returncode not in (0, -signal.SIGINT, -signal.SIGTERM, 130, None)]
     return 0 if stopping or not failed else 1
+
+
+def start_pages(config: Config, port: int, *, dagster: str, fallback: bool = False) -> PagesServer:
+    """cobalt's pages on 127.0.0.1:`port`, in a thread of this process (`fallback`: a port nobody
+    chose that is taken becomes a free one, with a warning). The served URLs are exported
+    (COBALT_PAGES_URL, COBALT_DAGSTER_URL) to the Dagster processes started next, so the links that
+    runs launched under `cobalt serve` record, and the pages' own links to Dagster, use these ports."""
+    from ..ops._links import DAGSTER_URL_VARIABLE, PAGES_URL_VARIABLE
+    from ..pages import PagesServer
+
+    server = PagesServer(config, "127.0.0.1", port)
+    try:
+        server.start()
+    except ConfigError:
+        if not fallback:
+            raise
+        server = PagesServer(config, "127.0.0.1", 0)
+        server.start()
+        warn([f"port {port} is taken, so cobalt's pages are on {server.url}; set [dashboard] pages_port "
+              "or pass --pages-port to choose."])
+    os.environ[PAGES_URL_VARIABLE] = server.url
+    os.environ[DAGSTER_URL_VARIABLE] = dagster
+    return server
+
+
+def _serve_pages_only(config: Config, port: int, open_browser: bool | None) -> int:
+    """`cobalt serve --pages-only`: the pages alone (no Dagster), until Ctrl-C or SIGTERM."""
+    from ..ops._links import dagster_url
+
+    pages = start_pages(config, port, dagster=dagster_url(config))
+    stopped = threading.Event()
+    previous = {sig: signal.signal(sig, lambda signum, frame: stopped.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        typer.echo(f"cobalt pages:     {pages.url}  (Ctrl-C stops it; without Dagster: its links open "
+                   "while `cobalt serve` runs)")
+        if open_browser if open_browser is not None else config.dashboard.open:
+            webbrowser.open(pages.url)
+        while not stopped.wait(0.5):
+            pass
+    finally:
+        pages.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 0
 
 
 def _wait_ready(url: str, children: list[subprocess.Popen[bytes]], stopping: Callable[[], bool]) -> bool:
@@ -148,22 +200,30 @@ def _stop(children: list[subprocess.Popen[bytes]]) -> None:
 
 @app.command()
 def serve(
-    port: Annotated[int | None, typer.Option("--port", "-p", help="Port on 127.0.0.1 (default 4000).")] = None,
+    port: Annotated[int | None, typer.Option(
+        "--port", "-p", help="The Dagster UI's port on 127.0.0.1 (default 4000).")] = None,
+    pages_port: Annotated[int | None, typer.Option(
+        "--pages-port", help="The port of cobalt's pages on 127.0.0.1 (default: [dashboard] pages_port, else "
+        "the Dagster port + 1).")] = None,
+    pages_only: Annotated[bool, typer.Option(
+        "--pages-only", help="Serve cobalt's pages alone, without Dagster (starts in a second).")] = False,
     open_browser: Annotated[bool | None, typer.Option("--open/--no-open", help="Open a browser tab.")] = None,
     module: Annotated[str | None, typer.Option(
         "--module", "-m", metavar="MODULE", help="Your Dagster definitions module (default: the project root's "
         "workspace.yaml, else its definitions.py, else cobalt's experiments alone).")] = None,
 ) -> None:
-    """Start the dashboard: the Dagster webserver and daemon for this project on 127.0.0.1.
+    """Start the dashboard: cobalt's pages (runs, run detail, compare, trends) and the Dagster webserver
+    and daemon for this project, all on 127.0.0.1.
 
     Uses DAGSTER_HOME=.cobalt/dagster; schedules from `[schedules]` run while it is up. Loads
     `--module` if given, else `[dashboard] module` from config, else workspace.yaml, else
     definitions.py in the project root, else every
     experiment of the project (`cobalt_dagster.definitions`).
 
-    Example: `cobalt serve --port 4000 --module my_project.definitions`
+    Example: `cobalt serve --port 4000 --module my_project.definitions` (pages on 4001)
     """
-    raise typer.Exit(serve_dashboard(project_config(), port, open_browser=open_browser, module=module))
+    raise typer.Exit(serve_dashboard(project_config(), port, open_browser=open_browser, module=module,
+                                     pages_port=pages_port, pages_only=pages_only))
 
 
 @app.command()

@@ -10,6 +10,7 @@ from ._catalog import EVALUATOR_TYPES, KindInfo, OptionInfo, broken_plugins, des
 from ._context import EvalContext, Scoring
 from ._evaluator import Evaluator
 from ._kind import EvaluatorKind, require_field
+from ._plugins import PluginWarning
 from ._values import to_evaluation
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "EvaluatorKind",
     "KindInfo",
     "OptionInfo",
+    "PluginWarning",
     "Scoring",
     "broken_plugins",
     "describe_kinds",

@@ -16,33 +16,48 @@ from pydantic_core import PydanticUndefined
 from .._errors import EvaluatorError
 from . import kinds as _builtin
 from ._kind import EvaluatorKind
-from ._plugins import BROKEN, SOURCES, load_plugins
+from ._plugins import BROKEN, SOURCES, load_plugin, load_plugins
 from ._registry import KINDS
 
-_loaded = False
+_builtins_loaded = False
+#: The kinds every project meets first, registered (and so listed) before the catalogue of the others.
+_CORE = ("_llm_judge", "_function", "_exact_match", "_similarity", "_contains")
+
+
+def _load_builtins() -> None:
+    global _builtins_loaded
+    if not _builtins_loaded:
+        names = sorted((m.name for m in pkgutil.iter_modules(_builtin.__path__)),
+                       key=lambda name: (_CORE.index(name) if name in _CORE else len(_CORE), name))
+        for name in names:
+            importlib.import_module(f"{_builtin.__name__}.{name}")
+        _builtins_loaded = True
 
 
 def evaluator_kinds() -> dict[str, type[EvaluatorKind]]:
     """Every evaluator kind by name: the built-ins, installed plugins and kinds defined in this process."""
-    global _loaded
-    if not _loaded:
-        for module in pkgutil.iter_modules(_builtin.__path__):
-            importlib.import_module(f"{_builtin.__name__}.{module.name}")
-        load_plugins()
-        _loaded = True
+    _load_builtins()
+    load_plugins()
     return dict(KINDS)
 
 
 def find_kind(name: Any, where: str) -> type[EvaluatorKind]:
-    """The kind called `name`, or an EvaluatorError with the closest name (or why its plugin failed)."""
-    known = evaluator_kinds()
-    if isinstance(name, str) and name in known:
-        return known[name]
+    """The kind called `name`, or an EvaluatorError naming the installed kinds (or why its plugin failed).
+
+    Only the plugin of that name is loaded: a broken plugin that a run does not use cannot break it."""
+    _load_builtins()
+    if isinstance(name, str) and (name in KINDS or load_plugin(name)):
+        return KINDS[name]
     if isinstance(name, str) and name in BROKEN:
         raise EvaluatorError(f"{where} has type {name!r}, whose plugin failed to load: {BROKEN[name]}")
+    known = evaluator_kinds()
     close = difflib.get_close_matches(str(name), known, n=1)
-    hint = f"did you mean {close[0]!r}?" if close else f"use one of {', '.join(known)}."
-    raise EvaluatorError(f"{where} has unknown type {name!r}; {hint}")
+    plugins = [f"{kind} (from {SOURCES[kind].split(' (')[0]})" for kind in known if kind in SOURCES]
+    installed = ", ".join([*(kind for kind in known if kind not in SOURCES), *plugins])
+    hint = f"did you mean {close[0]!r}? Installed kinds: {installed}" if close else (
+        f"use one of the installed kinds: {installed}")
+    raise EvaluatorError(f"{where} has unknown type {name!r}; {hint}. A plugin's kind is there once its package is "
+                         "installed in this environment.")
 
 
 class _Descriptions(Mapping[str, str]):
@@ -105,7 +120,8 @@ def _source(name: str, cls: type[EvaluatorKind]) -> str:
 
 def _options(cls: type[EvaluatorKind]) -> list[OptionInfo]:
     options = []
-    for name, field in cls.model_fields.items():
+    for name in cls.option_names():
+        field = cls.option_field(name)
         required = field.is_required()
         default = None if required or field.default is PydanticUndefined else field.default
         options.append(OptionInfo(name=name, type=type_name(field.annotation), required=required,
@@ -118,6 +134,8 @@ def type_name(annotation: Any) -> str:
     if annotation is None or annotation is type(None):
         return "None"
     origin = typing.get_origin(annotation)
+    if origin is typing.Literal:
+        return " | ".join(repr(arg) for arg in typing.get_args(annotation))
     if origin in (typing.Union, types.UnionType):
         return " | ".join(type_name(arg) for arg in typing.get_args(annotation))
     if (origin is not None and getattr(origin, "__name__", "") == "Callable") or annotation is typing.Callable:

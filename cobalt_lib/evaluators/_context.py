@@ -20,6 +20,10 @@ class EvalContext:
     metadata: dict[str, Any] = field(default_factory=dict)
     index: int = 0
     run_index: int = 0
+    #: The agent call's own metrics (None when unknown), for `max_latency`, `max_cost`, `max_tokens`.
+    latency_ms: float | None = None
+    tokens: int | None = None
+    cost_usd: float | None = None
 
     @property
     def input(self) -> Any:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._aio import run_anywhere
 from .._errors import EvaluatorError
 from ..results._report import Evaluation
 from ._catalog import find_kind
@@ -48,9 +49,10 @@ class Evaluator:
     def __getattr__(self, option: str) -> Any:
         """The kind's options read as attributes: `Evaluator(..., prompt=p).prompt is p`."""
         kind = self.__dict__.get("kind")
-        if kind is None or option.startswith("_") or option not in type(kind).model_fields:
+        if kind is None or option.startswith("_") or option not in type(kind).option_names():
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {option!r}")
-        return getattr(kind, option)
+        fields = {field.alias or name: name for name, field in type(kind).model_fields.items()}
+        return getattr(kind, fields[option])
 
     def describe(self) -> dict[str, Any]:
         """The evaluator's name, type, pass mark and options, as stored with every run."""
@@ -63,6 +65,21 @@ class Evaluator:
     def endpoint(self, config: Config) -> Endpoint | None:
         """The resolved judge or embeddings endpoint (raises if its API key is missing)."""
         return self.kind.endpoint(config, self)
+
+    def evaluate_sync(self, output: Any, *, item: Mapping[str, Any] | None = None,
+                      metadata: Mapping[str, Any] | None = None) -> Evaluation:
+        """Score one output here and now, outside a run: a quick check in a notebook or a unit test.
+
+        For kinds that call no model (a model-judged kind needs the judge a run brings: raises)."""
+        from ._kind import EvaluatorKind
+
+        if type(self.kind).endpoint is not EvaluatorKind.endpoint:
+            raise EvaluatorError(f"Evaluator {self.name!r} ({self.type}) calls a model: score it in an experiment "
+                                 "run, which brings the judge, its cache and its key.")
+        item = dict(item or {})
+        self.check_item(item, 0)
+        ctx = EvalContext(item=item, output=output, metadata=dict(metadata or {}))
+        return run_anywhere(self.evaluate(ctx, None, None))
 
     async def evaluate(self, ctx: EvalContext, judge: Judge | None, endpoint: Endpoint | None, *,
                        threads: DaemonThreads | None = None, timeout: float | None = None) -> Evaluation:

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic.fields import FieldInfo
 
 from .._errors import EvaluatorError, JudgeError, TemplateError
 from ..results._direction import passes
@@ -27,6 +28,10 @@ if TYPE_CHECKING:
     from ..config._config import Config
     from ..llm._providers import Endpoint
     from ._evaluator import Evaluator
+
+
+#: Options many kinds share, listed after a kind's own: the judge's, then `negate`.
+_SHARED_LAST = {"model": 1, "provider": 1, "base_url": 1, "negate": 2}
 
 
 class EvaluatorKind(BaseModel, abc.ABC):
@@ -59,19 +64,33 @@ class EvaluatorKind(BaseModel, abc.ABC):
             raise EvaluatorError(cls._option_problem(where, exc)) from None
 
     @classmethod
+    def option_names(cls) -> list[str]:
+        """The options in the order users read them: the kind's own first, shared ones (judge, `negate`) last."""
+        names = [field.alias or name for name, field in cls.model_fields.items()]
+        return sorted(names, key=lambda name: _SHARED_LAST.get(name, 0))
+
+    @classmethod
+    def option_field(cls, option: str) -> FieldInfo:
+        """The field of an option, by the name users write (a field's alias, such as `schema`)."""
+        by_alias = {field.alias or name: field for name, field in cls.model_fields.items()}
+        return by_alias[option]
+
+    @classmethod
     def description(cls) -> str:
         return (inspect.getdoc(cls) or "").split("\n\n")[0].replace("\n", " ").strip()
 
     @classmethod
     def _option_problem(cls, where: str, exc: ValidationError) -> str:
-        error = exc.errors()[0]
+        errors = exc.errors()
+        # a misspelt option also shows as a missing one: name the typo, with its "did you mean"
+        error = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
         head = f"{where} ({cls.kind})"
         message = str(error["msg"]).removeprefix("Value error, ")
         if not error["loc"]:  # a check across options (a model validator): its message says it all
             return f"{head}: {message[:1].lower()}{message[1:]}."
         option = str(error["loc"][0])
         if error["type"] == "missing":
-            field = cls.model_fields[option]
+            field = cls.option_field(option)
             hint = f" ({field.description})" if field.description else ""
             return f"{head} needs {option}=...{hint}."
         if error["type"] == "extra_forbidden":
@@ -80,12 +99,13 @@ class EvaluatorKind(BaseModel, abc.ABC):
 
     @classmethod
     def _unknown_option(cls, option: str) -> str:
-        own = list(cls.model_fields)
+        own = cls.option_names()
         listed = f"its options are {', '.join(own)}" if own else "it takes no options"
         others = [name for name in kinds_using(option) if name != cls.kind]
         if others:
-            return (f"does not use {option}=; it is for {' and '.join(others)} evaluators. Remove it or change "
-                    f"type= ({listed}).")
+            named = others[:3] if len(others) <= 4 else [*others[:3], f"{len(others) - 3} more"]
+            users = named[0] if len(named) == 1 else f"{', '.join(named[:-1])} and {named[-1]}"
+            return f"does not use {option}=; it is for {users} evaluators. Remove it or change type= ({listed})."
         close = difflib.get_close_matches(option, own, n=1)
         return f"has no option {option!r}; " + (f"did you mean {close[0]!r}? ({listed})." if close else f"{listed}.")
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import typing
+import warnings
 from collections.abc import Callable
 from importlib import metadata
 from typing import Any, ClassVar
@@ -40,19 +41,36 @@ class FunctionPlugin(EvaluatorKind):
         return await call_user(fn, ctx, scoring, **self.model_dump())
 
 
+class PluginWarning(UserWarning):
+    """An installed evaluator plugin failed to load; evaluators of other kinds work as before."""
+
+
 def load_plugins() -> None:
-    """Register every installed `cobalt.evaluators` entry point; a broken one is recorded, not raised."""
+    """Register every installed `cobalt.evaluators` entry point; a broken one is recorded and warned about."""
     for entry in metadata.entry_points(group=GROUP):
-        if entry.name in KINDS and entry.name in SOURCES:
-            continue
-        try:
-            target = entry.load()
-            cls = _as_kind(entry.name, target)
-        except Exception as exc:  # a plugin's import error must not break every other evaluator
-            BROKEN[entry.name] = f"{entry.value}: {type(exc).__name__}: {exc}"
-            continue
-        dist = entry.dist
-        SOURCES[cls.kind] = f"{dist.name} {dist.version} ({entry.value})" if dist else entry.value
+        _load(entry)
+
+
+def load_plugin(name: str) -> bool:
+    """Load only the entry point called `name` (plugins load on first lookup); whether it registered a kind."""
+    for entry in metadata.entry_points(group=GROUP, name=name):
+        _load(entry)
+    return name in KINDS
+
+
+def _load(entry: metadata.EntryPoint) -> None:
+    if entry.name in BROKEN or (entry.name in KINDS and entry.name in SOURCES):
+        return
+    dist = f"{entry.dist.name} {entry.dist.version}" if entry.dist else "an unknown distribution"
+    try:
+        target = entry.load()
+        cls = _as_kind(entry.name, target)
+    except Exception as exc:  # a plugin's import error must not break every other evaluator
+        BROKEN[entry.name] = f"{dist} ({entry.value}): {type(exc).__name__}: {exc}"
+        warnings.warn(f"evaluator plugin {entry.name!r} from {BROKEN[entry.name]}; its kind cannot be used "
+                      f"(reinstall or remove {dist.split(' ')[0]})", PluginWarning, stacklevel=3)
+        return
+    SOURCES[cls.kind] = f"{dist} ({entry.value})"
 
 
 def _as_kind(name: str, target: Any) -> type[EvaluatorKind]:

@@ -27,7 +27,7 @@ def register(cls: type[EvaluatorKind]) -> None:
 
 def kinds_using(option: str) -> list[str]:
     """The kinds that have an option of that name (for "it is for llm-judge evaluators")."""
-    return [name for name, cls in KINDS.items() if option in cls.model_fields]
+    return [name for name, cls in KINDS.items() if option in cls.option_names()]
 
 
 def _origin(cls: type) -> str:

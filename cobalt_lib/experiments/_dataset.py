@@ -160,7 +160,67 @@ def _parse_json(text: str, where: str) -> list[Item]:
     for i, item in enumerate(data):
         if not isinstance(item, dict):
             raise DatasetError(f"{where}: item {i} is a {type(item).__name__}, not an object.")
+    if any(_CHECKS in item for item in data):
+        for item, line in zip(data, _item_lines(text), strict=True):
+            _declare_checks(item, f"{where}, line {line}")
     return data
+
+
+_WS = re.compile(r"[ \t\n\r]*")
+
+
+def _skip(text: str, pos: int) -> int:
+    """The position after the JSON whitespace at `pos`."""
+    match = _WS.match(text, pos)
+    assert match is not None  # the pattern matches the empty string
+    return match.end()
+
+
+def _item_lines(text: str) -> list[int]:
+    """The line each item of a valid JSON dataset starts on (an array, or an object's `items` array)."""
+    decoder = json.JSONDecoder()
+    pos = _skip(text, 0)
+    if text.startswith("{", pos):
+        pos += 1
+        while True:  # walk the top-level keys to the "items" array
+            key, pos = decoder.raw_decode(text, _skip(text, pos))
+            pos = _skip(text, _skip(text, pos) + 1)  # past the colon
+            if key == "items":
+                break
+            _, pos = decoder.raw_decode(text, pos)
+            pos = _skip(text, pos) + 1  # past the comma
+    starts, pos = [], pos + 1
+    while not text.startswith("]", pos := _skip(text, pos)):
+        starts.append(pos)
+        _, pos = decoder.raw_decode(text, pos)
+        pos = _skip(text, pos)
+        pos += text.startswith(",", pos)
+    lines, line, last = [], 1, 0
+    for start in starts:
+        line += text.count("\n", last, start)
+        lines.append(line)
+        last = start
+    return lines
+
+
+#: The item field holding an item's own checks (see cobalt_lib.evaluators._itemchecks).
+_CHECKS = "checks"
+
+
+def _declare_checks(item: Item, where: str) -> None:
+    """Validate an item's checks where it was read, so an unknown kind or option names the file and line.
+    A CSV cell holds them as JSON text: it is parsed, and an empty cell means none."""
+    from ..evaluators._itemchecks import declare_checks
+
+    if _CHECKS not in item:
+        return
+    value = item[_CHECKS]
+    if isinstance(value, str) and not value.strip():
+        del item[_CHECKS]
+        return
+    declare_checks(value, where)
+    if isinstance(value, str):
+        item[_CHECKS] = json.loads(value)
 
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
@@ -182,6 +242,8 @@ def _parse_jsonl(text: str, where: str) -> list[Item]:
             ) from None
         if not isinstance(item, dict):
             raise DatasetError(f"{where}, line {lineno}: expected a JSON object, got {type(item).__name__}.")
+        if _CHECKS in item:
+            _declare_checks(item, f"{where}, line {lineno}")
         items.append(item)
     return items
 
@@ -229,7 +291,10 @@ def _parse_csv(text: str, where: str) -> list[Item]:
                     f"{where}, line {row_line}: {len(row)} fields where the header has "
                     f"{len(header)}; quote fields that contain commas."
                 )
-            items.append(dict(zip(header, row, strict=True)))
+            item = dict(zip(header, row, strict=True))
+            if _CHECKS in item:
+                _declare_checks(item, f"{where}, line {row_line}")
+            items.append(item)
     except csv.Error as exc:
         raise DatasetError(f"{where}, line {reader.line_num}: malformed CSV ({exc}).") from None
     return items

@@ -11,6 +11,7 @@ from .._aio import run_anywhere
 from .._errors import ConfigError
 from ..config._config import Config, load_config
 from ..evaluators._evaluator import Evaluator
+from ..evaluators._itemchecks import with_item_checks
 from ..gates._assertions import RUN_METRICS, Assertion
 from ..results._report import ExperimentReport
 from ._dataset import Dataset
@@ -55,6 +56,7 @@ class Experiment:
         for evaluator in evaluators:
             if not isinstance(evaluator, Evaluator):
                 raise ConfigError(f"{where}: evaluators must be Evaluator(...) objects, got {evaluator!r}.")
+        evaluators = with_item_checks(evaluators, dataset)  # items carrying "checks": their `checks` evaluator
         names = [e.name for e in evaluators]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:

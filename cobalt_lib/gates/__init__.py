@@ -1,4 +1,5 @@
-"""Quality gates over a run's aggregates: thresholds, no-regression, error rate, custom checks."""
+"""Quality gates over a run's aggregates: thresholds, no-regression, error rate, custom checks, and
+`calibrated` (the grader behind a gate was measured against human labels)."""
 
 from __future__ import annotations
 
@@ -18,16 +19,19 @@ from ._assertions import (
     no_regression,
     threshold,
 )
+from ._calibrated import Calibrated, calibrated
 
 __all__ = [
     "RUN_METRICS",
     "Assertion",
+    "Calibrated",
     "Custom",
     "ErrorRate",
     "EvaluatorsScored",
     "NoRegression",
     "Threshold",
     "assertion",
+    "calibrated",
     "check_metric",
     "config_assertions",
     "experiment_gates",

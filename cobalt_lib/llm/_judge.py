@@ -9,7 +9,7 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from .._errors import JudgeError
 from ..results._report import Evaluation
@@ -175,19 +175,89 @@ class Judge:
             **fields,
         )
 
-    async def embed(self, endpoint: Endpoint, texts: list[str]) -> tuple[list[list[float]], int, int]:
-        """Vectors for `texts` (cached per text), the tokens spent and the number of calls made."""
+    async def embed(self, endpoint: Endpoint, texts: list[str]) -> Embedded:
+        """Vectors for `texts`, each text cached. The uncached texts of every caller within
+        `EMBED_BATCH_WINDOW` seconds go out together, one request per batch of up to
+        `EMBED_BATCH_SIZE` texts, under the concurrency bound and with the judge's retries.
+
+        The caller that opened a batch carries its request (`calls` 1) and all its `tokens`; the others
+        get 0 and 0, so that summed over a run they count the requests sent and the tokens paid.
+        """
         keys = [cache_key("embedding", endpoint.provider, endpoint.model, t, {}, endpoint.base_url) for t in texts]
-        vectors: list[list[float] | None] = []
-        for key in keys:
+        found: dict[str, list[float]] = {}
+        for text, key in zip(texts, keys, strict=True):
             hit = self.cache.get(key)
-            vectors.append(hit["vector"] if hit else None)
-        missing = [i for i, v in enumerate(vectors) if v is None]
-        tokens = 0
+            if hit:
+                found[text] = hit["vector"]
+        missing = list(dict.fromkeys(t for t in texts if t not in found))
+        tokens = calls = 0
         if missing:
-            async with self._limit:
-                fresh, tokens = await self.clients.embed(endpoint, [texts[i] for i in missing])
-            for i, vector in zip(missing, fresh, strict=True):
-                vectors[i] = vector
-                self.cache.put(keys[i], {"vector": vector})
-        return [v for v in vectors if v is not None], tokens, 1 if missing else 0
+            # Kept on the instance through vars(): the batches live only as long as this run's judge.
+            batches: dict[Endpoint, _EmbeddingBatch] = vars(self).setdefault("_embedding_batches", {})
+            batch = batches.get(endpoint)
+            if batch is None or batch.closed:
+                batch = batches[endpoint] = _EmbeddingBatch(self, endpoint)
+            fresh, tokens, calls = await batch.add(missing)
+            found.update(fresh)
+        return Embedded([found[t] for t in texts], tokens, calls, cached=not missing)
+
+
+#: Embedding requests arriving within this many seconds share one request (the items of a run are
+#: scored as their agent calls finish: batching them is what keeps it one request per batch, not per item).
+EMBED_BATCH_WINDOW = 0.05
+#: The most texts in one embeddings request (OpenAI accepts up to 2048 inputs).
+EMBED_BATCH_SIZE = 256
+
+
+class Embedded(NamedTuple):
+    """`Judge.embed`'s answer: one vector per text, this caller's tokens and requests, and whether every
+    vector came from the cache."""
+
+    vectors: list[list[float]]
+    tokens: int
+    calls: int
+    cached: bool
+
+
+class _EmbeddingBatch:
+    """The texts of the callers that asked within one window, sent as one request."""
+
+    def __init__(self, judge: Judge, endpoint: Endpoint) -> None:
+        self.judge, self.endpoint = judge, endpoint
+        self.texts: dict[str, None] = {}
+        self.callers: list[tuple[list[str], asyncio.Future[tuple[dict[str, list[float]], int, int]]]] = []
+        self.closed = False
+        self.loop = asyncio.get_running_loop()
+        self.loop.call_later(EMBED_BATCH_WINDOW, self.close)
+        self.task: asyncio.Task[None] | None = None
+
+    async def add(self, texts: list[str]) -> tuple[dict[str, list[float]], int, int]:
+        future: asyncio.Future[tuple[dict[str, list[float]], int, int]] = self.loop.create_future()
+        self.callers.append((texts, future))
+        self.texts.update(dict.fromkeys(texts))
+        if len(self.texts) >= EMBED_BATCH_SIZE:
+            self.close()
+        return await future
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.task = self.loop.create_task(self._send())
+
+    async def _send(self) -> None:
+        texts = list(self.texts)
+        try:
+            async with self.judge._limit:
+                vectors, tokens = await self.judge.clients.embed(self.endpoint, texts)
+        except BaseException as exc:
+            for _, future in self.callers:
+                if not future.done():
+                    future.set_exception(exc if isinstance(exc, Exception) else JudgeError("embeddings cancelled"))
+            return
+        by_text = dict(zip(texts, vectors, strict=True))
+        for text, vector in by_text.items():
+            key = cache_key("embedding", self.endpoint.provider, self.endpoint.model, text, {}, self.endpoint.base_url)
+            self.judge.cache.put(key, {"vector": vector})
+        for i, (own, future) in enumerate(self.callers):
+            if not future.done():
+                future.set_result(({t: by_text[t] for t in own}, tokens if i == 0 else 0, 1 if i == 0 else 0))

@@ -7,15 +7,37 @@ pydantic models (or report models) and raising `CobaltError`s. Nothing here prin
     entries = run_history(config, experiment="qa")                          # list[HistoryEntry]
     result = compare_runs(config, "previous", "latest")                     # CompareOutcome
     shown = show_run(config, "latest", "3", failures=True)                  # ShownRun: one item's records
+    graded = grade(config, GradeOptions(input=..., grader=..., models=[...]))  # GradeOutcome: results, calibration
+    rows = run_query(config, "SELECT * FROM runs", limit=20)                # QueryResult (read-only snapshot)
 """
 
 from __future__ import annotations
 
 from ._clean import Cleanup, clean_up, plan_cleanup
 from ._compare import CompareOutcome, compare_runs, regression_reasons
+from ._details import ChangedItem, ComparedRuns, RunDetails, compare_with_reasons, report_details, run_details
+from ._evaluate import Evaluated, evaluate_output
+from ._experiments import ExperimentCatalog, ExperimentInfo, describe_experiments
 from ._export import Export, export_format, export_run
+from ._fresh import in_fresh_process
+from ._generate import Generated, generate_experiment, project_path
+from ._grade import GradeOptions, GradeOutcome, GradeResult, grade
 from ._history import HistoryEntry, check_stored_experiment, history_entry, run_duration_ms, run_history
+from ._links import (
+    compare_page_url,
+    dagster_asset_url,
+    dagster_check_name,
+    dagster_check_names,
+    dagster_check_url,
+    dagster_name,
+    dagster_run_url,
+    dagster_url,
+    pages_url,
+    run_page_url,
+    trends_page_url,
+)
 from ._project import RunRequested, config_warnings, request_experiment
+from ._query import QueryResult, TableInfo, check_select, run_query, store_schema
 from ._refs import RunPair, RunRef, resolve_pair, resolve_ref, store_with_runs
 from ._resume import Rescored, rerun_failed, rescore_run, resume_run
 from ._run import (
@@ -34,12 +56,23 @@ from ._show import ShownRun, is_failure, show_run
 
 __all__ = [
     "BaselineUpdate",
+    "ChangedItem",
     "Cleanup",
     "CompareOutcome",
+    "ComparedRuns",
+    "Evaluated",
+    "ExperimentCatalog",
+    "ExperimentInfo",
     "Export",
+    "Generated",
+    "GradeOptions",
+    "GradeOutcome",
+    "GradeResult",
     "HistoryEntry",
     "PreparedRuns",
+    "QueryResult",
     "Rescored",
+    "RunDetails",
     "RunOptions",
     "RunOutcome",
     "RunPair",
@@ -47,18 +80,37 @@ __all__ = [
     "RunRequested",
     "Selection",
     "ShownRun",
+    "TableInfo",
+    "check_select",
     "check_stored_experiment",
     "clean_up",
+    "compare_page_url",
     "compare_runs",
+    "compare_with_reasons",
     "config_warnings",
+    "dagster_asset_url",
+    "dagster_check_name",
+    "dagster_check_names",
+    "dagster_check_url",
+    "dagster_name",
+    "dagster_run_url",
+    "dagster_url",
+    "describe_experiments",
+    "evaluate_output",
     "execute_runs",
     "export_format",
     "export_run",
+    "generate_experiment",
+    "grade",
     "history_entry",
+    "in_fresh_process",
     "is_failure",
+    "pages_url",
     "plan_cleanup",
     "prepare_runs",
+    "project_path",
     "regression_reasons",
+    "report_details",
     "request_experiment",
     "rerun_failed",
     "rescore_run",
@@ -66,13 +118,18 @@ __all__ = [
     "resolve_ref",
     "resume_run",
     "resume_scope",
+    "run_details",
     "run_duration_ms",
     "run_experiments",
     "run_history",
+    "run_page_url",
     "run_plan",
+    "run_query",
     "select_experiments",
     "show_run",
+    "store_schema",
     "store_with_runs",
+    "trends_page_url",
     "unused_thresholds",
     "write_baselines",
 ]

@@ -78,7 +78,18 @@ def to_markdown(report: ExperimentReport) -> str:
         cells = [str(item.index), str(item.run_index), item.status, _md_cell(item.input), _md_cell(output),
                  _md_cell(expected_output(item)), *(_md_score(item.evaluations.get(n)) for n in names), latency]
         lines.append("| " + " | ".join(cells) + " |")
-    return report_markdown(report) + _per_item_markdown(report, names) + "\n#### Items\n\n" + "\n".join(lines) + "\n"
+    return (report_markdown(report) + _grading_markdown(report) + _per_item_markdown(report, names)
+            + "\n#### Items\n\n" + "\n".join(lines) + "\n")
+
+
+def _grading_markdown(report: ExperimentReport) -> str:
+    """A grading run (`cobalt grade`): its calibration tables."""
+    from ..calibration._models import Calibration
+    from ..calibration._stored import grading_config
+    from ._calibration import calibration_markdown
+
+    grading = grading_config(report.config)
+    return "" if grading is None else "\n" + calibration_markdown(Calibration.model_validate(grading["calibration"]))
 
 
 def _per_item_markdown(report: ExperimentReport, names: list[str]) -> str:

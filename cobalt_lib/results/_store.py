@@ -293,6 +293,141 @@ class Store:
                  "aggregates": " ORDER BY metric", "verdicts": " ORDER BY name"}.get(table, "")
         return self.query(f"SELECT * FROM {table} WHERE run_id = ?{order}", [run_id])
 
+    # Reads for cobalt's pages (`cobalt_lib.pages`): each one short read-only connection, so a page
+    # never holds the file while a run in progress wants to write.
+
+    def item_page(self, run_id: str, *, offset: int = 0, limit: int = 50, sort: str = "index",
+                  descending: bool = False, search: str = "", only: str | None = None,
+                  ) -> tuple[int, list[dict[str, Any]]]:
+        """One page of a run's `outputs` rows, each with its `scores` rows under `scores`, and how many
+        rows match. `sort`: index, status, latency, tokens, cost or `score:EVALUATOR`; `only`:
+        `failures` (agent error, eval-error or a score below its pass mark) or `eval-errors`;
+        `search`: a case-insensitive substring of input, output, error or a reason."""
+        evaluator = sort.removeprefix("score:") if sort.startswith("score:") else ""
+        order = {"status": "o.status", "latency": "o.latency_ms", "tokens": "o.tokens", "cost": "o.cost_usd",
+                 }.get(sort, "s.sort_score" if evaluator else "o.item_index")
+        where = {"failures": " AND (o.status <> 'ok' OR coalesce(s.eval_error OR s.below, false))",
+                 "eval-errors": " AND coalesce(s.eval_error, false)"}.get(only or "", "")
+        params: list[Any] = [evaluator, run_id, run_id]
+        if search:
+            where += (" AND contains(lower(concat_ws(' ', CAST(o.input AS VARCHAR), CAST(o.output AS VARCHAR), "
+                      "o.error, s.reasons)), ?)")
+            params.append(search.lower())
+        sql = (
+            "WITH s AS (SELECT item_index, run_index, bool_or(status <> 'ok') AS eval_error, "
+            "bool_or(passed = false) AS below, max(score) FILTER (WHERE evaluator = ?) AS sort_score, "
+            "string_agg(concat_ws(' ', reason, error), ' ') AS reasons FROM scores WHERE run_id = ? "
+            "GROUP BY item_index, run_index) "
+            "SELECT o.*, count(*) OVER () AS matched FROM outputs o LEFT JOIN s USING (item_index, run_index) "
+            f"WHERE o.run_id = ?{where} ORDER BY {order} {'DESC' if descending else 'ASC'} NULLS LAST, "
+            f"o.item_index, o.run_index LIMIT {int(limit)} OFFSET {int(offset)}")
+        with self.connect(read_only=True) as con:
+            rows = _fetch(con, sql, params)
+            keys = sorted({r["item_index"] for r in rows})
+            scores = _fetch(con, "SELECT * FROM scores WHERE run_id = ? AND item_index IN (SELECT unnest(?)) "
+                                 "ORDER BY evaluator", [run_id, keys]) if keys else []
+        by_key: dict[tuple[int, int], list[dict[str, Any]]] = {}
+        for score in scores:
+            by_key.setdefault((score["item_index"], score["run_index"]), []).append(score)
+        for row in rows:
+            row["scores"] = by_key.get((row["item_index"], row["run_index"]), [])
+        return (int(rows[0].pop("matched")) if rows else 0), [{k: v for k, v in r.items() if k != "matched"}
+                                                               for r in rows]
+
+    def item_records(self, run_id: str, index: int) -> list[dict[str, Any]]:
+        """Every repeat of item `index` of a run: its `outputs` rows, each with its `scores` rows."""
+        with self.connect(read_only=True) as con:
+            rows = _fetch(con, "SELECT * FROM outputs WHERE run_id = ? AND item_index = ? ORDER BY run_index",
+                          [run_id, index])
+            scores = _fetch(con, "SELECT * FROM scores WHERE run_id = ? AND item_index = ? ORDER BY evaluator",
+                            [run_id, index])
+        for row in rows:
+            row["scores"] = [s for s in scores if s["run_index"] == row["run_index"]]
+        return rows
+
+    def live_counts(self, run_id: str) -> dict[str, int]:
+        """What a run has stored so far: agent calls done, failed and timed out; scores and eval-errors."""
+        rows = self.query(
+            "SELECT (SELECT count(*) FROM outputs WHERE run_id = $1) AS done, "
+            "(SELECT count(*) FROM outputs WHERE run_id = $1 AND status = 'error') AS errors, "
+            "(SELECT count(*) FROM outputs WHERE run_id = $1 AND status = 'timeout') AS timeouts, "
+            "(SELECT count(*) FROM scores WHERE run_id = $1) AS scored, "
+            "(SELECT count(*) FROM scores WHERE run_id = $1 AND status <> 'ok') AS eval_errors", [run_id])
+        return {k: int(v or 0) for k, v in rows[0].items()}
+
+    def score_bins(self, run_id: str, bins: int = 10) -> list[dict[str, Any]]:
+        """Per evaluator, how many ok scores (0..1) fall in each of `bins` equal bins; with each
+        evaluator's count, mean, passes and eval-errors so far (a run in progress has no aggregates yet)."""
+        return self.query(
+            "SELECT evaluator, least(greatest(floor(score * $2), 0), $2 - 1)::INTEGER AS bin, count(*) AS n "
+            "FROM scores WHERE run_id = $1 AND status = 'ok' AND score IS NOT NULL GROUP BY ALL "
+            "UNION ALL SELECT evaluator, -1, count(*) FILTER (WHERE status <> 'ok') FROM scores "
+            "WHERE run_id = $1 GROUP BY ALL ORDER BY evaluator, bin", [run_id, bins])
+
+    def rows_of(self, table: str, run_ids: Sequence[str]) -> list[dict[str, Any]]:
+        """The `aggregates` or `verdicts` rows of several runs at once (the runs list, trends)."""
+        if table not in ("aggregates", "verdicts"):
+            raise ValueError(f"rows_of reads aggregates or verdicts, not {table!r}")
+        if not run_ids:
+            return []
+        return self.query(f"SELECT * FROM {table} WHERE run_id IN (SELECT unnest(?))", [list(run_ids)])
+
+    @contextmanager
+    def snapshot(self) -> Iterator[Any]:
+        """An in-memory DuckDB connection holding a copy of the five tables, with live run statuses.
+
+        The file is held only while the copy is taken (one short read, retried while a writer holds
+        it), so a slow or heavy query over the copy never blocks a run writing to the store. The copy
+        cannot reach files: external access is off and the setting is locked.
+        """
+        import duckdb
+
+        if not self.path.exists():
+            raise StoreError(f"No results store at {self.path} yet; run an experiment first.")
+        con = duckdb.connect(":memory:")
+        try:
+            self._attach_read_only(con)
+            try:
+                present = {row[0] for row in con.execute(
+                    "SELECT table_name FROM duckdb_tables() WHERE database_name = 'store'").fetchall()}
+                for table, cols in TABLES.items():
+                    if table in present:
+                        con.execute(f"CREATE TABLE {table} AS SELECT * FROM store.{table}")
+                    else:  # a store from before this table: an empty one, so queries naming it still work
+                        con.execute(f"CREATE TABLE {table} ({', '.join(f'{n} {k}' for n, k in cols)})")
+            finally:
+                con.execute("DETACH store")
+            running = con.execute("SELECT run_id, pid, host FROM runs WHERE status = 'running'").fetchall()
+            gone = [run_id for run_id, pid, host in running if not _process_alive(pid, host)]
+            if gone:
+                con.execute("UPDATE runs SET status = 'incomplete' WHERE run_id IN (SELECT unnest(?))", [gone])
+            con.execute("SET enable_external_access = false")
+            con.execute("SET lock_configuration = true")
+            yield con
+        finally:
+            con.close()
+
+    def _attach_read_only(self, con: Any) -> None:
+        """ATTACH the store file to `con` as `store`, read-only, retried while another process holds it."""
+        import duckdb
+
+        deadline = time.monotonic() + self.lock_timeout
+        delay = 0.02
+        while True:
+            try:
+                con.execute("ATTACH ? AS store (READ_ONLY)", [str(self.path)])
+                return
+            except duckdb.IOException as exc:
+                if not any(word in str(exc) for word in _LOCK_WORDS) or time.monotonic() > deadline:
+                    raise StoreError(f"Cannot open the results store {self.path}: {exc}") from None
+                time.sleep(delay * (0.5 + random.random()))
+                delay = min(delay * 2, 0.5)
+
+def _fetch(con: Any, sql: str, params: Sequence[Any]) -> list[dict[str, Any]]:
+    cursor = con.execute(sql, list(params))
+    names = [d[0] for d in cursor.description]
+    return [_decode(dict(zip(names, row, strict=True))) for row in cursor.fetchall()]
+
 
 def _keep_work(con: Any, run_id: str | None, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A run row written again (a resume, the finish) keeps the working time already stored for the

@@ -33,7 +33,7 @@ async def score(session: Session, item: ItemResult) -> ItemResult:
     plan = session.plan
     evaluators = [e for e in plan.evaluators if e.name in plan.scored]
     ctx = EvalContext(item=item.item, output=item.output, metadata=item.metadata, index=item.index,
-                      run_index=item.run_index)
+                      run_index=item.run_index, latency_ms=item.latency_ms, tokens=item.tokens, cost_usd=item.cost_usd)
     calls = [e.evaluate(ctx, session.judge, plan.endpoints[e.name], threads=session.eval_threads,
                         timeout=plan.timeout) for e in evaluators]
     # gather wraps each call in a task of its own: one evaluator is awaited in place

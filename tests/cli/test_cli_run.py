@@ -164,6 +164,22 @@ def test_filter_and_tag_select_experiments(qa_project: Path) -> None:
     assert runs[0]["summary"]["scores"]["exact"]["avg"] == 1.0
 
 
+def test_json_stdout_is_the_json_alone_when_user_code_prints(project: Path) -> None:
+    (project / "experiments").mkdir()
+    (project / "experiments" / "chatty.cobalt.py").write_text(
+        "from cobalt_lib import Dataset, Evaluator, experiment\n"
+        "print('loading the chatty experiment')\n"
+        "def agent(ctx):\n"
+        "    print('thinking about', ctx.input)\n"
+        "    return 'x'\n"
+        "experiment('chatty', Dataset([{'input': 'q', 'expected_output': 'x'}]), agent,\n"
+        "           evaluators=[Evaluator(name='exact', type='exact-match')])\n")
+    result = cobalt(project, "run", "--json", "--no-dagster")
+    assert result.returncode == 0, result.stderr
+    assert [r["name"] for r in json.loads(result.stdout)] == ["chatty"]
+    assert "loading the chatty experiment" in result.stderr and "thinking about q" in result.stderr
+
+
 def test_add_tag_and_concurrency_reach_the_run(qa_project: Path) -> None:
     result = cobalt(qa_project, "run", "experiments/qa.cobalt.py", "--add-tag", "nightly", "-c", "3")
     assert result.returncode == 0, result.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -92,3 +93,35 @@ def test_request_with_a_live_daemon_says_it_will_start_and_a_stopped_one_does_no
     assert live.returncode == 0 and live.stderr == ""
     assert live.stdout == (f"requested a run of qa-agent ({only_request(project)['run_id']}); the daemon of "
                            "`cobalt serve` will start it\n")
+
+
+def test_serve_pages_only_prints_its_url_serves_the_pages_and_stops_on_sigint(project: Path) -> None:
+    import httpx
+
+    port = free_port()
+    server = subprocess.Popen([COBALT, "serve", "--pages-only", "--pages-port", str(port), "--no-open"], cwd=project,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ),
+                              stdin=subprocess.DEVNULL)
+    try:
+        line = server.stdout.readline() if server.stdout else ""
+        assert line.startswith(f"cobalt pages:     http://127.0.0.1:{port}  (Ctrl-C stops it"), line
+        page = httpx.get(f"http://127.0.0.1:{port}/", timeout=10)
+        assert page.status_code == 200 and "No runs stored yet" in page.text
+        assert "script-src 'self'" in page.headers["content-security-policy"]
+    finally:
+        server.send_signal(signal.SIGINT)
+        assert server.wait(timeout=20) == 0
+    assert not (project / ".cobalt" / "dagster").exists()  # no Dagster with --pages-only
+
+
+def test_serve_on_a_pages_port_in_use_is_a_usage_error(project: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run([COBALT, "serve", "--pages-only", "--pages-port", str(port)], cwd=project,
+                                capture_output=True, text=True, timeout=60, env=dict(os.environ),
+                                stdin=subprocess.DEVNULL)
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"error: Cannot serve cobalt's pages on 127.0.0.1:{port}: ")
+    assert result.stderr.rstrip().endswith("pass --pages-port another port (or set [dashboard] pages_port).")

@@ -78,7 +78,7 @@ def test_cobalt_evaluators_lists_plugin_kinds_with_their_options(project: Path, 
     assert [(o["name"], o["type"], o["default"]) for o in shouting["options"]] == [
         ("min_ratio", "float", 0.5), ("letters_only", "bool", True)]
     assert kinds["polite"]["options"][0]["name"] == "word"
-    assert "evaluator plugin 'broken' failed to load: cobalt_loud:missing: AttributeError" in listed.stderr
+    assert ("evaluator plugin 'broken' from cobalt-loud 1.2 (cobalt_loud:missing): AttributeError" in listed.stderr)
 
 
 def test_a_run_uses_plugin_kinds_and_a_broken_plugin_is_named_where_used(project: Path, plugin_path: Path) -> None:
@@ -92,4 +92,4 @@ def test_a_run_uses_plugin_kinds_and_a_broken_plugin_is_named_where_used(project
     (project / "experiments" / "loud.cobalt.py").write_text(EXPERIMENT.replace('type="polite"', 'type="broken"'))
     failed = _cobalt(project, plugin_path, "run", "--no-dagster")
     assert failed.returncode == 2
-    assert "has type 'broken', whose plugin failed to load: cobalt_loud:missing" in failed.stderr
+    assert "has type 'broken', whose plugin failed to load: cobalt-loud 1.2 (cobalt_loud:missing)" in failed.stderr

@@ -26,7 +26,10 @@ from cobalt_lib.evaluators import Scoring, describe_kinds
 from cobalt_lib.evaluators._catalog import type_name
 from cobalt_lib.evaluators._registry import KINDS
 
-BUILT_IN = {"llm-judge", "function", "exact-match", "similarity"}
+BUILT_IN = {"llm-judge", "function", "exact-match", "similarity", "contains", "regex", "starts_with", "equals_json",
+            "numeric_match", "json_valid", "json_schema", "levenshtein", "rouge", "bleu", "max_latency", "max_cost",
+            "max_tokens", "tool_call_match", "tool_calls_valid", "max_tool_calls", "faithfulness", "answer_relevancy",
+            "context_precision", "context_recall", "factuality", "g_eval", "task_completion", "checks"}
 
 
 @pytest.fixture
@@ -59,7 +62,7 @@ def test_the_built_in_kinds_are_registered_with_their_options() -> None:
     kinds = evaluator_kinds()
     assert set(kinds) >= BUILT_IN
     assert all(issubclass(cls, EvaluatorKind) for cls in kinds.values())
-    assert set(kinds["exact-match"].model_fields) == {"field", "ignore_case", "ignore_whitespace"}
+    assert kinds["exact-match"].option_names() == ["field", "ignore_case", "ignore_whitespace", "negate"]
     assert kinds["similarity"].default_threshold == 0.85
     assert "Cosine similarity" in EVALUATOR_TYPES["similarity"]
     assert set(EVALUATOR_TYPES) == set(kinds)
@@ -80,9 +83,10 @@ def test_describe_kinds_gives_types_defaults_and_required_options() -> None:
     ("kwargs", "message"),
     [({"type": "exact-match", "ignore_cas": True},
       r"\(exact-match\) has no option 'ignore_cas'; did you mean 'ignore_case'\? \(its options are field, "
-      r"ignore_case, ignore_whitespace\)"),
+      r"ignore_case, ignore_whitespace, negate\)"),
      ({"type": "exact-match", "banana": 1}, r"has no option 'banana'; its options are field, ignore_case"),
-     ({"type": "exact-match", "model": "gpt-4o"}, r"does not use model=; it is for llm-judge and similarity"),
+     ({"type": "exact-match", "model": "gpt-4o"}, r"does not use model=; it is for llm-judge, similarity, "
+                                              r"answer_relevancy and \d+ more evaluators"),
      ({"type": "exact-match", "ignore_case": "maybe"}, r"ignore_case='maybe' is not valid: input should be a valid"),
      ({"type": "llm-judge", "prompt": "   "}, r"prompt='   ' is not valid: .*the prompt is empty"),
      ({"type": "function", "fn": 3}, r"fn=3 is not valid: input should be callable"),

@@ -318,3 +318,50 @@ def test_a_name_without_extension_asks_for_format(tmp_path: Path) -> None:
     with pytest.raises(DatasetError, match=r"Cannot tell the format of dataset .*data from its name; pass format="):
         Dataset.from_file(tmp_path / "data")
     assert len(Dataset.from_file(tmp_path / "data", format="jsonl")) == 1
+
+
+# -- checks carried by items ------------------------------------------------------------------------
+
+GOOD_CHECK = {"type": "contains", "value": "Paris"}
+BAD_CHECK = {"type": "contains", "valu": "Paris"}
+BAD_MESSAGE = r"check 1 \(contains\) has no option 'valu'; did you mean 'value'\?"
+
+
+def test_item_checks_in_jsonl_are_validated_naming_file_and_line(project: Path) -> None:
+    path = project / "qa.jsonl"
+    lines = [{"input": "a", "checks": [GOOD_CHECK]}, {"input": "b"}, {"input": "c", "checks": [GOOD_CHECK, BAD_CHECK]}]
+    path.write_text("\n".join(json.dumps(line) for line in lines[:2]) + "\n\n" + json.dumps(lines[2]) + "\n")
+    from cobalt_lib import EvaluatorError
+
+    with pytest.raises(EvaluatorError, match=r"qa\.jsonl, line 4: check 2 \(contains\) has no option 'valu'"):
+        Dataset.from_file(path)
+    path.write_text("\n".join(json.dumps(line) for line in lines[:2]) + "\n")
+    assert Dataset.from_file(path)[0]["checks"] == [GOOD_CHECK]
+
+
+@pytest.mark.parametrize("wrapped", [False, True], ids=["array", "object"])
+def test_item_checks_in_a_json_file_name_the_line_the_item_starts_on(project: Path, wrapped: bool) -> None:
+    items = [{"input": "a", "checks": [GOOD_CHECK]}, {"input": "b"}, {"input": "c", "checks": [BAD_CHECK]}]
+    text = json.dumps({"name": "qa", "items": items} if wrapped else items, indent=2)
+    expected_line = text.splitlines().index('      "input": "c",' if wrapped else '    "input": "c",')  # 0-based
+    (project / "qa.json").write_text(text)
+    from cobalt_lib import EvaluatorError
+
+    with pytest.raises(EvaluatorError, match=rf"qa\.json, line {expected_line}: {BAD_MESSAGE}"):
+        Dataset.from_file(project / "qa.json")
+
+
+def test_item_checks_in_a_csv_column_are_json_text(project: Path) -> None:
+    from cobalt_lib import EvaluatorError
+
+    path = project / "qa.csv"
+    good = json.dumps([GOOD_CHECK]).replace('"', '""')
+    path.write_text(f'input,checks\na,"{good}"\nb,\nc,"[{{""type"": ""regx""}}]"\n')
+    with pytest.raises(EvaluatorError, match=r"qa\.csv, line 4: check 1 has unknown type 'regx'; did you mean"):
+        Dataset.from_file(path)
+    path.write_text(f'input,checks\na,"{good}"\nb,\nc,not json\n')
+    with pytest.raises(EvaluatorError, match=r"qa\.csv, line 4: the checks are not valid JSON"):
+        Dataset.from_file(path)
+    path.write_text(f'input,checks\na,"{good}"\nb,\n')
+    data = Dataset.from_file(path)
+    assert data[0]["checks"] == [GOOD_CHECK] and data[1] == {"input": "b"}

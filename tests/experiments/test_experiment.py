@@ -311,7 +311,7 @@ def test_exact_match_normalisation(project: Path) -> None:
      ({"type": "exact-match", "threshold": 2}, "within 0..1"),
      ({"type": "exact-match", "prompt": "x"}, r"\(exact-match\) does not use prompt=; it is for llm-judge"),
      ({"type": "function", "fn": len, "ignore_case": True}, "does not use ignore_case="),
-     ({"prompt": "x", "field": "answer"}, "does not use field=; it is for exact-match and similarity")],
+     ({"prompt": "x", "field": "answer"}, r"does not use field=; it is for exact-match, similarity")],
 )
 def test_evaluator_declaration_errors(kwargs: dict, message: str) -> None:
     with pytest.raises(EvaluatorError, match=message):

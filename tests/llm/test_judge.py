@@ -261,7 +261,8 @@ def test_judge_concurrency_is_a_true_bound(judged_project: Path, llm: FakeLLM) -
     assert llm.max_inflight == 3
 
 
-def test_similarity_scores_with_embeddings(judged_project: Path, llm: FakeLLM) -> None:
+def test_similarity_scores_with_embeddings(judged_project: Path, llm: FakeLLM, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("cobalt_lib.llm._judge.EMBED_BATCH_WINDOW", 0.3)  # the two items in one batch, even under load
     data = Dataset([{"input": "q", "expected_output": "The capital of France is Paris."},
                     {"input": "q", "expected_output": "Bananas are yellow fruit."}])
     exp = experiment("sim", data, lambda ctx: "The capital of France is Paris",
@@ -270,7 +271,7 @@ def test_similarity_scores_with_embeddings(judged_project: Path, llm: FakeLLM) -
     close, far = (i.evaluations["semantic"] for i in report.items)
     assert close.score == 1.0 and close.raw_score is not None and close.raw_score >= 0.9
     assert far.score is not None and far.score < 0.6
-    assert llm.count("embeddings") == 2
+    assert llm.count("embeddings") == 1  # both items in one batched request
 
 
 def test_fenced_json_with_prose_from_the_server_is_scored(judged_project: Path, llm: FakeLLM) -> None:

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any, Self
 
 from pydantic import Field, model_validator
 
 from ...results._report import Evaluation
-from .._context import EvalContext, Scoring
-from .._kind import EvaluatorKind
+from .._context import EvalContext
+from .._deterministic import Deterministic, as_text, verdict
 
 
-class Contains(EvaluatorKind):
+class Contains(Deterministic):
     """1 when the output contains `value` (or any of `values`; all of them with `all=True`), else 0."""
 
     kind = "contains"
@@ -21,7 +20,6 @@ class Contains(EvaluatorKind):
     values: list[str] | None = Field(None, description="several texts: any of them passes (all of them with all)")
     all: bool = Field(False, description="with values: every one of them must appear")
     ignore_case: bool = Field(False, description="compare case-insensitively (Unicode casefold)")
-    negate: bool = Field(False, description="invert: 1 when the output does not contain them")
 
     @model_validator(mode="after")
     def _one_source(self) -> Self:
@@ -33,24 +31,22 @@ class Contains(EvaluatorKind):
             raise ValueError("all=True applies to values=[...]; with one value, drop it")
         return self
 
-    def score(self, ctx: EvalContext, scoring: Scoring) -> Evaluation:
+    def check(self, ctx: EvalContext) -> Evaluation:
         wanted = [self.value] if self.value is not None else list(self.values or [])
-        text = self._fold(ctx.output if isinstance(ctx.output, str) else json.dumps(ctx.output, default=str))
+        text = self._fold(as_text(ctx.output))
         found = [w for w in wanted if self._fold(w) in text]
         missing = [w for w in wanted if w not in found]
-        matched = not missing if self.all else bool(found)
-        passed = matched != self.negate
-        return Evaluation(score=1.0 if passed else 0.0, reason=_reason(found, missing, negate=self.negate))
+        return verdict(not missing if self.all else bool(found), _reason(found, missing))
 
     def _fold(self, text: str) -> str:
         return text.casefold() if self.ignore_case else text
 
 
-def _reason(found: list[str], missing: list[str], *, negate: bool) -> str:
-    """`contains 'Paris'; lacks 'France'`, with `negate` saying what was not wanted."""
+def _reason(found: list[str], missing: list[str]) -> str:
+    """`contains 'Paris'; lacks 'France'`."""
     parts = [f"contains {_quoted(found)}"] if found else []
     parts += [f"lacks {_quoted(missing)}"] if missing else []
-    return ("not wanted: " if negate else "") + "; ".join(parts)
+    return "; ".join(parts)
 
 
 def _quoted(texts: list[Any]) -> str:

@@ -5,15 +5,16 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ...llm._pricing import cost_usd
 from ...llm._providers import Endpoint, resolve_embeddings
 from ...results._report import Evaluation
 from .._context import EvalContext, Scoring
 from .._kind import EvaluatorKind, require_field
+from .._local_embeddings import LOCAL, embed_locally, local_endpoint
 
 if TYPE_CHECKING:
     from ...config._config import Config
@@ -28,13 +29,23 @@ class Similarity(EvaluatorKind):
 
     field: str = Field("expected_output", description="the item field holding the reference text")
     model: str | None = Field(None, description="the embeddings model (default: [embeddings] model)")
-    provider: str | None = Field(None, description="the embeddings provider (default: [embeddings], else [judge])")
+    provider: str | None = Field(None, description="the embeddings provider (default: [embeddings], else [judge]); "
+                                                   "'local': a sentence-transformers model on disk (extra [local])")
     base_url: str | None = Field(None, exclude=True, description="an OpenAI-compatible embeddings server")
+
+    @model_validator(mode="after")
+    def _local_needs_a_model(self) -> Self:
+        if self.provider == LOCAL and not self.model:
+            raise ValueError("provider='local' needs model=: the directory of a sentence-transformers model on disk "
+                             "(or its name in the local Hugging Face cache)")
+        return self
 
     def check_item(self, item: Mapping[str, Any], index: int, evaluator: Evaluator) -> None:
         require_field(item, index, evaluator, self.field)
 
     def endpoint(self, config: Config, evaluator: Evaluator) -> Endpoint:
+        if self.provider == LOCAL and self.model:
+            return local_endpoint(self.model, f"Evaluator {evaluator.name!r}")
         embeddings = config.embeddings
         if self.provider or self.base_url:
             embeddings = embeddings.model_copy(update={"provider": self.provider or embeddings.provider,
@@ -44,12 +55,14 @@ class Similarity(EvaluatorKind):
     async def score(self, ctx: EvalContext, scoring: Scoring) -> Evaluation:
         judge, endpoint = scoring.judge, scoring.endpoint
         assert judge is not None and endpoint is not None
-        vectors, tokens, calls = await judge.embed(endpoint, [_as_text(ctx.output), _as_text(ctx.item.get(self.field))])
-        cosine = _cosine(vectors[0], vectors[1])
+        texts = [_as_text(ctx.output), _as_text(ctx.item.get(self.field))]
+        embedded = await (embed_locally(judge, endpoint, texts) if endpoint.provider == LOCAL
+                          else judge.embed(endpoint, texts))
+        cosine = _cosine(embedded.vectors[0], embedded.vectors[1])
         score = 1.0 if cosine >= scoring.threshold else max(0.0, cosine)
         return Evaluation(score=score, raw_score=cosine, reason=f"cosine similarity {cosine:.3f}",
-                          judge_model=endpoint.label, input_tokens=tokens, judge_calls=calls,
-                          cached=calls == 0, cost_usd=cost_usd(endpoint.model, tokens, 0, judge.prices))
+                          judge_model=endpoint.label, input_tokens=embedded.tokens, judge_calls=embedded.calls,
+                          cached=embedded.cached, cost_usd=cost_usd(endpoint.model, embedded.tokens, 0, judge.prices))
 
 
 def _as_text(value: Any) -> str:

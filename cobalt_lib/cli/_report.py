@@ -1,0 +1,32 @@
+"""`cobalt report RUN [--compare OTHER] -o report.html`: the run (or compare) page as one HTML file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ._app import app
+from ._common import project_config
+
+
+@app.command()
+def report(
+    run: Annotated[str, typer.Argument(metavar="RUN", help="The run: its id, a prefix, `latest` or `previous`.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="The HTML file to write.")] = Path("report.html"),
+    compare: Annotated[str | None, typer.Option(
+        "--compare", metavar="OTHER", help="Write the compare page of RUN against OTHER (the baseline A) instead.")
+    ] = None,
+) -> None:
+    """Write a run's page (or its comparison with a baseline run) as one self-contained HTML file.
+
+    The data is inside and nothing is fetched when it opens, so it works from file://: the artifact a
+    CI job uploads, or a file to attach to a pull request.
+
+    Example: `cobalt report latest --compare previous -o report.html`
+    """
+    from ..pages import write_report
+
+    written = write_report(project_config(), run, output, compare=compare)
+    typer.echo(f"wrote {written} ({written.stat().st_size / 1024:,.0f} KB)")

@@ -1,0 +1,123 @@
+"""`calibrated(grader, min_kappa=0.7)`: a grader that gates a deploy must itself have been measured.
+
+The gate passes only when the latest grading run of a grader with the same content hash, for the
+model the experiment grades with, reached `min_kappa` (quadratic weighted kappa against the human
+labels). A changed rubric has a new hash, hence no calibration: the gate fails and says which
+`cobalt grade` command to run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .._errors import ConfigError, MissingApiKeyError
+from ..config._config import Config
+from ..graders._deck import Grader
+from ..results._report import AssertionResult, ExperimentReport
+from ._assertions import Assertion
+
+if TYPE_CHECKING:
+    from ..calibration._stored import StoredCalibration
+
+
+class Calibrated(Assertion):
+    def __init__(self, grader: str | Path | Grader, min_kappa: float = 0.7, *, model: str | None = None) -> None:
+        if isinstance(min_kappa, bool) or not isinstance(min_kappa, int | float) or not -1 <= min_kappa <= 1:
+            raise ConfigError(f"calibrated(min_kappa={min_kappa!r}) must be a number within -1..1 (0.7 is the usual "
+                              "bar for gating releases).")
+        if not isinstance(grader, str | Path | Grader):
+            raise ConfigError(f"calibrated() takes a grader(...) deck or the path of a grader file, got {grader!r}.")
+        self.grader = grader
+        self.min_kappa = float(min_kappa)
+        self.model = model
+        label = grader.name if isinstance(grader, Grader) else Path(grader).name
+        self.name = f"calibrated {label} kappa >= {self.min_kappa:g}"
+
+    def describe(self) -> dict[str, Any]:
+        source = self.grader.source or self.grader.name if isinstance(self.grader, Grader) else str(self.grader)
+        return {"name": self.name, "type": "calibrated", "grader": source, "min_kappa": self.min_kappa,
+                "model": self.model}
+
+    def _load(self, config: Config) -> Grader:
+        if isinstance(self.grader, Grader):
+            return self.grader
+        from ..graders._files import load_grader
+
+        return load_grader(self.grader, config.root)
+
+    def evaluate(self, report: ExperimentReport, config: Config) -> list[AssertionResult]:
+        from ..calibration._stored import stored_calibrations
+        from ..results._store import Store
+
+        grader = self._load(config)
+        models = [self.model] if self.model else experiment_models(report, config, grader.hash)
+        if not models:
+            return [self._fail(f"the experiment has no grader evaluator using {grader.name!r} as it is now "
+                               f"(#{grader.short_hash}); use it as Evaluator(type='grader', grader=...) or pass "
+                               "model= to calibrated(...)")]
+        stored = stored_calibrations(Store.for_config(config))
+        return [self._check(grader, model, stored) for model in models]
+
+    def _check(self, grader: Grader, model: str, stored: list[StoredCalibration]) -> AssertionResult:
+        same = [(run, run.for_model(model)) for run in stored if run.grader_hash == grader.hash]
+        found = next(((run, cal) for run, cal in same if cal is not None), None)
+        if found is None:
+            return self._fail(self._missing(grader, model, stored))
+        run, cal = found
+        kappa = cal.weighted_kappa
+        if kappa is None:
+            return self._fail(f"grader {grader.name!r} #{grader.short_hash} for {model}: the weighted kappa of "
+                              f"grading run {run.run_id} is undefined ({cal.verdict.text})")
+        passed = kappa >= self.min_kappa - 1e-9
+        return AssertionResult(
+            name=self.name, passed=passed, actual=kappa, expected=self.min_kappa,
+            message=f"grader {grader.name!r} #{grader.short_hash} for {model}, grading run {run.run_id}: kappa "
+                    f"{kappa:.3f} {'>=' if passed else '<'} {self.min_kappa:g} (verdict: {cal.verdict.text})")
+
+    def _missing(self, grader: Grader, model: str, stored: list[StoredCalibration]) -> str:
+        """Which command would calibrate it, with the samples of the grader's last calibration if any."""
+        earlier = [run for run in stored if run.grader == grader.name and run.for_model(model) is not None]
+        samples = earlier[0].input if earlier and earlier[0].input else "samples.jsonl"
+        source = grader.source or "path/to/grader.py"
+        command = f"cobalt grade --input {samples} --grader {source} --model {model}"
+        if earlier:
+            return (f"grader {grader.name!r} changed since its last calibration for {model} (grading run "
+                    f"{earlier[0].run_id} graded #{earlier[0].grader_hash[:12]}, the rubric is now "
+                    f"#{grader.short_hash}); calibrate it again: {command}")
+        return f"grader {grader.name!r} #{grader.short_hash} has never been calibrated for {model}; run: {command}"
+
+    def _fail(self, message: str) -> AssertionResult:
+        return AssertionResult(name=self.name, passed=False, expected=self.min_kappa, message=message)
+
+
+def experiment_models(report: ExperimentReport, config: Config, grader_hash: str) -> list[str]:
+    """The models the run's grader evaluators with this content hash graded with (as endpoint labels)."""
+    evaluators = [e for e in report.config.get("evaluators") or []
+                  if isinstance(e, dict) and e.get("type") == "grader" and e.get("grader_hash") == grader_hash]
+    models: list[str] = []
+    for described in evaluators:
+        seen = [item.evaluations[described["name"]].judge_model for item in report.items
+                if described["name"] in item.evaluations]
+        label = next((m for m in seen if m), None) or _configured_label(config, described)
+        if label not in models:
+            models.append(label)
+    return models
+
+
+def _configured_label(config: Config, described: dict[str, Any]) -> str:
+    from ..llm._providers import DEFAULT_MODELS, resolve_judge
+
+    try:
+        return resolve_judge(config.judge, provider=described.get("provider"), model=described.get("model")).label
+    except (MissingApiKeyError, ConfigError):
+        provider = described.get("provider") or config.judge.provider
+        same = provider == config.judge.provider
+        model = described.get("model") or (config.judge.model if same else None) or DEFAULT_MODELS.get(provider, "?")
+        return f"{provider}/{model}"
+
+
+def calibrated(grader: str | Path | Grader, min_kappa: float = 0.7, *, model: str | None = None) -> Calibrated:
+    """Pass only when the latest calibration of this grader's current rubric, for the model the
+    experiment grades with (or `model`), reached `min_kappa`. A relative path is under the project root."""
+    return Calibrated(grader, min_kappa, model=model)

@@ -1,0 +1,111 @@
+"""The resources: the store's schema, the effective configuration, the experiments, the latest results, one run."""
+
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError
+
+from .._errors import CobaltError
+from ..config._config import Config
+from ..llm._providers import BASE_URL_VARIABLES, KEY_VARIABLES
+from ..ops._details import report_details, run_details
+from ..ops._experiments import ExperimentCatalog
+from ..ops._fresh import in_fresh_process
+from ..ops._history import run_history
+from ..ops._query import store_schema
+from ..results._history import load_report
+from ..results._store import Store
+from ._common import Project
+
+JSON = "application/json"
+
+
+def register(server: MCPServer, project: Project) -> None:
+    @server.resource("cobalt://schema", name="schema", mime_type=JSON,
+                     description="The store's tables and columns, one line each: what cobalt_query can read.")
+    def schema() -> str:
+        return _json([t.model_dump() for t in store_schema()])
+
+    @server.resource("cobalt://config", name="config", mime_type=JSON,
+                     description="The effective configuration (files found, every key with its value); API keys "
+                     "are never shown, only which variables are set.")
+    def config() -> str:
+        return _json(_readable(_load(project)))
+
+    @server.resource("cobalt://experiments", name="experiments", mime_type=JSON,
+                     description="Every discovered experiment: name, file, dataset size, evaluators (type, pass "
+                     "mark) and gates; files that fail to load, with the error.")
+    def experiments() -> str:
+        with _errors():
+            catalog = in_fresh_process(_load(project), "cobalt_lib.ops._experiments:describe_experiments", {},
+                                       ExperimentCatalog, timeout=120)
+        return catalog.model_dump_json(indent=1)
+
+    @server.resource("cobalt://latest-results", name="latest-results", mime_type=JSON,
+                     description="The newest run of every experiment: status, summary and gate verdicts (items "
+                     "through cobalt://runs/{run_id} or cobalt_results).")
+    def latest_results() -> str:
+        with _errors():
+            cfg = _load(project)
+            newest: dict[str, str] = {}
+            for entry in run_history(cfg, limit=100_000):
+                newest.setdefault(entry.experiment, entry.run_id)
+            store = Store.for_config(cfg)
+            latest = [report_details(cfg, load_report(store, run_id), limit=0) for run_id in newest.values()]
+        return _json([d.model_dump(mode="json") for d in latest])
+
+    @server.resource("cobalt://runs/{run_id}", name="run", mime_type=JSON,
+                     description="One stored run in the results-file shape (id, prefix, latest or previous): "
+                     "summary, gate verdicts and up to 200 items, failures first.")
+    def run(run_id: str) -> str:
+        with _errors():
+            details = run_details(_load(project), run_id)
+        return details.model_dump_json(indent=1)
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    """cobalt's errors as resource errors carrying their message."""
+    try:
+        yield
+    except CobaltError as exc:
+        raise ResourceError(str(exc)) from None
+
+
+def _load(project: Project) -> Config:
+    try:
+        return project.config()
+    except CobaltError as exc:
+        raise ResourceError(str(exc)) from None
+
+
+def _readable(config: Config) -> dict[str, Any]:
+    """The configuration without secrets: keys left out, credentials stripped from URLs."""
+    data = config.public_dict()
+    data["judge"]["base_url"] = _bare_url(data["judge"].get("base_url"))
+    data["embeddings"]["base_url"] = _bare_url(data["embeddings"].get("base_url"))
+    data["webhooks"] = [_bare_url(url, keep_path=False) for url in data.get("webhooks", [])]
+    return {"root": str(config.root), "source": str(config.source) if config.source else None,
+            "shadowed": [str(p) for p in config.shadowed], "config": data,
+            "environment": {name: "set" if os.environ.get(name) else "not set"
+                            for name in [*KEY_VARIABLES.values(), *BASE_URL_VARIABLES.values()]}}
+
+
+def _bare_url(url: str | None, *, keep_path: bool = True) -> str | None:
+    """A URL without user info, query or fragment (and without its path: a webhook's path is often its token)."""
+    if not url:
+        return url
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path if keep_path else ("/…" if parts.path.strip("/") else ""),
+                       "", ""))
+
+
+def _json(data: Any) -> str:
+    return json.dumps(data, indent=1, ensure_ascii=False, default=str)

@@ -1,0 +1,257 @@
+"""The pages server: aiohttp on 127.0.0.1 (unless told otherwise), read-only against the store.
+
+Routes: `/` runs list, `/runs/RUN` run detail (`#item=N` opens an item), `/compare?a=A&b=B`,
+`/trends?experiment=E&tag=T`, and the JSON the pages' script asks for under `/api/`. Each request
+reads through short read-only connections in a worker thread, so a page never holds the store's
+file while a run in progress writes to it, and never blocks the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, urlencode
+
+from aiohttp import web
+
+from .._errors import CobaltError, ConfigError, StoreError
+from ..ops._links import dagster_url
+from ..results._store import Store
+from ._charts import histogram
+from ._compare import compare_page, compare_view
+from ._queries import ITEMS_PER_PAGE, ItemQuery, RunFilters, item_detail, item_page, live_status, run_detail, runs_list
+from ._render import CSP, STATIC_FILES, render, static_text
+from ._trends import trends_view
+
+if TYPE_CHECKING:
+    from ..config._config import Config
+
+CONFIG: web.AppKey[Config] = web.AppKey("config")
+COMPARES: web.AppKey[OrderedDict[tuple[str, str], dict[str, Any]]] = web.AppKey("compares")
+#: Comparisons of two finished runs kept in memory (they never change; big runs take a while to pair).
+KEPT_COMPARES = 4
+_TYPES = {".css": "text/css", ".js": "text/javascript"}
+_COMPARING = threading.Lock()
+_PAIR_LOCKS: dict[tuple[str, str], threading.Lock] = {}
+
+
+def create_app(config: Config) -> web.Application:
+    app = web.Application(middlewares=[_errors])
+    app[CONFIG] = config
+    app[COMPARES] = OrderedDict()
+    app.add_routes([
+        web.get("/", runs_page), web.get("/runs/{run_id}", run_page),
+        web.get("/runs/{run_id}/items/{index}", item_link),
+        web.get("/compare", compare_route), web.get("/trends", trends_page), web.get("/healthz", healthz),
+        web.get("/api/runs/{run_id}/items", items_api), web.get("/api/runs/{run_id}/items/{index}", item_api),
+        web.get("/api/runs/{run_id}/live", live_api), web.get("/api/compare", compare_api),
+        web.get("/static/{name}", static_file),
+    ])
+    return app
+
+
+def _html(body: str, status: int = 200) -> web.Response:
+    return web.Response(text=body, status=status, content_type="text/html",
+                        headers={"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
+                                 "Referrer-Policy": "no-referrer"})
+
+
+@web.middleware
+async def _errors(request: web.Request, handler: Callable[[web.Request], Any]) -> web.StreamResponse:
+    """A cobalt error (an unknown run, no store yet) is a page or JSON saying so, not a stack trace."""
+    try:
+        response: web.StreamResponse = await handler(request)
+        return response
+    except CobaltError as exc:
+        status = 503 if isinstance(exc, StoreError) and "No results store" not in str(exc) else 404
+        if request.path.startswith("/api/"):
+            return web.json_response({"error": str(exc)}, status=status)
+        title = "No runs yet" if "No results store" in str(exc) else "Not found"
+        return _html(render("error.html", title=title, message=str(exc), dagster_home=None), status)
+
+
+async def _call(fn: Callable[..., Any], *args: Any) -> Any:
+    return await asyncio.to_thread(fn, *args)
+
+
+def _config(request: web.Request) -> Config:
+    return request.app[CONFIG]
+
+
+async def healthz(request: web.Request) -> web.Response:
+    return web.Response(text="ok")
+
+
+async def runs_page(request: web.Request) -> web.Response:
+    try:
+        filters = RunFilters.model_validate({k: v for k, v in request.query.items() if k in RunFilters.model_fields})
+    except ValueError:
+        raise ConfigError("The runs list's filters are malformed: offset must be a number.") from None
+    view = await _call(runs_list, _config(request), filters)
+
+    def query(**changes: Any) -> str:
+        return urlencode({k: v for k, v in {**filters.model_dump(), **changes}.items() if v})
+
+    return _html(render("runs.html", query=query, dagster_home=view["dagster_url"], **view))
+
+
+async def run_page(request: web.Request) -> web.Response:
+    config = _config(request)
+    view = await _call(run_detail, config, request.match_info["run_id"])
+    run = view["run"]
+    data = {"page": "run", "run_id": run["run_id"], "evaluators": view["evaluators"], "pass_marks": view["pass_marks"],
+            "live": view["entry"].status == "running", "api": f"/api/runs/{quote(run['run_id'], safe='')}",
+            "per_page": ITEMS_PER_PAGE, "counts": f"{view['counts']['done']}/{view['counts']['scored']}"}
+    return _html(render("run.html", data=data, hist=histogram, dagster_home=dagster_url(config), **view))
+
+
+async def item_link(request: web.Request) -> web.Response:
+    """`/runs/RUN/items/N`: the run page with item N's detail open."""
+    run_id, index = request.match_info["run_id"], request.match_info["index"]
+    raise web.HTTPFound(f"/runs/{quote(run_id, safe='')}#item={int(index) if index.isdigit() else 0}")
+
+
+async def items_api(request: web.Request) -> web.Response:
+    q = request.query
+    try:
+        query = ItemQuery(offset=int(q.get("offset") or 0), limit=int(q.get("limit") or ITEMS_PER_PAGE),
+                          sort=q.get("sort") or "index", desc=q.get("desc") == "1", q=q.get("q") or "",
+                          only=q.get("only") or "")
+    except ValueError:
+        return web.json_response({"error": "offset and limit must be numbers"}, status=400)
+    page = await _call(item_page, _config(request), request.match_info["run_id"], query)
+    return web.json_response(page)
+
+
+async def item_api(request: web.Request) -> web.Response:
+    index = request.match_info["index"]
+    if not index.isdigit():
+        return web.json_response({"error": f"item {index!r} is not an item index"}, status=400)
+    return web.json_response(await _call(item_detail, _config(request), request.match_info["run_id"], int(index)))
+
+
+async def live_api(request: web.Request) -> web.Response:
+    return web.json_response(await _call(live_status, _config(request), request.match_info["run_id"]))
+
+
+def _pair(config: Config, request: web.Request) -> tuple[str, str]:
+    """`a` and `b`, or the two `run`s picked on the runs list (the older one the baseline A)."""
+    picked = request.query.getall("run", [])
+    if len(picked) == 2:
+        store = Store.for_config(config)
+        runs = sorted((store.require_run(r) for r in picked), key=lambda r: r["started_at"])
+        return runs[0]["run_id"], runs[1]["run_id"]
+    a, b = request.query.get("a"), request.query.get("b")
+    if not a or not b:
+        raise ConfigError("Compare needs two runs: /compare?a=BASELINE&b=RUN, or pick two on the runs list.")
+    return a, b
+
+
+def _compared(app: web.Application, a: str, b: str) -> dict[str, Any]:
+    """The comparison of runs `a` and `b`, from memory when both are finished and were compared before."""
+    kept = app[COMPARES]
+    with _COMPARING:  # one lock per pair: a reload while a big pair is being compared waits for it
+        lock = _PAIR_LOCKS.setdefault((a, b), threading.Lock())
+    with lock:
+        if (a, b) in kept:
+            kept.move_to_end((a, b))
+            return kept[(a, b)]
+        view = compare_view(app[CONFIG], a, b)
+        c = view["c"]
+        if (c.run_a, c.run_b) == (a, b) and set(view["statuses"].values()) == {"completed"}:
+            kept[(a, b)] = view
+            while len(kept) > KEPT_COMPARES:
+                kept.popitem(last=False)
+        return view
+
+
+async def compare_route(request: web.Request) -> web.Response:
+    config = _config(request)
+    a, b = await _call(_pair, config, request)
+    view = await _call(_compared, request.app, a, b)
+    c = view["c"]
+    data = {"page": "compare", "run_a": c.run_a, "run_b": c.run_b, "per_page": ITEMS_PER_PAGE,
+            "api": f"/api/compare?{urlencode({'a': c.run_a, 'b': c.run_b})}"}
+    return _html(render("compare.html", data=data, rows_total=len(view["rows"]), dagster_home=dagster_url(config),
+                        **view))
+
+
+async def compare_api(request: web.Request) -> web.Response:
+    q = request.query
+    a, b = await _call(_pair, _config(request), request)
+    view = await _call(_compared, request.app, a, b)
+    try:
+        offset, limit = int(q.get("offset") or 0), int(q.get("limit") or ITEMS_PER_PAGE)
+    except ValueError:
+        return web.json_response({"error": "offset and limit must be numbers"}, status=400)
+    changed = q.get("changed") == "1"
+    page = await _call(lambda: compare_page(view["rows"], offset=offset, limit=limit, changed_only=changed))
+    return web.json_response(page, dumps=_dumps)
+
+
+def _dumps(value: Any) -> str:
+    import json
+
+    return json.dumps(value, default=str, ensure_ascii=False)
+
+
+async def trends_page(request: web.Request) -> web.Response:
+    config = _config(request)
+    view = await _call(trends_view, config, request.query.get("experiment", ""), request.query.get("tag", ""))
+    return _html(render("trends.html", dagster_home=dagster_url(config), **view))
+
+
+async def static_file(request: web.Request) -> web.Response:
+    name = request.match_info["name"]
+    if name not in STATIC_FILES:
+        raise web.HTTPNotFound()
+    return web.Response(text=static_text(name), content_type=_TYPES[name[name.rindex("."):]],
+                        headers={"Cache-Control": "no-cache"})
+
+
+class PagesServer:
+    """The pages served from a background thread (its own event loop): `cobalt serve` runs it beside
+    the Dagster webserver; tests run it in process. `start()` returns the URL once it listens."""
+
+    def __init__(self, config: Config, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.config, self.host, self.port = config, host, port
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def start(self) -> str:
+        ready = threading.Event()
+        self._thread = threading.Thread(target=self._main, args=(ready,), name="cobalt-pages", daemon=True)
+        self._thread.start()
+        ready.wait()
+        if self._error is not None:
+            raise ConfigError(f"Cannot serve cobalt's pages on {self.host}:{self.port}: {self._error}; "
+                              "pass --pages-port another port (or set [dashboard] pages_port).") from None
+        return self.url
+
+    def _main(self, ready: threading.Event) -> None:
+        loop = self._loop = asyncio.new_event_loop()
+        runner = web.AppRunner(create_app(self.config), access_log=None)
+        loop.run_until_complete(runner.setup())
+        try:
+            loop.run_until_complete(web.TCPSite(runner, self.host, self.port).start())
+            self.port = int(runner.addresses[0][1])
+        except OSError as exc:
+            self._error = exc
+        ready.set()
+        if self._error is None:
+            loop.run_forever()
+        loop.run_until_complete(runner.cleanup())
+        loop.close()
+
+    def stop(self) -> None:
+        if self._loop is not None and self._thread is not None and self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=10)

@@ -1,0 +1,122 @@
+"""The compare page: B against baseline A per evaluator (as `ops.compare_runs`), and every paired item
+ranked by its change, regressions first, with both outputs and the words that differ marked."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from typing import Any
+
+from ..config._config import Config
+from ..ops._compare import CompareOutcome, _pairing_warnings, regression_reasons
+from ..ops._links import dagster_run_url
+from ..ops._refs import resolve_pair
+from ..results._compare import compare_reports, pair_items
+from ..results._direction import gain
+from ..results._history import load_report
+from ..results._report import ExperimentReport, ItemResult
+from ..results._store import Store
+
+#: Above this many words per output, the outputs are shown without word-level marks (difflib is quadratic).
+DIFF_WORDS = 4000
+_TOKENS = re.compile(r"\s+|\w+|[^\w\s]")
+
+
+def compare_view(config: Config, ref_a: str, ref_b: str) -> dict[str, Any]:
+    """The comparison (verdicts, paired CIs, warnings) and every item row, ranked."""
+    pair = resolve_pair(config, (ref_a, ref_b))
+    store = Store.for_config(config)
+    report_a, report_b = load_report(store, pair.a.run_id), load_report(store, pair.b.run_id)
+    outcome = _outcome(pair.scope, (ref_a, ref_b), report_a, report_b)
+    pairs, unpaired = pair_items(report_a.items, report_b.items)
+    rows = sorted((_row(x, y) for x, y in pairs), key=_rank)
+    runs = {side: store.require_run(run_id) for side, run_id in (("a", pair.a.run_id), ("b", pair.b.run_id))}
+    return {
+        "outcome": outcome, "c": outcome.comparison, "rows": rows, "unpaired": unpaired,
+        "changed": sum(1 for r in rows if r["changed"]), "statuses": {s: r["status"] for s, r in runs.items()},
+        "dagster": {s: dagster_run_url(config, r["run_id"]) if r.get("source") == "dagster" else None
+                    for s, r in runs.items()},
+    }
+
+
+def _outcome(scope: str | None, refs: tuple[str, str], a: ExperimentReport, b: ExperimentReport) -> CompareOutcome:
+    """What `ops.compare_runs` returns, from the two reports loaded once here (a big run's results
+    file takes seconds to read, and the page needs the items too)."""
+    comparison = compare_reports(a, b, top=0)
+    comparison.scope = scope
+    warnings = [f"run {side} ({r.id}) is {r.status}: only its finished items are compared."
+                for side, r in zip("AB", (a, b), strict=True) if r.status != "completed"]
+    warnings += _pairing_warnings(comparison, refs, [a, b])
+    return CompareOutcome(comparison=comparison, warnings=warnings, regressions=regression_reasons(comparison))
+
+
+def _score(item: ItemResult, name: str) -> float | None:
+    ev = item.evaluations.get(name)
+    return ev.score if item.status == "ok" and ev is not None and ev.status == "ok" else None
+
+
+def _row(a: ItemResult, b: ItemResult) -> dict[str, Any]:
+    """One paired item: each evaluator's scores and reasons in both runs, the change that ranks it
+    (the worst gain; a failed agent call in B counts as -1), and both outputs."""
+    evaluators: list[dict[str, Any]] = []
+    gains: list[float] = []
+    for name in dict.fromkeys([*a.evaluations, *b.evaluations]):
+        ev_a, ev_b = a.evaluations.get(name), b.evaluations.get(name)
+        score_a, score_b = _score(a, name), _score(b, name)
+        delta = None if score_a is None or score_b is None else score_b - score_a
+        gains.append(0.0 if delta is None else gain(name, delta))
+        evaluators.append({
+            "name": name, "a": score_a, "b": score_b, "delta": delta, "gain": gains[-1],
+            "reason_a": (ev_a.reason or ev_a.error) if ev_a else None,
+            "reason_b": (ev_b.reason or ev_b.error) if ev_b else None,
+        })
+    if a.status != b.status:
+        gains.append(-1.0 if a.status == "ok" else 1.0)
+    worst, best = min(gains, default=0.0), max(gains, default=0.0)
+    text_a, text_b = _text(a), _text(b)
+    return {"index": a.index, "run_index": a.run_index, "input": a.input, "status_a": a.status, "status_b": b.status,
+            "output_a": text_a, "output_b": text_b, "evaluators": evaluators,
+            "change": worst if worst < 0 else best, "changed": worst < 0 or best > 0 or a.status != b.status,
+            "output_changed": text_a != text_b}
+
+
+def _text(item: ItemResult) -> str:
+    if item.status != "ok":
+        return f"[{item.status}] {item.error or ''}".strip()
+    out = item.output
+    return out if isinstance(out, str) else json.dumps(out, ensure_ascii=False, indent=1, default=str)
+
+
+def _rank(row: dict[str, Any]) -> tuple[int, float, int, int]:
+    """Regressions first (worst first), then improvements (best first), then the unchanged, by index."""
+    change = row["change"]
+    group = 0 if change < 0 else 1 if change > 0 else 2
+    return group, -abs(change), row["index"], row["run_index"]
+
+
+def with_diff(row: dict[str, Any]) -> dict[str, Any]:
+    """`row` with `diff_a` and `diff_b`: each output as [[kind, text], ...], kind `same`, `del` (only in A)
+    or `ins` (only in B)."""
+    a, b = _TOKENS.findall(row["output_a"]), _TOKENS.findall(row["output_b"])
+    if len(a) > DIFF_WORDS or len(b) > DIFF_WORDS:
+        return {**row, "diff_a": [["same", row["output_a"]]], "diff_b": [["same", row["output_b"]]]}
+    diff_a: list[list[str]] = []
+    diff_b: list[list[str]] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if op == "equal":
+            diff_a.append(["same", "".join(a[i1:i2])])
+            diff_b.append(["same", "".join(b[j1:j2])])
+            continue
+        if i2 > i1:
+            diff_a.append(["del", "".join(a[i1:i2])])
+        if j2 > j1:
+            diff_b.append(["ins", "".join(b[j1:j2])])
+    return {**row, "diff_a": diff_a, "diff_b": diff_b}
+
+
+def compare_page(rows: list[dict[str, Any]], *, offset: int, limit: int, changed_only: bool) -> dict[str, Any]:
+    """One page of the ranked rows, with their word differences."""
+    chosen = [r for r in rows if r["changed"]] if changed_only else rows
+    page = chosen[max(offset, 0): max(offset, 0) + min(max(limit, 1), 500)]
+    return {"total": len(chosen), "offset": offset, "rows": [with_diff(r) for r in page]}

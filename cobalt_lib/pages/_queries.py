@@ -1,0 +1,206 @@
+"""What the runs list, the run page and the item detail show, read through the ops layer and the
+store's short read-only connections (a page never holds the store while a run writes to it)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel
+
+from ..config._config import Config
+from ..ops._history import history_entry, run_duration_ms
+from ..ops._links import (
+    dagster_asset_url,
+    dagster_check_names,
+    dagster_check_url,
+    dagster_run_url,
+    dagster_url,
+    pages_url,
+)
+from ..ops._refs import resolve_ref
+from ..results._report import ItemResult, Summary
+from ..results._rows import item_from_rows
+from ..results._store import Store
+
+#: Runs per page of the runs list.
+RUNS_PER_PAGE = 100
+#: Items per page of the item table (never the whole run in the DOM).
+ITEMS_PER_PAGE = 50
+#: Bins of each evaluator's score histogram (scores are 0..1).
+BINS = 10
+SORTS = ("index", "status", "latency", "tokens", "cost")
+ONLY = ("failures", "eval-errors")
+
+
+class RunFilters(BaseModel):
+    """The runs list's filters, as its form sends them (empty strings are no filter)."""
+
+    experiment: str = ""
+    tag: str = ""
+    status: str = ""
+    since: str = ""
+    until: str = ""
+    offset: int = 0
+
+
+class ItemQuery(BaseModel):
+    """One page of the item table: the sort, the filters and the search, as the table's controls send them."""
+
+    offset: int = 0
+    limit: int = ITEMS_PER_PAGE
+    sort: str = "index"
+    desc: bool = False
+    q: str = ""
+    only: str = ""
+
+
+def _day(value: Any) -> str:
+    return value.date().isoformat() if isinstance(value, datetime) else str(value or "")[:10]
+
+
+def _matches(run: dict[str, Any], f: RunFilters) -> bool:
+    day = _day(run.get("started_at"))
+    status = not f.status or run["status"] == f.status or (f.status == "failed-gates" and run.get("passed") is False)
+    return (status and (not f.experiment or run["experiment"] == f.experiment)
+            and (not f.tag or f.tag in (run.get("tags") or []))
+            and (not f.since or day >= f.since) and (not f.until or day <= f.until))
+
+
+def runs_list(config: Config, filters: RunFilters) -> dict[str, Any]:
+    """Every stored run matching `filters`, newest first, one page of them, with means, pass rates and gates."""
+    store = Store.for_config(config)
+    runs = store.runs(missing_ok=True)
+    chosen = [r for r in runs if _matches(r, filters)]
+    shown = chosen[filters.offset: filters.offset + RUNS_PER_PAGE]
+    ids = [r["run_id"] for r in shown]
+    stats = _evaluator_stats(store.rows_of("aggregates", ids))
+    gates: dict[str, list[bool]] = {}
+    for verdict in store.rows_of("verdicts", ids):
+        gates.setdefault(verdict["run_id"], []).append(bool(verdict["passed"]))
+    rows = []
+    for run in shown:
+        run_stats = stats.get(run["run_id"], {})
+        entry = history_entry(run, {name: s["mean"] for name, s in run_stats.items()})
+        passed = gates.get(run["run_id"], [])
+        rows.append({"entry": entry, "stats": run_stats, "gates_passed": passed.count(True),
+                     "gates_failed": passed.count(False), "dagster": _dagster_run_link(config, run),
+                     # a run in progress has no aggregates yet: what it has done so far instead
+                     "live": store.live_counts(run["run_id"]) if run["status"] == "running" else None})
+    return {
+        "rows": rows, "total": len(chosen), "stored": len(runs), "filters": filters, "per_page": RUNS_PER_PAGE,
+        "experiments": sorted({r["experiment"] for r in runs}),
+        "tags": sorted({t for r in runs for t in r.get("tags") or []}),
+        "statuses": ["completed", "failed-gates", "running", "incomplete", "failed"],
+        "running": any(r["status"] == "running" for r in shown), "dagster_url": dagster_url(config),
+    }
+
+
+def _evaluator_stats(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """`{run_id: {evaluator: aggregates row}}`, evaluators in name order."""
+    stats: dict[str, dict[str, dict[str, Any]]] = {}
+    for row in sorted(rows, key=lambda r: r["metric"]):
+        if row["kind"] == "evaluator":
+            stats.setdefault(row["run_id"], {})[row["metric"]] = row
+    return stats
+
+
+def _dagster_run_link(config: Config, run: dict[str, Any]) -> str | None:
+    """Runs through Dagster have a Dagster run tagged with the partition; `--no-dagster` runs do not."""
+    return dagster_run_url(config, run["run_id"]) if run.get("source") == "dagster" else None
+
+
+def run_detail(config: Config, ref: str) -> dict[str, Any]:
+    """The run page's summary: totals, cost, latency percentiles, gates (actual vs expected, each with
+    its Dagster check), per evaluator its histogram and statistics; live counts while it runs."""
+    store = Store.for_config(config)
+    # A full id (every link the pages make) is one lookup; a prefix or `latest` is resolved over the runs.
+    run = store.get_run(ref) or store.require_run(resolve_ref(config, ref).run_id)
+    run_id = run["run_id"]
+    aggregates = store.rows("aggregates", run_id)
+    metrics = {a["metric"]: a for a in aggregates if a["kind"] == "metric"}
+    stats = {a["metric"]: a for a in aggregates if a["kind"] == "evaluator"}
+    declared = [e for e in (run.get("config") or {}).get("evaluators") or [] if isinstance(e, dict)]
+    marks = {e["name"]: e.get("threshold") for e in declared if isinstance(e.get("name"), str)}
+    histograms = _histograms(store.score_bins(run_id, BINS))
+    names = list(dict.fromkeys([*marks, *stats, *histograms]))
+    entry = history_entry(run, {n: (stats.get(n) or {}).get("mean") for n in names})
+    experiment = run["experiment"]
+    return {
+        "run": run, "entry": entry, "summary": Summary.model_validate(run.get("summary") or {}),
+        "finished": bool(run.get("summary")), "metrics": metrics, "stats": stats,
+        "evaluators": names, "pass_marks": marks, "histograms": histograms, "counts": store.live_counts(run_id),
+        "planned": _planned(run), "gates": _gates(config, run, store.rows("verdicts", run_id)),
+        "previous": store.previous_completed_run(experiment, run_id),
+        "duration_ms": run_duration_ms(run), "dagster_links": _run_links(config, run),
+    }
+
+
+def _planned(run: dict[str, Any]) -> int | None:
+    """Agent calls the run will make (items x runs), for `12 of 40 done` while it runs."""
+    config = run.get("config") or {}
+    size = (config.get("dataset") or {}).get("size")
+    return int(size) * int(config.get("runs") or 1) if isinstance(size, int) else None
+
+
+def _histograms(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per evaluator: counts per bin, eval-errors (bin -1 of `score_bins`), how many scored."""
+    found: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        h = found.setdefault(row["evaluator"], {"bins": [0] * BINS, "errors": 0, "scored": 0})
+        if row["bin"] < 0:
+            h["errors"] = int(row["n"])
+        else:
+            h["bins"][row["bin"]] = int(row["n"])
+            h["scored"] += int(row["n"])
+    return found
+
+
+def _gates(config: Config, run: dict[str, Any], verdicts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each verdict with the Dagster check of its gate (a gate yielding several verdicts, such as
+    no_regression's one per metric, links the checks tab)."""
+    declared = [g["name"] for g in (run.get("config") or {}).get("assertions") or [] if isinstance(g, dict)]
+    checks = dict(zip(declared, dagster_check_names(declared), strict=True))
+    experiment = run["experiment"]
+    return [{**v, "dagster": dagster_check_url(config, experiment, checks[v["name"]]) if v["name"] in checks
+             else f"{dagster_asset_url(config, experiment)}?view=checks"} for v in verdicts]
+
+
+def _run_links(config: Config, run: dict[str, Any]) -> dict[str, str | None]:
+    experiment, run_id = run["experiment"], run["run_id"]
+    return {"dagster_run": _dagster_run_link(config, run), "dagster": dagster_url(config),
+            "aggregates": dagster_asset_url(config, experiment, "aggregates", run_id),
+            "scores": dagster_asset_url(config, experiment, "scores", run_id), "pages": pages_url(config)}
+
+
+def item_json(item: ItemResult) -> dict[str, Any]:
+    """An item as the table and the detail panel draw it: the results file's record plus its
+    `expected_output` (the page's script renders every string as text, never as HTML)."""
+    data = item.model_dump(mode="json")
+    data["expected"] = item.item.get("expected_output")
+    return data
+
+
+def _item(row: dict[str, Any]) -> dict[str, Any]:
+    return item_json(item_from_rows(row, row["scores"]))
+
+
+def item_page(config: Config, run_id: str, query: ItemQuery) -> dict[str, Any]:
+    """One page of the run's item table (sorted, filtered and searched in the store) and the live counts."""
+    sort = query.sort if query.sort in SORTS or query.sort.startswith("score:") else "index"
+    store = Store.for_config(config)
+    total, rows = store.item_page(run_id, offset=max(query.offset, 0), limit=min(max(query.limit, 1), 500),
+                                  sort=sort, descending=query.desc, search=query.q.strip(),
+                                  only=query.only if query.only in ONLY else None)
+    return {"total": total, "offset": query.offset, "items": [_item(r) for r in rows]}
+
+
+def item_detail(config: Config, run_id: str, index: int) -> list[dict[str, Any]]:
+    """Every repeat of item `index` (one per run index), complete."""
+    return [_item(r) for r in Store.for_config(config).item_records(run_id, index)]
+
+
+def live_status(config: Config, run_id: str) -> dict[str, Any]:
+    """What a page in progress polls: the run's status and its counts so far."""
+    store = Store.for_config(config)
+    return {"status": store.run_status(run_id), **store.live_counts(run_id)}

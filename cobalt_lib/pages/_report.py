@@ -1,0 +1,51 @@
+"""`cobalt report`: the run page (or the compare page) as one self-contained HTML file, its data inside.
+
+The file needs no server and fetches nothing: the stylesheet and the script are inline (allowed by
+their hashes in the page's Content-Security-Policy), and the items are embedded as JSON, so the
+item table, its filters and the item detail work from file:// as a CI artifact.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..ops._links import dagster_url, pages_url
+from ..results._history import load_report
+from ..results._store import Store
+from ._charts import histogram
+from ._compare import compare_view, with_diff
+from ._queries import ITEMS_PER_PAGE, item_json, run_detail
+from ._render import render
+
+if TYPE_CHECKING:
+    from ..config._config import Config
+
+
+def run_report_html(config: Config, ref: str) -> str:
+    """The run page of `ref` with every item inside."""
+    view = run_detail(config, ref)
+    run = view["run"]
+    report = load_report(Store.for_config(config), run["run_id"])
+    data = {"page": "run", "run_id": run["run_id"], "evaluators": view["evaluators"], "pass_marks": view["pass_marks"],
+            "live": False, "api": None, "per_page": ITEMS_PER_PAGE, "items": [item_json(i) for i in report.items]}
+    return render("run.html", static=True, pages=pages_url(config), data=data, hist=histogram,
+                  dagster_home=dagster_url(config), **view)
+
+
+def compare_report_html(config: Config, baseline: str, ref: str) -> str:
+    """The compare page of run `ref` against `baseline` with every paired item inside."""
+    view = compare_view(config, baseline, ref)
+    c = view["c"]
+    data = {"page": "compare", "run_a": c.run_a, "run_b": c.run_b, "per_page": ITEMS_PER_PAGE, "api": None,
+            "rows": [with_diff(r) for r in view["rows"]]}
+    return render("compare.html", static=True, pages=pages_url(config), data=data, rows_total=len(view["rows"]),
+                  dagster_home=dagster_url(config), **view)
+
+
+def write_report(config: Config, ref: str, path: Path, *, compare: str | None = None) -> Path:
+    """Write run `ref`'s page (with `compare`: the comparison of `ref` against baseline `compare`) to `path`."""
+    html = compare_report_html(config, compare, ref) if compare else run_report_html(config, ref)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(html, encoding="utf-8")
+    return path

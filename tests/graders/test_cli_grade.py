@@ -1,0 +1,35 @@
+"""`cobalt grade` as a process: the `--json` shape, and bad input as one line with exit code 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from grading_setup import grading_project  # noqa: F401  (the `grading` fixture)
+
+COBALT = [str(Path(sys.executable).parent / "cobalt")]
+
+
+def _cobalt(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*COBALT, *args], cwd=root, capture_output=True, text=True, timeout=60)
+
+
+def test_grade_json_and_bad_input(grading: Path) -> None:
+    done = _cobalt(grading, "grade", "--input", "samples.jsonl", "--grader", "graders/numbers.py", "--model",
+                   "openai/agree", "--model", "openai/off", "--iterations", "2", "--json", "--no-dagster")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert {"run_id", "grader_hash", "results", "calibration", "panel", "agreement"} <= set(data)
+    assert set(data["calibration"]) == {"openai/agree", "openai/off"} and len(data["results"]) == 40
+    assert set(data["results"][0]) >= {"model", "id", "iteration", "score", "latency_ms", "raw_output", "output",
+                                       "sample_metadata"}
+    agree = data["calibration"]["openai/agree"]
+    assert agree["exact_match_rate"] == 1.0 and agree["weighted_kappa"] == 1.0 and agree["coverage"]["errors"] == 0
+    assert data["panel"]["model"] == "panel" and len(data["grader_hash"]) == 64
+    assert Path(data["results_path"]).is_file()
+
+    bad = _cobalt(grading, "grade", "--input", "samples.jsonl", "--grader", "graders/numbers.py", "--model", "gpt-4o")
+    assert bad.returncode == 2 and bad.stderr.strip() == (
+        "error: Model 'gpt-4o' must be provider/name, e.g. openai/gpt-4o or anthropic/claude-sonnet-4-5.")

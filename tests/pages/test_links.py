@@ -1,0 +1,53 @@
+"""The Dagster addresses the pages link to: the run (by its partition tag), the asset partition and
+the gate's check, named as cobalt_dagster names them; and where the served ports come from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cobalt_lib import load_config
+from cobalt_lib.ops import (
+    dagster_asset_url,
+    dagster_check_name,
+    dagster_check_names,
+    dagster_check_url,
+    dagster_run_url,
+    pages_url,
+    run_page_url,
+)
+from cobalt_lib.pages._queries import RunFilters, runs_list
+from cobalt_lib.results import Store
+
+
+def test_dagster_urls_follow_the_dagster_ui_scheme(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "cobalt.toml").write_text("[dashboard]\nport = 5000\n")
+    config = load_config(tmp_path)
+    assert dagster_run_url(config, "2026-ab") == "http://127.0.0.1:5000/runs?q%5B%5D=tag%3Adagster%2Fpartition%3D2026-ab"
+    assert dagster_asset_url(config, "qa-agent", "scores", "r 1") == (
+        "http://127.0.0.1:5000/assets/qa_agent/scores?view=partitions&partition=r+1")
+    assert dagster_check_url(config, "qa-agent", "gate_x") == (
+        "http://127.0.0.1:5000/assets/qa_agent/aggregates?view=checks&checkDetail=gate_x")
+    assert run_page_url(config, "r/1") == "http://127.0.0.1:5001/runs/r%2F1"
+    monkeypatch.setenv("COBALT_PAGES_URL", "http://127.0.0.1:9999/")
+    assert pages_url(config) == "http://127.0.0.1:9999"
+
+
+@pytest.mark.parametrize("gate", ["exact >= 0.75", "latency.p95 <= 5000", "x" * 90, "every evaluator scored"])
+def test_check_names_are_the_ones_cobalt_dagster_gives(gate: str) -> None:
+    from cobalt_dagster._assets import check_name, check_names
+
+    assert dagster_check_name(gate) == check_name(gate)
+    assert dagster_check_names([gate, gate]) == check_names([gate, gate])
+
+
+def test_only_runs_through_dagster_link_a_dagster_run(tmp_path: Path) -> None:
+    (tmp_path / "cobalt.toml").write_text("")
+    config = load_config(tmp_path)
+    store = Store.for_config(config)
+    for run_id, source, day in (("r-lib", "library", "01"), ("r-dag", "dagster", "02")):
+        store.start_run({"run_id": run_id, "experiment": "qa", "started_at": f"2026-01-{day}T00:00:00+00:00",
+                         "source": source, "tags": [], "config": {}})
+    links = {row["entry"].run_id: row["dagster"] for row in runs_list(config, RunFilters())["rows"]}
+    assert links == {"r-dag": dagster_run_url(config, "r-dag"), "r-lib": None}
