@@ -1,19 +1,31 @@
-"""How much cobalt adds on top of the LLM calls it makes: wall time, CPU and memory.
+"""Throughput at high concurrency: cobalt against a plain aiohttp client, like for like (issue 14).
 
-The workload: N items, each one agent chat call plus one LLM-judge call, against the loopback
-server `tests/fakellm.py` (a separate process, fixed latency per request), at concurrency C.
-Every measured run happens in a fresh subprocess, so CPU time and peak RSS belong to that run
-alone; the SDKs are imported before the clock starts.
+The workload: N items, each one agent chat call then one LLM-judge call, against the loopback
+server `tests/fakellm.py` (a separate process, fixed latency per call), with at most C LLM calls in
+flight for every runner:
 
-    .venv/bin/python benchmarks/overhead.py                      # N=1000, C=20 and 100
-    .venv/bin/python benchmarks/overhead.py --n 200 --concurrency 20 --skip-reference
-    .venv/bin/python benchmarks/overhead.py --profile            # cProfile of each cobalt run, to stderr
+- `aiohttp`, `httpx`: plain clients, an `asyncio.Semaphore(C)` around the two sequential calls of
+  an item, one client (connection pool of C) for the whole run.
+- `cobalt`: `experiment(..., concurrency=C/2, judge_concurrency=C/2)`, the agent itself one aiohttp
+  POST over a shared session, one `llm-judge` evaluator, cache off, results stored as usual.
+- `cobalt-before` (with `--before DIR`): the same, importing cobalt_lib from DIR (e.g. an unpacked
+  older commit: `git archive main cobalt_lib | tar -x -C /tmp/before`), so before and after are
+  measured in the same invocation under the same load.
+- `cobalt-uvloop` (with `--uvloop`): cobalt on uvloop's event loop (`COBALT_EVENT_LOOP=uvloop`).
 
-Runs: cobalt with `concurrency=C` (the judge limit defaults to C as well, so up to 2C calls are in
-flight), cobalt capped at C calls in flight (`concurrency=C/2, judge_concurrency=C/2`, the same
-bound the plain clients and the peers run under), a fully cached re-run, plain httpx and plain
-aiohttp references (an asyncio.Semaphore(C) over the same two sequential calls per item), and
-cobalt at N/4 and N for memory.
+Every run is a fresh process: the wall time is the whole process, spawn to exit, imports included
+(the issue's definition), and is also given for the run alone; CPU is the process's own (user +
+system, all threads), per LLM call. Peak RSS is the process's maximum resident set. The 1-minute
+load average before each run is printed beside it: on a shared machine, compare ratios taken in
+the same invocation.
+
+    .venv/bin/python benchmarks/overhead.py                              # the issue's three settings
+    .venv/bin/python benchmarks/overhead.py --settings 1000x20 --runners aiohttp,cobalt
+    .venv/bin/python benchmarks/overhead.py --before /tmp/before --uvloop --no-httpx
+    .venv/bin/python benchmarks/overhead.py --settings 5000x200 --runners cobalt --profile
+
+Also measured (skip with `--no-extras`): peak memory of cobalt at N=1000 and N=5000 (C=100), and a
+fully cached re-run of 1000 items.
 """
 
 from __future__ import annotations
@@ -42,12 +54,13 @@ FAKELLM = ROOT / "tests" / "fakellm.py"
 MODEL = "gpt-4o-mini"
 PROMPT = "Rate {{input}} -> {{output}}"
 JUDGE_SYSTEM = 'You are an impartial evaluator. Reply with only {"score": <0..1>, "reason": "<why>"}.'
-MEMORY_C = 100
+DEFAULT_SETTINGS = "1000x20,5000x100,5000x200"
+RUNNERS = ("aiohttp", "httpx", "cobalt", "cobalt-before", "cobalt-uvloop")
 
-TARGET_RATIO = 1.10  # wall / ideal
-TARGET_CPU_FACTOR = 2.0  # cobalt CPU per call / plain httpx CPU per call
-TARGET_MEMORY_GROWTH = 1.10  # peak RSS at N / peak RSS at N/4
-TARGET_CACHED_S = 2.0  # cached re-run of 1000 items
+TARGET_WALL = 1.10  # cobalt process wall / plain aiohttp process wall, per setting
+TARGET_CPU = 2.0  # cobalt CPU per call / plain aiohttp CPU per call
+TARGET_MEMORY = 1.10  # peak RSS at N=5000 / at N=1000
+TARGET_CACHED_S = 1.0  # fully cached re-run of 1000 items
 
 
 # ---------------------------------------------------------------------------------------------
@@ -55,31 +68,27 @@ TARGET_CACHED_S = 2.0  # cached re-run of 1000 items
 # ---------------------------------------------------------------------------------------------
 
 
-def current_rss_mb() -> float:
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-
-
 def measure(fn: Callable[[], T], *, profile: bool = False) -> tuple[T, Result]:
-    """Call `fn` and return its value with wall time, process CPU time (all threads) and RSS."""
-    rss_start = current_rss_mb()
+    """Call `fn`; its value, with the wall and CPU time (all threads) of the call alone."""
     cpu0, wall0 = time.process_time(), time.perf_counter()
     value = profiled(fn) if profile else fn()
-    wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KB on Linux
-    return value, {"wall_s": wall, "cpu_s": cpu, "rss_start_mb": rss_start, "peak_rss_mb": peak}
+    return value, {"run_wall_s": time.perf_counter() - wall0, "run_cpu_s": time.process_time() - cpu0}
 
 
 def profiled(fn: Callable[[], T]) -> T:
-    """Run `fn` under cProfile (main thread only) and print the top 25 functions to stderr."""
+    """Run `fn` under cProfile (main thread only) and print the top 30 functions to stderr."""
     import cProfile
     import pstats
 
     with cProfile.Profile() as prof:
         value = fn()
-    for order in ("cumulative", "tottime"):
-        print(f"\n=== cProfile, top 25 by {order} ({' '.join(sys.argv[1:])}) ===", file=sys.stderr)
-        pstats.Stats(prof, stream=sys.stderr).sort_stats(order).print_stats(25)
+    if out := os.environ.get("BENCH_PROFILE_OUT"):  # raw stats, for pstats or snakeviz
+        prof.dump_stats(f"{out}.{os.getpid()}")
+    for order in ("tottime", "cumulative"):
+        print(f"\n=== cProfile, top 30 by {order} ({' '.join(sys.argv[1:])}) ===", file=sys.stderr)
+        pstats.Stats(prof, stream=sys.stderr).sort_stats(order).print_stats(30)
+    if callers := os.environ.get("BENCH_PROFILE_CALLERS"):  # e.g. "__repr_args__|connect": who calls them
+        pstats.Stats(prof, stream=sys.stderr).sort_stats("cumulative").print_callers(callers)
     return value
 
 
@@ -92,9 +101,9 @@ def agent_body(question: str) -> Result:
 
 
 def judge_body(question: str, answer: str) -> Result:
-    prompt = f"Rate {question} -> {answer}"
     return {"model": MODEL, "max_tokens": 512, "temperature": 0.0,
-            "messages": [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": prompt}]}
+            "messages": [{"role": "system", "content": JUDGE_SYSTEM},
+                         {"role": "user", "content": f"Rate {question} -> {answer}"}]}
 
 
 def make_agent(port: int) -> tuple[Callable[[Any], Awaitable[str]], Callable[[], Awaitable[None]]]:
@@ -128,16 +137,6 @@ async def fixed_agent(ctx: Any) -> str:
     return f"answer to {ctx.input}"
 
 
-def preload_cobalt() -> None:
-    """Import what a cobalt run loads lazily, so import time stays out of the measured wall time."""
-    import duckdb
-    import openai.resources.chat.completions
-
-    import cobalt_lib.run._execute
-
-    del duckdb, openai, cobalt_lib  # imported for their side effect: loaded modules
-
-
 def cobalt_experiment(name: str, n: int, agent: Callable[[Any], Awaitable[str]], concurrency: int,
                       judge_concurrency: int | None) -> Any:
     from cobalt_lib import Dataset, Evaluator, experiment
@@ -161,10 +160,20 @@ def report_figures(report: Any) -> Result:
             "eval_errors": sum(s.errors for s in summary.scores.values())}
 
 
+def event_loop_runner(use_uvloop: bool) -> Callable[[Any], Any]:
+    """What `Experiment.run()` runs its coroutine with (cobalt's own `asyncio.run`), optionally on uvloop."""
+    from cobalt_lib._aio import run
+
+    if use_uvloop:
+        os.environ["COBALT_EVENT_LOOP"] = "uvloop"  # how a user asks for it
+    return run
+
+
 def child_cobalt(args: argparse.Namespace) -> Result:
-    preload_cobalt()
     agent, close = make_agent(args.port)
-    exp = cobalt_experiment("bench-overhead", args.n, agent, int(args.concurrency), args.judge_concurrency)
+    half = max(1, args.concurrency // 2)
+    exp = cobalt_experiment("bench-overhead", args.n, agent, half, max(1, args.concurrency - half))
+    run_loop = event_loop_runner(args.child == "cobalt-uvloop")
 
     async def run_then_close(config: Any) -> Any:  # exactly Experiment.run(), plus closing the agent's session
         try:
@@ -174,18 +183,18 @@ def child_cobalt(args: argparse.Namespace) -> Result:
 
     with tempfile.TemporaryDirectory(prefix="cobalt-bench-") as out:
         config = cobalt_config(args.port, out, cache=False)
-        report, figures = measure(lambda: asyncio.run(run_then_close(config)), profile=args.profile)
-        return {**figures, **report_figures(report)}
+        report, figures = measure(lambda: run_loop(run_then_close(config)), profile=args.profile)  # as Experiment.run
+        where = str(Path(sys.modules["cobalt_lib"].__file__ or "").parent)
+        return {**figures, **report_figures(report), "cobalt_lib": where}
 
 
 def child_cached(args: argparse.Namespace) -> Result:
-    preload_cobalt()
-    exp = cobalt_experiment("bench-cached", args.n, fixed_agent, int(args.concurrency), None)
+    exp = cobalt_experiment("bench-cached", args.n, fixed_agent, args.concurrency, None)
     with tempfile.TemporaryDirectory(prefix="cobalt-bench-") as out:
         config = cobalt_config(args.port, out, cache=True)
         first, first_figures = measure(lambda: exp.run(config=config))
         second, figures = measure(lambda: exp.run(config=config), profile=args.profile)
-    return {**figures, **report_figures(second), "first_wall_s": first_figures["wall_s"],
+    return {**figures, **report_figures(second), "first_run_wall_s": first_figures["run_wall_s"],
             "first_judge_calls": first.summary.judge_calls}
 
 
@@ -210,7 +219,7 @@ async def httpx_items(port: int, n: int, concurrency: int) -> int:
 
     url = chat_url(port)
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(limits=limits, timeout=60.0) as client:
+    async with httpx.AsyncClient(limits=limits, timeout=600.0) as client:
 
         async def call(body: Result) -> str:
             response = await client.post(url, json=body)
@@ -236,14 +245,13 @@ async def aiohttp_items(port: int, n: int, concurrency: int) -> int:
 
 def child_reference(args: argparse.Namespace) -> Result:
     run = httpx_items if args.child == "httpx" else aiohttp_items
-    import_client = "httpx" if args.child == "httpx" else "aiohttp"
-    __import__(import_client)
-    ok, figures = measure(lambda: asyncio.run(run(args.port, args.n, int(args.concurrency))), profile=args.profile)
+    ok, figures = measure(lambda: asyncio.run(run(args.port, args.n, args.concurrency)), profile=args.profile)
     return {**figures, "ok": ok, "errors": args.n - ok}
 
 
 CHILDREN: dict[str, Callable[[argparse.Namespace], Result]] = {
-    "cobalt": child_cobalt, "cached": child_cached, "httpx": child_reference, "aiohttp": child_reference,
+    "aiohttp": child_reference, "httpx": child_reference, "cobalt": child_cobalt, "cobalt-before": child_cobalt,
+    "cobalt-uvloop": child_cobalt, "cached": child_cached,
 }
 
 
@@ -253,9 +261,9 @@ CHILDREN: dict[str, Callable[[argparse.Namespace], Result]] = {
 
 
 @contextmanager
-def fake_llm(latency: float) -> Iterator[int]:
+def fake_llm(latency: float, *extra: str) -> Iterator[int]:
     """Start tests/fakellm.py as a separate process on 127.0.0.1; yield its port; stop it by its PID."""
-    cmd = [sys.executable, str(FAKELLM), "--latency", str(latency)]
+    cmd = [sys.executable, str(FAKELLM), "--latency", str(latency), *extra]
     server = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     try:
         assert server.stdout is not None
@@ -274,171 +282,196 @@ def fake_llm(latency: float) -> Iterator[int]:
             server.stdout.close()
 
 
+def children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 class Bench:
-    """Runs children against one server and remembers each result (a run is never repeated)."""
+    """Runs children against one server; each result gets whole-process wall, CPU and peak RSS."""
 
-    def __init__(self, port: int, latency: float, profile: bool) -> None:
-        self.port, self.latency, self.profile = port, latency, profile
-        self.runs: dict[tuple[str, int, int, int | None], Result] = {}
+    def __init__(self, args: argparse.Namespace, port: int) -> None:
+        self.args, self.port = args, port
 
-    def run(self, mode: str, n: int, c: int, judge_c: int | None = None) -> Result:
-        key = (mode, n, c, judge_c)
-        if key not in self.runs:
-            self.runs[key] = self._spawn(mode, n, c, judge_c)
-        return self.runs[key]
-
-    def _spawn(self, mode: str, n: int, c: int, judge_c: int | None) -> Result:
+    def run(self, mode: str, n: int, c: int) -> Result:
         cmd = [sys.executable, __file__, "--child", mode, "--port", str(self.port), "--n", str(n),
-               "--concurrency", str(c), *(["--judge-concurrency", str(judge_c)] if judge_c else []),
-               *(["--profile"] if self.profile else [])]
-        print(f"  running {mode:<7} N={n:<5} C={c:<4}{f' judge C={judge_c}' if judge_c else ''} ...",
-              file=sys.stderr, flush=True)
+               "--concurrency", str(c), *(["--profile"] if self.args.profile else [])]
         env = {**os.environ, "OPENAI_API_KEY": "sk-bench", "PYTHONUNBUFFERED": "1"}
-        done = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT, check=False)
-        if done.returncode != 0:
-            raise RuntimeError(f"{' '.join(cmd)} failed with exit code {done.returncode}")
-        result: Result = json.loads(done.stdout.strip().splitlines()[-1])
+        if mode == "cobalt-before" or (mode == "cached" and self.args.extras_before):
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [self.args.before, env.get("PYTHONPATH")]))
+        load = os.getloadavg()[0]
+        print(f"  {mode:<14} N={n:<6} C={c:<4} (load {load:.2f}) ...", file=sys.stderr, end="", flush=True)
+        cpu0, wall0 = children_cpu_s(), time.perf_counter()
+        with subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT) as child:
+            out, _ = child.communicate()
+        wall, cpu = time.perf_counter() - wall0, children_cpu_s() - cpu0
+        if child.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed with exit code {child.returncode}")
+        result: Result = json.loads(out.strip().splitlines()[-1])
         if result["errors"] or result.get("eval_errors"):
             raise RuntimeError(f"{mode} N={n} C={c}: {result['errors']} failed items, "
                                f"{result.get('eval_errors', 0)} eval errors; the figures would be meaningless")
-        return self._derive(result, mode, n, c, judge_c)
-
-    def _derive(self, result: Result, mode: str, n: int, c: int, judge_c: int | None) -> Result:
         calls = 2 * n
-        in_flight = c + judge_c if judge_c else c  # the bound the ideal assumes (see the module docstring)
-        ideal = calls * self.latency / in_flight
-        result.update(mode=mode, n=n, concurrency=c, judge_concurrency=judge_c, ideal_s=ideal,
-                      ratio=result["wall_s"] / ideal, cpu_ms_per_call=1000 * result["cpu_s"] / calls)
+        ideal = calls * self.args.latency / c
+        result.update(mode=mode, n=n, concurrency=c, load=load, wall_s=wall, cpu_s=cpu, ideal_s=ideal,
+                      ratio_ideal=wall / ideal, cpu_ms_per_call=1000 * cpu / calls,
+                      run_cpu_ms_per_call=1000 * result["run_cpu_s"] / calls)
+        print(f" {wall:.2f} s", file=sys.stderr, flush=True)
         return result
 
 
-def cobalt_label(c: int, judge_c: int | None) -> str:
-    return f"cobalt concurrency={c}" + (f", judge_concurrency={judge_c}" if judge_c else "")
+def parse_setting(text: str) -> tuple[int, int]:
+    n, _, c = text.lower().partition("x")
+    if not (n.isdigit() and c.isdigit() and int(n) > 0 and int(c) > 1):
+        raise argparse.ArgumentTypeError(f"a setting is NxC with N items and C >= 2 calls in flight, got {text!r}")
+    return int(n), int(c)
+
+
+def settings_list(text: str) -> list[tuple[int, int]]:
+    return [parse_setting(part.strip()) for part in text.split(",") if part.strip()]
 
 
 def run_all(bench: Bench, args: argparse.Namespace) -> Result:
-    """Every run the report needs, grouped by concurrency."""
-    per_c: list[Result] = []
-    for c in args.concurrency:
-        half = max(1, c // 2)
-        row: Result = {"concurrency": c, "cobalt": bench.run("cobalt", args.n, c),
-                       "cobalt_capped": bench.run("cobalt", args.n, half, max(1, c - half))}
-        if not args.skip_reference:
-            row["httpx"] = bench.run("httpx", args.n, c)
-            row["aiohttp"] = bench.run("aiohttp", args.n, c)
-        per_c.append(row)
-    small = max(1, args.n // 4)
-    memory = {"small": bench.run("cobalt", small, MEMORY_C), "large": bench.run("cobalt", args.n, MEMORY_C)}
-    cached = bench.run("cached", args.n, MEMORY_C)
-    return {"per_concurrency": per_c, "memory": memory, "cached": cached}
+    """Every run the report needs: per setting, each runner once (references first)."""
+    rows: list[Result] = []
+    for n, c in args.settings:
+        rows.append({"n": n, "concurrency": c, "runs": {mode: bench.run(mode, n, c) for mode in args.runners}})
+    extras: Result = {}
+    if args.extras:
+        mode = "cobalt-before" if args.extras_before else "cobalt"
+        extras["memory"] = [bench.run(mode, n, 100) for n in (1000, 5000)]
+        extras["cached"] = bench.run("cached", 1000, 100)
+    return {"settings": rows, **extras}
 
 
-def check_targets(results: Result, n: int) -> list[Result]:
+def check_targets(results: Result) -> list[Result]:
     """Each target of the issue, its measured value and whether it was met."""
     checks: list[Result] = []
-    for row in results["per_concurrency"]:
-        c = row["concurrency"]
-        for key, label in (("cobalt", f"concurrency={c}"), ("cobalt_capped", f"<= {c} calls in flight")):
-            ratio = row[key]["ratio"]
-            checks.append({"target": f"wall/ideal < {TARGET_RATIO} at C={c}, N={n} ({label})",
-                           "measured": f"{ratio:.2f}", "met": ratio < TARGET_RATIO})
-        if "httpx" in row:
-            for key in ("cobalt", "cobalt_capped"):
-                factor = row[key]["cpu_ms_per_call"] / row["httpx"]["cpu_ms_per_call"]
-                checks.append({"target": f"CPU/call <= {TARGET_CPU_FACTOR:g}x plain httpx at C={c} ({key})",
-                               "measured": f"{factor:.2f}x", "met": factor <= TARGET_CPU_FACTOR})
-    small, large = results["memory"]["small"], results["memory"]["large"]
-    growth = large["peak_rss_mb"] / small["peak_rss_mb"]
-    checks.append({"target": f"memory flat in N (peak RSS N={large['n']} / N={small['n']} <= {TARGET_MEMORY_GROWTH})",
-                   "measured": f"{small['peak_rss_mb']:.0f} -> {large['peak_rss_mb']:.0f} MB ({growth:.2f}x)",
-                   "met": growth <= TARGET_MEMORY_GROWTH})
-    cached = results["cached"]
-    zero = cached["judge_calls"] == 0 and cached["cached_scores"] == n
-    checks.append({"target": f"cached re-run of N={n} < {TARGET_CACHED_S:g} s with 0 judge calls",
-                   "measured": f"{cached['wall_s']:.2f} s, {cached['judge_calls']} judge calls, "
-                               f"{cached['cached_scores']} cached scores",
-                   "met": cached["wall_s"] < TARGET_CACHED_S and zero})
+    for row in results["settings"]:
+        runs, setting = row["runs"], f"N={row['n']} C={row['concurrency']}"
+        if "aiohttp" not in runs:
+            continue
+        base = runs["aiohttp"]
+        for mode in (m for m in runs if m.startswith("cobalt")):
+            ratio = runs[mode]["wall_s"] / base["wall_s"]
+            checks.append({"target": f"{mode} wall / aiohttp wall <= {TARGET_WALL} at {setting}",
+                           "measured": f"{ratio:.3f}", "met": ratio <= TARGET_WALL})
+            cpu = runs[mode]["run_cpu_ms_per_call"] / base["run_cpu_ms_per_call"]
+            checks.append({"target": f"{mode} CPU/call <= {TARGET_CPU:g}x aiohttp's at {setting} (the run)",
+                           "measured": f"{cpu:.2f}x ({runs[mode]['run_cpu_ms_per_call']:.3f} vs "
+                                       f"{base['run_cpu_ms_per_call']:.3f} ms)", "met": cpu <= TARGET_CPU})
+    if "memory" in results:
+        small, large = results["memory"]
+        growth = large["peak_rss_mb"] / small["peak_rss_mb"]
+        checks.append({"target": f"cobalt peak RSS flat in N (N={large['n']} / N={small['n']} <= {TARGET_MEMORY})",
+                       "measured": f"{small['peak_rss_mb']:.0f} -> {large['peak_rss_mb']:.0f} MB ({growth:.2f}x)",
+                       "met": growth <= TARGET_MEMORY})
+    if "cached" in results:
+        cached = results["cached"]
+        ok = cached["run_wall_s"] < TARGET_CACHED_S and cached["judge_calls"] == 0
+        checks.append({"target": f"fully cached re-run of {cached['n']} items < {TARGET_CACHED_S:g} s, 0 judge calls",
+                       "measured": f"{cached['run_wall_s']:.2f} s ({cached['judge_calls']} judge calls, "
+                                   f"{cached['cached_scores']} cached scores)", "met": ok})
     return checks
 
 
 def machine() -> Result:
     model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                   if line.startswith("model name")), platform.processor())
-    return {"cores": os.cpu_count(), "cpu": model, "python": platform.python_version(),
-            "platform": platform.platform()}
+    return {"cores": os.cpu_count(), "cpu": model, "python": platform.python_version()}
 
 
-# ---------------------------------------------------------------------------------------------
-# Output
-# ---------------------------------------------------------------------------------------------
-
-HEADER = (f"{'run':<52} {'N':>5} {'wall s':>7} {'ideal s':>7} {'wall/ideal':>10} {'CPU s':>6} "
-          f"{'CPU ms/call':>11} {'peak RSS MB':>11}")
+HEADER = ("| setting | runner | load | wall s | / ideal | / aiohttp | run wall s | CPU s | CPU ms/call "
+          "| run CPU ms/call | / aiohttp | peak RSS MB |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
 
 
-def table_line(label: str, r: Result) -> str:
-    return (f"{label:<52} {r['n']:>5} {r['wall_s']:>7.2f} {r['ideal_s']:>7.2f} {r['ratio']:>10.2f} "
-            f"{r['cpu_s']:>6.2f} {r['cpu_ms_per_call']:>11.3f} {r['peak_rss_mb']:>11.0f}")
+def table_line(r: Result, base: Result | None) -> str:
+    wall_vs = f"{r['wall_s'] / base['wall_s']:.3f}" if base else "-"
+    cpu_vs = f"{r['run_cpu_ms_per_call'] / base['run_cpu_ms_per_call']:.2f}x" if base else "-"
+    return (f"| {r['n']}x{r['concurrency']} | {r['mode']} | {r['load']:.2f} | {r['wall_s']:.2f} | "
+            f"{r['ratio_ideal']:.2f} | {wall_vs} | {r['run_wall_s']:.2f} | {r['cpu_s']:.2f} | "
+            f"{r['cpu_ms_per_call']:.3f} | {r['run_cpu_ms_per_call']:.3f} | {cpu_vs} | {r['peak_rss_mb']:.0f} |")
 
 
 def print_text(results: Result, checks: list[Result], meta: Result) -> None:
-    print(f"\ncobalt overhead benchmark - {meta['date']} - {meta['machine']['cores']} cores "
-          f"({meta['machine']['cpu']}), Python {meta['machine']['python']}")
-    print(f"N={meta['n']} items x (1 agent call + 1 judge call), latency {meta['latency'] * 1000:g} ms per call; "
-          f"ideal = 2 N latency / C\n")
+    m = meta["machine"]
+    print(f"\n{meta['date']}: {m['cores']} cores ({m['cpu']}), Python {m['python']}; latency "
+          f"{meta['latency'] * 1000:g} ms per call; ideal = 2 N latency / C; load = 1-min load average before the run")
+    print(f"command: {meta['command']}\n")
     print(HEADER)
-    for row in results["per_concurrency"]:
-        c = row["concurrency"]
-        capped = row["cobalt_capped"]
-        print(table_line(f"C={c}: {cobalt_label(c, None)}", row["cobalt"]))
-        print(table_line(f"C={c}: {cobalt_label(capped['concurrency'], capped['judge_concurrency'])}", capped))
-        for ref in ("httpx", "aiohttp"):
-            if ref in row:
-                print(table_line(f"C={c}: plain {ref} (Semaphore({c}))", row[ref]))
-    mem = results["memory"]
-    print(f"\nmemory at C={MEMORY_C}: peak RSS {mem['small']['peak_rss_mb']:.0f} MB at N={mem['small']['n']}, "
-          f"{mem['large']['peak_rss_mb']:.0f} MB at N={mem['large']['n']} (after imports: "
-          f"{mem['small']['rss_start_mb']:.0f} / {mem['large']['rss_start_mb']:.0f} MB)")
-    cached = results["cached"]
-    print(f"cached re-run (N={cached['n']}): {cached['wall_s']:.2f} s wall, {cached['cpu_s']:.2f} s CPU, "
-          f"{cached['judge_calls']} judge calls, {cached['cached_scores']} cached scores "
-          f"(first run: {cached['first_wall_s']:.2f} s, {cached['first_judge_calls']} judge calls)")
+    for row in results["settings"]:
+        base = row["runs"].get("aiohttp")
+        for r in row["runs"].values():
+            print(table_line(r, base))
+    if "memory" in results:
+        small, large = results["memory"]
+        print(f"\nmemory (cobalt, C=100): peak RSS {small['peak_rss_mb']:.0f} MB at N={small['n']}, "
+              f"{large['peak_rss_mb']:.0f} MB at N={large['n']}")
+    if "cached" in results:
+        c = results["cached"]
+        print(f"cached re-run of {c['n']} items: {c['run_wall_s']:.2f} s wall, {c['run_cpu_s']:.2f} s CPU, "
+              f"{c['judge_calls']} judge calls, {c['cached_scores']} cached scores (first run "
+              f"{c['first_run_wall_s']:.2f} s, {c['first_judge_calls']} judge calls; load {c['load']:.2f})")
     print("\ntargets:")
     for check in checks:
         print(f"  [{'met ' if check['met'] else 'MISS'}] {check['target']}: {check['measured']}")
-    print("\npeers at C=20 on this machine: pydantic-evals 1.75x ideal, promptfoo 2.1x, Inspect AI 2.65x, "
-          "DeepEval 5.9x; plain aiohttp 1.05x (0.8 ms CPU per item); plain httpx 10.8 s wall / 3.4 s CPU")
-
-
-# ---------------------------------------------------------------------------------------------
-# Entry point
-# ---------------------------------------------------------------------------------------------
-
-
-def concurrency_list(text: str) -> list[int]:
-    values = [int(part) for part in text.split(",") if part.strip()]
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"expected positive integers separated by commas, got {text!r}")
-    return values
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--n", type=int, default=1000, help="items per run (default 1000)")
-    parser.add_argument("--concurrency", type=concurrency_list, default=[20, 100], help="list, e.g. 20,100")
+    parser.add_argument("--settings", type=settings_list, default=settings_list(DEFAULT_SETTINGS),
+                        help=f"NxC settings, comma-separated (default {DEFAULT_SETTINGS})")
+    parser.add_argument("--runners", default="aiohttp,httpx,cobalt",
+                        help=f"comma-separated, from {', '.join(RUNNERS)} (default aiohttp,httpx,cobalt)")
+    parser.add_argument("--no-httpx", action="store_true", help="leave out the plain httpx client (slow past C=100)")
+    parser.add_argument("--before", metavar="DIR", help="also run cobalt importing cobalt_lib from DIR")
+    parser.add_argument("--uvloop", action="store_true", help="also run cobalt on uvloop's event loop")
+    parser.add_argument("--no-extras", dest="extras", action="store_false",
+                        help="skip the memory pair and the cached re-run")
+    parser.add_argument("--extras-before", action="store_true",
+                        help="run the memory pair and the cached re-run on the --before code instead")
     parser.add_argument("--latency", type=float, default=0.1, help="server latency per call in seconds")
-    parser.add_argument("--skip-reference", action="store_true", help="skip the plain httpx/aiohttp runs")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
-    parser.add_argument("--profile", action="store_true", help="cProfile every child run; top 25 to stderr")
+    parser.add_argument("--profile", action="store_true", help="cProfile every child run; top 30 to stderr")
     parser.add_argument("--child", choices=sorted(CHILDREN), help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--judge-concurrency", type=int, help=argparse.SUPPRESS)
-    return parser.parse_args(argv)
+    parser.add_argument("--n", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--concurrency", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    runners = [r.strip() for r in args.runners.split(",") if r.strip()]
+    runners += ["cobalt-before"] if args.before else []
+    runners += ["cobalt-uvloop"] if args.uvloop else []
+    if args.no_httpx:
+        runners = [r for r in runners if r != "httpx"]
+    if unknown := set(runners) - set(RUNNERS):
+        parser.error(f"unknown runner(s) {', '.join(sorted(unknown))}; choose from {', '.join(RUNNERS)}")
+    if "cobalt-before" in runners and not args.before:
+        parser.error("the cobalt-before runner needs --before DIR")
+    args.runners = list(dict.fromkeys(runners))
+    return args
 
 
 def child_main(args: argparse.Namespace) -> None:
-    args.concurrency = args.concurrency[0]
-    print(json.dumps(CHILDREN[args.child](args)), flush=True)
+    if os.environ.get("BENCH_GC_STATS"):  # time spent in the cyclic garbage collector, to stderr at exit
+        import atexit
+        import gc
+
+        spent = [0.0, 0.0]
+
+        def on_gc(phase: str, info: dict[str, int]) -> None:
+            if phase == "start":
+                spent[1] = time.perf_counter()
+            else:
+                spent[0] += time.perf_counter() - spent[1]
+
+        gc.callbacks.append(on_gc)
+        if threshold := os.environ.get("BENCH_GC_THRESHOLD"):
+            gc.freeze()
+            gc.set_threshold(int(threshold), 10, 10)
+        atexit.register(lambda: print(f"gc: {spent[0]:.3f} s, {gc.get_stats()}", file=sys.stderr))
+    result = CHILDREN[args.child](args)
+    result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KB on Linux
+    print(json.dumps(result), flush=True)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -446,11 +479,11 @@ def main(argv: list[str] | None = None) -> None:
     if args.child:
         child_main(args)
         return
-    meta = {"command": " ".join([Path(sys.executable).name, *sys.argv]), "date": datetime.now(UTC).isoformat(
-        timespec="seconds"), "machine": machine(), "n": args.n, "latency": args.latency}
+    meta = {"command": " ".join([Path(sys.executable).name, *sys.argv]),
+            "date": datetime.now(UTC).isoformat(timespec="seconds"), "machine": machine(), "latency": args.latency}
     with fake_llm(args.latency) as port:
-        results = run_all(Bench(port, args.latency, args.profile), args)
-    checks = check_targets(results, args.n)
+        results = run_all(Bench(args, port), args)
+    checks = check_targets(results)
     if args.json:
         print(json.dumps({"meta": meta, "results": results, "targets": checks}, indent=2))
     else:

@@ -11,7 +11,10 @@ partition per cobalt run id), a blocking check per quality gate, a job `<experim
 schedule when `[schedules]` names it, and the `cobalt_run_requests` sensor.
 """
 
-from ._assets import ExperimentDefs, check_name, check_names, experiment_defs
+from cobalt_lib.ops import dagster_check_name as check_name
+from cobalt_lib.ops import dagster_check_names as check_names
+
+from ._assets import ExperimentDefs, experiment_defs
 from ._automation import request_run
 from ._definitions import build_definitions, build_experiment_defs
 from ._gates import record_run, require_gates_passed

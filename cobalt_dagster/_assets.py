@@ -5,9 +5,7 @@ DuckDB tables through cobalt's store module; the partition key is the cobalt run
 (No `from __future__ import annotations` here: Dagster reads the context annotations at runtime.)
 """
 
-import hashlib
-import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +14,7 @@ from dagster_duckdb import DuckDBResource
 
 from cobalt_lib import AssertionResult, Experiment
 from cobalt_lib.gates import Assertion
+from cobalt_lib.ops import dagster_check_names as check_names
 from cobalt_lib.results import load_report, stored_items
 from cobalt_lib.run import agent_step, finish, item_keys, pause_point, rescore_step, start_run, stream
 
@@ -118,27 +117,6 @@ def experiment_defs(experiment: Experiment, gates: list[Assertion]) -> Experimen
                               description=f"Run the cobalt experiment {experiment.name!r}.",
                               run_tags=dagster_tags(experiment.tags) or None)
     return ExperimentDefs(experiment, name, parts, [dataset, outputs, scores, aggregates], checks, job)
-
-
-def check_name(gate_name: str) -> str:
-    """The Dagster check name of a gate, from its name rather than its position, so reordering or
-    adding gates keeps each check's history: `exact >= 0.75` -> `gate_exact_min_0_75`."""
-    words = gate_name.replace(">=", " min ").replace("<=", " max ")
-    name = "gate_" + re.sub(r"_+", "_", dagster_name(words)).strip("_")
-    if len(name) > 60:  # Dagster's limit is generous, the UI's columns are not; a hash keeps long names apart
-        name = f"{name[:51].rstrip('_')}_{hashlib.sha1(gate_name.encode()).hexdigest()[:8]}"
-    return name
-
-
-def check_names(gate_names: Sequence[str]) -> list[str]:
-    """`check_name` of each gate; a name that repeats gets `_2`, `_3`... in order of declaration."""
-    seen: dict[str, int] = {}
-    names = []
-    for gate_name in gate_names:
-        base = check_name(gate_name)
-        seen[base] = seen.get(base, 0) + 1
-        names.append(base if seen[base] == 1 else f"{base}_{seen[base]}")
-    return names
 
 
 #: Metadata key on the `Failure` a failed gate raises: how `cobalt run` tells a verdict from a crash.

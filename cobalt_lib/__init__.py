@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from .experiments import REGISTRY, Dataset, Experiment, discover_files, experiment, load_experiments, load_file
     from .gates import Assertion, assertion, calibrated, no_regression, threshold
     from .graders import Grader, grader, load_grader
+    from .llm import track_usage
     from .results import (
         AssertionResult,
         EvalResult,
@@ -53,6 +54,7 @@ _EXPORTS: dict[str, str] = {name: module for module, names in {
     ".experiments": "Dataset Experiment REGISTRY discover_files experiment load_experiments load_file",
     ".gates": "Assertion assertion calibrated no_regression threshold",
     ".graders": "Grader grader load_grader",
+    ".llm": "track_usage",
     ".results": "AssertionResult EvalResult Evaluation ExperimentReport ItemResult ItemSpread Stats "
         "Store Summary read_results",
     ".run": "AgentContext",
@@ -103,6 +105,7 @@ __all__ = [
     "no_regression",
     "read_results",
     "threshold",
+    "track_usage",
 ]
 
 

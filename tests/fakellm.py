@@ -2,7 +2,10 @@
 the Anthropic messages API, counts requests, and can be scripted per test.
 
 In tests it runs in a background thread (see the `llm` fixture); benchmarks start it as a
-separate process: `python tests/fakellm.py --latency 0.1` prints `PORT <n>` when ready.
+separate process: `python tests/fakellm.py --latency 0.1` prints `PORT <n>` when ready. With
+`--faults 0.05` it answers 5% of the requests (drawn from a seeded generator) with a fault, in turn
+a 429 with Retry-After, a 500, a reset connection and an answer slower than `--slow` seconds;
+requests carrying the header `x-fakellm-no-faults` are spared (a soak test's agent).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import asyncio
 import hashlib
 import json
 import math
+import random
 import re
 import sys
 import threading
@@ -73,8 +77,19 @@ def embedding_for(text_value: str, dims: int = 64) -> list[float]:
 class FakeLLM:
     """The server. `script(...)` queues replies for the next chat calls; `respond` answers the rest."""
 
-    def __init__(self, *, latency: float = 0.0) -> None:
+    def __init__(self, *, latency: float = 0.0, faults: float = 0.0, slow: float = 5.0, seed: int = 0,
+                 record: bool = True) -> None:
         self.latency = latency
+        #: Whether `requests` keeps each request (a long soak run counts them in `served` only).
+        self.record = record
+        self.served: dict[str, int] = {}
+        #: The share of requests answered with an injected fault (see `_fault`), and how slow a slow one is.
+        self.faults = faults
+        self.slow = slow
+        self._random = random.Random(seed)
+        self._fault_turn = 0
+        #: Injected faults by kind: "429", "500", "reset", "slow".
+        self.injected: dict[str, int] = {}
         self.port = 0
         self.requests: list[dict[str, Any]] = []
         self.respond: Responder = _default_responder
@@ -120,6 +135,9 @@ class FakeLLM:
             self.respond = _default_responder
             self.embeddings_reply = None
             self.latency = 0.0
+            self.faults = 0.0
+            self.served.clear()
+            self.injected.clear()
             self.max_inflight = 0
             self._inflight = 0
             self._generation += 1
@@ -138,14 +156,22 @@ class FakeLLM:
         body = await request.json()
         with self._lock:
             headers = {k.lower(): v for k, v in request.headers.items()}
-            self.requests.append({"kind": kind, "body": body, "headers": headers, "time": time.monotonic()})
+            self.served[kind] = self.served.get(kind, 0) + 1
+            if self.record:
+                self.requests.append({"kind": kind, "body": body, "headers": headers, "time": time.monotonic()})
             queue = self._embeddings_queue if kind == "embeddings" else self._queue
             scripted = queue.popleft() if queue else None
+            fault = None if (scripted or "x-fakellm-no-faults" in headers) else self._fault()
             generation = self._generation
             self._inflight += 1
             self.max_inflight = max(self.max_inflight, self._inflight)
         try:
-            reply = scripted or self._respond(kind, body)
+            if fault == "reset":
+                await asyncio.sleep(self.latency)
+                assert request.transport is not None
+                request.transport.abort()  # the connection drops without an answer
+                return web.Response()
+            reply = scripted or fault_reply(fault, self.slow) or self._respond(kind, body)
             if self.latency or reply.delay:
                 await asyncio.sleep(self.latency + reply.delay)
             if isinstance(reply.body, str):  # a page that is not JSON, as a misconfigured proxy serves
@@ -157,6 +183,20 @@ class FakeLLM:
             with self._lock:
                 if generation == self._generation:
                     self._inflight -= 1
+
+    async def _stats(self, request: web.Request) -> web.Response:
+        """GET /fakellm/stats: requests served by kind and faults injected by kind."""
+        with self._lock:
+            return web.json_response({"served": dict(self.served), "injected": dict(self.injected)})
+
+    def _fault(self) -> str | None:
+        """Which fault this request gets, if any (call with the lock held)."""
+        if not self.faults or self._random.random() >= self.faults:
+            return None
+        kind = FAULTS[self._fault_turn % len(FAULTS)]
+        self._fault_turn += 1
+        self.injected[kind] = self.injected.get(kind, 0) + 1
+        return kind
 
     def _respond(self, kind: str, body: dict[str, Any]) -> Reply:
         if kind == "embeddings":
@@ -186,6 +226,7 @@ class FakeLLM:
 
     async def _start(self, port: int = 0) -> None:
         app = web.Application()
+        app.router.add_get("/fakellm/stats", self._stats)
         app.router.add_post("/{tail:.*}", self._handle)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
@@ -219,6 +260,19 @@ class FakeLLM:
             self._thread.join()
 
 
+FAULTS = ("429", "500", "reset", "slow")
+
+
+def fault_reply(fault: str | None, slow: float) -> Reply | None:
+    if fault == "429":
+        return error(429, retry_after=0.2)
+    if fault == "500":
+        return error(500)
+    if fault == "slow":
+        return answer(0.5, "slow", delay=slow)
+    return None
+
+
 def score_from_prompt(kind: str, body: dict[str, Any]) -> Reply:
     """Scores by a `SCORE=<x>` marker in the prompt; a marker that is not a number gets prose back."""
     messages = body.get("messages") or []
@@ -236,8 +290,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--latency", type=float, default=0.0, help="seconds added to every response")
+    parser.add_argument("--faults", type=float, default=0.0, help="share of requests answered with a fault")
+    parser.add_argument("--slow", type=float, default=5.0, help="seconds a slow fault takes to answer")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the fault draws")
+    parser.add_argument("--no-record", action="store_true", help="count requests without keeping them")
     args = parser.parse_args()
-    server = FakeLLM(latency=args.latency)
+    server = FakeLLM(latency=args.latency, faults=args.faults, slow=args.slow, seed=args.seed,
+                     record=not args.no_record)
 
     async def run() -> None:
         await server._start(args.port)

@@ -68,3 +68,19 @@ def test_the_stage_runner_works_from_inside_a_running_loop() -> None:
 
     assert asyncio.run(caller()).startswith("cobalt-run")  # on a helper thread's fresh loop
     assert run_coroutine(stage()) == threading.current_thread().name  # no loop running: right here
+
+
+def test_cobalt_event_loop_chooses_uvloop_and_refuses_what_it_does_not_know(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from cobalt_lib import ConfigError
+
+    async def loop_name() -> str:
+        return type(asyncio.get_running_loop()).__module__
+
+    monkeypatch.setenv("COBALT_EVENT_LOOP", "uvloop")
+    assert run(loop_name()).startswith("uvloop")
+    monkeypatch.setenv("COBALT_EVENT_LOOP", "asyncio")
+    assert run(loop_name()).startswith("asyncio")
+    monkeypatch.setenv("COBALT_EVENT_LOOP", "trio")
+    with pytest.raises(ConfigError, match="COBALT_EVENT_LOOP='trio' is not an event loop"):
+        run(loop_name())

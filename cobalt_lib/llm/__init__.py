@@ -6,6 +6,7 @@ from ._cache import ResponseCache, cache_key
 from ._judge import STRICT_RETRY, SYSTEM_PROMPT, Answer, Judge, parse_judgement
 from ._pricing import cost_usd, price_for
 from ._providers import Endpoint, import_sdks, redact, resolve_embeddings, resolve_judge, retry_after_seconds
+from ._usage import UsageMeter, track_usage
 
 __all__ = [
     "STRICT_RETRY",
@@ -14,6 +15,7 @@ __all__ = [
     "Endpoint",
     "Judge",
     "ResponseCache",
+    "UsageMeter",
     "cache_key",
     "cost_usd",
     "import_sdks",
@@ -23,4 +25,5 @@ __all__ = [
     "resolve_embeddings",
     "resolve_judge",
     "retry_after_seconds",
+    "track_usage",
 ]

@@ -15,7 +15,8 @@ from .._errors import JudgeError
 from ..results._report import Evaluation
 from ._cache import ResponseCache, cache_key
 from ._pricing import cost_usd
-from ._providers import Clients, Endpoint
+from ._providers import Endpoint
+from ._wire import Clients
 
 SYSTEM_PROMPT = (
     "You are an impartial evaluator of an AI system's output. Judge the output against the "
@@ -105,8 +106,11 @@ class Judge:
         answer = await self.ask(endpoint, prompt, parse_judgement, system=system, retry=STRICT_RETRY, salt=salt)
         if answer.value is None:
             return answer.evaluation
-        score, reason = answer.value
-        return answer.evaluation.model_copy(update={"score": score, "reason": reason})
+        # The evaluation is this call's own: set in place (a model_copy per score kept a copied
+        # field set alive per evaluation and made garbage of the rest).
+        evaluation = answer.evaluation
+        evaluation.score, evaluation.reason = answer.value
+        return evaluation
 
     async def ask(self, endpoint: Endpoint, prompt: str, parse: Callable[[str], T | str], *,
                   system: str, retry: str, salt: Mapping[str, Any] | None = None,
@@ -121,8 +125,10 @@ class Judge:
         calls and raw answer but no score: the caller sets it from `value`.
         """
         params = {**endpoint.sampling(), "system": system, **(salt or {})}
-        key = cache_key(purpose, endpoint.provider, endpoint.model, prompt, params, endpoint.base_url)
-        hit = self.cache.get(key)
+        # No key to compute when the cache is off: hashing the prompt costs more than the lookup.
+        key = cache_key(purpose, endpoint.provider, endpoint.model, prompt, params, endpoint.base_url) \
+            if self.cache.enabled else ""
+        hit = self.cache.get(key) if key else None
         if hit is not None and isinstance(hit.get("raw"), str):
             parsed = parse(hit["raw"])
             if not isinstance(parsed, str):

@@ -16,6 +16,7 @@ from typing import Any
 from .._threads import DaemonThreads
 from .._timeouts import BlockedLoopTimeout, timeout_message, within
 from ..llm._pricing import cost_usd
+from ..llm._usage import UsageMeter, current_meter, tracking
 from ..results._report import ItemResult
 
 Runner = Callable[..., Any]
@@ -48,10 +49,11 @@ async def call_agent(runner: Runner, ctx: AgentContext, *, timeout: float, limit
     await limit.acquire()
     release_later = False
     started = time.perf_counter()
+    meter = UsageMeter() if tracking[0] else None  # what track_usage()d SDK clients spend in this call
     try:
         measured: list[float] = []  # the worker thread's own timing of the call: no loop stall in it
         if threads is not None:
-            future = threads.submit(lambda: _timed(runner, ctx, measured))
+            future = threads.submit(lambda: _timed(runner, ctx, measured, meter))
             try:
                 value = await asyncio.wait_for(asyncio.shield(future), timeout)
             except TimeoutError:
@@ -59,12 +61,12 @@ async def call_agent(runner: Runner, ctx: AgentContext, *, timeout: float, limit
                 _hold_slot(future, limit, threads, grace=timeout)
                 raise
         else:
-            value = await within(_awaitable(runner, ctx), timeout)
+            value = await within(_awaitable(runner, ctx, meter), timeout)
             elapsed = time.perf_counter() - started
             if elapsed > timeout + max(0.05, timeout / 20):  # the timer could not fire: the loop was blocked
                 raise BlockedLoopTimeout(elapsed)
         result.latency_ms = (measured[0] if measured else time.perf_counter() - started) * 1000
-        _fill_output(result, value, prices)
+        _fill_output(result, value, prices, meter)
     except BlockedLoopTimeout as exc:
         result.latency_ms = (time.perf_counter() - started) * 1000
         result.status = "timeout"
@@ -108,22 +110,29 @@ def _hold_slot(future: asyncio.Future[Any], limit: asyncio.Semaphore, threads: D
     asyncio.get_running_loop().call_later(grace, give_up)
 
 
-def _timed(runner: Runner, ctx: AgentContext, measured: list[float]) -> Any:
+def _timed(runner: Runner, ctx: AgentContext, measured: list[float], meter: UsageMeter | None) -> Any:
     """`runner(ctx)` in a worker thread, its duration appended to `measured`."""
-    started = time.perf_counter()
-    value = runner(ctx)
-    measured.append(time.perf_counter() - started)
-    return value
+    token = current_meter.set(meter)
+    try:
+        started = time.perf_counter()
+        value = runner(ctx)
+        measured.append(time.perf_counter() - started)
+        return value
+    finally:
+        current_meter.reset(token)
 
 
-async def _awaitable(runner: Runner, ctx: AgentContext) -> Any:
+async def _awaitable(runner: Runner, ctx: AgentContext, meter: UsageMeter | None) -> Any:
+    if meter is not None:
+        current_meter.set(meter)  # this task's own context: gone when the call ends
     value = runner(ctx)
     if inspect.isawaitable(value):
         value = await value
     return value
 
 
-def _fill_output(result: ItemResult, value: Any, prices: Mapping[str, tuple[float, float]]) -> None:
+def _fill_output(result: ItemResult, value: Any, prices: Mapping[str, tuple[float, float]],
+                 meter: UsageMeter | None = None) -> None:
     problem = _return_problem(value)
     if problem is not None:  # a forgotten return or a mis-keyed dict: an error the gates see, not an output
         result.status = "error"
@@ -135,6 +144,8 @@ def _fill_output(result: ItemResult, value: Any, prices: Mapping[str, tuple[floa
         result.metadata = json_safe(dict(metadata) if isinstance(metadata, Mapping) else {"value": metadata})
     else:
         result.output = json_safe(value)
+    if meter is not None and meter.calls:  # what the agent says itself wins over what was tracked
+        result.metadata = {**meter.metadata(prices), **result.metadata}
     result.tokens, result.cost_usd = agent_usage(result.metadata, prices)
 
 

@@ -17,6 +17,7 @@ from ..results._report import ExperimentReport, ItemResult
 from ..results._results_file import write_results
 from ..results._rows import aggregate_rows, output_row, run_row, score_rows, verdict_rows
 from ..results._store import BatchWriter
+from ._gc import collector_tuned_for_a_run
 from ._plan import RunPlan
 from ._requests import RescoreRun, ResumeRun
 from ._session import Observer, Session
@@ -103,10 +104,11 @@ async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Seq
             observer.on_item(item)
 
     try:
-        async with Session(plan) as session:
-            if "outputs" in tables:
-                session.output_sink = lambda item: writer.add("outputs", output_row(plan.run_id, item))
-            await bounded(keys, 2 * (plan.concurrency + plan.judge_concurrency), one)
+        with collector_tuned_for_a_run():
+            async with Session(plan) as session:
+                if "outputs" in tables:
+                    session.output_sink = lambda item: writer.add("outputs", output_row(plan.run_id, item))
+                await bounded(keys, 2 * (plan.concurrency + plan.judge_concurrency), one)
     finally:
         try:
             writer.close()
@@ -190,7 +192,8 @@ def finish(plan: RunPlan, items: list[ItemResult], status: Literal["completed", 
         if status == "completed":
             raise
         duration_ms = 0.0  # already failing: the store's trouble is reported by the save below
-    report = build_report(plan, items, duration_ms, status)
+    with collector_tuned_for_a_run():
+        report = build_report(plan, items, duration_ms, status)
     try:
         save(plan, report)
     except Exception as exc:

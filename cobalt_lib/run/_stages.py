@@ -34,9 +34,10 @@ async def score(session: Session, item: ItemResult) -> ItemResult:
     evaluators = [e for e in plan.evaluators if e.name in plan.scored]
     ctx = EvalContext(item=item.item, output=item.output, metadata=item.metadata, index=item.index,
                       run_index=item.run_index, latency_ms=item.latency_ms, tokens=item.tokens, cost_usd=item.cost_usd)
-    results = await asyncio.gather(*(e.evaluate(ctx, session.judge, plan.endpoints[e.name],
-                                                threads=session.eval_threads, timeout=plan.timeout)
-                                     for e in evaluators))
+    calls = [e.evaluate(ctx, session.judge, plan.endpoints[e.name], threads=session.eval_threads,
+                        timeout=plan.timeout) for e in evaluators]
+    # gather wraps each call in a task of its own: one evaluator is awaited in place
+    results = [await calls[0]] if len(calls) == 1 else await asyncio.gather(*calls)
     fresh = {e.name: r for e, r in zip(evaluators, results, strict=True)}
     kept = item.evaluations
     item.evaluations = {e.name: fresh.get(e.name) or kept[e.name] for e in plan.evaluators

@@ -1,4 +1,4 @@
-"""The LLM judge against the loopback server, through the real openai and anthropic SDKs."""
+"""The LLM judge against the loopback server, through cobalt's own HTTP client (llm/_wire.py)."""
 
 from __future__ import annotations
 
@@ -336,7 +336,7 @@ def test_each_provider_gets_its_own_default_model(judged_project: Path, llm: Fak
     assert report.items[0].evaluations["claude"].cost_usd == pytest.approx((20 * 1.0 + 10 * 5.0) / 1e6)
 
 
-def test_the_judge_sdk_is_imported_before_the_first_agent_call(judged_project: Path, llm: FakeLLM) -> None:
+def test_the_judge_client_is_imported_before_the_first_agent_call(judged_project: Path, llm: FakeLLM) -> None:
     import subprocess
     import sys
 
@@ -344,13 +344,14 @@ def test_the_judge_sdk_is_imported_before_the_first_agent_call(judged_project: P
     script.write_text(
         "import sys\nfrom cobalt_lib import Dataset, Evaluator, experiment, load_config\n"
         "seen = []\n"
-        "def agent(ctx):\n    seen.append('openai' in sys.modules)\n    return 'x'\n"
+        "def agent(ctx):\n    seen.append(('aiohttp' in sys.modules, 'openai' in sys.modules))\n    return 'x'\n"
         "experiment('probe', Dataset([{'input': 1}]), agent,"
         " evaluators=[Evaluator(name='q', prompt='{{output}}')]).run(config=load_config())\n"
         "print(seen)\n")
     result = subprocess.run([sys.executable, str(script)], cwd=judged_project, capture_output=True, text=True,
                             timeout=60)
-    assert result.stdout.strip() == "[True]", result.stderr  # not lazily inside the loop mid-run
+    # aiohttp not lazily inside the loop mid-run; the judge speaks HTTP itself, so no SDK import (0.6 s)
+    assert result.stdout.strip() == "[(True, False)]", result.stderr
 
 
 def test_a_server_echoing_the_api_key_does_not_get_it_stored(judged_project: Path, llm: FakeLLM) -> None:

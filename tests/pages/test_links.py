@@ -35,12 +35,22 @@ def test_dagster_urls_follow_the_dagster_ui_scheme(tmp_path: Path, monkeypatch: 
     assert pages_url(config) == "http://127.0.0.1:9999"
 
 
-@pytest.mark.parametrize("gate", ["exact >= 0.75", "latency.p95 <= 5000", "x" * 90, "every evaluator scored"])
-def test_check_names_are_the_ones_cobalt_dagster_gives(gate: str) -> None:
-    from cobalt_dagster._assets import check_name, check_names
+@pytest.mark.parametrize(("gate", "check"), [
+    ("exact >= 0.75", "gate_exact_min_0_75"),
+    ("latency.p95 <= 5000", "gate_latency_p95_max_5000"),
+    ("every evaluator scored", "gate_every_evaluator_scored"),
+])
+def test_check_names_come_from_the_gate_name(gate: str, check: str) -> None:
+    from cobalt_dagster import check_name, check_names
 
-    assert dagster_check_name(gate) == check_name(gate)
-    assert dagster_check_names([gate, gate]) == check_names([gate, gate])
+    assert dagster_check_name(gate) == check_name(gate) == check
+    assert dagster_check_names([gate, gate]) == check_names([gate, gate]) == [check, f"{check}_2"]
+
+
+def test_a_long_gate_name_keeps_a_hash_to_stay_apart() -> None:
+    long_a, long_b = "x" * 90 + " >= 0.5", "x" * 90 + " >= 0.6"
+    assert len(dagster_check_name(long_a)) <= 60
+    assert dagster_check_name(long_a) != dagster_check_name(long_b)
 
 
 def test_only_runs_through_dagster_link_a_dagster_run(tmp_path: Path) -> None:
