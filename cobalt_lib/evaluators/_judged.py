@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import Field
 
 from .._errors import EvaluatorError
+from ..llm._judge import json_objects
 from ..llm._providers import Endpoint, resolve_judge
 from ..results._report import Evaluation
 from ._context import EvalContext, Scoring
@@ -112,18 +113,10 @@ def retry_prompt(shape: str) -> str:
 
 def json_object(text: str, key: str) -> dict[str, Any] | None:
     """The first JSON object in `text` (fenced or among prose) that has `key`, or None."""
-    decoder = json.JSONDecoder()
     for candidate in [m.group(1) for m in _FENCE.finditer(text)] + [text]:
-        start = candidate.find("{")
-        while start != -1:
-            try:
-                obj, end = decoder.raw_decode(candidate, start)
-            except ValueError:
-                start = candidate.find("{", start + 1)
-                continue
-            if isinstance(obj, dict) and key in obj:
+        for obj in json_objects(candidate):
+            if key in obj:
                 return obj
-            start = candidate.find("{", end)
     return None
 
 

@@ -13,6 +13,8 @@ import math
 import re
 from typing import TYPE_CHECKING, Any
 
+from ..llm._judge import json_objects
+
 if TYPE_CHECKING:
     from ._deck import Card, Grader
 
@@ -91,7 +93,7 @@ def parse_grade(text: str) -> tuple[int, str] | str:
     -3..3 (`2`, `2.0` and `"2"` are 2; `2.5`, `7` and `"good"` are unusable).
     """
     for candidate in [m.group(1) for m in _FENCE.finditer(text)] + [text]:
-        for obj in _json_objects(candidate):
+        for obj in json_objects(candidate):
             if "score" in obj:
                 return _checked(obj)
     return "no JSON object with a 'score' field was found"
@@ -112,22 +114,6 @@ def _checked(obj: dict[str, Any]) -> tuple[int, str] | str:
         return f"the score {int(score)} is outside -3..3"
     notes = obj.get("notes", obj.get("reason"))
     return int(score), "" if notes is None else notes if isinstance(notes, str) else json.dumps(notes)
-
-
-def _json_objects(text: str) -> list[dict[str, Any]]:
-    decoder = json.JSONDecoder()
-    found = []
-    start = text.find("{")
-    while start != -1:
-        try:
-            obj, end = decoder.raw_decode(text, start)
-        except ValueError:
-            start = text.find("{", start + 1)
-            continue
-        if isinstance(obj, dict):
-            found.append(obj)
-        start = text.find("{", end)
-    return found
 
 
 def normalised(raw: int) -> float:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ._cache import ResponseCache, cache_key
-from ._judge import STRICT_RETRY, SYSTEM_PROMPT, Answer, Judge, parse_judgement
+from ._judge import STRICT_RETRY, SYSTEM_PROMPT, Answer, Judge, json_objects, parse_judgement
 from ._pricing import cost_usd, price_for
 from ._providers import Endpoint, import_sdks, redact, resolve_embeddings, resolve_judge, retry_after_seconds
 from ._usage import UsageMeter, track_usage
@@ -19,6 +19,7 @@ __all__ = [
     "cache_key",
     "cost_usd",
     "import_sdks",
+    "json_objects",
     "parse_judgement",
     "price_for",
     "redact",

@@ -38,7 +38,7 @@ def parse_judgement(text: str) -> tuple[float, str | None] | str:
     """
     candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
     for candidate in candidates:
-        for obj in _json_objects(candidate):
+        for obj in json_objects(candidate):
             if "score" not in obj:
                 continue
             score = obj["score"]
@@ -56,7 +56,8 @@ def parse_judgement(text: str) -> tuple[float, str | None] | str:
     return "no JSON object with a 'score' field was found"
 
 
-def _json_objects(text: str) -> list[dict[str, Any]]:
+def json_objects(text: str) -> list[dict[str, Any]]:
+    """Every JSON object in `text`, in order, among whatever prose surrounds them."""
     decoder = json.JSONDecoder()
     found = []
     start = text.find("{")
