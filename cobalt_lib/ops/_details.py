@@ -99,16 +99,9 @@ def _badness(item: ItemResult) -> tuple[int, float, int, int]:
     return (2, lowest, item.index, item.run_index)
 
 
-class ChangedItem(BaseModel):
+class ChangedItem(ItemChange):
     """An item whose score moved between the runs, with both outputs and both reasons."""
 
-    index: int
-    run_index: int
-    evaluator: str
-    input: Any = None
-    score_a: float
-    score_b: float
-    delta: float
     output_a: Any = None
     output_b: Any = None
     reason_a: str | None = None
