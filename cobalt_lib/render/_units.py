@@ -15,12 +15,17 @@ def money(value: float | None) -> str:
 
 
 def duration(ms: float | None) -> str:
-    """Milliseconds as `4.24s`, `420ms` or `0.042ms` (never a bare `0ms` for a fast call); `-` for none."""
+    """Milliseconds as `4.24s`, `420ms`, `0.042ms` or `0.0000347ms`: three significant digits below 10 ms
+    without trailing zeros, never a bare `0ms` for a fast call nor an exponent; `-` for none."""
     if ms is None:
         return "-"
-    if ms >= 1000:
+    size = abs(ms)
+    if size >= 1000:
         return f"{ms / 1000:.2f}s"
-    return f"{ms:.0f}ms" if ms >= 10 else f"{ms:.3g}ms"
+    if size >= 10 or size == 0:
+        return f"{ms:.0f}ms"
+    fixed = f"{ms:.{2 - math.floor(math.log10(size))}f}"
+    return f"{fixed.rstrip('0').rstrip('.') if '.' in fixed else fixed}ms"
 
 
 def count(n: int, noun: str) -> str:

@@ -163,6 +163,14 @@ def test_money_keeps_significant_digits_for_sub_cent_amounts() -> None:
         "unknown", "$0.0000", "$0.0000270", "$0.00123", "$0.5000", "$12.3456"]
 
 
+def test_durations_keep_three_significant_digits_and_never_an_exponent() -> None:
+    from cobalt_lib.render._units import duration
+
+    values = (None, 0.0, 3.47e-05, 0.00318, 0.042, 5.0, 3.18, 420.4, 4240.0, -2500.0)
+    assert [duration(v) for v in values] == [
+        "-", "0ms", "0.0000347ms", "0.00318ms", "0.042ms", "5ms", "3.18ms", "420ms", "4.24s", "-2.50s"]
+
+
 def test_a_run_without_model_evaluators_prints_no_judge_cost() -> None:
     buffer = io.StringIO()
     reporter = TerminalReporter(buffer, width=100)
