@@ -58,7 +58,7 @@ def serve_http(root: Path, host: str = "127.0.0.1", port: int = DEFAULT_PORT) ->
 
     warning = bind_warning(host)
     if warning:
-        print(f"warning: {warning}", file=sys.stderr)
+        _say(f"warning: {warning}")
     server = build_server(root)
     app = server.streamable_http_app(host=host)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -68,7 +68,13 @@ def serve_http(root: Path, host: str = "127.0.0.1", port: int = DEFAULT_PORT) ->
     sock.listen(128)
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
-    print(f"cobalt mcp: serving MCP over streamable HTTP at http://{shown}:{bound}/mcp (Ctrl-C stops it)",
-          file=sys.stderr, flush=True)
+    _say(f"cobalt mcp: serving MCP over streamable HTTP at http://{shown}:{bound}/mcp (Ctrl-C stops it)")
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     anyio.run(uvicorn.Server(config).serve, [sock])
+
+
+def _say(line: str) -> None:
+    """One line for the person who started the server. Always stderr, never print(): under stdio,
+    stdout is the protocol stream and a stray line there corrupts it."""
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()

@@ -14,10 +14,10 @@ from cobalt_lib import Store
 COBALT = str(Path(sys.executable).parent / "cobalt")
 
 # The agent takes 1 ms. Around it: the first score blocks the event loop for 0.3 s, as a slow first import
-# would (and imports a big stdlib module for real), and another process holds the DuckDB file for 1 s
-# (the busy store: a duration is the point here) while the other items run and are written. The two
-# processes hand over through named pipes: opening one blocks until the other side opens it, so
-# neither polls for the other.
+# would (and imports a big stdlib module for real), and another process holds the DuckDB file from
+# before item 1 until the last item's agent call (the busy store) while the other items run and are
+# written. The two processes hand over through named pipes: opening one blocks until the other side
+# opens it, so neither polls for the other.
 FAST = '''
 import time
 from pathlib import Path
@@ -41,19 +41,21 @@ def agent(ctx):
     if ctx.index == 0:  # held until the lock holder has the store (its latency is not asserted)
         (HERE / "started").write_text("go")
         (HERE / "holding").read_text()
+    if ctx.index == 23:  # the last item: the store has been busy through every other one
+        (HERE / "release").write_text("go")
     time.sleep(0.001)  # the agent's own work
     return ctx.input
 '''
 
 HOLDER = '''
-import sys, time
+import sys
 from pathlib import Path
 import duckdb
 here = Path(sys.argv[1])
 (here / "started").read_text()
 con = duckdb.connect(str(here / ".cobalt" / "cobalt.duckdb"))
 (here / "holding").write_text("go")
-time.sleep(1.0)  # the store stays busy meanwhile
+(here / "release").read_text()  # the store stays busy until the last item's agent call
 con.close()
 '''
 
@@ -64,7 +66,7 @@ def test_latency_is_the_agents_call_alone(project: Path, path: list[str]) -> Non
     (project / "experiments" / "fast.cobalt.py").write_text(FAST)
     Store(project / ".cobalt" / "cobalt.duckdb").ensure_schema()
     (project / "holder.py").write_text(HOLDER)
-    for pipe in ("started", "holding"):
+    for pipe in ("started", "holding", "release"):
         os.mkfifo(project / pipe)
     clean = {k: v for k, v in os.environ.items()
              if k not in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "DAGSTER_HOME", "COBALT_PROJECT_DIR")}
