@@ -5,11 +5,11 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import sys
-import traceback
 from collections.abc import Iterable
 from pathlib import Path
 
 from .._errors import CobaltError, ConfigError
+from .._tracebacks import line_in
 from ..config._config import Config
 from ._experiment import _RECORDINGS, Experiment
 
@@ -90,5 +90,5 @@ def _where(exp: Experiment) -> str:
 
 
 def _user_line(exc: BaseException, path: Path) -> str:
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename).resolve() == path]
-    return f", line {frames[-1].lineno}," if frames else ""
+    line = line_in(exc, path)
+    return f", line {line}," if line else ""

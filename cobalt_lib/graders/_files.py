@@ -6,11 +6,11 @@ import dataclasses
 import hashlib
 import importlib.util
 import sys
-import traceback
 from pathlib import Path
 from typing import Any
 
 from .._errors import ConfigError
+from .._tracebacks import line_in
 from ._deck import Grader
 
 
@@ -61,8 +61,8 @@ def _execute(file: Path) -> dict[str, Any]:
 
 
 def _user_line(exc: BaseException, file: Path) -> str:
-    lines = [f.lineno for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == file]
-    return f" (line {lines[-1]})" if lines else ""
+    line = line_in(exc, file)
+    return f" (line {line})" if line else ""
 
 
 def _pick(namespace: dict[str, Any], file: Path) -> Grader:
