@@ -1,15 +1,51 @@
 """The `cobalt` console script: a Ctrl-C while Python is still importing the CLI is a clean exit 130
-too, not a KeyboardInterrupt traceback (the CLI's own handler is not installed yet)."""
+too, not a KeyboardInterrupt traceback (the CLI's own handler is not installed yet).
+
+A Dagster-tracked `cobalt run` first offers itself to this user's warm run worker (docs/worker.md),
+before the CLI is imported; when none answers it runs here, and an interactive one starts a worker in
+the background for next time.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
+from types import ModuleType
 
 
 def main() -> None:
+    args = sys.argv[1:]
+    worker = _worker_module(args)
+    if worker is not None:
+        code = worker.hand_over(args)
+        if code is not None:
+            sys.exit(code)
     try:
         from .cli import main as cli_main
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         sys.exit(130)
-    cli_main()
+    try:
+        cli_main()
+    except SystemExit as exc:
+        if worker is not None and exc.code in (0, 1, None) and _interactive(args):
+            worker.start_in_background()
+        raise
+
+
+def _worker_module(args: list[str]) -> ModuleType | None:
+    if not args or args[0] != "run":
+        return None  # every other command: not even the worker package is imported
+    from . import worker
+
+    return worker if worker.wants_worker(args) else None
+
+
+def _interactive(args: list[str]) -> bool:
+    """A person at a terminal: stdout a TTY, not `--ci`, not in CI, not under cobalt's tests."""
+    if "--ci" in args or "--json" in args or any(os.environ.get(n) for n in ("CI", "COBALT_TESTING")):
+        return False
+    try:
+        return os.isatty(1)
+    except OSError:
+        return False

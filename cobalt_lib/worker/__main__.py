@@ -1,0 +1,5 @@
+"""`python -m cobalt_lib.worker`: the run worker process (see `_daemon`)."""
+
+from ._daemon import main
+
+main()
