@@ -9,6 +9,7 @@ import typer
 
 from .._errors import CobaltError
 from ._app import Command, Group, app
+from ._common import print_json
 
 if TYPE_CHECKING:
     from ..worker import WorkerInfo
@@ -40,18 +41,23 @@ def start(idle_timeout: Annotated[float | None, typer.Option(
 
 
 @worker_app.command("status", cls=Command)
-def status() -> None:
+def status(json_output: Annotated[bool, typer.Option("--json", help="Print the workers as JSON.")] = False) -> None:
     """Each worker of this Python: pid, uptime, runs served, and whether it serves this cobalt.
 
     Exit codes: 0 a worker serves this cobalt's runs, 1 none does.
     """
+    from dataclasses import asdict
+
     from ..worker import workers
 
     found = workers()
-    if not found:
+    if json_output:
+        print_json([{**asdict(w), "uptime": round(w.uptime, 3)} for w in found])
+    elif not found:
         print("no cobalt worker running: `cobalt run` runs in process (start one with `cobalt worker start`)")
-    for info in found:
-        print(_line(info))
+    else:
+        for info in found:
+            print(_line(info))
     raise typer.Exit(0 if any(w.matches for w in found) else 1)
 
 

@@ -44,6 +44,9 @@ def main(argv: list[str] | None = None) -> None:
     _tell(ready, f"ready {os.getpid()}")
     worker.serve()
     _say(f"exiting after {worker.served} runs")
+    # Nothing to tear down (the worker never ran a run itself); finalising thousands of modules would
+    # only keep `cobalt worker stop` waiting.
+    os._exit(0)
 
 
 def _prepare(idle_timeout: float) -> Worker | None:

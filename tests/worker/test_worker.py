@@ -1,0 +1,171 @@
+"""The run worker end to end: `cobalt worker start`, then `cobalt run` as a user runs it (a subprocess),
+served by a forked child of the worker, against what the same run records in process."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+from dagster._core.instance.ref import InstanceRef  # not exported by `dagster`
+from worker_fixtures import COBALT, Workers, example, workers
+
+from cobalt_lib import Store
+
+__all__ = ["example", "workers"]  # fixtures, imported for pytest
+
+SUPPORT = "experiments/support_bot.cobalt.py"
+CHECKS = ("gate_exact_min_0_75", "gate_every_evaluator_scored")
+
+
+def _recorded(project: Path, run_id: str) -> dict[str, Any]:
+    """What the project's Dagster instance holds about cobalt run `run_id`, less what differs per run."""
+    with dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(project / ".cobalt" / "dagster"))) as instance:
+        [record] = instance.get_run_records(dg.RunsFilter(tags={"dagster/partition": run_id}))
+        run = record.dagster_run
+        events = instance.get_records_for_run(run_id=run.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)
+        checks = sorted((e.event_log_entry.dagster_event.asset_check_evaluation_data.check_name,
+                         e.event_log_entry.dagster_event.asset_check_evaluation_data.passed)
+                        for e in events.records if e.event_log_entry.dagster_event is not None)
+        origin = run.remote_job_origin
+        return {"job": run.job_name, "status": run.status,
+                "tags": {k: v for k, v in run.tags.items() if k.startswith(("cobalt", "dagster/code_location"))},
+                "origin": (origin.location_name, origin.repository_origin.repository_name, origin.job_name)
+                if origin else None, "checks": checks}
+
+
+def _exits(pid: int) -> bool:
+    """The process ends (or is a zombie nobody reaps, in a container without an init) within 10 s."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            if "(zombie)" in Path(f"/proc/{pid}/status").read_text():
+                return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def _run_id(stdout: str) -> str:
+    return next(line.split()[-1] for line in stdout.splitlines() if line.startswith("run id:"))
+
+
+def test_a_run_through_the_worker_records_what_an_in_process_run_records(workers: Workers, example: Path) -> None:
+    project = example
+    here = workers.cobalt("run", "--ci", SUPPORT, "--add-tag", "nightly", cwd=project, COBALT_WORKER="off")
+    assert here.returncode == 0, here.stdout + here.stderr
+    served = workers.served()
+    there = workers.cobalt("run", "--ci", SUPPORT, "--add-tag", "nightly", cwd=project)
+    assert there.returncode == 0, there.stdout + there.stderr
+    assert workers.served() == served + 1  # the worker ran it
+    assert "gate PASS exact >= 0.75" in there.stdout and "items 4 (4 ok" in there.stdout, there.stdout
+    in_process, worker = _recorded(project, _run_id(here.stdout)), _recorded(project, _run_id(there.stdout))
+    assert worker == in_process
+    assert worker["job"] == "support_bot_eval" and worker["tags"]["cobalt.tag/nightly"] == "nightly"
+    assert worker["origin"] == ("definitions.py", "__repository__", "support_bot_eval")
+    assert worker["checks"] == sorted((c, True) for c in CHECKS)
+
+
+def test_exit_codes_and_errors_are_the_in_process_ones(workers: Workers, example: Path) -> None:
+    project = example
+    (project / "experiments" / "bad.cobalt.py").write_text("from cobalt_lib import experiment\nexperiment(\n")
+    served = workers.served()
+    failed = workers.cobalt("run", "--ci", SUPPORT, cwd=project, SUPPORT_BOT_BROKEN="1")
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    assert "gate FAIL exact >= 0.75" in failed.stdout
+    bad = workers.cobalt("run", "--ci", "experiments/bad.cobalt.py", cwd=project)
+    bad_here = workers.cobalt("run", "--ci", "experiments/bad.cobalt.py", cwd=project, COBALT_WORKER="off")
+    assert (bad.returncode, bad.stderr, bad.stdout) == (2, bad_here.stderr, bad_here.stdout)
+    assert bad.stderr.startswith("error: ") and "bad.cobalt.py" in bad.stderr and len(bad.stderr.splitlines()) == 1
+    assert workers.served() == served + 2
+
+
+EDITABLE = '''
+from cobalt_lib import Dataset, Evaluator, experiment, threshold
+
+@experiment("edited", Dataset([{"input": "q", "expected_output": "v1"}]),
+            evaluators=[Evaluator(name="exact", type="exact-match", field="expected_output")],
+            assertions=[threshold("exact", 1.0)])
+def agent(ctx):
+    return "ANSWER"
+'''
+
+
+def test_an_edit_to_the_experiment_between_two_runs_is_seen(workers: Workers, example: Path) -> None:
+    project = example
+    path = project / "experiments" / "edited.cobalt.py"
+    path.write_text(EDITABLE.replace("ANSWER", "v1"))
+    served = workers.served()
+    first = workers.cobalt("run", "--ci", str(path), cwd=project)
+    path.write_text(EDITABLE.replace("ANSWER", "v2 after the edit"))
+    second = workers.cobalt("run", "--ci", str(path), cwd=project)
+    assert workers.served() == served + 2
+    assert (first.returncode, second.returncode) == (0, 1), first.stdout + second.stdout
+    [output] = Store(project / ".cobalt" / "cobalt.duckdb").rows("outputs", _run_id(second.stdout))
+    assert output["output"] == "v2 after the edit"
+
+
+STOPPABLE = '''
+import asyncio, sys
+from cobalt_lib import Dataset, Evaluator, experiment
+
+@experiment("stoppable", Dataset([{"input": f"q{i}", "expected_output": f"a{i}"} for i in range(6)]),
+            concurrency=2, evaluators=[Evaluator(name="exact", type="exact-match", field="expected_output")])
+async def agent(ctx):
+    if ctx.index >= 3:
+        print("cobalt-testing: paused at stuck", file=sys.stderr, flush=True)
+        await asyncio.sleep(600)
+    return ctx.item["expected_output"]
+'''
+
+
+def test_ctrl_c_on_the_client_stops_the_run_and_keeps_finished_items(workers: Workers, example: Path) -> None:
+    project = example
+    (project / "experiments" / "stoppable.cobalt.py").write_text(STOPPABLE)
+    served = workers.served()
+    proc = subprocess.Popen([COBALT, "run", "--ci", "experiments/stoppable.cobalt.py"], cwd=project,
+                            env=workers.env(), text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    early = []
+    while "paused at stuck" not in (line := proc.stderr.readline()):  # the child writes to our pipe
+        assert line, "".join(early)
+        early.append(line)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out + err
+    assert "Traceback" not in err, err
+    assert workers.served() == served + 1
+    db = project / ".cobalt" / "cobalt.duckdb"
+    [run] = [r for r in Store(db).runs() if r["experiment"] == "stoppable"]
+    assert run["status"] == "incomplete"
+    assert f"interrupted: finished items kept in run {run['run_id']} (incomplete)" in err
+    assert sorted(o["item_index"] for o in Store(db).rows("outputs", run["run_id"])) in ([0, 1], [0, 1, 2])
+
+
+def test_another_fingerprint_or_a_stale_socket_runs_in_process_and_stop_stops_the_worker(
+        workers: Workers, example: Path) -> None:
+    project = example
+    served = workers.served()
+    [worker] = workers.status()
+    other_locale = workers.cobalt("run", "--ci", SUPPORT, cwd=project, LANG="C.UTF-8", LC_ALL="C.UTF-8")
+    assert other_locale.returncode == 0, other_locale.stdout + other_locale.stderr
+    assert [w["matches"] for w in workers.status(LANG="C.UTF-8", LC_ALL="C.UTF-8")] == [False]
+    assert workers.served() == served  # not the worker's: another fingerprint
+
+    stopped = workers.cobalt("worker", "stop")
+    assert stopped.returncode == 0 and f"stopped cobalt worker pid {worker['pid']}" in stopped.stdout
+    assert not Path(worker["socket"]).exists()
+    assert _exits(worker["pid"])
+    assert workers.status() == []
+
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(worker["socket"])  # a socket file nobody listens on, as a killed worker leaves
+    stale.close()
+    run = workers.cobalt("run", "--ci", SUPPORT, cwd=project)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "gate PASS exact >= 0.75" in run.stdout and run.stderr == ""
