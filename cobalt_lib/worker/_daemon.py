@@ -18,7 +18,7 @@ from typing import IO
 
 from ._paths import fingerprint, log_path, modules_path, private_dir, socket_path
 from ._server import Worker
-from ._warm import import_all, modules_to_import, thread_count
+from ._warm import import_all, modules_to_import, thread_count, warm_caches
 
 #: Runs longer than this from a user's last one end the worker (seconds; `--idle-timeout`).
 DEFAULT_IDLE_TIMEOUT = 30 * 60.0
@@ -64,6 +64,7 @@ def _prepare(idle_timeout: float) -> Worker | None:
         return None
     started = time.monotonic()
     failed = import_all(modules_to_import(modules_path(directory, digest)))
+    warm_caches()
     _say(f"imported what a run imports in {time.monotonic() - started:.1f} s"
          + (f" ({len(failed)} modules skipped: {', '.join(failed[:5])})" if failed else ""))
     if thread_count() != 1:

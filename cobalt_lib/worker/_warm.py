@@ -110,6 +110,25 @@ def import_all(names: list[str]) -> list[str]:
     return failed
 
 
+def warm_caches() -> None:
+    """First-use work that only fills caches a fork keeps and records nothing: the ABC subclass caches
+    of Dagster's `MetadataValue` (a negative `issubclass` walks all its subclasses, about 2 ms each
+    the first time), for the types run metadata holds."""
+    try:
+        from dagster._core.definitions.metadata.metadata_set import is_raw_metadata_type
+        from dagster._core.definitions.metadata.metadata_value import MetadataValue
+    except ImportError:  # private modules of one Dagster release: only a head start
+        return
+    kinds: list[type] = [str, int, float, bool, dict, list, tuple, set, bytes, type(None)]
+    pending = list(MetadataValue.__subclasses__())
+    while pending:
+        kind = pending.pop()
+        kinds.append(kind)
+        pending.extend(kind.__subclasses__())
+    for kind in kinds:
+        is_raw_metadata_type(kind)
+
+
 def thread_count() -> int:
     """Threads of this process, native ones included where the system tells (a fork keeps one)."""
     with contextlib.suppress(OSError):

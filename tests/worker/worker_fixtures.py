@@ -62,8 +62,10 @@ def workers() -> Iterator[Workers]:
     try:
         yield pool
     finally:
-        for worker in pool.status() if directory.exists() else []:
-            os.kill(worker["pid"], signal.SIGTERM)  # stopped by its pid; it unlinks its socket
+        for sock in directory.glob("w-*.sock"):
+            answer = _ask(sock, {"op": "status"})
+            if answer:
+                os.kill(int(answer["pid"]), signal.SIGTERM)  # stopped by its pid; it unlinks its socket
         shutil.rmtree(directory, ignore_errors=True)
 
 
