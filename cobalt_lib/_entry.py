@@ -17,7 +17,11 @@ def main() -> None:
     args = sys.argv[1:]
     worker = _worker_module(args)
     if worker is not None:
-        code = worker.hand_over(args)
+        try:
+            code = worker.hand_over(args)
+        except KeyboardInterrupt:  # before the run was handed over (after, Ctrl-C is passed on to it)
+            print("interrupted", file=sys.stderr)
+            sys.exit(130)
         if code is not None:
             sys.exit(code)
     try:

@@ -9,7 +9,7 @@ import typer
 
 from .._errors import CobaltError
 from ._app import Command, Group, app
-from ._common import print_json
+from ._common import print_json, warn
 
 if TYPE_CHECKING:
     from ..worker import WorkerInfo
@@ -32,12 +32,15 @@ def start(idle_timeout: Annotated[float | None, typer.Option(
     """
     from ..worker import WorkerError
     from ..worker import start as start_worker
+    from ..worker._paths import switched_off
 
     try:
         info = start_worker(idle_timeout)
     except WorkerError as exc:
         raise CobaltError(str(exc)) from None
     print(f"cobalt worker running: pid {info.pid}, idle timeout {info.idle_timeout:g} s, log {info.log}")
+    if switched_off():
+        warn(["COBALT_WORKER=off is set: `cobalt run` in this environment will not use the worker"])
 
 
 @worker_app.command("status", cls=Command)

@@ -12,6 +12,7 @@ import signal
 import sys
 import threading
 import traceback
+import warnings
 from typing import Any, NoReturn
 
 
@@ -48,6 +49,10 @@ def _become_client(request: dict[str, Any], fds: list[int], close: list[int]) ->
     os.environ.update(request["env"])
     sys.argv = list(request["argv"])
     sys.path[:] = list(request["path"])
+    if os.environ.get("PYTHONWARNINGS"):  # read at startup by the client's interpreter, not by ours
+        for option in os.environ["PYTHONWARNINGS"].split(","):
+            with contextlib.suppress(Exception):
+                warnings._setoption(option)  # type: ignore[attr-defined]
     importlib.invalidate_caches()
     _std_streams(request["streams"])
 

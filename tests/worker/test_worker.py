@@ -3,6 +3,8 @@ served by a forked child of the worker, against what the same run records in pro
 
 from __future__ import annotations
 
+import os
+import pty
 import signal
 import socket
 import subprocess
@@ -11,10 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
+import pytest
 from dagster._core.instance.ref import InstanceRef  # not exported by `dagster`
 from worker_fixtures import COBALT, Workers, example, workers
 
 from cobalt_lib import Store
+from cobalt_lib.worker import wants_worker
+from cobalt_lib.worker._launch import _ask
 
 __all__ = ["example", "workers"]  # fixtures, imported for pytest
 
@@ -36,6 +41,10 @@ def _recorded(project: Path, run_id: str) -> dict[str, Any]:
                 "tags": {k: v for k, v in run.tags.items() if k.startswith(("cobalt", "dagster/code_location"))},
                 "origin": (origin.location_name, origin.repository_origin.repository_name, origin.job_name)
                 if origin else None, "checks": checks}
+
+
+def _bad_file(project: Path) -> None:
+    (project / "experiments" / "bad.cobalt.py").write_text("from cobalt_lib import experiment\nexperiment(\n")
 
 
 def _exits(pid: int) -> bool:
@@ -73,7 +82,7 @@ def test_a_run_through_the_worker_records_what_an_in_process_run_records(workers
 
 def test_exit_codes_and_errors_are_the_in_process_ones(workers: Workers, example: Path) -> None:
     project = example
-    (project / "experiments" / "bad.cobalt.py").write_text("from cobalt_lib import experiment\nexperiment(\n")
+    _bad_file(project)
     served = workers.served()
     failed = workers.cobalt("run", "--ci", SUPPORT, cwd=project, SUPPORT_BOT_BROKEN="1")
     assert failed.returncode == 1, failed.stdout + failed.stderr
@@ -88,26 +97,27 @@ def test_exit_codes_and_errors_are_the_in_process_ones(workers: Workers, example
 EDITABLE = '''
 from cobalt_lib import Dataset, Evaluator, experiment, threshold
 
-@experiment("edited", Dataset([{"input": "q", "expected_output": "v1"}]),
+@experiment("edited", Dataset([{"input": "q", "expected_output": "v2"}]),
             evaluators=[Evaluator(name="exact", type="exact-match", field="expected_output")],
             assertions=[threshold("exact", 1.0)])
 def agent(ctx):
-    return "ANSWER"
+    return "v2"
 '''
 
 
 def test_an_edit_to_the_experiment_between_two_runs_is_seen(workers: Workers, example: Path) -> None:
     project = example
     path = project / "experiments" / "edited.cobalt.py"
-    path.write_text(EDITABLE.replace("ANSWER", "v1"))
+    path.write_text('raise ValueError("version one of the file")\n')
     served = workers.served()
     first = workers.cobalt("run", "--ci", str(path), cwd=project)
-    path.write_text(EDITABLE.replace("ANSWER", "v2 after the edit"))
+    path.write_text(EDITABLE)
     second = workers.cobalt("run", "--ci", str(path), cwd=project)
     assert workers.served() == served + 2
-    assert (first.returncode, second.returncode) == (0, 1), first.stdout + second.stdout
+    assert first.returncode == 2 and "raised ValueError: version one of the file" in first.stderr, first.stderr
+    assert second.returncode == 0, second.stdout + second.stderr
     [output] = Store(project / ".cobalt" / "cobalt.duckdb").rows("outputs", _run_id(second.stdout))
-    assert output["output"] == "v2 after the edit"
+    assert output["output"] == "v2"
 
 
 STOPPABLE = '''
@@ -152,8 +162,11 @@ def test_another_fingerprint_or_a_stale_socket_runs_in_process_and_stop_stops_th
     project = example
     served = workers.served()
     [worker] = workers.status()
-    other_locale = workers.cobalt("run", "--ci", SUPPORT, cwd=project, LANG="C.UTF-8", LC_ALL="C.UTF-8")
-    assert other_locale.returncode == 0, other_locale.stdout + other_locale.stderr
+    _bad_file(project)
+    # Another locale is another fingerprint: the run (a bad file, which fails fast) stays in process.
+    other_locale = workers.cobalt("run", "--ci", "experiments/bad.cobalt.py", cwd=project, LANG="C.UTF-8",
+                                  LC_ALL="C.UTF-8")
+    assert other_locale.returncode == 2 and other_locale.stderr.startswith("error: "), other_locale.stderr
     assert [w["matches"] for w in workers.status(LANG="C.UTF-8", LC_ALL="C.UTF-8")] == [False]
     assert workers.served() == served  # not the worker's: another fingerprint
 
@@ -166,6 +179,49 @@ def test_another_fingerprint_or_a_stale_socket_runs_in_process_and_stop_stops_th
     stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     stale.bind(worker["socket"])  # a socket file nobody listens on, as a killed worker leaves
     stale.close()
-    run = workers.cobalt("run", "--ci", SUPPORT, cwd=project)
-    assert run.returncode == 0, run.stdout + run.stderr
-    assert "gate PASS exact >= 0.75" in run.stdout and run.stderr == ""
+    # A person at a terminal (stdout a TTY, no --ci, not CI): it runs in process, then starts a worker.
+    env = {k: v for k, v in workers.env().items() if k not in ("COBALT_TESTING", "CI")}
+    code, shown = _on_a_terminal([COBALT, "run", SUPPORT], project, env)
+    assert code == 0, shown
+    assert "PASS" in shown and "run id:" in shown and "\x1b[" in shown, shown  # in colour, as on a terminal
+    started = _wait_for_worker(Path(worker["socket"]))
+    assert started["pid"] != worker["pid"] and started["served"] == 0
+
+
+def _on_a_terminal(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, str]:
+    """Run `command` with stdout and stderr on a pseudo-terminal; its exit code and what it showed."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave)
+    os.close(slave)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: every writer has closed the terminal
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(master)
+    return proc.wait(timeout=60), shown.decode(errors="replace")
+
+
+def _wait_for_worker(path: Path) -> dict[str, Any]:
+    """The status of the worker listening at `path`, once one does (within 60 s)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        answer = _ask(path, {"op": "status"})
+        if answer:
+            return answer
+        time.sleep(0.05)
+    raise AssertionError(f"no worker started at {path}")
+
+
+def test_only_dagster_tracked_runs_are_handed_over(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("COBALT_WORKER", raising=False)
+    assert wants_worker(["run", "--ci", "experiments/a.cobalt.py"])
+    assert not wants_worker(["run", "--no-dagster"])
+    assert not wants_worker(["show", "latest"]) and not wants_worker([])
+    for off in ("off", "0", "no", "False"):
+        monkeypatch.setenv("COBALT_WORKER", off)
+        assert not wants_worker(["run"])
