@@ -48,6 +48,7 @@ class Worker:
     _conns: dict[int, Connection] = field(default_factory=dict)
     _children: dict[int, Connection] = field(default_factory=dict)
     _lingering: list[socket.socket] = field(default_factory=list)
+    _terminated: bool = False
 
     def serve(self) -> None:
         """Until stopped (and its runs finished) or idle for `idle_timeout` seconds."""
@@ -56,7 +57,7 @@ class Worker:
             end.setblocking(False)
         signal.set_wakeup_fd(self._wake_w.fileno(), warn_on_full_buffer=False)
         signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so that the wakeup byte is written
-        signal.signal(signal.SIGTERM, lambda *_: self._stop())
+        signal.signal(signal.SIGTERM, self._on_sigterm)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         self._selector = selectors.DefaultSelector()
         self._selector.register(self.listener, selectors.EVENT_READ, "accept")
@@ -66,8 +67,13 @@ class Worker:
                 for key, _ in self._selector.select(timeout=self._timeout()):
                     self._dispatch(key)
                 self._reap()
+                if self._terminated and not self.stopping:
+                    self._stop()
         finally:
             self._close_listener()
+
+    def _on_sigterm(self, signum: int, frame: object) -> None:
+        self._terminated = True  # acted on by the loop: a handler must not touch the selector mid-call
 
     def _done(self) -> bool:
         if self._children:
