@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 worker_app = typer.Typer(
     name="worker", cls=Group, no_args_is_help=True, add_completion=False, rich_markup_mode="markdown",
     help="A warm process that runs Dagster-tracked `cobalt run`s without paying for Dagster's imports "
-         "(about 3 s less each; docs/worker.md). Off with COBALT_WORKER=off.")
+         "(about 2 s less each; docs/worker.md). Off with COBALT_WORKER=off.")
 app.add_typer(worker_app)
 
 

@@ -1,5 +1,5 @@
 """The pre-warmed run worker: a per-user fork server that keeps Dagster and cobalt imported, so a
-Dagster-tracked `cobalt run` skips about 3 s of imports and first-use work (docs/worker.md).
+Dagster-tracked `cobalt run` skips about 2 s of imports and first-use work (docs/worker.md).
 
 Standard library only, and each name loads its module on first use: the console script consults
 `hand_over` before it imports the CLI.
