@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import pty
+import re
 import signal
 import socket
 import subprocess
@@ -19,7 +20,6 @@ from worker_fixtures import COBALT, Workers, example, workers
 
 from cobalt_lib import Store
 from cobalt_lib.worker import wants_worker
-from cobalt_lib.worker._launch import _ask
 
 __all__ = ["example", "workers"]  # fixtures, imported for pytest
 
@@ -134,7 +134,12 @@ async def agent(ctx):
 '''
 
 
-def test_ctrl_c_on_the_client_stops_the_run_and_keeps_finished_items(workers: Workers, example: Path) -> None:
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGKILL, -9)],
+                         ids=["ctrl-c", "client-killed"])
+def test_a_signal_to_the_client_stops_the_run_and_keeps_finished_items(
+        workers: Workers, example: Path, sig: signal.Signals, code: int) -> None:
+    """Ctrl-C is passed on to the run (exit 130; SIGTERM and SIGHUP the same way); a killed client's run is
+    terminated."""
     project = example
     (project / "experiments" / "stoppable.cobalt.py").write_text(STOPPABLE)
     served = workers.served()
@@ -145,16 +150,15 @@ def test_ctrl_c_on_the_client_stops_the_run_and_keeps_finished_items(workers: Wo
     while "paused at stuck" not in (line := proc.stderr.readline()):  # the child writes to our pipe
         assert line, "".join(early)
         early.append(line)
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, out + err
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)  # EOF once the run's process has exited too
+    assert proc.returncode == code, out + err
     assert "Traceback" not in err, err
     assert workers.served() == served + 1
-    db = project / ".cobalt" / "cobalt.duckdb"
-    [run] = [r for r in Store(db).runs() if r["experiment"] == "stoppable"]
-    assert run["status"] == "incomplete"
-    assert f"interrupted: finished items kept in run {run['run_id']} (incomplete)" in err
-    assert sorted(o["item_index"] for o in Store(db).rows("outputs", run["run_id"])) in ([0, 1], [0, 1, 2])
+    [run_id] = re.findall(r"interrupted: finished items kept in run (\S+) \(incomplete\)", err)
+    store = Store(project / ".cobalt" / "cobalt.duckdb")
+    assert store.run_status(run_id) == "incomplete"
+    assert sorted(o["item_index"] for o in store.rows("outputs", run_id)) in ([0, 1], [0, 1, 2])
 
 
 def test_another_fingerprint_or_a_stale_socket_runs_in_process_and_stop_stops_the_worker(
@@ -184,8 +188,8 @@ def test_another_fingerprint_or_a_stale_socket_runs_in_process_and_stop_stops_th
     code, shown = _on_a_terminal([COBALT, "run", SUPPORT], project, env)
     assert code == 0, shown
     assert "PASS" in shown and "run id:" in shown and "\x1b[" in shown, shown  # in colour, as on a terminal
-    started = _wait_for_worker(Path(worker["socket"]))
-    assert started["pid"] != worker["pid"] and started["served"] == 0
+    started = _wait_for_start(Path(worker["log"]), after=worker["pid"])
+    os.kill(started, signal.SIGTERM)  # no need to wait for it to warm up
 
 
 def _on_a_terminal(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, str]:
@@ -206,15 +210,16 @@ def _on_a_terminal(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[
     return proc.wait(timeout=60), shown.decode(errors="replace")
 
 
-def _wait_for_worker(path: Path) -> dict[str, Any]:
-    """The status of the worker listening at `path`, once one does (within 60 s)."""
+def _wait_for_start(log: Path, after: int) -> int:
+    """The pid of the worker a `cobalt run` started in the background: the next one its log names after
+    the worker `after` (within 60 s)."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        answer = _ask(path, {"op": "status"})
-        if answer:
-            return answer
+        pids = [int(p) for p in re.findall(r"worker: starting \(pid (\d+)", log.read_text())]
+        if after in pids and pids[-1] != after:
+            return pids[-1]
         time.sleep(0.05)
-    raise AssertionError(f"no worker started at {path}")
+    raise AssertionError(f"no worker started: {log.read_text()}")
 
 
 def test_only_dagster_tracked_runs_are_handed_over(monkeypatch: pytest.MonkeyPatch) -> None:
