@@ -22,8 +22,10 @@ SWITCH_VARIABLE = "COBALT_WORKER"
 MAX_SOCKET_PATH = 100
 _PACKAGES = ("cobalt_lib", "cobalt_dagster")
 #: The locale decides the default encoding of files the run opens: a worker started under another one
-#: must not serve the run.
-_LOCALE_VARIABLES = ("LC_ALL", "LC_CTYPE", "LANG", "PYTHONUTF8")
+#: must not serve the run. Likewise the interpreter's startup variables (`PYTHON*`), except the two a
+#: child applies itself (warnings filters, the std streams' encoding).
+_LOCALE_VARIABLES = ("LC_ALL", "LC_CTYPE", "LANG")
+_APPLIED_IN_CHILD = ("PYTHONWARNINGS", "PYTHONIOENCODING")
 
 
 def switched_off() -> bool:
@@ -88,8 +90,10 @@ def _dagster_version_file() -> str:
 
 def fingerprint() -> str:
     """The interpreter, the path, size and mtime of every cobalt source file and of Dagster's version
-    file, and the locale: a worker that imported anything else must not run this process's run."""
+    file, the locale and the `PYTHON*` variables: a worker that imported anything else, or under
+    another interpreter setup, must not run this process's run."""
     parts = [sys.executable, sys.version, *(f"{n}={os.environ.get(n, '')}" for n in _LOCALE_VARIABLES)]
+    parts += sorted(f"{k}={v}" for k, v in os.environ.items() if k.startswith("PYTHON") and k not in _APPLIED_IN_CHILD)
     for path in [*(f for p in _PACKAGES for f in _source_files(p)), _dagster_version_file()]:
         try:
             info = os.stat(path)
