@@ -71,7 +71,11 @@ def stop() -> None:
 
     stopped = stop_workers()
     for info in stopped:
-        print(f"stopped cobalt worker pid {info.pid} ({info.served} runs served)")
+        if info.running:
+            print(f"cobalt worker pid {info.pid} takes no new run and exits when its {info.running} running "
+                  f"run(s) finish ({info.served} runs served)")
+        else:
+            print(f"stopped cobalt worker pid {info.pid} ({info.served} runs served)")
     if not stopped:
         print("no cobalt worker was running", file=sys.stderr)
 

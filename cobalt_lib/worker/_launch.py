@@ -10,7 +10,7 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -159,16 +159,20 @@ def workers() -> list[WorkerInfo]:
 
 
 def stop() -> list[WorkerInfo]:
-    """Stop this interpreter's workers; each exits once its runs in flight have finished. Returns
-    those asked to stop, after waiting up to STOP_SECONDS for each to exit."""
+    """Stop this interpreter's workers: each takes no new run and exits once its runs in flight have
+    finished. Returns those asked to stop (`running` > 0: still finishing), having waited for the
+    others' processes to exit."""
     stopped = []
     for info in workers():
+        asked = info
         with contextlib.suppress(OSError, ValueError), _connect(Path(info.socket), STOP_SECONDS) as sock:
             lines = _wire.Lines(sock)
             _wire.send(sock, {"op": "stop"})
-            lines.read()  # the acknowledgement
-            lines.read()  # EOF: the worker's process has exited
-        stopped.append(info)
+            answer = lines.read() or {}
+            asked = replace(info, running=int(answer.get("running", info.running)))
+            if not asked.running:
+                lines.read()  # EOF: the worker's process has exited
+        stopped.append(asked)
     return stopped
 
 
