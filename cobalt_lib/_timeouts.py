@@ -27,13 +27,27 @@ async def within(awaitable: Any, timeout: float) -> Any:
     """`awaitable`'s result, or TimeoutError after `timeout` s. Unlike `asyncio.wait_for`, a call that
     swallows its cancellation (a bare `except:` around an await) cannot hold the item, and the run,
     forever: after CANCEL_GRACE_SECONDS it is left behind, like a hung sync call's thread."""
+    loop = asyncio.get_running_loop()
     task = asyncio.ensure_future(awaitable)
+    # What asyncio.wait({task}, timeout) does, without its sets and per-call closures: this runs
+    # once per agent and evaluator call.
+    woken = loop.create_future()
+
+    def wake(_: object = None) -> None:
+        if not woken.done():
+            woken.set_result(None)
+
+    timer = loop.call_later(timeout, wake)
+    task.add_done_callback(wake)
     try:
-        done, _ = await asyncio.wait({task}, timeout=timeout)
+        await woken
     except asyncio.CancelledError:  # the run is being stopped (Ctrl-C): stop the call too
         await _cancel(task, CANCEL_GRACE_SECONDS)
         raise
-    if done:
+    finally:
+        timer.cancel()
+        task.remove_done_callback(wake)
+    if task.done():
         return task.result()
     if not await _cancel(task, min(timeout, CANCEL_GRACE_SECONDS)):
         raise TimeoutError("; it ignored the cancellation and was left running")
