@@ -17,7 +17,7 @@ from .._errors import StoreError
 from ..results._report import ExperimentReport, ItemResult
 from ..results._results_file import write_results
 from ..results._rows import aggregate_rows, output_row, run_row, score_rows, verdict_rows
-from ..results._store import BatchWriter
+from ..results._writer import BatchWriter
 from ._gc import collector_tuned_for_a_run
 from ._plan import RunPlan
 from ._requests import RescoreRun, ResumeRun
