@@ -7,6 +7,8 @@ assets is the same number; this module only rounds and lays it out.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import dagster as dg
@@ -54,17 +56,18 @@ def dataset_metadata(run_id: str, size: int, source: str | None, evaluators: lis
     }
 
 
-def outputs_metadata(items: list[ItemResult]) -> dict[str, Any]:
+def outputs_metadata(items: Sequence[ItemResult]) -> dict[str, Any]:
     """Counts only: the run's latency statistics are computed once, by the run's summary (`aggregates`)."""
+    statuses = Counter(i.status for i in items)  # one pass: a run's own items are read back from disk
     return {
         "items": dg.MetadataValue.int(len(items)),
-        "ok": dg.MetadataValue.int(sum(i.status == "ok" for i in items)),
-        "errors": dg.MetadataValue.int(sum(i.status == "error" for i in items)),
-        "timeouts": dg.MetadataValue.int(sum(i.status == "timeout" for i in items)),
+        "ok": dg.MetadataValue.int(statuses["ok"]),
+        "errors": dg.MetadataValue.int(statuses["error"]),
+        "timeouts": dg.MetadataValue.int(statuses["timeout"]),
     }
 
 
-def scores_metadata(items: list[ItemResult]) -> dict[str, Any]:
+def scores_metadata(items: Sequence[ItemResult]) -> dict[str, Any]:
     data: dict[str, Any] = {}
     names = sorted({name for item in items for name in item.evaluations})
     for name in names:
@@ -80,7 +83,7 @@ def scores_metadata(items: list[ItemResult]) -> dict[str, Any]:
     return data
 
 
-def items_table(items: list[ItemResult], names: list[str]) -> dg.MetadataValue:
+def items_table(items: Sequence[ItemResult], names: list[str]) -> dg.MetadataValue:
     """The items as Dagster's table metadata (the first `TABLE_ROWS`), so the Dagster UI shows them too."""
     columns = [dg.TableColumn("item", "string"), dg.TableColumn("status", "string"),
                dg.TableColumn("input", "string"), dg.TableColumn("expected", "string"),
