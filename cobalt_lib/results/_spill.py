@@ -8,7 +8,6 @@ every access reads the item back from that file.
 
 from __future__ import annotations
 
-import functools
 import operator
 import os
 import tempfile
@@ -18,9 +17,6 @@ from pathlib import Path
 from typing import IO, Any, overload
 
 from ._report import ItemResult
-
-#: Parsed items kept per sequence, for code that reads `items[i].a`, then `items[i].b`.
-CACHED_ITEMS = 8
 
 
 class ItemSpill:
@@ -64,23 +60,19 @@ class ItemSpill:
                            array("q", (self._lengths[p] for p in order)))
 
 
-def _parse(file: IO[bytes], offsets: array[int], lengths: array[int], position: int) -> ItemResult:
-    return ItemResult.model_validate_json(os.pread(file.fileno(), lengths[position], offsets[position]))
-
-
 class StoredItems(Sequence[ItemResult]):
     """A run's items, read-only, each read back from disk when it is asked for.
 
     Indexing, slicing (a list), iteration and `len` work as on a list; equality compares the items.
-    An item read from it is a fresh object: changing it does not change the run's items. It pickles,
-    copies and serialises as a plain list.
+    Each item read is a fresh object (about 15 us to parse one): changing it does not change the
+    run's items, and code that reads one item many times should keep it in a variable. It pickles
+    and serialises as a plain list; a copy is the same sequence.
     """
 
     def __init__(self, file: IO[bytes], offsets: array[int], lengths: array[int]) -> None:
         self._file = file  # kept open as long as the sequence lives; unnamed, so the OS frees it after
         self._offsets = offsets
         self._lengths = lengths
-        self._cached = functools.lru_cache(maxsize=CACHED_ITEMS)(functools.partial(_parse, file, offsets, lengths))
 
     def __len__(self) -> int:
         return len(self._offsets)
@@ -93,17 +85,21 @@ class StoredItems(Sequence[ItemResult]):
 
     def __getitem__(self, key: int | slice) -> ItemResult | list[ItemResult]:
         if isinstance(key, slice):
-            return [self._cached(p) for p in range(len(self))[key]]
+            return [self._parse(p) for p in range(len(self))[key]]
         position = operator.index(key)
         if position < 0:
             position += len(self)
         if not 0 <= position < len(self):
             raise IndexError(f"item {key} of {len(self)}: out of range")
-        return self._cached(position)
+        return self._parse(position)
 
     def __iter__(self) -> Iterator[ItemResult]:
         for position in range(len(self)):
-            yield _parse(self._file, self._offsets, self._lengths, position)
+            yield self._parse(position)
+
+    def _parse(self, position: int) -> ItemResult:
+        # No cache of parsed items: each read is a fresh object, so changing one never half-sticks.
+        return ItemResult.model_validate_json(self.raw(position))
 
     def raw(self, position: int) -> bytes:
         """Item `position`'s JSON as the results file holds it (indented as a top-level object)."""
