@@ -19,16 +19,27 @@ from typing import IO, Any, overload
 from ._report import ItemResult
 
 
-class ItemSpill:
-    """Finished items as indented JSON (as the results file holds them), in the order they finished."""
+class _Unnamed:
+    """The spill file, closed (quietly, not as a leaked file) when the last of the spill and the
+    `StoredItems` reading it lets go of it: it outlives any `with` block."""
 
     def __init__(self, directory: Path) -> None:
         try:
             directory.mkdir(parents=True, exist_ok=True)
-            # closed when the last of the spill and its StoredItems goes: it outlives any `with`
-            self._file: IO[bytes] = tempfile.TemporaryFile(dir=directory, prefix=".items-")  # noqa: SIM115
+            self.file: IO[bytes] = tempfile.TemporaryFile(dir=directory, prefix=".items-")  # noqa: SIM115
         except OSError:  # an unwritable results directory fails the save, with its own message, later
-            self._file = tempfile.TemporaryFile(prefix="cobalt-items-")  # noqa: SIM115
+            self.file = tempfile.TemporaryFile(prefix="cobalt-items-")  # noqa: SIM115
+
+    def __del__(self) -> None:
+        self.file.close()
+
+
+class ItemSpill:
+    """Finished items as indented JSON (as the results file holds them), in the order they finished."""
+
+    def __init__(self, directory: Path) -> None:
+        self._holder = _Unnamed(directory)
+        self._file = self._holder.file
         self._end = 0
         self._offsets = array("q")
         self._lengths = array("q")
@@ -56,7 +67,7 @@ class ItemSpill:
         self._file.flush()
         index, run_index = self._keys
         order = sorted(range(len(self)), key=lambda p: (index[p], run_index[p]))
-        return StoredItems(self._file, array("q", (self._offsets[p] for p in order)),
+        return StoredItems(self._holder, array("q", (self._offsets[p] for p in order)),
                            array("q", (self._lengths[p] for p in order)))
 
 
@@ -69,8 +80,9 @@ class StoredItems(Sequence[ItemResult]):
     and serialises as a plain list; a copy is the same sequence.
     """
 
-    def __init__(self, file: IO[bytes], offsets: array[int], lengths: array[int]) -> None:
-        self._file = file  # kept open as long as the sequence lives; unnamed, so the OS frees it after
+    def __init__(self, holder: _Unnamed, offsets: array[int], lengths: array[int]) -> None:
+        self._holder = holder  # the file stays open as long as the sequence lives
+        self._fileno = holder.file.fileno()
         self._offsets = offsets
         self._lengths = lengths
 
@@ -103,7 +115,7 @@ class StoredItems(Sequence[ItemResult]):
 
     def raw(self, position: int) -> bytes:
         """Item `position`'s JSON as the results file holds it (indented as a top-level object)."""
-        return os.pread(self._file.fileno(), self._lengths[position], self._offsets[position])
+        return os.pread(self._fileno, self._lengths[position], self._offsets[position])
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Sequence) or isinstance(other, str | bytes):
