@@ -31,7 +31,9 @@ class _Unnamed:
             self.file = tempfile.TemporaryFile(prefix="cobalt-items-")  # noqa: SIM115
 
     def __del__(self) -> None:
-        self.file.close()
+        file = getattr(self, "file", None)  # None: creating it failed, and that error was raised
+        if file is not None:
+            file.close()
 
 
 class ItemSpill:
