@@ -60,6 +60,7 @@ class TerminalReporter:
         self.console = Console(file=out, width=width, force_terminal=False if ci else force_terminal,
                                no_color=ci, highlight=False, soft_wrap=True)
         self.live = self.console.is_terminal and not ci
+        self._plain = not self.console.is_terminal  # asked once: rich calls isatty() on every ask
         self._lock = threading.Lock()
         self._progress: Progress | None = None
         self._task: Any = None
@@ -128,6 +129,11 @@ class TerminalReporter:
             self._print(self.item_line(item))
 
     def _print(self, line: Text) -> None:
+        if self._progress is None and self._plain:
+            # Not a terminal (a pipe, a log file): no colour and no wrapping, so the plain text is what
+            # rich would write, at a tenth of its cost (it was 0.1 ms an item, a fifth of a fast run's CPU).
+            self.console.file.write(line.plain + "\n")
+            return
         (self._progress.console if self._progress is not None else self.console).print(line)
 
     def on_finish(self, report: ExperimentReport) -> None:

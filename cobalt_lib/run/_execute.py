@@ -7,6 +7,7 @@ assets run one stage over every item (`stream` with `agent_step`, then with `res
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -125,10 +126,13 @@ async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Seq
                     session.output_sink = lambda item: writer.add("outputs", output_row(plan.run_id, item))
                 await bounded(keys, 2 * (plan.concurrency + plan.judge_concurrency), one)
     finally:
+        work = (plan.run_id, (time.perf_counter() - started) * 1000)
         try:
-            writer.close()
-        finally:
-            plan.store.add_work(plan.run_id, (time.perf_counter() - started) * 1000)
+            writer.close(work=work)  # the last rows and the stage's working time in one transaction
+        except StoreError:
+            with contextlib.suppress(StoreError):
+                plan.store.add_work(*work)
+            raise
     return items
 
 
