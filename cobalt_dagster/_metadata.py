@@ -7,6 +7,9 @@ assets is the same number; this module only rounds and lays it out.
 
 from __future__ import annotations
 
+import heapq
+from collections import Counter
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import dagster as dg
@@ -54,33 +57,45 @@ def dataset_metadata(run_id: str, size: int, source: str | None, evaluators: lis
     }
 
 
-def outputs_metadata(items: list[ItemResult]) -> dict[str, Any]:
+def outputs_metadata(items: Sequence[ItemResult]) -> dict[str, Any]:
     """Counts only: the run's latency statistics are computed once, by the run's summary (`aggregates`)."""
+    statuses = Counter(i.status for i in items)  # one pass: a run's own items are read back from disk
     return {
         "items": dg.MetadataValue.int(len(items)),
-        "ok": dg.MetadataValue.int(sum(i.status == "ok" for i in items)),
-        "errors": dg.MetadataValue.int(sum(i.status == "error" for i in items)),
-        "timeouts": dg.MetadataValue.int(sum(i.status == "timeout" for i in items)),
+        "ok": dg.MetadataValue.int(statuses["ok"]),
+        "errors": dg.MetadataValue.int(statuses["error"]),
+        "timeouts": dg.MetadataValue.int(statuses["timeout"]),
     }
 
 
-def scores_metadata(items: list[ItemResult]) -> dict[str, Any]:
+def scores_metadata(items: Sequence[ItemResult]) -> dict[str, Any]:
+    # One pass: a run's own items are read back from disk, each pass parses every one of them again.
+    totals: dict[str, list[float]] = {}  # name: [sum of usable scores, their count, eval-errors]
+    judge_calls = cached = 0
+    for item in items:
+        for name, ev in item.evaluations.items():
+            total = totals.setdefault(name, [0.0, 0, 0])
+            if ev.status != "ok":
+                total[2] += 1
+            elif ev.score is not None:
+                total[0] += ev.score
+                total[1] += 1
+            judge_calls += ev.judge_calls
+            cached += ev.cached
     data: dict[str, Any] = {}
-    names = sorted({name for item in items for name in item.evaluations})
+    names = sorted(totals)
     for name in names:
-        scores = [i.evaluations[name].score for i in items if name in i.evaluations
-                  and i.evaluations[name].status == "ok" and i.evaluations[name].score is not None]
-        if scores:
-            data[f"{name}_mean"] = _float(sum(scores) / len(scores), 3)  # type: ignore[arg-type]
-        data[f"{name}_eval_errors"] = dg.MetadataValue.int(
-            sum(1 for i in items if name in i.evaluations and i.evaluations[name].status != "ok"))
-    data["judge_calls"] = dg.MetadataValue.int(sum(ev.judge_calls for i in items for ev in i.evaluations.values()))
-    data["cached_scores"] = dg.MetadataValue.int(sum(ev.cached for i in items for ev in i.evaluations.values()))
+        score_sum, scored, errors = totals[name]
+        if scored:
+            data[f"{name}_mean"] = _float(score_sum / scored, 3)
+        data[f"{name}_eval_errors"] = dg.MetadataValue.int(int(errors))
+    data["judge_calls"] = dg.MetadataValue.int(judge_calls)
+    data["cached_scores"] = dg.MetadataValue.int(cached)
     data["items"] = items_table(items, names)
     return data
 
 
-def items_table(items: list[ItemResult], names: list[str]) -> dg.MetadataValue:
+def items_table(items: Sequence[ItemResult], names: list[str]) -> dg.MetadataValue:
     """The items as Dagster's table metadata (the first `TABLE_ROWS`), so the Dagster UI shows them too."""
     columns = [dg.TableColumn("item", "string"), dg.TableColumn("status", "string"),
                dg.TableColumn("input", "string"), dg.TableColumn("expected", "string"),
@@ -88,7 +103,7 @@ def items_table(items: list[ItemResult], names: list[str]) -> dg.MetadataValue:
     columns += [dg.TableColumn(f"{name}", "float", description=f"score of {name}") for name in names]
     columns += [dg.TableColumn("first_reason", "string"), dg.TableColumn("latency_ms", "float")]
     records = []
-    for item in sorted(items, key=lambda i: (i.index, i.run_index))[:TABLE_ROWS]:
+    for item in heapq.nsmallest(TABLE_ROWS, items, key=lambda i: (i.index, i.run_index)):
         row: dict[str, Any] = {
             "item": f"#{item.index}.{item.run_index}", "status": item.status, "input": _text(item.input),
             "expected": _text(item.item.get("expected_output")),
@@ -160,8 +175,17 @@ def _badness(item: ItemResult) -> tuple[int, float]:
 def worst_items_table(report: ExperimentReport, limit: int = WORST_ROWS) -> str:
     """The `limit` worst items with input, expected and output, scores and the first reason; "N more"."""
     names = list(report.summary.scores)
-    ordered = sorted(report.items, key=_badness)
-    worst = [i for i in ordered if _badness(i) < (2, 1.0) or _first_reason(i)][:limit]
+    # One pass keeping `limit` items (nsmallest is sorted()[:limit]): a run's own items are on disk.
+    candidates = 0
+
+    def worth_showing() -> Iterator[ItemResult]:
+        nonlocal candidates
+        for item in report.items:
+            if _badness(item) < (2, 1.0) or _first_reason(item):
+                candidates += 1
+                yield item
+
+    worst = heapq.nsmallest(limit, worth_showing(), key=_badness)
     if not worst:
         return "_every item passed every evaluator_"
     lines = ["| item | status | input | expected | output | " + " | ".join(names) + " | first reason |",
@@ -175,7 +199,7 @@ def worst_items_table(report: ExperimentReport, limit: int = WORST_ROWS) -> str:
         lines.append(f"| #{item.index}.{item.run_index} | {item.status} | {_cell(item.input)} | "
                      f"{_cell(item.item.get('expected_output'))} | {_cell(output)} | " + " | ".join(cells)
                      + f" | {_cell(_first_reason(item))} |")
-    rest = sum(1 for i in ordered if _badness(i) < (2, 1.0) or _first_reason(i)) - len(worst)
+    rest = candidates - len(worst)
     if rest > 0:
         lines += ["", f"… and {rest} more (every item: the `items` table of `scores`, or the run page)."]
     return "\n".join(lines)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 
@@ -18,10 +19,16 @@ def _file_mode() -> int:
 
 def write_atomically(target: Path, text: str) -> None:
     """Write `text` to a temporary file beside `target`, then rename it over `target`."""
+    write_chunks_atomically(target, [text.encode("utf-8")])
+
+
+def write_chunks_atomically(target: Path, chunks: Iterable[bytes]) -> None:
+    """`write_atomically` of content produced piece by piece, so it never has to be in memory whole."""
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=target.suffix)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            for chunk in chunks:
+                fh.write(chunk)
         os.chmod(tmp, _file_mode())
         os.replace(tmp, target)
     except BaseException:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 
@@ -23,24 +25,68 @@ def timeout_message(who: str, timeout: float, exc: TimeoutError) -> str:
 CANCEL_GRACE_SECONDS = 1.0
 
 
-async def within(awaitable: Any, timeout: float) -> Any:
-    """`awaitable`'s result, or TimeoutError after `timeout` s. Unlike `asyncio.wait_for`, a call that
-    swallows its cancellation (a bare `except:` around an await) cannot hold the item, and the run,
-    forever: after CANCEL_GRACE_SECONDS it is left behind, like a hung sync call's thread."""
-    task = asyncio.ensure_future(awaitable)
+async def within(start: Callable[[], Awaitable[Any]], timeout: float, *, limit: asyncio.Semaphore | None = None,
+                 clock: list[float] | None = None) -> Any:
+    """The result of the awaitable `start()` makes, or TimeoutError after `timeout` s. Unlike
+    `asyncio.wait_for`, a call that swallows its cancellation (a bare `except:` around an await)
+    cannot hold the item, and the run, forever: after CANCEL_GRACE_SECONDS it is left behind, like
+    a hung sync call's thread.
+
+    The call runs in a task of its own. With `limit`, that task takes a slot of it first (the
+    timeout counts from then, written to `clock[0]`) and gives it back the moment the call ends or
+    is left behind: no slot sits idle while the task starts, or while the caller's task waits its
+    turn to resume. At 100 agent calls in flight those two hops left about 7% of the slots idle
+    (benchmarks/RESULTS.md).
+    """
+    loop = asyncio.get_running_loop()
+    woken: asyncio.Future[None] = loop.create_future()
+    timers: list[asyncio.TimerHandle] = []
+    held = [False]
+
+    def wake(_: object = None) -> None:
+        if not woken.done():
+            woken.set_result(None)
+
+    def release() -> None:
+        if held[0] and limit is not None:
+            held[0] = False
+            limit.release()
+
+    async def call() -> Any:
+        if limit is not None:
+            await limit.acquire()
+            held[0] = True
+        if clock is not None:
+            clock[0] = time.perf_counter()
+        timers.append(loop.call_later(timeout, wake))
+        return await start()
+
+    task = loop.create_task(call())
+    task.add_done_callback(wake)
+    # Released from a done-callback, after `wake`: the caller's task is scheduled to resume before the
+    # next holder of the slot, so what the caller records of this call (the agent's output) is
+    # stored before another call can start, which an interrupt at that moment relies on.
+    task.add_done_callback(lambda _: release())
     try:
-        done, _ = await asyncio.wait({task}, timeout=timeout)
+        await woken
     except asyncio.CancelledError:  # the run is being stopped (Ctrl-C): stop the call too
-        await _cancel(task, CANCEL_GRACE_SECONDS)
+        await cancel_within(task, CANCEL_GRACE_SECONDS)
+        release()
         raise
-    if done:
+    finally:
+        for timer in timers:
+            timer.cancel()
+        task.remove_done_callback(wake)
+    if task.done():
         return task.result()
-    if not await _cancel(task, min(timeout, CANCEL_GRACE_SECONDS)):
+    left = not await cancel_within(task, min(timeout, CANCEL_GRACE_SECONDS))
+    release()  # a call left behind keeps running, without its slot
+    if left:
         raise TimeoutError("; it ignored the cancellation and was left running")
     raise TimeoutError()
 
 
-async def _cancel(task: asyncio.Task[Any], grace: float) -> bool:
+async def cancel_within(task: asyncio.Task[Any], grace: float) -> bool:
     """Cancel `task` and wait up to `grace` s for it to end; one that does not is left behind."""
     task.cancel()
     await asyncio.wait({task}, timeout=grace)

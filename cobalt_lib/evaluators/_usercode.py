@@ -26,7 +26,7 @@ async def call_user(fn: Callable[..., Any], ctx: EvalContext, scoring: Scoring, 
             call = scoring.threads.submit(lambda: fn(ctx, **options))
         else:
             call = asyncio.get_running_loop().run_in_executor(None, lambda: fn(ctx, **options))
-        value = await (within(call, scoring.timeout) if scoring.timeout else call)
+        value = await (within(lambda: call, scoring.timeout) if scoring.timeout else call)
         if inspect.isawaitable(value):
             value = await value
     except TimeoutError as exc:

@@ -173,15 +173,18 @@ class ErrorRate(Assertion):
     def evaluate(self, report: ExperimentReport, config: Config) -> list[AssertionResult]:
         s = report.summary
         agent_errors = s.errors + s.timeouts
-        evaluations = [ev for item in report.items if item.status == "ok" for ev in item.evaluations.values()]
-        eval_errors = sum(ev.status != "ok" for ev in evaluations)
-        attempts = s.total_runs + len(evaluations)
+        evaluated = eval_errors = 0  # counted in one pass: a run's own report reads its items back from disk
+        for item in report.items:
+            if item.status == "ok":
+                evaluated += len(item.evaluations)
+                eval_errors += sum(ev.status != "ok" for ev in item.evaluations.values())
+        attempts = s.total_runs + evaluated
         rate = (agent_errors + eval_errors) / attempts if attempts else 0.0
         passed = meets(rate, self.max_rate, lower=True)
         return [AssertionResult(
             name=self.name, passed=passed, actual=rate, expected=self.max_rate,
             message=f"error rate {rate:.1%} ({agent_errors + eval_errors} of {attempts} attempts): {agent_errors} of "
-                    f"{s.total_runs} agent calls failed or timed out, {eval_errors} of {len(evaluations)} "
+                    f"{s.total_runs} agent calls failed or timed out, {eval_errors} of {evaluated} "
                     "evaluations were eval-errors")]
 
 
@@ -196,8 +199,23 @@ class EvaluatorsScored(Assertion):
         return {"name": self.name, "type": "evaluators_scored"}
 
     def evaluate(self, report: ExperimentReport, config: Config) -> list[AssertionResult]:
-        names = list(dict.fromkeys([*report.summary.scores, *(n for i in report.items for n in i.evaluations)]))
-        ok = [item for item in report.items if item.status == "ok"]
+        # One pass, keeping counts only: a run's own report reads its items back from disk.
+        seen: dict[str, None] = {}
+        given: dict[str, int] = {}
+        scored: dict[str, int] = {}
+        first_error: dict[str, str] = {}
+        ok = 0
+        for item in report.items:
+            seen.update(dict.fromkeys(item.evaluations))
+            if item.status != "ok":
+                continue
+            ok += 1
+            for name, ev in item.evaluations.items():
+                given[name] = given.get(name, 0) + 1
+                scored[name] = scored.get(name, 0) + (ev.status == "ok" and ev.score is not None)
+                if ev.error and name not in first_error:
+                    first_error[name] = ev.error
+        names = list(dict.fromkeys([*report.summary.scores, *seen]))
         if names and not ok:  # one line, not one per evaluator: it is the agent that failed
             why = (f"no agent call succeeded ({len(report.items)} of {len(report.items)} failed or timed out)"
                    if report.items else "no item finished")
@@ -205,14 +223,13 @@ class EvaluatorsScored(Assertion):
                                     message=f"{why}, so no evaluator scored anything")]
         counts, failures = [], []
         for name in names:
-            given = [item.evaluations[name] for item in ok if name in item.evaluations]
-            scored = sum(ev.status == "ok" and ev.score is not None for ev in given)
-            counts.append(f"{name} {scored}/{len(given)}")
-            if given and not scored:
-                first = next((ev.error for ev in given if ev.error), None) or "no score"
+            n_given, n_scored = given.get(name, 0), scored.get(name, 0)
+            counts.append(f"{name} {n_scored}/{n_given}")
+            if n_given and not n_scored:
+                first = first_error.get(name) or "no score"
                 failures.append(AssertionResult(
                     name=f"scored:{name}", passed=False, actual=0.0,
-                    message=f"evaluator {name!r} scored none of the {len(given)} items: {_first_line(first)}"))
+                    message=f"evaluator {name!r} scored none of the {n_given} items: {_first_line(first)}"))
         return failures or [AssertionResult(name=self.name, passed=True, message="scored: " + (
             ", ".join(counts) if counts else "the experiment has no evaluators"))]
 

@@ -97,8 +97,8 @@ def experiment_models(report: ExperimentReport, config: Config, grader_hash: str
                   if isinstance(e, dict) and e.get("type") == "grader" and e.get("grader_hash") == grader_hash]
     models: list[str] = []
     for described in evaluators:
-        seen = [item.evaluations[described["name"]].judge_model for item in report.items
-                if described["name"] in item.evaluations]
+        seen = (item.evaluations[described["name"]].judge_model for item in report.items
+                if described["name"] in item.evaluations)  # lazy: stops at the first item that names it
         label = next((m for m in seen if m), None) or _configured_label(config, described)
         if label not in models:
             models.append(label)

@@ -8,6 +8,7 @@ outputs and the evaluator's reasons in both runs.
 
 from __future__ import annotations
 
+from itertools import islice
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -69,9 +70,11 @@ def report_details(config: Config, report: ExperimentReport, *, only_failures: b
     if only_failures:
         chosen = sorted(failures, key=_badness)[:limit]
     else:  # the failures are what a reader needs most: keep them, then fill up in index order
-        keep = {id(i) for i in sorted(failures, key=_badness)[:limit]}
-        keep |= {id(i) for i in [i for i in report.items if id(i) not in keep][: max(0, limit - len(keep))]}
-        chosen = [i for i in report.items if id(i) in keep]
+        # By key, not by identity: a run's own report reads its items back from disk, a new object each time.
+        keep = {(i.index, i.run_index) for i in sorted(failures, key=_badness)[:limit]}
+        rest = ((i.index, i.run_index) for i in report.items if (i.index, i.run_index) not in keep)
+        keep |= set(islice(rest, max(0, limit - len(keep))))
+        chosen = [i for i in report.items if (i.index, i.run_index) in keep]
     pool = len(failures) if only_failures else len(report.items)
     omitted = pool - len(chosen)
     more = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -39,7 +40,7 @@ def show_run(config: Config, ref: str, item: str | None = None, *, experiment: s
     (`3`: every run of item 3; `3:1`: its run index 1); `failures`: only the failed ones."""
     store = store_with_runs(config)
     report = load_report(store, resolve_run(store, ref, experiment))
-    items = report.items if item is None else _select(report.id, report.items, item)
+    items = list(report.items) if item is None else _select(report.id, report.items, item)
     warnings = [] if report.status == "completed" else [
         f"run {report.id} is {report.status}: only its finished items are shown."]
     return ShownRun(run_id=report.id, experiment=report.name, status=report.status, passed=report.passed,
@@ -47,7 +48,7 @@ def show_run(config: Config, ref: str, item: str | None = None, *, experiment: s
                     items=[i for i in items if is_failure(i)] if failures else items, warnings=warnings)
 
 
-def _select(run_id: str, items: list[ItemResult], ref: str) -> list[ItemResult]:
+def _select(run_id: str, items: Sequence[ItemResult], ref: str) -> list[ItemResult]:
     """The items `ref` (`N` or `N:RUN_INDEX`) names; an unknown one is an error naming the range."""
     index_text, _, run_text = ref.partition(":")
     try:

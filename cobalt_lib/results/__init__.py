@@ -7,8 +7,9 @@ from ._history import load_report, resolve_run, stored_items
 from ._report import AssertionResult, EvalResult, Evaluation, ExperimentReport, ItemResult, ItemSpread, Stats, Summary
 from ._results_file import read_results, results_filename, write_results
 from ._rows import aggregate_rows, item_from_rows, output_row, run_row, score_rows, stats_from_row, verdict_rows
-from ._store import TABLES, BatchWriter, Store
+from ._store import TABLES, Store
 from ._summary import run_summary
+from ._writer import BatchWriter
 
 __all__ = [
     "TABLES",

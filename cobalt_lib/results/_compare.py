@@ -8,6 +8,7 @@ an item whose input changed between the runs is reported as unpaired, never comp
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -154,7 +155,8 @@ def compare_reports(a: ExperimentReport, b: ExperimentReport, *, top: int = 5, r
     return result
 
 
-def pair_items(a: list[ItemResult], b: list[ItemResult]) -> tuple[list[tuple[ItemResult, ItemResult]], list[Unpaired]]:
+def pair_items(a: Sequence[ItemResult],
+               b: Sequence[ItemResult]) -> tuple[list[tuple[ItemResult, ItemResult]], list[Unpaired]]:
     """Pairs by (index, run_index) with equal input hashes; everything else is unpaired."""
     by_key_a = {(i.index, i.run_index): i for i in a}
     by_key_b = {(i.index, i.run_index): i for i in b}

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 ItemStatus = Literal["ok", "error", "timeout"]
 EvalStatus = Literal["ok", "eval-error"]
@@ -152,9 +152,15 @@ class ExperimentReport(BaseModel):
     tags: list[str] = Field(default_factory=list)
     config: dict[str, Any] = Field(default_factory=dict)
     summary: Summary = Field(default_factory=Summary)
-    items: list[ItemResult] = Field(default_factory=list)
+    #: A list when loaded from a file or the store; a run's own report reads its items back from disk
+    #: (`StoredItems`, read-only) so a run's memory stays flat in its number of items.
+    items: Sequence[ItemResult] = Field(default_factory=list)
     assertions: list[AssertionResult] = Field(default_factory=list)
     results_path: str | None = None
+
+    @field_serializer("items")
+    def _items_as_list(self, items: Sequence[ItemResult]) -> list[ItemResult]:
+        return items if isinstance(items, list) else list(items)
 
     @property
     def passed(self) -> bool:

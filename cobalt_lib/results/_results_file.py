@@ -1,13 +1,19 @@
-"""The results directory: one JSON file per run, written atomically."""
+"""The results directory: one JSON file per run, written atomically and item by item."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
-from .._files import write_atomically
+from .._files import write_chunks_atomically
 from ._report import ExperimentReport
+from ._spill import StoredItems
+
+#: Where the items go in `model_dump_json(indent=2)` of a report without items (fields at depth 1).
+_NO_ITEMS = '\n  "items": [],\n'
+_ITEM_INDENT = b"\n    "
 
 
 def results_filename(report: ExperimentReport) -> str:
@@ -21,8 +27,30 @@ def write_results(report: ExperimentReport, directory: Path) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     target = directory / results_filename(report)
     report.results_path = str(target)
-    write_atomically(target, report.model_dump_json(indent=2))
+    write_chunks_atomically(target, results_json(report))
     return target
+
+
+def results_json(report: ExperimentReport) -> Iterator[bytes]:
+    """`report.model_dump_json(indent=2)`, byte for byte, one item at a time: a run's items are read
+    back from disk as they are written, so writing never holds more than one of them."""
+    shell = report.model_copy(update={"items": []}).model_dump_json(indent=2)
+    head, found, tail = shell.partition(_NO_ITEMS)
+    if not report.items or not found:
+        yield (shell if found else report.model_dump_json(indent=2)).encode("utf-8")
+        return
+    yield (head + '\n  "items": [').encode("utf-8")
+    for position, data in enumerate(_items_json(report)):
+        yield (b"," if position else b"") + _ITEM_INDENT + data.replace(b"\n", _ITEM_INDENT)
+    yield ("\n  ],\n" + tail).encode("utf-8")
+
+
+def _items_json(report: ExperimentReport) -> Iterator[bytes]:
+    """Each item's `model_dump_json(indent=2)`; a run's stored items as they were stored, unparsed."""
+    items = report.items
+    if isinstance(items, StoredItems):
+        return (items.raw(position) for position in range(len(items)))
+    return (item.model_dump_json(indent=2).encode("utf-8") for item in items)
 
 
 def read_results(path: str | Path) -> ExperimentReport:

@@ -2,7 +2,7 @@
 
 DuckDB admits one writing process, and a reader's lock blocks a writer too, so every connection
 is short (open, one transaction, close) and opening retries with backoff. Rows arrive from the
-run as items finish and a background thread writes them in small batches, each in one
+run as items finish and a background thread (`_writer.BatchWriter`) writes them in batches, each in one
 transaction: a crash loses at most the batch in flight, and no reader ever sees half of one.
 """
 
@@ -16,7 +16,6 @@ import re
 import socket
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -129,15 +128,31 @@ class Store:
             con.close()
 
     def ensure_schema(self) -> None:
+        """Create the five tables, and add the columns an older store lacks (checked once per process)."""
         if self._file_key() in _SCHEMA_READY:
             return
         with self.connect() as con:
-            for table, cols in TABLES.items():
-                con.execute(f"CREATE TABLE IF NOT EXISTS {table} ({', '.join(f'{n} {k}' for n, k in cols)})")
-                existing = {row[0] for row in con.execute(f"DESCRIBE {table}").fetchall()}
-                for name, kind in cols:  # older stores gain new columns
-                    if name not in existing:
-                        con.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind.replace(' PRIMARY KEY', '')}")
+            self._ensure(con)
+        self._schema_ready()
+
+    def _ensure(self, con: Any) -> None:
+        """`ensure_schema` on an open connection: one catalogue query when the schema is current. The
+        caller marks the schema ready (`_schema_ready`) once this has committed."""
+        if self._file_key() in _SCHEMA_READY:
+            return
+        present: dict[str, set[str]] = {}
+        for table, column in con.execute("SELECT table_name, column_name FROM duckdb_columns() "
+                                         "WHERE schema_name = 'main'").fetchall():
+            present.setdefault(table, set()).add(column)
+        for table, cols in TABLES.items():
+            if table not in present:
+                con.execute(f"CREATE TABLE {table} ({', '.join(f'{n} {k}' for n, k in cols)})")
+                continue
+            for name, kind in cols:  # older stores gain new columns
+                if name not in present[table]:
+                    con.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind.replace(' PRIMARY KEY', '')}")
+
+    def _schema_ready(self) -> None:
         if (key := self._file_key()) is not None:
             _SCHEMA_READY.add(key)
 
@@ -149,9 +164,15 @@ class Store:
             return None
 
     @contextmanager
-    def _transaction(self) -> Iterator[Any]:
-        """A short connection holding one transaction: committed when the block ends, rolled back if it raises."""
+    def _transaction(self, *, ensure_schema: bool = False) -> Iterator[Any]:
+        """A short connection holding one transaction: committed when the block ends, rolled back if it raises.
+
+        With `ensure_schema`, the schema is checked first on the same connection, outside the
+        transaction: tables made for a batch that then fails stay made."""
         with self.connect() as con:
+            if ensure_schema:
+                self._ensure(con)
+                self._schema_ready()
             con.execute("BEGIN TRANSACTION")
             try:
                 yield con
@@ -161,16 +182,19 @@ class Store:
                 raise
 
     def write(self, batches: dict[str, list[dict[str, Any]]], *, delete_run: str | None = None,
-              delete_tables: Sequence[str] = ()) -> None:
-        """Insert rows into several tables in one transaction (optionally replacing a run's rows)."""
-        self.ensure_schema()
-        with self._transaction() as con:
+              delete_tables: Sequence[str] = (), add_work: tuple[str, float] | None = None) -> float | None:
+        """Insert rows into several tables in one transaction (optionally replacing a run's rows).
+
+        `add_work=(run_id, ms)` also adds to that run's working time, in the same transaction, and
+        returns the run's new total (None when the run has no row)."""
+        with self._transaction(ensure_schema=True) as con:
             if "runs" in delete_tables and "runs" in batches:
                 batches = {**batches, "runs": _keep_work(con, delete_run, batches["runs"])}
             for table in delete_tables:
                 con.execute(f"DELETE FROM {table} WHERE run_id = ?", [delete_run])
             for table, rows in batches.items():
                 _insert(con, table, rows, self.path.parent)
+            return None if add_work is None else _add_work(con, *add_work)
 
     def delete_items(self, run_id: str, table: str, keys: Sequence[tuple[int, int]]) -> None:
         """Delete the rows of some (item_index, run_index) pairs of a run, in one transaction."""
@@ -192,16 +216,22 @@ class Store:
         self.write({"runs": [row], "aggregates": aggregates, "verdicts": verdicts},
                    delete_run=run_id, delete_tables=["runs", "aggregates", "verdicts"])
 
-    def add_work(self, run_id: str, ms: float) -> None:
-        """Add `ms` milliseconds to the run's working time (each stage does when it stops, even interrupted)."""
-        self.ensure_schema()
-        with self.connect() as con:
-            con.execute("UPDATE runs SET worked_ms = coalesce(worked_ms, 0) + ? WHERE run_id = ?", [ms, run_id])
+    def add_work(self, run_id: str, ms: float) -> float | None:
+        """Add `ms` milliseconds to the run's working time (each stage does when it stops, even
+        interrupted); returns the new total, None when the run has no row."""
+        return self.write({}, add_work=(run_id, ms))
 
     def worked_ms(self, run_id: str) -> float:
         """The run's working time so far, summed over every process that worked on it (0 if unknown)."""
-        run = self.get_run(run_id)
-        return float(run.get("worked_ms") or 0.0) if run else 0.0
+        import duckdb
+
+        if not self.path.exists():
+            return 0.0
+        try:
+            rows = self.query("SELECT worked_ms FROM runs WHERE run_id = ?", [run_id])
+        except (duckdb.CatalogException, duckdb.BinderException):  # no tables yet, or a store older than the column
+            return 0.0
+        return float(rows[0]["worked_ms"] or 0.0) if rows else 0.0
 
     def delete_runs(self, run_ids: Sequence[str]) -> None:
         """Every row of these runs, in all five tables, in one transaction."""
@@ -441,6 +471,12 @@ def _keep_work(con: Any, run_id: str | None, rows: list[dict[str, Any]]) -> list
     return [{"worked_ms": prior, **row} for row in rows]
 
 
+def _add_work(con: Any, run_id: str, ms: float) -> float | None:
+    found = con.execute("UPDATE runs SET worked_ms = coalesce(worked_ms, 0) + ? WHERE run_id = ? RETURNING worked_ms",
+                        [ms, run_id]).fetchall()
+    return float(found[0][0]) if found else None
+
+
 def _insert(con: Any, table: str, rows: list[dict[str, Any]], directory: Path) -> None:
     """Insert rows by column name through a newline-delimited JSON file that DuckDB reads itself.
 
@@ -501,68 +537,3 @@ def _zombie(pid: int) -> bool:
     except OSError:
         return False
     return stat.rpartition(")")[2].split()[:1] == ["Z"]
-
-
-#: How many times a batch is written before its rows are given up (each attempt waits out a lock
-#: for the store's lock_timeout).
-MAX_BATCH_ATTEMPTS = 3
-
-
-class BatchWriter:
-    """Collects rows from the run and writes them in batches from a background thread. A batch that
-    fails (another process held the file past the lock timeout, say) is kept and tried again."""
-
-    def __init__(self, store: Store, *, max_rows: int = 500, max_delay: float = 0.5) -> None:
-        self.store = store
-        self.max_rows = max_rows
-        self.max_delay = max_delay
-        self._pending: dict[str, list[dict[str, Any]]] = {}
-        self._count = 0
-        self._cond = threading.Condition()
-        self._closed = False
-        self._error: BaseException | None = None
-        self._failures = 0
-        self._thread = threading.Thread(target=self._loop, name="cobalt-store-writer", daemon=True)
-        self._thread.start()
-
-    def add(self, table: str, row: dict[str, Any]) -> None:
-        with self._cond:
-            self._pending.setdefault(table, []).append(row)
-            self._count += 1
-            if self._count >= self.max_rows:
-                self._cond.notify()
-
-    def close(self) -> None:
-        """Write everything still pending and stop the thread; raise if a write failed."""
-        with self._cond:
-            self._closed = True
-            self._cond.notify()
-        self._thread.join()
-        if self._error is not None:
-            raise StoreError(f"Writing results to {self.store.path} failed: {self._error}") from self._error
-
-    def _loop(self) -> None:
-        while True:
-            with self._cond:
-                if not self._closed and self._count < self.max_rows:
-                    self._cond.wait(self.max_delay)
-                batch, self._pending, self._count = self._pending, {}, 0
-                closing = self._closed
-            if batch:
-                try:
-                    self.store.write(batch)
-                    self._failures = 0
-                except BaseException as exc:
-                    self._failures += 1
-                    if self._failures < MAX_BATCH_ATTEMPTS:  # keep the rows: the next cycle tries again
-                        with self._cond:
-                            for table, rows in batch.items():
-                                self._pending[table] = rows + self._pending.get(table, [])
-                            self._count += sum(len(rows) for rows in batch.values())
-                        continue
-                    self._error = self._error or exc  # surfaced by close(); the run and later batches go on
-                    self._failures = 0
-            if closing:
-                with self._cond:
-                    if not self._pending:
-                        return

@@ -46,10 +46,13 @@ async def call_agent(runner: Runner, ctx: AgentContext, *, timeout: float, limit
     """Run the agent on one item under `limit`; exceptions and timeouts become the item's status."""
     result = ItemResult(index=ctx.index, run_index=ctx.run_index, input=ctx.item.get("input", ctx.item),
                         item=ctx.item, input_hash=input_hash(ctx.item))
-    await limit.acquire()
     release_later = False
-    started = time.perf_counter()
+    clock = [time.perf_counter()]  # when the call got its slot: its latency and timeout count from there
     meter = UsageMeter() if tracking[0] else None  # what track_usage()d SDK clients spend in this call
+    holding = threads is not None
+    if holding:
+        await limit.acquire()
+        clock[0] = time.perf_counter()
     try:
         measured: list[float] = []  # the worker thread's own timing of the call: no loop stall in it
         if threads is not None:
@@ -61,30 +64,30 @@ async def call_agent(runner: Runner, ctx: AgentContext, *, timeout: float, limit
                 _hold_slot(future, limit, threads, grace=timeout)
                 raise
         else:
-            value = await within(_awaitable(runner, ctx, meter), timeout)
-            elapsed = time.perf_counter() - started
+            value = await within(lambda: _awaitable(runner, ctx, meter), timeout, limit=limit, clock=clock)
+            elapsed = time.perf_counter() - clock[0]
             if elapsed > timeout + max(0.05, timeout / 20):  # the timer could not fire: the loop was blocked
                 raise BlockedLoopTimeout(elapsed)
-        result.latency_ms = (measured[0] if measured else time.perf_counter() - started) * 1000
+        result.latency_ms = (measured[0] if measured else time.perf_counter() - clock[0]) * 1000
         _fill_output(result, value, prices, meter)
     except BlockedLoopTimeout as exc:
-        result.latency_ms = (time.perf_counter() - started) * 1000
+        result.latency_ms = (time.perf_counter() - clock[0]) * 1000
         result.status = "timeout"
         result.error = (f"the agent did not answer within {timeout:g} s (it took {exc.elapsed:.1f} s): the event "
                         "loop was blocked, so no timeout could fire; an async agent must not make blocking calls "
                         "(time.sleep, requests): make it a plain def, which cobalt runs in a thread, or use an "
                         "async client")
     except TimeoutError as exc:
-        result.latency_ms = (time.perf_counter() - started) * 1000
+        result.latency_ms = (time.perf_counter() - clock[0]) * 1000
         result.status = "timeout"
         result.error = timeout_message("agent", timeout, exc)
     except Exception as exc:
-        result.latency_ms = (time.perf_counter() - started) * 1000
+        result.latency_ms = (time.perf_counter() - clock[0]) * 1000
         result.status = "error"
         result.error = f"{type(exc).__name__}: {exc}"
         result.traceback = traceback.format_exc(limit=20)
     finally:
-        if not release_later:
+        if holding and not release_later:
             limit.release()
     return result
 

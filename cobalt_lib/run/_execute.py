@@ -7,21 +7,22 @@ assets run one stage over every item (`stream` with `agent_step`, then with `res
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Literal, TypeVar
+from typing import Literal, TypeVar, overload
 
 from .._errors import StoreError
 from ..results._report import ExperimentReport, ItemResult
 from ..results._results_file import write_results
 from ..results._rows import aggregate_rows, output_row, run_row, score_rows, verdict_rows
-from ..results._store import BatchWriter
+from ..results._writer import BatchWriter
 from ._gc import collector_tuned_for_a_run
 from ._plan import RunPlan
 from ._requests import RescoreRun, ResumeRun
 from ._session import Observer, Session
-from ._stages import build_report, item_keys, produce, score
+from ._stages import FinishedItems, build_report, item_keys, produce, score
 
 T = TypeVar("T")
 
@@ -83,14 +84,29 @@ def start_run(plan: RunPlan) -> None:
 Step = Callable[[Session, T], Awaitable[ItemResult]]
 
 
+Collected = TypeVar("Collected", list[ItemResult], FinishedItems)
+
+
+@overload
 async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Sequence[str],
-                 observer: Observer | None = None, into: list[ItemResult] | None = None) -> list[ItemResult]:
+                 observer: Observer | None = None, into: None = None) -> list[ItemResult]: ...
+
+
+@overload
+async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Sequence[str],
+                 observer: Observer | None = None, into: Collected) -> Collected: ...
+
+
+async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Sequence[str],
+                 observer: Observer | None = None,
+                 into: list[ItemResult] | FinishedItems | None = None) -> list[ItemResult] | FinishedItems:
     """Run `step` over `keys` (bounded), writing each finished item's rows to `tables` as it finishes.
 
-    Finished items land in `into` (and the store) even when the stage is interrupted, and the time
-    the stage worked is added to the run's stored working time either way.
+    Finished items land in `into` (a list, or the library path's `FinishedItems` on disk) and the
+    store even when the stage is interrupted, and the time the stage worked is added to the run's
+    stored working time either way.
     """
-    items = into if into is not None else []
+    items: list[ItemResult] | FinishedItems = into if into is not None else []
     writer = BatchWriter(plan.store)
     started = time.perf_counter()
 
@@ -110,10 +126,13 @@ async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Seq
                     session.output_sink = lambda item: writer.add("outputs", output_row(plan.run_id, item))
                 await bounded(keys, 2 * (plan.concurrency + plan.judge_concurrency), one)
     finally:
+        work = (plan.run_id, (time.perf_counter() - started) * 1000)
         try:
-            writer.close()
-        finally:
-            plan.store.add_work(plan.run_id, (time.perf_counter() - started) * 1000)
+            writer.close(work=work)  # the last rows and the stage's working time in one transaction
+        except StoreError:
+            with contextlib.suppress(StoreError):
+                plan.store.add_work(*work)
+            raise
     return items
 
 
@@ -149,7 +168,9 @@ async def execute(plan: RunPlan, observer: Observer | None = None) -> Experiment
         observer.on_start(plan)
     request = plan.request
     done, unscored, missing = _resume_split(plan, request.items if isinstance(request, ResumeRun) else [])
-    items: list[ItemResult] = list(done)
+    items = FinishedItems(plan.config.output_path / "results")
+    for item in done:
+        items.append(item)
     status: Literal["completed", "incomplete"] = "incomplete"
     try:
         if isinstance(request, RescoreRun):
@@ -180,7 +201,8 @@ def _resume_split(plan: RunPlan, stored: Sequence[ItemResult]) -> tuple[
     return done, unscored, missing
 
 
-def finish(plan: RunPlan, items: list[ItemResult], status: Literal["completed", "incomplete"]) -> ExperimentReport:
+def finish(plan: RunPlan, items: Sequence[ItemResult] | FinishedItems,
+           status: Literal["completed", "incomplete"]) -> ExperimentReport:
     """Stages 3 and 4 and the final write: aggregates, verdicts, results JSON, run row.
 
     The run's duration is its stored working time: what every stage of every process that worked on

@@ -3,19 +3,35 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Literal
 
 from ..evaluators._context import EvalContext
 from ..results._report import AssertionResult, ExperimentReport, ItemResult
+from ..results._spill import ItemSpill
 from ._agent import AgentContext, call_agent
-
-if TYPE_CHECKING:
-    pass
-
-from ._aggregate import summarise
+from ._aggregate import Tally, summarise
 from ._plan import RunPlan
 from ._session import Session
+
+
+class FinishedItems:
+    """A run's finished items as they finish: on disk (`ItemSpill`), with their `Tally` in memory.
+
+    What the library path collects instead of a list, so its memory stays flat in the number of items.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.spill = ItemSpill(directory)
+        self.tally = Tally()
+
+    def __len__(self) -> int:
+        return len(self.tally)
+
+    def append(self, item: ItemResult) -> None:
+        self.spill.append(item)  # first: it writes all of the item or nothing
+        self.tally.add(item)
 
 
 async def produce(session: Session, index: int, run_index: int) -> ItemResult:
@@ -60,13 +76,20 @@ def judge_verdicts(plan: RunPlan, report: ExperimentReport) -> list[AssertionRes
     return verdicts
 
 
-def build_report(plan: RunPlan, items: list[ItemResult], duration_ms: float,
+def build_report(plan: RunPlan, items: Sequence[ItemResult] | FinishedItems, duration_ms: float,
                  status: Literal["completed", "incomplete", "failed"]) -> ExperimentReport:
-    items = sorted(items, key=lambda i: (i.index, i.run_index))
+    """The report of `items` (a list, or a run's `FinishedItems`, whose report reads them from disk)."""
+    ordered: Sequence[ItemResult]
+    if isinstance(items, FinishedItems):
+        tally, ordered = items.tally, items.spill.items()
+    else:
+        ordered = sorted(items, key=lambda i: (i.index, i.run_index))
+        tally = Tally.of(ordered)
     report = ExperimentReport(
         id=plan.run_id, name=plan.experiment.name, timestamp=plan.timestamp, status=status, source=plan.source,
         parent_run_id=plan.parent_run_id, tags=plan.tags, config=plan.describe(),
-        summary=summarise(plan, items, duration_ms), items=items,
+        summary=summarise(plan, tally, duration_ms),
     )
+    report.items = ordered  # assigned, not validated: validation would read a disk-backed sequence into a list
     report.assertions = judge_verdicts(plan, report)
     return report

@@ -240,6 +240,7 @@ def test_a_killed_but_unreaped_run_process_reads_as_incomplete(tmp_path: Path) -
 def test_a_batch_that_meets_a_held_lock_is_kept_and_written_once_the_lock_goes(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     from cobalt_lib.results import _store
+    from cobalt_lib.results._writer import BatchWriter
 
     monkeypatch.setattr(_store, "WAIT_NOTICE_SECONDS", 0.0)
     path = tmp_path / "s.duckdb"
@@ -250,7 +251,7 @@ def test_a_batch_that_meets_a_held_lock_is_kept_and_written_once_the_lock_goes(
     assert holder.stdout is not None and holder.stdin is not None
     try:
         assert holder.stdout.readline().strip() == "locked"
-        writer = _store.BatchWriter(Store(path, lock_timeout=0.3), max_delay=0.01)
+        writer = BatchWriter(Store(path, lock_timeout=0.3), max_delay=0.01)
         writer.add("outputs", {"run_id": "r1", "item_index": 0, "run_index": 0, "status": "ok"})
         deadline = time.monotonic() + 30
         while writer._failures == 0:  # the first attempt gave up on the lock (the condition, polled)

@@ -1,0 +1,139 @@
+"""A run's finished items on disk, so its memory stays flat in the number of items.
+
+`ItemSpill` appends each finished item's JSON to an unnamed temporary file (unlinked from the start,
+so nothing is left behind, whatever way the process ends) in the results directory, never in /tmp,
+which may be memory. `StoredItems` is the read-only `Sequence[ItemResult]` a run's report holds:
+every access reads the item back from that file.
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+import tempfile
+from array import array
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import IO, Any, overload
+
+from ._report import ItemResult
+
+
+class _Unnamed:
+    """The spill file, closed (quietly, not as a leaked file) when the last of the spill and the
+    `StoredItems` reading it lets go of it: it outlives any `with` block."""
+
+    def __init__(self, directory: Path) -> None:
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            self.file: IO[bytes] = tempfile.TemporaryFile(dir=directory, prefix=".items-")  # noqa: SIM115
+        except OSError:  # an unwritable results directory fails the save, with its own message, later
+            self.file = tempfile.TemporaryFile(prefix="cobalt-items-")  # noqa: SIM115
+
+    def __del__(self) -> None:
+        file = getattr(self, "file", None)  # None: creating it failed, and that error was raised
+        if file is not None:
+            file.close()
+
+
+class ItemSpill:
+    """Finished items as indented JSON (as the results file holds them), in the order they finished."""
+
+    def __init__(self, directory: Path) -> None:
+        self._holder = _Unnamed(directory)
+        self._file = self._holder.file
+        self._end = 0
+        self._offsets = array("q")
+        self._lengths = array("q")
+        self._keys: list[array[int]] = [array("q"), array("q")]  # index, run_index
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    def append(self, item: ItemResult) -> None:
+        data = item.model_dump_json(indent=2).encode("utf-8")
+        try:
+            self._file.write(data)
+        except BaseException:
+            self._file.seek(self._end)  # no half-written item: the next one starts where this one did
+            self._file.truncate()
+            raise
+        self._offsets.append(self._end)
+        self._lengths.append(len(data))
+        self._keys[0].append(item.index)
+        self._keys[1].append(item.run_index)
+        self._end += len(data)
+
+    def items(self) -> StoredItems:
+        """What was appended so far, sorted by (index, run_index) as a results file holds them."""
+        self._file.flush()
+        index, run_index = self._keys
+        order = sorted(range(len(self)), key=lambda p: (index[p], run_index[p]))
+        return StoredItems(self._holder, array("q", (self._offsets[p] for p in order)),
+                           array("q", (self._lengths[p] for p in order)))
+
+
+class StoredItems(Sequence[ItemResult]):
+    """A run's items, read-only, each read back from disk when it is asked for.
+
+    Indexing, slicing (a list), iteration and `len` work as on a list; equality compares the items.
+    Each item read is a fresh object (about 15 us to parse one): changing it does not change the
+    run's items, and code that reads one item many times should keep it in a variable. It pickles
+    and serialises as a plain list; a copy is the same sequence.
+    """
+
+    def __init__(self, holder: _Unnamed, offsets: array[int], lengths: array[int]) -> None:
+        self._holder = holder  # the file stays open as long as the sequence lives
+        self._fileno = holder.file.fileno()
+        self._offsets = offsets
+        self._lengths = lengths
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    @overload
+    def __getitem__(self, key: int) -> ItemResult: ...
+
+    @overload
+    def __getitem__(self, key: slice) -> list[ItemResult]: ...
+
+    def __getitem__(self, key: int | slice) -> ItemResult | list[ItemResult]:
+        if isinstance(key, slice):
+            return [self._parse(p) for p in range(len(self))[key]]
+        position = operator.index(key)
+        if position < 0:
+            position += len(self)
+        if not 0 <= position < len(self):
+            raise IndexError(f"item {key} of {len(self)}: out of range")
+        return self._parse(position)
+
+    def __iter__(self) -> Iterator[ItemResult]:
+        for position in range(len(self)):
+            yield self._parse(position)
+
+    def _parse(self, position: int) -> ItemResult:
+        # No cache of parsed items: each read is a fresh object, so changing one never half-sticks.
+        return ItemResult.model_validate_json(self.raw(position))
+
+    def raw(self, position: int) -> bytes:
+        """Item `position`'s JSON as the results file holds it (indented as a top-level object)."""
+        return os.pread(self._fileno, self._lengths[position], self._offsets[position])
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"StoredItems({len(self)} items)"
+
+    def __copy__(self) -> StoredItems:
+        return self  # read-only: a copy would be the same
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> StoredItems:
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (list, (list(self),))
