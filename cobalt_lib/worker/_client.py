@@ -57,7 +57,7 @@ def _request(args: list[str], digest: str) -> dict[str, Any]:
     umask = os.umask(0o022)
     os.umask(umask)
     return {"op": "run", "fingerprint": digest, "argv": [sys.argv[0], *args], "cwd": os.getcwd(),
-            "env": dict(os.environ), "path": list(sys.path), "umask": umask,
+            "client_pid": os.getpid(), "env": dict(os.environ), "path": list(sys.path), "umask": umask,
             "streams": [_stream(sys.stdin), _stream(sys.stdout), _stream(sys.stderr)]}
 
 

@@ -13,11 +13,10 @@ import os
 import socket
 import sys
 import time
-from datetime import UTC, datetime
 from typing import IO
 
 from ._paths import fingerprint, log_path, modules_path, private_dir, socket_path
-from ._server import Worker
+from ._server import Worker, say
 from ._warm import import_all, modules_to_import, thread_count, warm_caches
 
 #: Runs longer than this from a user's last one end the worker (seconds; `--idle-timeout`).
@@ -31,19 +30,19 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     ready = os.fdopen(args.ready_fd, "w", encoding="utf-8") if args.ready_fd >= 0 else None
     try:
-        _say(f"starting (pid {os.getpid()}, {sys.executable})")
+        say(f"starting (pid {os.getpid()}, {sys.executable})")
         worker = _prepare(args.idle_timeout)
     except Exception as exc:
-        _say(f"could not start: {exc}")
+        say(f"could not start: {exc}")
         _tell(ready, f"error {exc}")
         sys.exit(1)
     if worker is None:
         _tell(ready, "busy")
         return
-    _say(f"listening on {worker.path}")
+    say(f"listening on {worker.path}")
     _tell(ready, f"ready {os.getpid()}")
     worker.serve()
-    _say(f"exiting after {worker.served} runs")
+    say(f"exiting after {worker.served} runs")
     # Nothing to tear down (the worker never ran a run itself); finalising thousands of modules would
     # only keep `cobalt worker stop` waiting.
     os._exit(0)
@@ -65,7 +64,7 @@ def _prepare(idle_timeout: float) -> Worker | None:
     started = time.monotonic()
     failed = import_all(modules_to_import(modules_path(directory, digest)))
     warm_caches()
-    _say(f"imported what a run imports in {time.monotonic() - started:.1f} s"
+    say(f"imported what a run imports in {time.monotonic() - started:.1f} s"
          + (f" ({len(failed)} modules skipped: {', '.join(failed[:5])})" if failed else ""))
     if thread_count() != 1:
         raise RuntimeError(f"{thread_count()} threads after the imports: a forking worker must have one")
@@ -77,10 +76,6 @@ def _prepare(idle_timeout: float) -> Worker | None:
     listener.listen(64)
     return Worker(listener=listener, path=path, fingerprint=digest, idle_timeout=idle_timeout,
                   log=log_path(directory, digest), keep_open=[lock.fileno()], inode=path.stat().st_ino)
-
-
-def _say(text: str) -> None:
-    print(f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} cobalt worker: {text}", file=sys.stderr, flush=True)
 
 
 def _tell(ready: IO[str] | None, text: str) -> None:

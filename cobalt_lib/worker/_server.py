@@ -13,6 +13,7 @@ import struct
 import sys
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -168,6 +169,7 @@ class Worker:
         conn.pid = pid
         self._children[pid] = conn
         self.served += 1
+        say(f"run {self.served}: process {pid} for `cobalt` pid {request.get('client_pid')} in {request.get('cwd')}")
         self._reply(conn, {"ok": True, "pid": pid})
 
     def _gone(self, conn: Connection) -> None:
@@ -234,6 +236,11 @@ class Worker:
             if self.path.stat().st_ino == self.inode:  # still ours, not a newer worker's
                 self.path.unlink()
         self.listener.close()
+
+
+def say(text: str) -> None:
+    """A line of the worker's log (its stderr)."""
+    print(f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} cobalt worker: {text}", file=sys.stderr, flush=True)
 
 
 def _signal_group(pid: int, signum: int) -> None:

@@ -16,12 +16,12 @@ from typing import Any
 import dagster as dg
 import pytest
 from dagster._core.instance.ref import InstanceRef  # not exported by `dagster`
-from worker_fixtures import COBALT, Workers, example, workers
+from worker_fixtures import COBALT, Workers, example, own_worker, workers
 
 from cobalt_lib import Store
 from cobalt_lib.worker import wants_worker
 
-__all__ = ["example", "workers"]  # fixtures, imported for pytest
+__all__ = ["example", "own_worker", "workers"]  # fixtures, imported for pytest
 
 SUPPORT = "experiments/support_bot.cobalt.py"
 CHECKS = ("gate_exact_min_0_75", "gate_every_evaluator_scored")
@@ -68,10 +68,9 @@ def test_a_run_through_the_worker_records_what_an_in_process_run_records(workers
     project = example
     here = workers.cobalt("run", "--ci", SUPPORT, "--add-tag", "nightly", cwd=project, COBALT_WORKER="off")
     assert here.returncode == 0, here.stdout + here.stderr
-    served = workers.served()
     there = workers.cobalt("run", "--ci", SUPPORT, "--add-tag", "nightly", cwd=project)
     assert there.returncode == 0, there.stdout + there.stderr
-    assert workers.served() == served + 1  # the worker ran it
+    assert workers.served(there.pid) and not workers.served(here.pid)
     assert "gate PASS exact >= 0.75" in there.stdout and "items 4 (4 ok" in there.stdout, there.stdout
     in_process, worker = _recorded(project, _run_id(here.stdout)), _recorded(project, _run_id(there.stdout))
     assert worker == in_process
@@ -83,7 +82,6 @@ def test_a_run_through_the_worker_records_what_an_in_process_run_records(workers
 def test_exit_codes_and_errors_are_the_in_process_ones(workers: Workers, example: Path) -> None:
     project = example
     _bad_file(project)
-    served = workers.served()
     failed = workers.cobalt("run", "--ci", SUPPORT, cwd=project, SUPPORT_BOT_BROKEN="1")
     assert failed.returncode == 1, failed.stdout + failed.stderr
     assert "gate FAIL exact >= 0.75" in failed.stdout
@@ -91,7 +89,7 @@ def test_exit_codes_and_errors_are_the_in_process_ones(workers: Workers, example
     bad_here = workers.cobalt("run", "--ci", "experiments/bad.cobalt.py", cwd=project, COBALT_WORKER="off")
     assert (bad.returncode, bad.stderr, bad.stdout) == (2, bad_here.stderr, bad_here.stdout)
     assert bad.stderr.startswith("error: ") and "bad.cobalt.py" in bad.stderr and len(bad.stderr.splitlines()) == 1
-    assert workers.served() == served + 2
+    assert workers.served(failed.pid) and workers.served(bad.pid) and not workers.served(bad_here.pid)
 
 
 EDITABLE = '''
@@ -109,11 +107,10 @@ def test_an_edit_to_the_experiment_between_two_runs_is_seen(workers: Workers, ex
     project = example
     path = project / "experiments" / "edited.cobalt.py"
     path.write_text('raise ValueError("version one of the file")\n')
-    served = workers.served()
     first = workers.cobalt("run", "--ci", str(path), cwd=project)
     path.write_text(EDITABLE)
     second = workers.cobalt("run", "--ci", str(path), cwd=project)
-    assert workers.served() == served + 2
+    assert workers.served(first.pid) and workers.served(second.pid)
     assert first.returncode == 2 and "raised ValueError: version one of the file" in first.stderr, first.stderr
     assert second.returncode == 0, second.stdout + second.stderr
     [output] = Store(project / ".cobalt" / "cobalt.duckdb").rows("outputs", _run_id(second.stdout))
@@ -142,7 +139,6 @@ def test_a_signal_to_the_client_stops_the_run_and_keeps_finished_items(
     terminated."""
     project = example
     (project / "experiments" / "stoppable.cobalt.py").write_text(STOPPABLE)
-    served = workers.served()
     proc = subprocess.Popen([COBALT, "run", "--ci", "experiments/stoppable.cobalt.py"], cwd=project,
                             env=workers.env(), text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stderr is not None
@@ -154,38 +150,39 @@ def test_a_signal_to_the_client_stops_the_run_and_keeps_finished_items(
     out, err = proc.communicate(timeout=60)  # EOF once the run's process has exited too
     assert proc.returncode == code, out + err
     assert "Traceback" not in err, err
-    assert workers.served() == served + 1
+    assert workers.served(proc.pid)
     [run_id] = re.findall(r"interrupted: finished items kept in run (\S+) \(incomplete\)", err)
     store = Store(project / ".cobalt" / "cobalt.duckdb")
     assert store.run_status(run_id) == "incomplete"
     assert sorted(o["item_index"] for o in store.rows("outputs", run_id)) in ([0, 1], [0, 1, 2])
 
 
-def test_another_fingerprint_or_a_stale_socket_runs_in_process_and_stop_stops_the_worker(
-        workers: Workers, example: Path) -> None:
-    project = example
-    served = workers.served()
-    [worker] = workers.status()
-    _bad_file(project)
+def test_another_fingerprint_is_not_served(workers: Workers, example: Path) -> None:
+    _bad_file(example)
     # Another locale is another fingerprint: the run (a bad file, which fails fast) stays in process.
-    other_locale = workers.cobalt("run", "--ci", "experiments/bad.cobalt.py", cwd=project, LANG="C.UTF-8",
+    other_locale = workers.cobalt("run", "--ci", "experiments/bad.cobalt.py", cwd=example, LANG="C.UTF-8",
                                   LC_ALL="C.UTF-8")
     assert other_locale.returncode == 2 and other_locale.stderr.startswith("error: "), other_locale.stderr
     assert [w["matches"] for w in workers.status(LANG="C.UTF-8", LC_ALL="C.UTF-8")] == [False]
-    assert workers.served() == served  # not the worker's: another fingerprint
+    assert not workers.served(other_locale.pid)
 
-    stopped = workers.cobalt("worker", "stop")
+
+def test_stop_and_then_a_stale_socket_runs_in_process_and_starts_a_worker(own_worker: Workers,
+                                                                           example: Path) -> None:
+    [worker] = own_worker.status()
+    assert worker["matches"] and worker["served"] == 0
+    stopped = own_worker.cobalt("worker", "stop")
     assert stopped.returncode == 0 and f"stopped cobalt worker pid {worker['pid']}" in stopped.stdout
     assert not Path(worker["socket"]).exists()
     assert _exits(worker["pid"])
-    assert workers.status() == []
+    assert own_worker.status() == []
 
     stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     stale.bind(worker["socket"])  # a socket file nobody listens on, as a killed worker leaves
     stale.close()
     # A person at a terminal (stdout a TTY, no --ci, not CI): it runs in process, then starts a worker.
-    env = {k: v for k, v in workers.env().items() if k not in ("COBALT_TESTING", "CI")}
-    code, shown = _on_a_terminal([COBALT, "run", SUPPORT], project, env)
+    env = {k: v for k, v in own_worker.env().items() if k not in ("COBALT_TESTING", "CI")}
+    code, shown = _on_a_terminal([COBALT, "run", SUPPORT], example, env)
     assert code == 0, shown
     assert "PASS" in shown and "run id:" in shown and "\x1b[" in shown, shown  # in colour, as on a terminal
     started = _wait_for_start(Path(worker["log"]), after=worker["pid"])
