@@ -146,9 +146,9 @@ def start_in_background(idle_timeout: float | None = None) -> None:
 
 def workers() -> list[WorkerInfo]:
     """This interpreter's running workers (the current fingerprint's and stale ones)."""
-    directory = _directory(create=False) if private_dir(create=False) else None
+    directory = private_dir(create=False) if supported() else None
     if directory is None:
-        return []
+        return []  # no usable directory: no worker can be listening there
     digest = fingerprint()
     found = []
     for path in sorted(directory.glob("w-*.sock")):
