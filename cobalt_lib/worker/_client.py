@@ -16,7 +16,7 @@ from . import _wire
 from ._paths import MAX_SOCKET_PATH, fingerprint, private_dir, socket_path, supported, switched_off
 
 #: Connecting and the worker's answer (it forks at once): past this, run in process.
-HANDSHAKE_SECONDS = 10.0
+HANDSHAKE_SECONDS = 5.0
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
