@@ -81,11 +81,12 @@ def child(args: argparse.Namespace) -> Result:
         judge = {"provider": "openai", "base_url": f"http://127.0.0.1:{args.port}/v1", "model": MODEL,
                  "timeout": 1.0, "max_retries": 4, "retry_max_seconds": 60}
         config = define_config(judge=judge, output_dir=out, cache={"enabled": False})
+        before_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # imports and the dataset
         cpu0, wall0 = time.process_time(), time.perf_counter()
         report = run(run_then_close(config))
         # The run's peak: the checks below read the whole results file into memory on purpose.
         figures = {"run_wall_s": time.perf_counter() - wall0, "run_cpu_s": time.process_time() - cpu0,
-                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "before_rss_mb": before_mb}
         problems = check_report(report, args.n) + check_stored(report, Path(out), args.n)
     statuses = Counter(ev.status for item in report.items for ev in item.evaluations.values())
     errors = Counter((ev.error or "")[:60].split(":")[-1].strip() or "?" for item in report.items
@@ -174,12 +175,13 @@ def report_text(rows: list[Result], args: argparse.Namespace, command: str) -> s
              f"{args.latency * 1000:g} ms; faults {args.faults:.0%} of judge calls; judge timeout 1 s, slow answers "
              f"{args.slow:g} s", f"command: {command}", "",
              "| N | load | wall s | run wall s | CPU s | items/s | LLM calls/s | calls served | faults injected "
-             "| scores ok | eval-errors | peak RSS MB | problems |", "|---" * 13 + "|"]
+             "| scores ok | eval-errors | peak RSS MB | RSS before the run MB | problems |", "|---" * 14 + "|"]
     for r in rows:
         faults = ", ".join(f"{k} {v}" for k, v in sorted(r["injected"].items())) or "none"
         lines.append(f"| {r['n']} | {r['load']:.2f} | {r['wall_s']:.1f} | {r['run_wall_s']:.1f} | {r['cpu_s']:.1f} | "
                      f"{r['items_per_s']:.0f} | {r['calls_per_s']:.0f} | {r['calls']} | {faults} | {r['scores_ok']} "
-                     f"| {r['eval_errors']} | {r['peak_rss_mb']:.0f} | {r['problem_count']} |")
+                     f"| {r['eval_errors']} | {r['peak_rss_mb']:.0f} | {r['before_rss_mb']:.0f} "
+                     f"| {r['problem_count']} |")
     lines.append("")
     for r in rows:
         if r["eval_errors"]:
@@ -193,6 +195,10 @@ def report_text(rows: list[Result], args: argparse.Namespace, command: str) -> s
         lines.append(f"[{'met ' if growth <= TARGET_MEMORY else 'MISS'}] peak RSS flat in N: "
                      f"{rows[0]['peak_rss_mb']:.0f} MB at N={rows[0]['n']}, {rows[-1]['peak_rss_mb']:.0f} MB at "
                      f"N={rows[-1]['n']} ({growth:.2f}x, target <= {TARGET_MEMORY})")
+        # What the run itself adds over the process it started in (imports, the user's dataset).
+        own = [r["peak_rss_mb"] - r["before_rss_mb"] for r in (rows[0], rows[-1])]
+        lines.append(f"       the run's own memory (peak minus RSS before the run): {own[0]:.0f} MB at "
+                     f"N={rows[0]['n']}, {own[1]:.0f} MB at N={rows[-1]['n']} ({own[1] / own[0]:.2f}x)")
     return "\n".join(lines)
 
 
