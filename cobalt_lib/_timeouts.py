@@ -16,6 +16,17 @@ class BlockedLoopTimeout(Exception):
         self.elapsed = elapsed
 
 
+class FinishedWhileCancelled(asyncio.CancelledError):
+    """The call under `within` had returned `value` when the caller was cancelled (Ctrl-C): still a
+    cancellation, but one that carries what was already paid for, so the caller can keep it.
+    `item` is for whoever builds a record from `value` on the way out."""
+
+    def __init__(self, value: Any) -> None:
+        super().__init__()
+        self.value = value
+        self.item: Any = None
+
+
 def timeout_message(who: str, timeout: float, exc: TimeoutError) -> str:
     """`the agent did not answer within 30 s`, plus what `within` adds about a call left behind."""
     return f"the {who} did not answer within {timeout:g} s{exc.args[0] if exc.args else ''}"
@@ -70,6 +81,8 @@ async def within(start: Callable[[], Awaitable[Any]], timeout: float, *, limit: 
     try:
         await woken
     except asyncio.CancelledError:  # the run is being stopped (Ctrl-C): stop the call too
+        if task.done() and not task.cancelled() and task.exception() is None:
+            raise FinishedWhileCancelled(task.result()) from None  # it had answered: keep the answer
         await cancel_within(task, CANCEL_GRACE_SECONDS)
         release()
         raise

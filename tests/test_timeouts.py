@@ -72,3 +72,53 @@ def test_the_slot_is_free_when_the_caller_resumes_and_after_a_timeout() -> None:
         assert not limit.locked()
 
     asyncio.run(main())
+
+
+async def _cancel_after_the_call_answered(outer: asyncio.Future[object]) -> None:
+    """Cancel `outer` once its inner call has returned but before `outer` resumes: the moment a
+    Ctrl-C can land on. asyncio runs ready callbacks in order, so three turns of the loop get there:
+    the caller starts the call's task, the task returns, its done-callbacks wake the caller."""
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert not outer.done()
+    outer.cancel()
+
+
+def test_a_call_that_answered_as_its_caller_was_cancelled_hands_over_its_answer() -> None:
+    from cobalt_lib._timeouts import FinishedWhileCancelled
+
+    async def main() -> object:
+        limit = asyncio.Semaphore(1)
+
+        async def answer() -> int:
+            return 42
+
+        outer = asyncio.ensure_future(within(answer, 5.0, limit=limit))
+        await _cancel_after_the_call_answered(outer)
+        with pytest.raises(FinishedWhileCancelled) as stopped:
+            await outer
+        assert outer.cancelled()  # still a cancellation: the run stops as asked
+        assert not limit.locked()
+        return stopped.value.value
+
+    assert asyncio.run(main()) == 42
+
+
+def test_an_agent_output_that_arrived_with_the_interrupt_travels_with_it() -> None:
+    from cobalt_lib._timeouts import FinishedWhileCancelled
+    from cobalt_lib.run._agent import AgentContext, call_agent
+
+    async def main() -> object:
+        async def agent(ctx: AgentContext) -> dict[str, object]:
+            return {"output": f"answer to {ctx.input}", "metadata": {"tokens": 7}}
+
+        ctx = AgentContext(item={"input": "q3"}, index=3)
+        outer = asyncio.ensure_future(call_agent(agent, ctx, timeout=5.0, limit=asyncio.Semaphore(2),
+                                                 threads=None, prices={}))
+        await _cancel_after_the_call_answered(outer)
+        with pytest.raises(FinishedWhileCancelled) as stopped:
+            await outer
+        return stopped.value.item
+
+    item = asyncio.run(main())
+    assert (item.index, item.status, item.output, item.tokens) == (3, "ok", "answer to q3", 7)

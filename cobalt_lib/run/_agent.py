@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._threads import DaemonThreads
-from .._timeouts import BlockedLoopTimeout, timeout_message, within
+from .._timeouts import BlockedLoopTimeout, FinishedWhileCancelled, timeout_message, within
 from ..llm._pricing import cost_usd
 from ..llm._usage import UsageMeter, current_meter, tracking
 from ..results._report import ItemResult
@@ -64,7 +64,13 @@ async def call_agent(runner: Runner, ctx: AgentContext, *, timeout: float, limit
                 _hold_slot(future, limit, threads, grace=timeout)
                 raise
         else:
-            value = await within(lambda: _awaitable(runner, ctx, meter), timeout, limit=limit, clock=clock)
+            try:
+                value = await within(lambda: _awaitable(runner, ctx, meter), timeout, limit=limit, clock=clock)
+            except FinishedWhileCancelled as stopped:  # answered just as the run was stopped: keep it
+                result.latency_ms = (time.perf_counter() - clock[0]) * 1000
+                _fill_output(result, stopped.value, prices, meter)
+                stopped.item = result
+                raise
             elapsed = time.perf_counter() - clock[0]
             if elapsed > timeout + max(0.05, timeout / 20):  # the timer could not fire: the loop was blocked
                 raise BlockedLoopTimeout(elapsed)

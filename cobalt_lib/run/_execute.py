@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Literal, TypeVar, overload
 
 from .._errors import StoreError
+from .._timeouts import FinishedWhileCancelled
 from ..results._report import ExperimentReport, ItemResult
 from ..results._results_file import write_results
 from ..results._rows import aggregate_rows, output_row, run_row, score_rows, verdict_rows
@@ -111,7 +112,12 @@ async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Seq
     started = time.perf_counter()
 
     async def one(key: T) -> None:
-        item = await step(session, key)
+        try:
+            item = await step(session, key)
+        except FinishedWhileCancelled as stopped:  # Ctrl-C after the agent answered: its output is kept
+            if isinstance(stopped.item, ItemResult):
+                items.append(stopped.item)
+            raise
         if "scores" in tables:
             for row in score_rows(plan.run_id, item):
                 writer.add("scores", row)
@@ -137,7 +143,12 @@ async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Seq
 
 
 async def agent_step(session: Session, key: tuple[int, int]) -> ItemResult:
-    item = await produce(session, *key)
+    try:
+        item = await produce(session, *key)
+    except FinishedWhileCancelled as stopped:  # the run was stopped as the agent answered: store it
+        if isinstance(stopped.item, ItemResult):
+            session.output_sink(stopped.item)
+        raise
     session.output_sink(item)
     return item
 
