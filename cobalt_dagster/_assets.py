@@ -88,8 +88,13 @@ def experiment_defs(experiment: Experiment, gates: list[Assertion]) -> Experimen
     def outputs(context: dg.AssetExecutionContext, cobalt: CobaltResource,
                 cobalt_store: DuckDBResource) -> dg.MaterializeResult:
         store = checked_store(cobalt, cobalt_store)
-        plan = cobalt.plan(experiment, _partition(context), context.run.tags)
-        store.write({}, delete_run=plan.run_id, delete_tables=["outputs", "scores"])  # re-materialisation
+        run_id = _partition(context)
+        with store.reading():  # the step's reads over one connection
+            run = store.get_run(run_id)
+            counts = store.live_counts(run_id) if run is not None else None
+        plan = cobalt.plan_for_run(experiment, run_id, context.run.tags, run)
+        if counts is None or counts["done"] or counts["scored"]:  # a re-materialisation: clear the last one's rows
+            store.write({}, delete_run=plan.run_id, delete_tables=["outputs", "scores"])
         items = run_async(stream(plan, item_keys(plan), agent_step, tables=("outputs",),
                                  observer=stage_observer(plan.run_id, "outputs")))
         return dg.MaterializeResult(metadata=outputs_metadata(items))
@@ -103,8 +108,10 @@ def experiment_defs(experiment: Experiment, gates: list[Assertion]) -> Experimen
         with store.reading():  # the step's reads over one connection
             run = store.get_run(run_id)
             stored = stored_items(store, run_id, with_scores=False)
+            scored = store.live_counts(run_id)["scored"] if run is not None else None
         plan = cobalt.plan_for_run(experiment, run_id, context.run.tags, run)
-        store.write({}, delete_run=plan.run_id, delete_tables=["scores"])
+        if scored is None or scored:  # a re-materialisation: clear the last one's scores
+            store.write({}, delete_run=plan.run_id, delete_tables=["scores"])
         items = run_async(stream(plan, stored, rescore_step, tables=("scores",),
                                  observer=stage_observer(plan.run_id, "scores")))
         return dg.MaterializeResult(metadata=scores_metadata(items))
