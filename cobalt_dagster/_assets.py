@@ -19,7 +19,15 @@ from cobalt_lib.results import load_report, stored_items
 from cobalt_lib.run import agent_step, finish, item_keys, pause_point, rescore_step, start_run, stream
 
 from ._live import OBSERVERS, stage_observer
-from ._metadata import aggregates_metadata, dataset_metadata, num, outputs_metadata, scores_metadata
+from ._metadata import (
+    aggregates_metadata,
+    dataset_metadata,
+    num,
+    outputs_metadata,
+    previous_report,
+    previous_run,
+    scores_metadata,
+)
 from ._names import dagster_name
 from ._resource import CobaltResource, checked_store, run_async
 from ._tags import dagster_tags
@@ -80,8 +88,13 @@ def experiment_defs(experiment: Experiment, gates: list[Assertion]) -> Experimen
     def outputs(context: dg.AssetExecutionContext, cobalt: CobaltResource,
                 cobalt_store: DuckDBResource) -> dg.MaterializeResult:
         store = checked_store(cobalt, cobalt_store)
-        plan = cobalt.plan(experiment, _partition(context), context.run.tags)
-        store.write({}, delete_run=plan.run_id, delete_tables=["outputs", "scores"])  # re-materialisation
+        run_id = _partition(context)
+        with store.reading():  # the step's reads over one connection
+            run = store.get_run(run_id)
+            counts = store.live_counts(run_id) if run is not None else None
+        plan = cobalt.plan_for_run(experiment, run_id, context.run.tags, run)
+        if counts is None or counts["done"] or counts["scored"]:  # a re-materialisation: clear the last one's rows
+            store.write({}, delete_run=plan.run_id, delete_tables=["outputs", "scores"])
         items = run_async(stream(plan, item_keys(plan), agent_step, tables=("outputs",),
                                  observer=stage_observer(plan.run_id, "outputs")))
         return dg.MaterializeResult(metadata=outputs_metadata(items))
@@ -91,9 +104,14 @@ def experiment_defs(experiment: Experiment, gates: list[Assertion]) -> Experimen
     def scores(context: dg.AssetExecutionContext, cobalt: CobaltResource,
                cobalt_store: DuckDBResource) -> dg.MaterializeResult:
         store = checked_store(cobalt, cobalt_store)
-        plan = cobalt.plan(experiment, _partition(context), context.run.tags)
-        stored = stored_items(store, plan.run_id, with_scores=False)
-        store.write({}, delete_run=plan.run_id, delete_tables=["scores"])
+        run_id = _partition(context)
+        with store.reading():  # the step's reads over one connection
+            run = store.get_run(run_id)
+            stored = stored_items(store, run_id, with_scores=False)
+            scored = store.live_counts(run_id)["scored"] if run is not None else None
+        plan = cobalt.plan_for_run(experiment, run_id, context.run.tags, run)
+        if scored is None or scored:  # a re-materialisation: clear the last one's scores
+            store.write({}, delete_run=plan.run_id, delete_tables=["scores"])
         items = run_async(stream(plan, stored, rescore_step, tables=("scores",),
                                  observer=stage_observer(plan.run_id, "scores")))
         return dg.MaterializeResult(metadata=scores_metadata(items))
@@ -103,13 +121,18 @@ def experiment_defs(experiment: Experiment, gates: list[Assertion]) -> Experimen
     def aggregates(context: dg.AssetExecutionContext, cobalt: CobaltResource,
                    cobalt_store: DuckDBResource) -> dg.MaterializeResult:
         store = checked_store(cobalt, cobalt_store)
-        plan = cobalt.plan(experiment, _partition(context), context.run.tags)
-        items = stored_items(store, plan.run_id)
+        run_id = _partition(context)
+        with store.reading():  # the step's reads over one connection (finishing the run leaves the previous one)
+            run = store.get_run(run_id)
+            items = stored_items(store, run_id)
+            previous = previous_run(store, experiment.name, run_id)
+        plan = cobalt.plan_for_run(experiment, run_id, context.run.tags, run)
         report = finish(plan, items, "completed")  # its duration: the working time the stages stored
         observer = OBSERVERS.get(plan.run_id)
         if observer:
             observer.on_finish(report)
-        return dg.MaterializeResult(metadata=aggregates_metadata(report, store, plan.config))
+        return dg.MaterializeResult(metadata=aggregates_metadata(report, plan.config,
+                                                                 previous_report(store, previous)))
 
     checks = [_gate_check(gate, aggregates, check, parts)
               for gate, check in zip(gates, check_names([g.name for g in gates]), strict=True)]
@@ -137,11 +160,12 @@ def _gate_check(gate: Assertion, aggregates: dg.AssetsDefinition, check_id: str,
               cobalt_store: DuckDBResource) -> Iterator[dg.AssetCheckResult]:
         run_id = context.partition_key
         store = checked_store(cobalt, cobalt_store)
-        if store.run_status(run_id) is None:
+        run = store.get_run(run_id)
+        if run is None:
             passed, metadata = False, {"cobalt_run_id": dg.MetadataValue.text(run_id)}
             verdict = f"no stored results for cobalt run {run_id}: run it (materialise the partition) first"
         else:
-            report = load_report(store, run_id)
+            report = load_report(store, run_id, run=run)
             passed, metadata = gate_outcome(run_id, [a for a in report.assertions if a.gate == gate.name])
             verdict = metadata["message"].value
         yield dg.AssetCheckResult(passed=passed, severity=dg.AssetCheckSeverity.ERROR, metadata=metadata,

@@ -12,7 +12,14 @@ from cobalt_lib import Config, ExperimentReport, Store
 
 from ._assets import check_names, gate_outcome
 from ._instance import local_instance
-from ._metadata import aggregates_metadata, dataset_metadata, outputs_metadata, scores_metadata
+from ._metadata import (
+    aggregates_metadata,
+    dataset_metadata,
+    outputs_metadata,
+    previous_report,
+    previous_run,
+    scores_metadata,
+)
 from ._names import dagster_name
 from ._project import project_config
 
@@ -26,12 +33,14 @@ def require_gates_passed(experiment: str, run_id: str, project_dir: str | Path |
     """
     config = project_config(project_dir)
     store = Store.for_config(config)
-    status = store.run_status(run_id)
+    with store.reading():  # both reads over one connection
+        status = store.run_status(run_id)
+        verdicts = store.rows("verdicts", run_id) if status == "completed" else []
     if status is None:
         raise dg.Failure(description=f"cobalt run {run_id} of {experiment!r} has no stored results; run it first.")
     if status != "completed":
         raise dg.Failure(description=f"cobalt run {run_id} is {status}, not completed.")
-    failed = [v for v in store.rows("verdicts", run_id) if not v["passed"]]
+    failed = [v for v in verdicts if not v["passed"]]
     if failed:
         lines = "; ".join(f"{v['name']}: {v['message']}" for v in failed)
         raise dg.Failure(description=f"quality gates failed for {experiment!r} run {run_id}: {lines}",
@@ -76,12 +85,14 @@ def _stage_metadata(report: ExperimentReport, store: Store, config: Config) -> l
     """The metadata each asset would have carried had Dagster run it (the same builders)."""
     dataset = report.config.get("dataset") or {}
     evaluators = [e["name"] for e in report.config.get("evaluators", [])]
+    with store.reading():
+        previous = previous_run(store, report.name, report.id)
     return [
         ("dataset", dataset_metadata(report.id, int(dataset.get("size") or report.summary.total_items),
                                      dataset.get("source"), evaluators)),
         ("outputs", outputs_metadata(report.items)),
         ("scores", scores_metadata(report.items)),
-        ("aggregates", aggregates_metadata(report, store, config)),
+        ("aggregates", aggregates_metadata(report, config, previous_report(store, previous))),
     ]
 
 

@@ -118,7 +118,9 @@ def items_table(items: Sequence[ItemResult], names: list[str]) -> dg.MetadataVal
     return dg.MetadataValue.table(records, dg.TableSchema(columns))
 
 
-def aggregates_metadata(report: ExperimentReport, store: Store, config: Config) -> dict[str, Any]:
+def aggregates_metadata(report: ExperimentReport, config: Config,
+                        previous: ExperimentReport | None) -> dict[str, Any]:
+    """The run's statistics, gates and worst items, and its change against `previous` (`previous_report`)."""
     s = report.summary
     data: dict[str, Any] = {}
     for name, stats in s.scores.items():
@@ -143,7 +145,6 @@ def aggregates_metadata(report: ExperimentReport, store: Store, config: Config) 
     data["cobalt_run_id"] = dg.MetadataValue.text(report.id)
     data["run_page"] = dg.MetadataValue.url(run_page_url(config, report.id))
     data["run_page_note"] = dg.MetadataValue.text(PAGES_NOTE.format(run_id=report.id))
-    previous = _previous(report, store)
     if previous is not None:
         data["items_flipped"] = dg.MetadataValue.int(items_flipped(previous, report))
     data["worst_items"] = dg.MetadataValue.md(worst_items_table(report))
@@ -205,9 +206,16 @@ def worst_items_table(report: ExperimentReport, limit: int = WORST_ROWS) -> str:
     return "\n".join(lines)
 
 
-def _previous(report: ExperimentReport, store: Store) -> ExperimentReport | None:
-    previous = store.previous_completed_run(report.name, report.id)
-    return load_report(store, previous) if previous is not None else None
+def previous_run(store: Store, experiment: str, run_id: str) -> dict[str, Any] | None:
+    """The row of the experiment's newest completed run started before `run_id` (two reads: make them
+    inside the step's `Store.reading()` block)."""
+    previous = store.previous_completed_run(experiment, run_id)
+    return store.get_run(previous) if previous is not None else None
+
+
+def previous_report(store: Store, run: dict[str, Any] | None) -> ExperimentReport | None:
+    """The report of `previous_run`'s row (its results JSON, read outside the reading block)."""
+    return load_report(store, run["run_id"], run=run) if run is not None else None
 
 
 def flips(previous: ExperimentReport, report: ExperimentReport) -> dict[str, int]:

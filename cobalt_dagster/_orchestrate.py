@@ -113,18 +113,20 @@ def _run_one(plan: RunPlan, target: ExperimentDefs, definitions: dg.Definitions,
     # Inside a step Dagster turns Ctrl-C into a step failure (its own error, or the KeyboardInterrupt as the
     # cause of another); between steps it ends the run without one. Either way it is the user stopping the
     # run, never a verdict: a run with no failed step stops short of completion only that way.
-    if (TERMINATED.is_set() or any(_INTERRUPT_CLASSES & set(classes) for _, classes, _ in failures)
-            or (not failures and not _finished(store, plan.run_id))):
+    interrupted = TERMINATED.is_set() or any(_INTERRUPT_CLASSES & set(classes) for _, classes, _ in failures)
+    run = None if interrupted else store.get_run(plan.run_id)  # read once: whether it finished, and its report
+    finished = run is not None and run["status"] == "completed"
+    if interrupted or (not failures and not finished):
         raise _interrupted(plan, store, tags)
     if failures:
         step, _, message = failures[0]
         print(f"cobalt: Dagster run {result.run_id} failed: {step}: {message}", file=sys.stderr)
-        if not _finished(store, plan.run_id):
+        if not finished:
             report = _mark_incomplete(plan, store, tags)
             if observer:  # the aggregates asset never ran to print the summary: show what was kept
                 observer.on_finish(report)
             return report
-    return load_report(store, plan.run_id)
+    return load_report(store, plan.run_id, run=run)
 
 
 @contextmanager
@@ -167,8 +169,9 @@ def _finished(store: Store, run_id: str) -> bool:
 def _mark_incomplete(plan: RunPlan, store: Store, tags: dict[str, str]) -> ExperimentReport:
     """Keep what finished: aggregate the stored items and mark the run incomplete."""
     # Finish it as the assets would have: source "dagster" and the stored start time, not the CLI's plan.
-    plan = CobaltResource(project_dir=str(plan.config.root)).plan(plan.experiment, plan.run_id, tags)
-    items = load_report(store, plan.run_id).items if store.get_run(plan.run_id) else []
+    run = store.get_run(plan.run_id)
+    plan = CobaltResource(project_dir=str(plan.config.root)).plan_for_run(plan.experiment, plan.run_id, tags, run)
+    items = load_report(store, plan.run_id, run=run).items if run else []
     return finish(plan, items, "incomplete")
 
 

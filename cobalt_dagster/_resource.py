@@ -34,7 +34,13 @@ class CobaltResource(dg.ConfigurableResource):
     def plan(self, experiment: Experiment, run_id: str, tags: Mapping[str, str]) -> RunPlan:
         """The same validated plan the library builds, for this partition (= cobalt run id)."""
         config = self.config()
-        run = Store.for_config(config).get_run(run_id)
+        return self.plan_for_run(experiment, run_id, tags, Store.for_config(config).get_run(run_id), config)
+
+    def plan_for_run(self, experiment: Experiment, run_id: str, tags: Mapping[str, str],
+                     run: Mapping[str, Any] | None, config: Config | None = None) -> RunPlan:
+        """`plan`, from the run's stored row (`Store.get_run`; None: not stored yet) that the step has
+        already read with its other reads."""
+        config = config or self.config()
         started = run.get("started_at") if run else None
         concurrency = int(tags["cobalt/concurrency"]) if tags.get("cobalt/concurrency") else None
         request = PartitionRun(run_id=run_id, timestamp=started.isoformat() if started is not None else None,

@@ -33,25 +33,29 @@ def resolve_run(store: Store, ref: str, experiment: str | None = None) -> str:
     return matches[0]
 
 
-def load_report(store: Store, run_id: str) -> ExperimentReport:
-    """The run's report: its results JSON when present, else rebuilt from the store's rows."""
-    run = store.require_run(run_id)
+def load_report(store: Store, run_id: str, *, run: dict[str, Any] | None = None) -> ExperimentReport:
+    """The run's report: its results JSON when present, else rebuilt from the store's rows. `run`: the
+    run's row (`Store.get_run`) when the caller has just read it (one read fewer)."""
+    run = run if run is not None else store.require_run(run_id)
     path = run.get("results_path")
     if path and Path(path).is_file():
         report = read_results(path)
         report.status = run["status"] if report.status == "running" else report.status
         return report
-    return _from_rows(store, run)
+    with store.reading():  # the rows of four tables over one connection
+        return _from_rows(store, run)
 
 
 def stored_items(store: Store, run_id: str, *, with_scores: bool = True) -> list[ItemResult]:
     """Every item of a run as its rows hold it (the truth after a crash: the JSON may be missing);
     `with_scores=False`: the outputs alone, as a stage that scores them again wants them."""
     scores: dict[tuple[int, int], list[dict[str, Any]]] = {}
-    for row in store.rows("scores", run_id) if with_scores else []:
+    with store.reading():  # both tables over one connection
+        score_rows = store.rows("scores", run_id) if with_scores else []
+        output_rows = store.rows("outputs", run_id)
+    for row in score_rows:
         scores.setdefault((row["item_index"], row["run_index"]), []).append(row)
-    return [item_from_rows(o, scores.get((o["item_index"], o["run_index"]), []))
-            for o in store.rows("outputs", run_id)]
+    return [item_from_rows(o, scores.get((o["item_index"], o["run_index"]), [])) for o in output_rows]
 
 
 def _from_rows(store: Store, run: dict[str, Any]) -> ExperimentReport:

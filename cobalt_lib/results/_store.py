@@ -16,6 +16,7 @@ import re
 import socket
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -82,10 +83,24 @@ def _holder(message: str) -> str:
 #: The store's file name under the project's output directory.
 STORE_FILE = "cobalt.duckdb"
 
+#: Per thread, the read-only connection each open `Store.reading()` block shares, by store file.
+_SHARED = threading.local()
+#: DuckDB connections opened to store files by this process (`Store.connections_opened`).
+_OPENED = [0]
+_OPENED_LOCK = threading.Lock()
+
+
+def _shared() -> dict[str, Any]:
+    held: dict[str, Any] | None = getattr(_SHARED, "held", None)
+    if held is None:
+        held = _SHARED.held = {}
+    return held
+
 
 class Store:
     """The DuckDB file under `.cobalt/`, and the one place that speaks SQL to it: every read and write
-    of the five tables is a method here. Every method opens its own short connection."""
+    of the five tables is a method here. Every method opens its own short connection, except that
+    reads inside a `reading()` block share the block's."""
 
     def __init__(self, path: Path, *, lock_timeout: float = 60.0) -> None:
         self.path = Path(path)
@@ -96,11 +111,41 @@ class Store:
         """The project's store: `cobalt.duckdb` under the config's `output_dir`."""
         return cls(config.output_path / STORE_FILE)
 
+    @staticmethod
+    def connections_opened() -> int:
+        """How many DuckDB connections this process has opened to store files so far (each open costs
+        9-20 ms): what tests and profiles count."""
+        return _OPENED[0]
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Every read of this store file in the block, in this thread, shares one read-only connection
+        (where each would open its own). For a few reads in a row only: no await, no user code and no
+        write inside (a write raises), as no other process can write while the block lasts."""
+        held = _shared()
+        key = str(self.path.absolute())
+        if key in held or not self.path.exists():  # nested, or nothing to read: each read as usual
+            yield
+            return
+        with self.connect(read_only=True) as con:
+            held[key] = con
+            try:
+                yield
+            finally:
+                del held[key]
+
     @contextmanager
     def connect(self, *, read_only: bool = False) -> Iterator[Any]:
-        """A short connection, retried while another process holds the file."""
+        """A short connection, retried while another process holds the file (inside `reading()`, the
+        block's connection)."""
         import duckdb
 
+        held = getattr(_SHARED, "held", None)
+        if held and (shared := held.get(str(self.path.absolute()))) is not None:
+            if not read_only:
+                raise RuntimeError(f"A write to {self.path} inside Store.reading(): end the block first.")
+            yield shared
+            return
         if read_only and not self.path.exists():
             raise StoreError(f"No results store at {self.path} yet; run an experiment first.")
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -111,6 +156,8 @@ class Store:
         while True:
             try:
                 con = duckdb.connect(str(self.path), read_only=read_only)
+                with _OPENED_LOCK:
+                    _OPENED[0] += 1
                 break
             except duckdb.IOException as exc:
                 if not any(word in str(exc) for word in _LOCK_WORDS) or time.monotonic() > deadline:

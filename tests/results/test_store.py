@@ -317,3 +317,26 @@ def test_a_store_from_before_working_time_starts_from_its_summary(tmp_path: Path
     store.start_run(_run_row("r", "2026-01-01T00:00:00+00:00"))  # the resume of an old run
     store.add_work("r", 300.0)
     assert store.worked_ms("r") == 1500.0
+
+
+def test_reads_in_a_reading_block_share_one_connection_and_writes_wait_for_its_end(tmp_path):
+    store = Store(tmp_path / "cobalt.duckdb")
+    with store.reading():  # no store yet: the reads say so as they would outside a block
+        assert store.get_run("r1") is None
+    store.start_run({"run_id": "r1", "experiment": "e", "started_at": "2026-01-01T00:00:00+00:00",
+                     "tags": [], "config": {}})
+    store.write({"outputs": [{"run_id": "r1", "item_index": 0, "run_index": 0, "status": "ok", "output": "x"}]})
+    other = Store(tmp_path / "." / "cobalt.duckdb")  # another Store object on the same file
+    opened = Store.connections_opened()
+    with store.reading():
+        run = store.get_run("r1")
+        with other.reading():
+            outputs = other.rows("outputs", "r1")
+        with pytest.raises(RuntimeError, match=r"inside Store\.reading\(\)"):
+            store.write({"verdicts": [{"run_id": "r1", "name": "g", "passed": True}]})
+        assert store.rows("verdicts", "r1") == []
+    assert Store.connections_opened() - opened == 1
+    assert run is not None and run["experiment"] == "e" and [o["output"] for o in outputs] == ["x"]
+    store.write({"verdicts": [{"run_id": "r1", "name": "g", "passed": True}]})  # the block released the file
+    assert [v["name"] for v in store.rows("verdicts", "r1")] == ["g"]
+    assert Store.connections_opened() - opened == 3  # the write, and that read's own connection
