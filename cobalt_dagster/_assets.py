@@ -127,7 +127,8 @@ def experiment_defs(experiment: Experiment, gates: list[Assertion]) -> Experimen
             items = stored_items(store, run_id)
             previous = previous_run(store, experiment.name, run_id)
         plan = cobalt.plan_for_run(experiment, run_id, context.run.tags, run)
-        report = finish(plan, items, "completed")  # its duration: the working time the stages stored
+        # Its duration: the working time the stages stored, read with the run row above.
+        report = finish(plan, items, "completed", worked_ms=float(run.get("worked_ms") or 0.0) if run else None)
         observer = OBSERVERS.get(plan.run_id)
         if observer:
             observer.on_finish(report)

@@ -90,22 +90,24 @@ Collected = TypeVar("Collected", list[ItemResult], FinishedItems)
 
 @overload
 async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Sequence[str],
-                 observer: Observer | None = None, into: None = None) -> list[ItemResult]: ...
+                 observer: Observer | None = None, into: None = None,
+                 worked: list[float] | None = None) -> list[ItemResult]: ...
 
 
 @overload
 async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Sequence[str],
-                 observer: Observer | None = None, into: Collected) -> Collected: ...
+                 observer: Observer | None = None, into: Collected,
+                 worked: list[float] | None = None) -> Collected: ...
 
 
 async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Sequence[str],
-                 observer: Observer | None = None,
-                 into: list[ItemResult] | FinishedItems | None = None) -> list[ItemResult] | FinishedItems:
+                 observer: Observer | None = None, into: list[ItemResult] | FinishedItems | None = None,
+                 worked: list[float] | None = None) -> list[ItemResult] | FinishedItems:
     """Run `step` over `keys` (bounded), writing each finished item's rows to `tables` as it finishes.
 
     Finished items land in `into` (a list, or the library path's `FinishedItems` on disk) and the
     store even when the stage is interrupted, and the time the stage worked is added to the run's
-    stored working time either way.
+    stored working time either way; the new total is appended to `worked` when given.
     """
     items: list[ItemResult] | FinishedItems = into if into is not None else []
     writer = BatchWriter(plan.store)
@@ -134,8 +136,12 @@ async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Seq
     finally:
         work = (plan.run_id, (time.perf_counter() - started) * 1000)
         try:
-            writer.close(work=work)  # the last rows and the stage's working time in one transaction
+            total = writer.close(work=work)  # the last rows and the stage's working time in one transaction
+            if worked is not None and total is not None:
+                worked.append(total)
         except StoreError:
+            if worked is not None:
+                worked.clear()  # unknown now: finish reads it again
             with contextlib.suppress(StoreError):
                 plan.store.add_work(*work)
             raise
@@ -183,18 +189,22 @@ async def execute(plan: RunPlan, observer: Observer | None = None) -> Experiment
     for item in done:
         items.append(item)
     status: Literal["completed", "incomplete"] = "incomplete"
+    worked: list[float] = []  # the run's stored working time after each stage
     try:
         if isinstance(request, RescoreRun):
             stored = sorted(request.outputs, key=lambda o: (o.index, o.run_index))
-            await stream(plan, stored, rescore_step, tables=("outputs", "scores"), observer=observer, into=items)
+            await stream(plan, stored, rescore_step, tables=("outputs", "scores"), observer=observer, into=items,
+                         worked=worked)
         else:
             if unscored:
                 plan.store.delete_items(plan.run_id, "scores", [(i.index, i.run_index) for i in unscored])
-                await stream(plan, unscored, rescore_step, tables=("scores",), observer=observer, into=items)
-            await stream(plan, missing, full_step, tables=("outputs", "scores"), observer=observer, into=items)
+                await stream(plan, unscored, rescore_step, tables=("scores",), observer=observer, into=items,
+                             worked=worked)
+            await stream(plan, missing, full_step, tables=("outputs", "scores"), observer=observer, into=items,
+                         worked=worked)
         status = "completed"
     finally:
-        report = finish(plan, items, status)
+        report = finish(plan, items, status, worked_ms=worked[-1] if worked else None)
         plan.experiment.last_report = report
     if observer:
         observer.on_finish(report)
@@ -213,14 +223,15 @@ def _resume_split(plan: RunPlan, stored: Sequence[ItemResult]) -> tuple[
 
 
 def finish(plan: RunPlan, items: Sequence[ItemResult] | FinishedItems,
-           status: Literal["completed", "incomplete"]) -> ExperimentReport:
+           status: Literal["completed", "incomplete"], *, worked_ms: float | None = None) -> ExperimentReport:
     """Stages 3 and 4 and the final write: aggregates, verdicts, results JSON, run row.
 
     The run's duration is its stored working time: what every stage of every process that worked on
-    it spent (`stream` adds each stage's), the same on the library and the Dagster path.
+    it spent (`stream` adds each stage's), the same on the library and the Dagster path. A caller
+    that has just read it (`worked_ms`) saves this a connection to the store.
     """
     try:
-        duration_ms = plan.store.worked_ms(plan.run_id)
+        duration_ms = plan.store.worked_ms(plan.run_id) if worked_ms is None else worked_ms
     except StoreError:
         if status == "completed":
             raise
