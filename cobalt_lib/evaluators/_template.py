@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping
@@ -17,10 +18,16 @@ RUNTIME_VARIABLES = frozenset({"output", "metadata", "item", "index", "run_index
 
 def variables(template: str) -> list[str]:
     """The variable paths a template uses, in order of first appearance."""
+    return list(_variables(template))
+
+
+@functools.lru_cache(maxsize=256)
+def _variables(template: str) -> tuple[str, ...]:
+    # Cached: a run checks every item against its evaluators' templates before the first agent call.
     seen: dict[str, None] = {}
     for match in _VAR.finditer(template):
         seen.setdefault(match.group(1), None)
-    return list(seen)
+    return tuple(seen)
 
 
 def missing_item_variables(template: str, item: Mapping[str, Any]) -> list[str]:
