@@ -129,19 +129,22 @@ def _wait_until_listening(path: Path, digest: str) -> WorkerInfo | None:
     return None
 
 
-def start_in_background(idle_timeout: float | None = None) -> None:
-    """Start this process's worker for next time without waiting, unless switched off or running."""
+def start_in_background(idle_timeout: float | None = None) -> int | None:
+    """Start this process's worker for next time without waiting, unless switched off or running.
+    Returns the new worker's pid, None when none was started."""
     if switched_off() or not supported():
-        return
+        return None
     directory = private_dir(create=True)
     if directory is None:
-        return
+        return None
     digest = fingerprint()
     path = socket_path(directory, digest)
     if len(str(path)) > MAX_SOCKET_PATH or (path.with_suffix(".lock").exists() and _ask(path, {"op": "status"})):
-        return
-    with contextlib.suppress(OSError):
-        _spawn(directory, digest, idle_timeout, None)
+        return None
+    try:
+        return _spawn(directory, digest, idle_timeout, None).pid
+    except OSError:
+        return None
 
 
 def workers() -> list[WorkerInfo]:

@@ -187,6 +187,9 @@ def test_stop_and_then_a_stale_socket_runs_in_process_and_starts_a_worker(own_wo
     assert "PASS" in shown and "run id:" in shown and "\x1b[" in shown, shown  # in colour, as on a terminal
     started = _wait_for_start(Path(worker["log"]), after=worker["pid"])
     os.kill(started, signal.SIGTERM)  # no need to wait for it to warm up
+    # A process that outlives the command is announced, with how to stop it and turn it off.
+    assert f"cobalt: started a warm run worker (pid {started})" in shown, shown
+    assert "`cobalt worker stop` stops it, COBALT_WORKER=off keeps runs in process." in shown.replace("\r\n", " ")
 
 
 def _on_a_terminal(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, str]:
