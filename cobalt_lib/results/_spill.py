@@ -87,6 +87,9 @@ class StoredItems(Sequence[ItemResult]):
         self._fileno = holder.file.fileno()
         self._offsets = offsets
         self._lengths = lengths
+        #: Per evaluator, (outputs given, outputs scored), as the run counted them while its items finished:
+        #: what the "every evaluator scored" gate needs, without reading every item back.
+        self.scored_counts: dict[str, tuple[int, int]] | None = None
 
     def __len__(self) -> int:
         return len(self._offsets)

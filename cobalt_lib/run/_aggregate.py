@@ -30,6 +30,10 @@ class _Verdicts:
         self.score = array("d")
         self.passed = array("b")
 
+    def given_and_scored(self) -> tuple[int, int]:
+        """How many outputs this evaluator was given, and how many it scored (usable score)."""
+        return len(self.kind), self.kind.count(_SCORED)
+
     def stats(self, positions: Iterable[int], attempts: int) -> Stats:
         """Statistics of the usable scores; `errors` counts eval-errors. Coverage and pass rate are over
         every attempted agent call, so a failed or timed-out call counts as unscored and not passed: a

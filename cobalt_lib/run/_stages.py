@@ -9,7 +9,7 @@ from typing import Literal
 
 from ..evaluators._context import EvalContext
 from ..results._report import AssertionResult, ExperimentReport, ItemResult
-from ..results._spill import ItemSpill
+from ..results._spill import ItemSpill, StoredItems
 from ._agent import AgentContext, call_agent
 from ._aggregate import Tally, summarise
 from ._plan import RunPlan
@@ -90,6 +90,8 @@ def build_report(plan: RunPlan, items: Sequence[ItemResult] | FinishedItems, dur
         parent_run_id=plan.parent_run_id, tags=plan.tags, config=plan.describe(),
         summary=summarise(plan, tally, duration_ms),
     )
+    if isinstance(ordered, StoredItems):
+        ordered.scored_counts = {name: verdicts.given_and_scored() for name, verdicts in tally.verdicts.items()}
     report.items = ordered  # assigned, not validated: validation would read a disk-backed sequence into a list
     report.assertions = judge_verdicts(plan, report)
     return report

@@ -117,3 +117,23 @@ def test_cobalt_run_ci_exits_1_and_history_says_failed(project: Path) -> None:
     assert "evaluator 'relevance' scored none of the 1 items: RuntimeError: judge exploded" in run.stdout
     history = subprocess.run([COBALT, "history"], cwd=project, capture_output=True, text=True, timeout=120, env=env)
     assert "FAILED" in history.stdout and "passed" not in history.stdout
+
+
+def test_the_gate_reads_the_runs_own_counts_and_says_what_reading_the_items_says(project: Path) -> None:
+    from cobalt_lib.gates._assertions import EvaluatorsScored
+
+    def agent(ctx: object) -> str:
+        if getattr(ctx, "index", 0) == 4:
+            raise RuntimeError("agent down")  # a failed call: no evaluation at all
+        return "a"
+
+    exp = experiment("counted", _data(6), agent, evaluators=[
+        Evaluator(name="exact", type="exact-match"),
+        Evaluator(name="relevance", type="function", fn=lambda ctx: _boom(ctx) if ctx.index == 0 else 1.0)])
+    report = exp.run(config=define_config())
+    assert report.items.scored_counts == {"exact": (5, 5), "relevance": (5, 4)}  # type: ignore[attr-defined]
+    counted = EvaluatorsScored().evaluate(report, define_config())
+    report.items = list(report.items)  # as a report read from a file or the store: every item is read
+    read = EvaluatorsScored().evaluate(report, define_config())
+    assert counted == read
+    assert [(a.passed, a.message) for a in counted] == [(True, "scored: exact 5/5, relevance 4/5")]
