@@ -26,8 +26,11 @@ def register(cls: type[EvaluatorKind]) -> None:
 
 
 def kinds_using(option: str) -> list[str]:
-    """The kinds that have an option of that name (for "it is for llm-judge evaluators")."""
-    return [name for name, cls in KINDS.items() if option in cls.option_names()]
+    """The kinds that have an option of that name (for "it is for llm-judge evaluators"), every built-in
+    kind included, in their listed order (a run imports only the kinds it uses)."""
+    from ._catalog import evaluator_kinds
+
+    return [name for name, cls in evaluator_kinds().items() if option in cls.option_names()]
 
 
 def _origin(cls: type) -> str:
