@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib
-import importlib.util
 import pkgutil
 import types
 import typing
@@ -25,9 +25,11 @@ _builtins_loaded = False
 _CORE = ("_llm_judge", "_function", "_exact_match", "_similarity", "_contains")
 
 
-def _builtin_modules() -> list[str]:
-    return sorted((m.name for m in pkgutil.iter_modules(_builtin.__path__)),
-                  key=lambda name: (_CORE.index(name) if name in _CORE else len(_CORE), name))
+@functools.cache
+def _builtin_modules() -> tuple[str, ...]:
+    """The built-in kind modules, core ones first (read once: every listing orders kinds by it)."""
+    names = (m.name for m in pkgutil.iter_modules(_builtin.__path__))
+    return tuple(sorted(names, key=lambda name: (_CORE.index(name) if name in _CORE else len(_CORE), name)))
 
 
 def _load_builtins() -> None:
@@ -42,7 +44,7 @@ def _load_builtin(name: str) -> bool:
     """Import only the built-in module named after kind `name` (`exact-match`: `_exact_match`), if there
     is one and it defines the kind: a run imports the kinds it uses, not all thirty (20 ms)."""
     module = "_" + name.replace("-", "_")
-    if not module[1:].isidentifier() or importlib.util.find_spec(f"{_builtin.__name__}.{module}") is None:
+    if module not in _builtin_modules():
         return False
     importlib.import_module(f"{_builtin.__name__}.{module}")
     return name in KINDS
