@@ -17,19 +17,17 @@ from mcp_project import COBALT, anyio_backend, make_project, server_env  # noqa:
 
 pytestmark = pytest.mark.anyio
 
-#: `slow`: items from 3 on wait for the file `go` in the project root, so the test decides when the run ends.
+#: `slow`: item 3 reads the named pipe `go` in the project root, which blocks until the test writes to it,
+#: so the test decides when the run ends (one item at a time: items 4-11 wait behind it).
 SLOW = '''
-import time
 from pathlib import Path
 from cobalt_lib import Dataset, Evaluator, experiment
 
 GO = Path(__file__).resolve().parents[1] / "go"
 
 def agent(ctx):
-    if ctx.index >= 3:
-        deadline = time.monotonic() + 60
-        while not GO.exists() and time.monotonic() < deadline:
-            time.sleep(0.01)
+    if ctx.index == 3:
+        GO.read_text()
     return ctx.item["expected_output"]
 
 experiment("slow", Dataset([{"input": f"q{i}", "expected_output": f"a{i}"} for i in range(12)]), agent,
@@ -67,6 +65,7 @@ class HttpServer:
 def http_server(tmp_path_factory: pytest.TempPathFactory, _llm_server: FakeLLM) -> Iterator[HttpServer]:
     root = make_project(tmp_path_factory.mktemp("mcp-http") / "proj", _llm_server)
     (root / "experiments" / "slow.cobalt.py").write_text(SLOW)
+    os.mkfifo(root / "go")
     server = HttpServer(root)
     try:
         server.wait_ready()
@@ -106,7 +105,7 @@ async def test_a_cli_run_in_progress_while_the_server_answers_in_a_loop(http_ser
     cli = subprocess.Popen([COBALT, "run", "--no-dagster", "--filter", "slow"], cwd=root, text=True,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, **server_env()})
     answers = 0
-    seen_running = False
+    seen_running = released = False
     try:
         async with Client(http_server.url) as client:
             while cli.poll() is None:
@@ -123,8 +122,11 @@ async def test_a_cli_run_in_progress_while_the_server_answers_in_a_loop(http_ser
                 assert not counted.is_error, counted.content
                 answers += 1
                 # Release the agent once the server has read the run while it was running and writing.
-                if seen_running and (counted.structured_content or {})["rows"][0]["n"] >= 1:
-                    (root / "go").touch()
+                if seen_running and (counted.structured_content or {})["rows"][0]["n"] >= 1 and not released:
+                    # Opening the pipe for writing waits for item 3 to read it: a thread of its own, so a run
+                    # that died before item 3 fails the assertions below instead of hanging the test.
+                    threading.Thread(target=(root / "go").write_text, args=("go",), daemon=True).start()
+                    released = True
     finally:
         if cli.poll() is None:
             cli.kill()
@@ -143,7 +145,7 @@ async def test_a_cancelled_run_call_stops_the_run_and_keeps_what_finished(http_s
     from cobalt_lib import Store
 
     store = Store(http_server.root / ".cobalt" / "cobalt.duckdb")
-    (http_server.root / "go").unlink(missing_ok=True)  # items from 3 on wait: the run cannot finish by itself
+    # Item 3 waits on the pipe `go`, which nobody writes here: the run cannot finish by itself.
     before = {r["run_id"] for r in store.runs("slow", missing_ok=True)}
     async with Client(http_server.url) as client:
         with anyio.CancelScope() as scope:
