@@ -6,6 +6,7 @@ from ._config import (
     CONFIG_FILES,
     CacheConfig,
     CIConfig,
+    DagsterConfig,
     Config,
     DashboardConfig,
     EmbeddingsConfig,
@@ -21,6 +22,7 @@ from ._config import (
 __all__ = [
     "CONFIG_FILES",
     "CIConfig",
+    "DagsterConfig",
     "CacheConfig",
     "Config",
     "DashboardConfig",

@@ -69,6 +69,35 @@ class DashboardConfig(_Section):
     module: str | None = None
 
 
+RecordMode = Literal["daemon", "inline", "off"]
+#: The environment variable that overrides `[dagster] record`.
+RECORD_VARIABLE = "COBALT_DAGSTER_RECORD"
+
+
+class DagsterConfig(_Section):
+    """How runs meet Dagster (docs/dagster.md)."""
+
+    #: How a run Dagster did not launch (`cobalt run`, `.run()`) is recorded in Dagster: by the record sensor
+    #: of a running daemon (`daemon`), by the command before it exits (`inline`), or not at all (`off`).
+    record: RecordMode = "daemon"
+    #: Items per shard of a run Dagster launches (a run this small or smaller is one shard).
+    shard_items: int = Field(default=2000, ge=1)
+    #: Where shards leave their rows for `merge`: a directory (relative to the project) or an fsspec URL
+    #: such as `s3://bucket/prefix`; default `<output_dir>/exchange`.
+    exchange: str | None = None
+
+    def record_mode(self) -> RecordMode:
+        """`record`, unless COBALT_DAGSTER_RECORD says otherwise."""
+        import os
+
+        value = os.environ.get(RECORD_VARIABLE, "").strip()
+        if not value:
+            return self.record
+        if value not in get_args(RecordMode):
+            raise ConfigError(f"{RECORD_VARIABLE}={value!r} is not a record mode; set it to daemon, inline or off.")
+        return value  # type: ignore[return-value]
+
+
 class Bound(_Section):
     min: float | None = None
     max: float | None = None
@@ -116,6 +145,7 @@ class Config(_Section):
     cache: CacheConfig = Field(default_factory=CacheConfig)
     dashboard: DashboardConfig = Field(default_factory=DashboardConfig)
     ci: CIConfig = Field(default_factory=CIConfig)
+    dagster: DagsterConfig = Field(default_factory=DagsterConfig)
     schedules: dict[str, Schedule] = Field(default_factory=dict)
     prices: dict[str, Price] = Field(default_factory=dict)
 

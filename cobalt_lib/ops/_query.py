@@ -1,6 +1,6 @@
 """Read-only SQL over the run assets: one SELECT (or WITH ... SELECT) on a snapshot of the store.
 
-The query runs on an in-memory copy of the five tables (`Store.snapshot`), so it cannot change the
+The query runs on an in-memory copy of the tables (`Store.snapshot`), so it cannot change the
 store, cannot reach other files, and never holds the file while it runs: a run in progress keeps
 writing. Anything but a single SELECT statement is refused before anything is read.
 """

@@ -60,6 +60,12 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("run_id", "VARCHAR"), ("name", "VARCHAR"), ("passed", "BOOLEAN"), ("message", "VARCHAR"),
         ("actual", "DOUBLE"), ("expected", "DOUBLE"),
     ],
+    # Which runs Dagster holds, and as which Dagster run: `executed` (Dagster launched the run) or
+    # `recorded` (a library run replayed into Dagster afterwards). A table of its own, as the run row
+    # is replaced whenever a run starts, resumes or finishes.
+    "dagster_runs": [
+        ("run_id", "VARCHAR"), ("dagster_run_id", "VARCHAR"), ("how", "VARCHAR"), ("recorded_at", "TIMESTAMPTZ"),
+    ],
 }
 COLUMNS = {table: [name for name, _ in cols] for table, cols in TABLES.items()}
 _JSON_COLUMNS = {name for cols in TABLES.values() for name, kind in cols if kind == "JSON"}
@@ -99,7 +105,7 @@ def _shared() -> dict[str, Any]:
 
 class Store:
     """The DuckDB file under `.cobalt/`, and the one place that speaks SQL to it: every read and write
-    of the five tables is a method here. Every method opens its own short connection, except that
+    of the tables is a method here. Every method opens its own short connection, except that
     reads inside a `reading()` block share the block's."""
 
     def __init__(self, path: Path, *, lock_timeout: float = 60.0) -> None:
@@ -175,7 +181,7 @@ class Store:
             con.close()
 
     def ensure_schema(self) -> None:
-        """Create the five tables, and add the columns an older store lacks (checked once per process)."""
+        """Create the tables, and add the columns an older store lacks (checked once per process)."""
         if self._file_key() in _SCHEMA_READY:
             return
         with self.connect() as con:
@@ -281,12 +287,49 @@ class Store:
         return float(rows[0]["worked_ms"] or 0.0) if rows else 0.0
 
     def delete_runs(self, run_ids: Sequence[str]) -> None:
-        """Every row of these runs, in all five tables, in one transaction."""
+        """Every row of these runs, in every table, in one transaction."""
         if not run_ids or not self.path.exists():
             return
         with self._transaction() as con:
             for table in TABLES:
                 con.execute(f"DELETE FROM {table} WHERE run_id IN (SELECT unnest(?))", [list(run_ids)])
+
+    def mark_in_dagster(self, run_id: str, dagster_run_id: str, how: str) -> None:
+        """Note that Dagster holds the run `run_id` as its run `dagster_run_id` (`executed` or `recorded`)."""
+        from datetime import UTC, datetime
+
+        with self._transaction(ensure_schema=True) as con:
+            con.execute("DELETE FROM dagster_runs WHERE run_id = ?", [run_id])
+            con.execute("INSERT INTO dagster_runs VALUES (?, ?, ?, ?)",
+                        [run_id, dagster_run_id, how, datetime.now(UTC)])
+
+    def dagster_runs_of(self, run_ids: Sequence[str]) -> dict[str, str]:
+        """`{run_id: dagster_run_id}` of those of `run_ids` that Dagster holds (executed or recorded)."""
+        import duckdb
+
+        if not run_ids or not self.path.exists():
+            return {}
+        try:
+            rows = self.query("SELECT run_id, dagster_run_id FROM dagster_runs WHERE run_id IN (SELECT unnest(?))",
+                              [list(run_ids)])
+        except duckdb.CatalogException:  # a store from before the table
+            return {}
+        return {str(r["run_id"]): str(r["dagster_run_id"]) for r in rows}
+
+    def unrecorded_runs(self, limit: int = 50) -> list[dict[str, Any]]:
+        """Finished runs Dagster does not hold yet, oldest first (`run_id`, `experiment`, `status`, `tags`):
+        what the record sensor records. A run still `running` is left for later, unless its process is gone."""
+        import duckdb
+
+        if not self.path.exists():
+            return []
+        try:
+            rows = self._runs("SELECT run_id, experiment, status, tags, pid, host, started_at FROM runs "
+                              "WHERE run_id NOT IN (SELECT run_id FROM dagster_runs) ORDER BY started_at",
+                              [], missing_ok=True)
+        except duckdb.CatalogException:
+            return []
+        return [r for r in rows if r["status"] != "running"][:limit]
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         """Rows of a read-only query as dicts (JSON columns decoded)."""
@@ -451,7 +494,7 @@ class Store:
 
     @contextmanager
     def snapshot(self) -> Iterator[Any]:
-        """An in-memory DuckDB connection holding a copy of the five tables, with live run statuses.
+        """An in-memory DuckDB connection holding a copy of the tables, with live run statuses.
 
         The file is held only while the copy is taken (one short read, retried while a writer holds
         it), so a slow or heavy query over the copy never blocks a run writing to the store. The copy
