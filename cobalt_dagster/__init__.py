@@ -17,13 +17,18 @@ from cobalt_lib.ops import dagster_check_names as check_names
 from ._assets import ExperimentDefs, experiment_defs
 from ._automation import request_run
 from ._definitions import build_definitions, build_experiment_defs
-from ._gates import record_run, require_gates_passed
+from ._gates import require_gates_passed
 from ._instance import dagster_home, local_instance
 from ._names import dagster_name
+from ._record import SENSOR_NAME as RECORD_SENSOR
+from ._record import print_unrecorded, record_runs
+from ._replay import RECORD_TAG
 from ._resource import STORE_KEY, CobaltResource, store_resource
 from ._tags import cobalt_tags, dagster_tags, tag_key
 
 __all__ = [
+    "RECORD_SENSOR",
+    "RECORD_TAG",
     "STORE_KEY",
     "CobaltResource",
     "ExperimentDefs",
@@ -37,7 +42,8 @@ __all__ = [
     "dagster_tags",
     "experiment_defs",
     "local_instance",
-    "record_run",
+    "print_unrecorded",
+    "record_runs",
     "request_run",
     "require_gates_passed",
     "store_resource",

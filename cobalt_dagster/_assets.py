@@ -18,7 +18,6 @@ from cobalt_lib.ops import dagster_check_names as check_names
 from cobalt_lib.results import load_report, stored_items
 from cobalt_lib.run import agent_step, finish, item_keys, pause_point, rescore_step, start_run, stream
 
-from ._live import OBSERVERS, stage_observer
 from ._metadata import (
     aggregates_metadata,
     dataset_metadata,
@@ -29,6 +28,7 @@ from ._metadata import (
     scores_metadata,
 )
 from ._names import dagster_name
+from ._replay import EXECUTED, RECORDED, is_recording, stage_metadata, stored_report
 from ._resource import CobaltResource, checked_store, run_async
 from ._tags import dagster_tags
 
@@ -57,6 +57,18 @@ def _partition(context: dg.AssetExecutionContext) -> str:
     return context.partition_key
 
 
+def _replayed(stage: str, context: dg.AssetExecutionContext, cobalt: CobaltResource,
+              cobalt_store: DuckDBResource) -> dg.MaterializeResult:
+    """`stage` of a recording (`cobalt/record`): the stored run's metadata, no agent or judge call."""
+    store = checked_store(cobalt, cobalt_store)
+    run_id = _partition(context)
+    report = stored_report(store, run_id)
+    metadata = stage_metadata(stage, report, store, cobalt.config())
+    if stage == "aggregates":
+        store.mark_in_dagster(run_id, context.run_id, RECORDED)
+    return dg.MaterializeResult(metadata=metadata)
+
+
 def _description(stage: str, experiment: Experiment) -> str:
     """The stage's sentence, then the experiment's own description as its own paragraph."""
     own = (experiment.description or "").strip()
@@ -73,13 +85,13 @@ def experiment_defs(experiment: Experiment, gates: list[Assertion]) -> Experimen
     @dg.asset(name="dataset", description=_description("The dataset items of each run", experiment), **common)
     def dataset(context: dg.AssetExecutionContext, cobalt: CobaltResource,
                 cobalt_store: DuckDBResource) -> dg.MaterializeResult:
+        if is_recording(context.run.tags):
+            return _replayed("dataset", context, cobalt, cobalt_store)
         pause_point("first-step")
-        checked_store(cobalt, cobalt_store)
+        store = checked_store(cobalt, cobalt_store)
         plan = cobalt.plan(experiment, _partition(context), context.run.tags)
         start_run(plan)
-        observer = OBSERVERS.get(plan.run_id)
-        if observer:
-            observer.on_start(plan)
+        store.mark_in_dagster(plan.run_id, context.run_id, EXECUTED)  # the pages link this run to Dagster
         return dg.MaterializeResult(metadata=dataset_metadata(
             plan.run_id, len(experiment.dataset), experiment.dataset.source, [e.name for e in plan.evaluators]))
 
@@ -87,6 +99,8 @@ def experiment_defs(experiment: Experiment, gates: list[Assertion]) -> Experimen
                                                                         experiment), **common)
     def outputs(context: dg.AssetExecutionContext, cobalt: CobaltResource,
                 cobalt_store: DuckDBResource) -> dg.MaterializeResult:
+        if is_recording(context.run.tags):
+            return _replayed("outputs", context, cobalt, cobalt_store)
         store = checked_store(cobalt, cobalt_store)
         run_id = _partition(context)
         with store.reading():  # the step's reads over one connection
@@ -95,14 +109,15 @@ def experiment_defs(experiment: Experiment, gates: list[Assertion]) -> Experimen
         plan = cobalt.plan_for_run(experiment, run_id, context.run.tags, run)
         if counts is None or counts["done"] or counts["scored"]:  # a re-materialisation: clear the last one's rows
             store.write({}, delete_run=plan.run_id, delete_tables=["outputs", "scores"])
-        items = run_async(stream(plan, item_keys(plan), agent_step, tables=("outputs",),
-                                 observer=stage_observer(plan.run_id, "outputs")))
+        items = run_async(stream(plan, item_keys(plan), agent_step, tables=("outputs",)))
         return dg.MaterializeResult(metadata=outputs_metadata(items))
 
     @dg.asset(name="scores", deps=[outputs], description=_description("Every evaluator's score of every output",
                                                                        experiment), **common)
     def scores(context: dg.AssetExecutionContext, cobalt: CobaltResource,
                cobalt_store: DuckDBResource) -> dg.MaterializeResult:
+        if is_recording(context.run.tags):
+            return _replayed("scores", context, cobalt, cobalt_store)
         store = checked_store(cobalt, cobalt_store)
         run_id = _partition(context)
         with store.reading():  # the step's reads over one connection
@@ -112,14 +127,15 @@ def experiment_defs(experiment: Experiment, gates: list[Assertion]) -> Experimen
         plan = cobalt.plan_for_run(experiment, run_id, context.run.tags, run)
         if scored is None or scored:  # a re-materialisation: clear the last one's scores
             store.write({}, delete_run=plan.run_id, delete_tables=["scores"])
-        items = run_async(stream(plan, stored, rescore_step, tables=("scores",),
-                                 observer=stage_observer(plan.run_id, "scores")))
+        items = run_async(stream(plan, stored, rescore_step, tables=("scores",)))
         return dg.MaterializeResult(metadata=scores_metadata(items))
 
     @dg.asset(name="aggregates", deps=[scores], description=_description(
         "Statistics per evaluator, run metrics and the gates' verdicts", experiment), **common)
     def aggregates(context: dg.AssetExecutionContext, cobalt: CobaltResource,
                    cobalt_store: DuckDBResource) -> dg.MaterializeResult:
+        if is_recording(context.run.tags):
+            return _replayed("aggregates", context, cobalt, cobalt_store)
         store = checked_store(cobalt, cobalt_store)
         run_id = _partition(context)
         with store.reading():  # the step's reads over one connection (finishing the run leaves the previous one)
@@ -129,9 +145,6 @@ def experiment_defs(experiment: Experiment, gates: list[Assertion]) -> Experimen
         plan = cobalt.plan_for_run(experiment, run_id, context.run.tags, run)
         # Its duration: the working time the stages stored, read with the run row above.
         report = finish(plan, items, "completed", worked_ms=float(run.get("worked_ms") or 0.0) if run else None)
-        observer = OBSERVERS.get(plan.run_id)
-        if observer:
-            observer.on_finish(report)
         return dg.MaterializeResult(metadata=aggregates_metadata(report, plan.config,
                                                                  previous_report(store, previous)))
 
@@ -182,7 +195,7 @@ def _gate_check(gate: Assertion, aggregates: dg.AssetsDefinition, check_id: str,
 
 
 def gate_outcome(run_id: str, results: list[AssertionResult]) -> tuple[bool, dict[str, Any]]:
-    """A gate's check verdict and metadata; shared with `record_run` so both look the same in the UI.
+    """A gate's check verdict and metadata; the same for an executed run and a recorded one.
 
     A gate with no results (nothing to evaluate) does not pass; the first failure is the one shown.
     """

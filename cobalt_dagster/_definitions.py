@@ -15,6 +15,7 @@ from ._automation import build_schedules, build_sensor
 from ._instance import quiet_dagster_warnings
 from ._names import check_unique
 from ._project import project_config
+from ._record import build_record_sensor
 from ._resource import STORE_KEY, CobaltResource, store_resource
 
 
@@ -31,10 +32,14 @@ def resources(config: Config) -> dict[str, object]:
 
 
 def build_definitions(project_dir: str | Path | None = None, *,
-                      experiments: Sequence[Experiment] | None = None) -> dg.Definitions:
-    """Assets, checks, jobs, schedules and the request sensor of every experiment in the project.
+                      experiments: Sequence[Experiment] | None = None,
+                      executor: dg.ExecutorDefinition | None = None) -> dg.Definitions:
+    """Assets, checks, jobs, schedules, the request sensor and the record sensor of every experiment in
+    the project.
 
-    `experiments` defaults to those discovered under the project's `test_dir`.
+    `experiments` defaults to those discovered under the project's `test_dir`. `executor` spreads the
+    runs Dagster launches (default: Dagster's own, processes on this machine; a deployment passes
+    `celery_executor`, `k8s_job_executor`...).
     """
     quiet_dagster_warnings()
     config = project_config(project_dir)
@@ -45,7 +50,7 @@ def build_definitions(project_dir: str | Path | None = None, *,
         asset_checks=[check for d in defs for check in d.checks],
         jobs=[d.job for d in defs],
         schedules=build_schedules(config, defs),
-        sensors=[build_sensor(config, defs)] if defs else [],
+        sensors=[build_sensor(config, defs), build_record_sensor(config, defs, executor)] if defs else [],
         resources=resources(config),
-        executor=dg.in_process_executor,
+        executor=executor or dg.multi_or_in_process_executor,
     )

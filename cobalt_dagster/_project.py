@@ -1,4 +1,4 @@
-"""Which cobalt project the Dagster layer serves: the same rule for definitions, gates and record_run."""
+"""Which cobalt project the Dagster layer serves: the same rule for definitions, gates and recordings."""
 
 from __future__ import annotations
 

@@ -118,8 +118,6 @@ def instance(tmp_path: Path) -> Iterator[dg.DagsterInstance]:
 
 def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("COBALT_TESTING", "1")
-    # No `cobalt run` of the suite hands its run to (or starts) a user's warm worker; tests/worker/ opt in.
-    os.environ["COBALT_WORKER"] = "off"
 
 
 @pytest.fixture

@@ -104,9 +104,6 @@ def serve_dashboard(config: Config, port: int | None = None, *, open_browser: bo
     watcher = DefinitionsWatcher(config, url)  # before the load: no change missed
     children = [subprocess.Popen(cmd, env=env, cwd=config.root, start_new_session=True,
                                  stdout=subprocess.DEVNULL if i else None) for i, cmd in enumerate(commands)]
-    from ..worker import start_in_background
-
-    start_in_background()  # the warm run worker: Dagster-tracked `cobalt run`s skip Dagster's imports
     stopping = False
 
     def stop(signum: int, frame: object) -> None:

@@ -30,7 +30,7 @@ from ..run._execute import save
 from ..run._plan import RunPlan, prepare
 from ..run._requests import FreshRun
 from ..run._session import Observer
-from ._run import run_plan
+from ._run import record_inline, recording, run_engine
 
 
 class GradeOptions(BaseModel):
@@ -111,7 +111,8 @@ def grade(config: Config, options: GradeOptions, observer: Observer | None = Non
     grader = load_grader(options.grader, config.root)
     plan = prepare(grading_experiment(config, options, grader, samples), config,
                    FreshRun(concurrency=options.concurrency, tags=options.tags))
-    report = run_plan(plan, observer)
+    mode = recording(plan, options.dagster)
+    report = run_engine(plan, observer)
     results = grade_results(report, samples)
     calibration = calibrate(grades(report, samples), grader=grader.name, grader_hash=grader.hash,
                             iterations=options.iterations)
@@ -124,10 +125,8 @@ def grade(config: Config, options: GradeOptions, observer: Observer | None = Non
     }
     save(plan, report)
     warnings = _warnings(calibration)
-    if options.dagster:
-        from cobalt_dagster import record_run
-
-        record_run(report, config=config)
+    if mode == "inline":  # after the grading's own save: the recording shows the calibration too
+        record_inline(config, [report.id], [plan.experiment])
     return GradeOutcome(run_id=report.id, status=report.status, grader=grader.name, grader_hash=grader.hash,
                         results_path=str(jsonl), report_path=report.results_path, results=results,
                         calibration=calibration, previous=previous_calibration(config, grader, report.id),

@@ -1,8 +1,12 @@
-"""Running the selected experiments on the library or the Dagster path, and updating baselines.
+"""Running the selected experiments on the library engine, recording them in Dagster, and updating baselines.
 
 Two steps, so a caller can show the plans' warnings before the runs start: `prepare_runs` checks
 every experiment (a usage error means nothing runs), `execute_runs` runs them. `run_experiments`
 does both. Ctrl-C keeps what finished and raises `RunInterrupted`, naming the run to resume.
+
+A run is recorded in Dagster as `[dagster] record` says: by the daemon's record sensor (`daemon`, the
+default: this process does no Dagster work), before the command ends (`inline`), or not at all (`off`,
+or `--no-dagster` for one run, which the store notes so that no sensor records it later).
 """
 
 from __future__ import annotations
@@ -12,12 +16,13 @@ from dataclasses import dataclass
 from pydantic import BaseModel, Field
 
 from .._aio import run_anywhere
-from ..config._config import Config
+from ..config._config import Config, RecordMode
+from ..experiments._experiment import Experiment
 from ..gates._assertions import NoRegression
 from ..results._report import ExperimentReport
 from ..run._execute import RunInterrupted, execute
 from ..run._plan import RunPlan, prepare
-from ..run._requests import FreshRun
+from ..run._requests import FreshRun, ResumeRun
 from ..run._session import Observer
 from ._select import Selection, select_experiments, unused_thresholds
 
@@ -29,7 +34,7 @@ class RunOptions(BaseModel):
     concurrency: int | None = Field(default=None, ge=1)
     #: Tags added to each run.
     add_tags: list[str] = Field(default_factory=list)
-    #: Through a Dagster run on the project's local instance (False: the plain library path).
+    #: Recorded in Dagster as `[dagster] record` says (False: `--no-dagster`, this run is never recorded).
     dagster: bool = True
     #: Skip the no_regression gates and, when the other gates pass, write their baselines from the run.
     update_baselines: bool = False
@@ -78,6 +83,7 @@ def prepare_runs(config: Config, selection: Selection, options: RunOptions) -> P
     """Select and validate every experiment before running any: a usage error means nothing runs."""
     request = FreshRun(concurrency=options.concurrency, tags=options.add_tags,
                        update_baselines=options.update_baselines)
+    config.dagster.record_mode()  # a bad COBALT_DAGSTER_RECORD is a usage error before anything runs
     plans = [prepare(exp, config, request) for exp in select_experiments(config, selection)]
     return PreparedRuns(config, plans, options, unused_thresholds(config, plans))
 
@@ -85,12 +91,7 @@ def prepare_runs(config: Config, selection: Selection, options: RunOptions) -> P
 def execute_runs(prepared: PreparedRuns, observer: Observer | None = None) -> RunOutcome:
     """Run the plans one after another; with `update_baselines`, then write their baselines."""
     plans, options = prepared.plans, prepared.options
-    if options.dagster and not options.update_baselines:
-        reports = _run_dagster(prepared, observer)
-    else:
-        # The Dagster path's asset checks are every declared gate; without the no_regression ones the
-        # run goes the library way, then into the Dagster history as a recorded run.
-        reports = [run_plan(plan, observer, record=options.dagster) for plan in plans]
+    reports = [run_plan(plan, observer, record=options.dagster) for plan in plans]
     outcome = RunOutcome(reports=reports)
     if options.update_baselines:
         outcome.baselines = [update for plan, report in zip(plans, reports, strict=True)
@@ -110,17 +111,44 @@ def run_experiments(config: Config, selection: Selection, options: RunOptions,
     return outcome
 
 
-def run_plan(plan: RunPlan, observer: Observer | None = None, *, record: bool = False) -> ExperimentReport:
-    """One plan on the library path (`record`: then into the Dagster history as a recorded run)."""
+def run_plan(plan: RunPlan, observer: Observer | None = None, *, record: bool = True) -> ExperimentReport:
+    """One plan on the library engine, then recorded in Dagster as `[dagster] record` says (`record=False`:
+    never, and the store notes it so that no record sensor does it later)."""
+    mode = recording(plan, record)
+    report = run_engine(plan, observer)
+    if mode == "inline":
+        record_inline(plan.config, [report.id], [plan.experiment])
+    return report
+
+
+def recording(plan: RunPlan, record: bool) -> RecordMode:
+    """How the run of `plan` will be recorded in Dagster (`record=False`: `off`), noted in the store
+    before it starts: an unrecorded run stays so, a resumed one is recorded again once finished."""
+    mode: RecordMode = plan.config.dagster.record_mode() if record else "off"
+    if mode == "off":
+        plan.store.mark_in_dagster(plan.run_id, None, "skipped")
+    elif isinstance(plan.request, ResumeRun):
+        plan.store.forget_in_dagster(plan.run_id)
+    return mode
+
+
+def run_engine(plan: RunPlan, observer: Observer | None = None) -> ExperimentReport:
+    """The library engine on one plan; Ctrl-C is a `RunInterrupted` naming the run."""
     try:
-        report = run_anywhere(execute(plan, observer))
+        return run_anywhere(execute(plan, observer))
     except KeyboardInterrupt as exc:
         raise exc if isinstance(exc, RunInterrupted) else RunInterrupted(plan.run_id) from exc
-    if record:
-        from cobalt_dagster import record_run
 
-        record_run(report, config=plan.config)
-    return report
+
+def record_inline(config: Config, run_ids: list[str], experiments: list[Experiment]) -> None:
+    """Record finished runs in the project's Dagster instance now (`[dagster] record = "inline"`); a
+    failure is said on stderr and loses nothing: the runs stay for the record sensor."""
+    from cobalt_dagster import print_unrecorded, record_runs
+
+    try:
+        record_runs(run_ids, config=config, experiments=experiments)
+    except Exception as exc:
+        print_unrecorded(exc, run_ids)
 
 
 def write_baselines(plan: RunPlan, report: ExperimentReport) -> list[BaselineUpdate]:
@@ -133,11 +161,3 @@ def write_baselines(plan: RunPlan, report: ExperimentReport) -> list[BaselineUpd
                                reason=why) for g in gates]
     return [BaselineUpdate(experiment=name, run_id=report.id, path=str(g.update(report, config)), written=True)
             for g in gates]
-
-
-def _run_dagster(prepared: PreparedRuns, observer: Observer | None) -> list[ExperimentReport]:
-    from cobalt_dagster._orchestrate import run_with_dagster
-
-    options = prepared.options
-    return run_with_dagster(prepared.plans, prepared.config, observer, concurrency=options.concurrency,
-                            add_tags=options.add_tags)

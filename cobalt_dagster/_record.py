@@ -1,0 +1,146 @@
+"""Runs Dagster did not launch, recorded as runs of their experiment's job (docs/dagster.md).
+
+Two ways, one replay (`_replay`): the record sensor (`[dagster] record = "daemon"`, the default) finds
+finished runs the store says Dagster does not hold and requests a recording of each; `record_runs`
+(`"inline"`) records in the calling process before a command exits. Either way the Dagster run carries
+the code location's origin, the partition, one tag per cobalt tag, the four materialisations and the
+gate checks, and makes no agent or judge call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import dagster as dg
+
+from cobalt_lib import Config, Experiment, Store, load_experiments
+
+from ._instance import QUIET_RUN_CONFIG, local_instance, quiet_dagster_warnings
+from ._origin import job_origin
+from ._replay import RECORD_TAG, RECORDED
+from ._tags import dagster_tags
+
+if TYPE_CHECKING:
+    from ._assets import ExperimentDefs
+
+#: Seconds between two evaluations of the record sensor (a run is recorded within about two of them).
+RECORD_INTERVAL_SECONDS = 10
+#: Recordings the sensor requests per evaluation (the rest wait for the next).
+RECORDS_PER_TICK = 25
+SENSOR_NAME = "cobalt_record_runs"
+
+
+def record_tags(run: Mapping[str, Any]) -> dict[str, str]:
+    """The Dagster run tags of the recording of the stored cobalt run `run` (a `runs` row)."""
+    return {RECORD_TAG: "true", "cobalt/trigger": "record", **dagster_tags(run.get("tags") or [])}
+
+
+def record_run_config(executor: dg.ExecutorDefinition | None) -> dict[str, Any]:
+    """A recording is a few reads: in process, when the executor that spreads the job's real runs lets a
+    run choose (Dagster's default executor does; None stands for it)."""
+    if executor is None or executor.name == dg.multi_or_in_process_executor.name:
+        return {"execution": {"config": {"in_process": {}}}}
+    return {}
+
+
+def own_assets(target: ExperimentDefs) -> list[dg.AssetKey]:
+    """The keys of an experiment's own assets (dataset, outputs, scores, aggregates)."""
+    return [key for asset in target.assets for key in asset.keys]
+
+
+def own_checks(target: ExperimentDefs) -> list[dg.AssetCheckKey]:
+    """The keys of an experiment's gate checks."""
+    return [key for check in target.checks for key in check.check_keys]
+
+
+def record_runs(run_ids: Iterable[str], *, config: Config, experiments: Sequence[Experiment] | None = None,
+                instance: dg.DagsterInstance | None = None) -> dict[str, str]:
+    """Record finished cobalt runs in the project's Dagster instance now, each as a run of its experiment's
+    job for its partition; returns `{run_id: dagster_run_id}` of those recorded.
+
+    What `[dagster] record = "inline"` does when a command ends. A run Dagster already holds is left as
+    it is. `experiments` defaults to the project's own; `instance` to the local one (`.cobalt/dagster`,
+    or `DAGSTER_HOME`'s when the project's `[dashboard]` says so).
+    """
+    from dagster._core.definitions.job_base import InMemoryJob  # no public API executes a run it created
+    from dagster._core.execution.api import execute_run
+
+    from ._definitions import build_experiment_defs, resources
+
+    quiet_dagster_warnings()
+    store = Store.for_config(config)
+    held = store.dagster_runs_of(list(run_ids))
+    wanted = [r for r in dict.fromkeys(run_ids) if r not in held]
+    runs = [run for run in (store.get_run(r) for r in wanted) if run is not None]
+    if not runs:
+        return {}
+    found = list(experiments) if experiments is not None else load_experiments(config)
+    names = {run["experiment"] for run in runs}
+    defs = build_experiment_defs([e for e in found if e.name in names], config)
+    by_name = {d.experiment.name: d for d in defs}
+    definitions = dg.Definitions(assets=[a for d in defs for a in d.assets],
+                                 asset_checks=[c for d in defs for c in d.checks],
+                                 jobs=[d.job for d in defs], resources=resources(config))
+    own = instance is None
+    instance = instance or local_instance(config, capture_logs=False)
+    recorded: dict[str, str] = {}
+    try:
+        for run in runs:
+            target = by_name.get(run["experiment"])
+            if target is None or run["status"] == "running":
+                continue
+            job = definitions.resolve_job_def(target.job.name)
+            instance.add_dynamic_partitions(target.partitions_name, [run["run_id"]])
+            dagster_run = instance.create_run_for_job(
+                job, run_config={**QUIET_RUN_CONFIG, **record_run_config(job.executor_def)},
+                tags={**job.run_tags, **record_tags(run), "dagster/partition": run["run_id"]},
+                remote_job_origin=job_origin(config, job.name))
+            # Noted before it executes: a record sensor ticking meanwhile must not record the run again.
+            store.mark_in_dagster(run["run_id"], dagster_run.run_id, RECORDED)
+            with contextlib.redirect_stderr(io.StringIO()):  # Dagster's own log lines; the outcome is ours
+                execute_run(InMemoryJob(job), dagster_run, instance)
+            recorded[run["run_id"]] = dagster_run.run_id
+    finally:
+        if own:
+            instance.dispose()
+    return recorded
+
+
+def build_record_sensor(config: Config, defs: list[ExperimentDefs],
+                        executor: dg.ExecutorDefinition | None) -> dg.SensorDefinition:
+    """The sensor that records, as runs of their experiment's job, the finished runs Dagster does not hold
+    (`executor`: the Definitions' own, None for Dagster's default)."""
+    by_name = {d.experiment.name: d for d in defs}
+    run_config = record_run_config(executor)
+
+    @dg.sensor(name=SENSOR_NAME, minimum_interval_seconds=RECORD_INTERVAL_SECONDS, jobs=[d.job for d in defs],
+               default_status=dg.DefaultSensorStatus.RUNNING,
+               description="Records finished cobalt runs that Dagster did not launch (`cobalt run`, "
+                           "`experiment.run()`) as runs of their experiment's job: no agent or judge call.")
+    def record(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+        runs = Store.for_config(config).unrecorded_runs(list(by_name), limit=RECORDS_PER_TICK)
+        requests, partitions = [], []
+        for run in runs:
+            target = by_name[run["experiment"]]
+            partitions.append(target.partitions.build_add_request([run["run_id"]]))
+            # Only cobalt's own assets and checks: a recording never materialises what a project put
+            # downstream in the experiment's group (a `deploy` asset runs when Dagster runs the evaluation).
+            requests.append(dg.RunRequest(
+                run_key=f"record-{run['run_id']}", job_name=target.job.name, partition_key=run["run_id"],
+                tags=record_tags(run), run_config=run_config, asset_selection=own_assets(target),
+                asset_check_keys=own_checks(target)))
+        if runs:
+            context.log.info(f"recording {len(runs)} cobalt run(s): {', '.join(r['run_id'] for r in runs)}")
+        return dg.SensorResult(run_requests=requests, dynamic_partitions_requests=partitions)
+
+    return record
+
+
+def print_unrecorded(error: BaseException, run_ids: Sequence[str]) -> None:
+    """An inline recording that failed: the runs are kept and the daemon's sensor records them later."""
+    print(f"cobalt: could not record run(s) {', '.join(run_ids)} in Dagster ({error}); they are kept, and the "
+          "record sensor records them when a Dagster daemon runs (`cobalt serve`).", file=sys.stderr)
