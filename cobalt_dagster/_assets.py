@@ -65,7 +65,7 @@ def _replayed(stage: str, context: dg.AssetExecutionContext, cobalt: CobaltResou
     report = stored_report(store, run_id)
     metadata = stage_metadata(stage, report, store, cobalt.config())
     if stage == "aggregates":
-        store.mark_in_dagster(run_id, context.run_id, RECORDED)
+        store.mark_in_dagster(run_id, context.run.run_id, RECORDED)
     return dg.MaterializeResult(metadata=metadata)
 
 
@@ -91,7 +91,7 @@ def experiment_defs(experiment: Experiment, gates: list[Assertion]) -> Experimen
         store = checked_store(cobalt, cobalt_store)
         plan = cobalt.plan(experiment, _partition(context), context.run.tags)
         start_run(plan)
-        store.mark_in_dagster(plan.run_id, context.run_id, EXECUTED)  # the pages link this run to Dagster
+        store.mark_in_dagster(plan.run_id, context.run.run_id, EXECUTED)  # the pages link this run to Dagster
         return dg.MaterializeResult(metadata=dataset_metadata(
             plan.run_id, len(experiment.dataset), experiment.dataset.source, [e.name for e in plan.evaluators]))
 

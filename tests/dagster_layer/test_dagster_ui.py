@@ -61,15 +61,16 @@ class Session:
         return found
 
 
-def _cli_runs(root: Path) -> dict[str, str]:
-    """The CLI's runs, in process through the ops layer `cobalt run` calls (as fast as can be)."""
+def _cli_runs(root: Path, which: tuple[tuple[str, list[str], bool], ...]) -> dict[str, str]:
+    """The CLI's runs, in process through the ops layer `cobalt run` calls (as fast as can be), with the
+    default `[dagster] record = "daemon"`: the daemon's record sensor records them."""
     from cobalt_lib import load_config
     from cobalt_lib.ops import RunOptions, Selection, run_experiments
 
     config = load_config(root)
     selection = Selection(files=[root / "experiments" / "support_bot.cobalt.py"])
     runs = {}
-    for name, tags, broken in (("passing", ["v4", "nightly"], False), ("failing", ["v4"], True)):
+    for name, tags, broken in which:
         os.environ["SUPPORT_BOT_BROKEN"] = "1" if broken else "0"
         try:
             [report] = run_experiments(config, selection, RunOptions(add_tags=tags)).reports
@@ -96,14 +97,17 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
                             stdout=log, stderr=subprocess.STDOUT)
     seen: dict[int, str] = {}
     try:
-        runs.update(_cli_runs(root))  # while the webserver starts
+        # Made before the daemon is up (it starts with the webserver): recorded when it starts.
+        runs.update(_cli_runs(root, (("passing", ["v4", "nightly"], False), ("failing", ["v4"], True))))
         url = f"http://127.0.0.1:{port}"
         served = Session(url, root, runs)
         poll("the webserver", time.monotonic() + 120, lambda: _answers(served) or proc.poll() is not None)
         assert proc.poll() is None, (root.parent / "serve.log").read_text(errors="replace")
+        runs.update(_cli_runs(root, (("while_up", ["v5"], False),)))  # made while it is up
         (root / "experiments" / "late_bot.cobalt.py").write_text(LATE, encoding="utf-8")
-        poll("the daemon's run to finish", time.monotonic() + 120,
-             lambda: _finished(served, runs["requested"]), interval=1.0)
+        for name in runs:  # the daemon's requested run, and the record sensor's recordings
+            poll(f"the Dagster run of {name}", time.monotonic() + 120, lambda n=name: _finished(served, runs[n]),
+                 interval=1.0)
         seen = descendants(proc.pid)
         yield served
     finally:
@@ -152,7 +156,20 @@ def test_every_run_is_under_its_job_and_in_the_timeline(session: Session) -> Non
                 for r in partitions["partitionSetOrError"]["partitionStatusesOrError"]["results"]}
     runs = session.runs
     # the job's Partitions tab
-    assert statuses == {runs["passing"]: "SUCCESS", runs["failing"]: "FAILURE", runs["requested"]: "SUCCESS"}
+    assert statuses == {runs["passing"]: "SUCCESS", runs["failing"]: "FAILURE", runs["requested"]: "SUCCESS",
+                        runs["while_up"]: "SUCCESS"}
+
+
+def test_cli_runs_are_recorded_once_each_and_the_store_knows_their_dagster_runs(session: Session) -> None:
+    from cobalt_lib import Store, load_config
+
+    runs = session.runs
+    recorded = {name: session.runs_with("dagster/partition", run_id) for name, run_id in runs.items()}
+    assert {name: len(found) for name, found in recorded.items()} == {name: 1 for name in runs}
+    assert {name: found[runs[name]].get("cobalt/record") for name, found in recorded.items()} == {
+        "requested": None, "passing": "true", "failing": "true", "while_up": "true"}  # requested: executed
+    held = Store.for_config(load_config(session.root)).dagster_runs_of(list(runs.values()))
+    assert held == {run_id: recorded[name][run_id]["dagster_run_id"] for name, run_id in runs.items()}
 
 
 def test_each_partition_is_materialised_and_carries_its_gate_verdict(session: Session) -> None:
@@ -175,6 +192,7 @@ def test_filtering_by_one_tag_finds_exactly_the_runs_carrying_it(session: Sessio
     every = set(runs.values())
     assert set(session.runs_with("cobalt.tag/nightly", "nightly")) == {runs["passing"]}
     assert set(session.runs_with("cobalt.tag/v4", "v4")) == {runs["passing"], runs["failing"]}
+    assert set(session.runs_with("cobalt.tag/v5", "v5")) == {runs["while_up"]}
     assert set(session.runs_with("cobalt.tag/requested", "requested")) == {runs["requested"]}
     # the experiment's own tag, on every run however it started (CLI or daemon)
     assert set(session.runs_with("cobalt.tag/dagster-example", "dagster-example")) == every

@@ -1,0 +1,230 @@
+"""`cobalt run` runs the library engine; Dagster records it: inline, by the record sensor, or not at all.
+
+The runs are made the way a user makes them (`cobalt run` in a subprocess, in a copy of the example
+Dagster project); the instance they are recorded in is the project's own `.cobalt/dagster`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pytest
+
+import cobalt_dagster
+from cobalt_lib import Store, load_config
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "dagster_project"
+COBALT = str(Path(sys.executable).parent / "cobalt")
+STAGES = ("dataset", "outputs", "scores", "aggregates")
+SUPPORT = "support_bot"
+GATE = "gate_exact_min_0_75"
+
+pytestmark = pytest.mark.slow
+
+
+def copy_example(tmp_path: Path, toml: str = "") -> Path:
+    root = tmp_path / "proj"
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns(".cobalt", "__pycache__"))
+    if toml:
+        with (root / "cobalt.toml").open("a", encoding="utf-8") as file:
+            file.write(toml)
+    return root
+
+
+def cobalt(root: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """`cobalt ARGS` in `root`, in a session of its own: afterwards no process of that session may be left."""
+    clean = {k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", "COBALT_PROJECT_DIR",
+                                                             "COBALT_DAGSTER_RECORD", "GITHUB_ACTIONS")}
+    proc = subprocess.Popen([COBALT, *args], cwd=root, env={**clean, **env}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    out, err = proc.communicate(timeout=120)
+    with pytest.raises(ProcessLookupError):  # the session's group is empty: nothing outlived the command
+        os.killpg(proc.pid, 0)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def stored_runs(root: Path) -> dict[str, dict[str, Any]]:
+    return {r["experiment"]: r for r in Store.for_config(load_config(root)).runs()}
+
+
+def dagster_records(root: Path, run_id: str) -> list[Any]:
+    with cobalt_dagster.local_instance(load_config(root)) as instance:
+        return list(instance.get_run_records(dg.RunsFilter(tags={"dagster/partition": run_id})))
+
+
+def recorded_view(instance: dg.DagsterInstance, name: str, run_id: str) -> dict[str, Any]:
+    """What the Dagster UI shows of one recorded cobalt run: its job run, materialisations and checks."""
+    [record] = instance.get_run_records(dg.RunsFilter(tags={"dagster/partition": run_id}))
+    run = record.dagster_run
+    materialised = {stage: instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey([name, stage]), asset_partitions=[run_id]), limit=5).records
+        for stage in STAGES}
+    checks = instance.get_records_for_run(run_id=run.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)
+    evaluations = [r.event_log_entry.dagster_event.asset_check_evaluation_data for r in checks.records
+                   if r.event_log_entry.dagster_event is not None]
+    return {
+        "job": run.job_name,
+        "status": run.status,
+        "record_tag": run.tags.get(cobalt_dagster.RECORD_TAG),
+        "code_location": run.tags.get("dagster/code_location"),
+        "has_origin": run.remote_job_origin is not None,
+        "materialised": {stage: len(found) for stage, found in materialised.items()},
+        "checks": sorted((e.check_name, e.passed, e.partition, e.blocking) for e in evaluations),
+        "dagster_run_id": run.run_id,
+        "step_keys": sorted({e.step_key for e in instance.all_logs(run.run_id) if e.step_key}),
+    }
+
+
+def test_inline_records_each_run_before_the_command_exits(tmp_path: Path) -> None:
+    root = copy_example(tmp_path, '\n[dagster]\nrecord = "inline"\n')
+    result = cobalt(root, "run", "--ci", "--add-tag", "nightly")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stderr == ""  # Dagster's own log lines stay out of the user's terminal
+    runs = stored_runs(root)
+    assert {r["source"] for r in runs.values()} == {"library"}  # the engine ran it, Dagster recorded it
+    support = runs["support-bot"]["run_id"]
+    config = load_config(root)
+    with cobalt_dagster.local_instance(config) as instance:
+        view = recorded_view(instance, SUPPORT, support)
+        [tagged] = instance.get_run_records(dg.RunsFilter(tags={cobalt_dagster.tag_key("nightly"): "nightly"},
+                                                          job_name="support_bot_eval"))
+        assert instance.get_dynamic_partitions("support_bot_runs") == [support]
+    assert tagged.dagster_run.run_id == view["dagster_run_id"]  # one Dagster tag per cobalt tag
+    assert {k: v for k, v in view.items() if k not in ("dagster_run_id", "step_keys")} == {
+        "job": "support_bot_eval",
+        "status": dg.DagsterRunStatus.SUCCESS,
+        "record_tag": "true",
+        "code_location": "definitions.py",  # the code location `cobalt serve` loads: the UI files it there
+        "has_origin": True,
+        "materialised": {stage: 1 for stage in STAGES},
+        "checks": [("gate_every_evaluator_scored", True, support, True), (GATE, True, support, True)],
+    }
+    assert "support_bot__deploy" not in view["step_keys"]  # a recording never deploys
+    held = Store.for_config(config).dagster_runs_of([r["run_id"] for r in runs.values()])
+    assert held[support] == view["dagster_run_id"] and len(held) == 2
+
+
+def test_inline_recording_of_a_failed_gate_is_a_failed_check_and_the_command_exits_1(tmp_path: Path) -> None:
+    root = copy_example(tmp_path, '\n[dagster]\nrecord = "inline"\n')
+    result = cobalt(root, "run", "--ci", "--filter", "support", SUPPORT_BOT_BROKEN="1")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "gate FAIL exact >= 0.75" in result.stdout and result.stderr == ""
+    run_id = stored_runs(root)["support-bot"]["run_id"]
+    with cobalt_dagster.local_instance(load_config(root)) as instance:
+        view = recorded_view(instance, SUPPORT, run_id)
+    assert (GATE, False, run_id, True) in view["checks"]
+    assert view["status"] == dg.DagsterRunStatus.FAILURE  # a failed blocking check fails its Dagster run
+
+
+def test_the_default_does_no_dagster_work_and_the_record_sensor_catches_up(tmp_path: Path) -> None:
+    root = copy_example(tmp_path)
+    assert cobalt(root, "run", "--ci").returncode == 0
+    assert cobalt(root, "run", "--ci", "--filter", "support", "--no-dagster").returncode == 0
+    config = load_config(root)
+    assert not (config.output_path / "dagster").exists()  # `cobalt run` did no Dagster work at all
+    store = Store.for_config(config)
+    runs = store.runs()
+    skipped = runs[0]["run_id"]  # the --no-dagster run, the newest
+    recordable = {r["run_id"] for r in runs[1:]}
+
+    defs = cobalt_dagster.build_definitions(root)
+    sensor = defs.resolve_sensor_def(cobalt_dagster.RECORD_SENSOR)
+    with cobalt_dagster.local_instance(config) as instance:
+        result = sensor(dg.build_sensor_context(instance=instance, definitions=defs))
+        assert isinstance(result, dg.SensorResult)
+        requests = result.run_requests or []
+        assert {r.partition_key for r in requests} == recordable  # never the run asked not to be recorded
+        for request in requests:
+            assert request.tags[cobalt_dagster.RECORD_TAG] == "true"
+            assert dg.AssetKey([SUPPORT, "deploy"]) not in (request.asset_selection or [])
+        # What the daemon does with the requests, done here in process.
+        for partition_request in result.dynamic_partitions_requests or []:
+            instance.add_dynamic_partitions(partition_request.partitions_def_name,
+                                            list(partition_request.partition_keys or []))
+        for request in requests:
+            job = defs.resolve_job_def(request.job_name or "").get_subset(
+                asset_selection=set(request.asset_selection or []),
+                asset_check_selection=set(request.asset_check_keys or []))
+            executed = job.execute_in_process(instance=instance, partition_key=request.partition_key,
+                                              tags=request.tags, run_config=request.run_config)
+            assert executed.success
+        again = sensor(dg.build_sensor_context(instance=instance, definitions=defs))
+    assert isinstance(again, dg.SensorResult) and not again.run_requests  # each run is recorded once
+    assert set(store.dagster_runs_of([r["run_id"] for r in runs])) == recordable
+
+
+@pytest.mark.parametrize("how", ["config", "flag", "environment"])
+def test_off_and_no_dagster_record_nothing(tmp_path: Path, how: str) -> None:
+    toml = '\n[dagster]\nrecord = "off"\n' if how == "config" else '\n[dagster]\nrecord = "inline"\n'
+    root = copy_example(tmp_path, toml)
+    args = ["run", "--ci", "--filter", "support"] + (["--no-dagster"] if how == "flag" else [])
+    env = {"COBALT_DAGSTER_RECORD": "off"} if how == "environment" else {}
+    assert cobalt(root, *args, **env).returncode == 0
+    config = load_config(root)
+    assert not (config.output_path / "dagster").exists()
+    store = Store.for_config(config)
+    [run] = store.runs()
+    assert store.dagster_runs_of([run["run_id"]]) == {}
+    assert store.unrecorded_runs(["support-bot"]) == []  # no sensor records it later either
+
+
+def test_a_bad_record_mode_in_the_environment_is_one_sentence_and_exit_2(tmp_path: Path) -> None:
+    root = copy_example(tmp_path)
+    result = cobalt(root, "run", "--ci", COBALT_DAGSTER_RECORD="sometimes")
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "error: COBALT_DAGSTER_RECORD='sometimes' is not a record mode; set it to daemon, inline or off."]
+    assert not (root / ".cobalt" / "cobalt.duckdb").exists()  # nothing ran
+
+
+def test_an_interrupted_run_is_left_to_the_sensor_and_recorded_again_once_resumed(tmp_path: Path) -> None:
+    root = copy_example(tmp_path, '\n[dagster]\nrecord = "inline"\n')
+    slow = root / "experiments" / "halting.cobalt.py"
+    slow.write_text(HALTING, encoding="utf-8")
+    proc = subprocess.Popen([COBALT, "run", "--ci", "--filter", "halting"], cwd=root, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env={k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME",)})
+    assert proc.stdout is not None
+    while "HALTING" not in proc.stdout.readline():
+        pass
+    os.killpg(proc.pid, signal.SIGINT)
+    proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    run_id = stored_runs(root)["halting"]["run_id"]
+    # Ctrl-C means "stop now": the kept run is left to the record sensor, not recorded on the way out.
+    store = Store.for_config(load_config(root))
+    assert [r["run_id"] for r in store.unrecorded_runs(["halting"])] == [run_id]
+    cobalt_dagster.record_runs([run_id], config=load_config(root))  # what the sensor does with it
+    [first] = dagster_records(root, run_id)
+    resumed = cobalt(root, "run", "--ci", "--resume", run_id, HALTING_DONE="1")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    records = dagster_records(root, run_id)  # recorded again, now that it is complete
+    assert len(records) == 2 and first.dagster_run.run_id in {r.dagster_run.run_id for r in records}
+    with cobalt_dagster.local_instance(load_config(root)) as instance:
+        [latest] = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=dg.AssetKey(["halting", "outputs"]), asset_partitions=[run_id]),
+            limit=1).records
+    assert latest.asset_materialization is not None
+    assert latest.asset_materialization.metadata["items"].value == 3  # the resumed run's, not the cut one's
+
+
+HALTING = """
+import asyncio, os
+from cobalt_lib import Dataset, Evaluator, experiment
+
+
+@experiment("halting", Dataset([{"input": f"q{i}"} for i in range(3)]), concurrency=1,
+            evaluators=[Evaluator(name="one", type="function", fn=lambda ctx: 1.0)])
+async def agent(ctx):
+    if ctx.index == 2 and not os.environ.get("HALTING_DONE"):
+        print("HALTING", flush=True)
+        await asyncio.sleep(600)
+    return "ok"
+"""
