@@ -6,7 +6,6 @@ import importlib.util
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import uuid
@@ -17,9 +16,9 @@ from typing import Any
 import dagster as dg
 import pytest
 from conftest import write_judge_config
+from dagster_jobs import execute_job
 
 import cobalt_dagster
-from cobalt_dagster._orchestrate import run_with_dagster
 from cobalt_lib import Config, ConfigError, Dataset, Evaluator, Experiment, Store, experiment, load_config
 from cobalt_lib.experiments._discovery import load_experiments
 from cobalt_lib.results._history import load_report
@@ -358,7 +357,7 @@ def test_request_sensor_sets_aside_bad_requests(shared: Project, instance: dg.Da
         path.unlink()
 
 
-# 5. `cobalt run` is a Dagster run; record_run reports a library run ---------------------------------------
+# 5. record_runs: a library run recorded as a run of its experiment's job -------------------------------
 
 
 def _cobalt(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -368,58 +367,11 @@ def _cobalt(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           timeout=120)
 
 
-def test_cobalt_run_is_a_dagster_run_on_the_local_instance(tmp_path: Path) -> None:
-    root = copy_example(tmp_path / "proj")
-    result = _cobalt(root, "run", "--ci")
-    assert result.returncode == 0, result.stdout + result.stderr
-    config = load_config(root)
-    store = Store(config.output_path / "cobalt.duckdb")
-    runs = {r["experiment"]: r for r in store.runs()}
-    assert set(runs) == {"support-bot", "my-summarizer-agent"}
-    assert {r["source"] for r in runs.values()} == {"dagster"}
-    assert (root / ".cobalt" / "dagster").is_dir()
-    with cobalt_dagster.local_instance(config) as instance:
-        for name, run in runs.items():
-            [record] = instance.get_run_records(dg.RunsFilter(tags={"dagster/partition": run["run_id"]}))
-            assert record.dagster_run.job_name == f"{cobalt_dagster.dagster_name(name)}_eval"
-            assert record.dagster_run.status == dg.DagsterRunStatus.SUCCESS
-            assert record.dagster_run.tags["cobalt/trigger"] == "cli"
-        before = len(instance.get_run_records())
-    assert before == 2
-
-    plain = _cobalt(root, "run", "--ci", "--no-dagster")
-    assert plain.returncode == 0, plain.stdout + plain.stderr
-    library = [r for r in store.runs() if r["source"] == "library"]
-    assert len(library) == 2
-    with cobalt_dagster.local_instance(config) as instance:
-        assert len(instance.get_run_records()) == before
-        for run in library:
-            assert instance.get_run_records(dg.RunsFilter(tags={"dagster/partition": run["run_id"]})) == []
-
-
-def test_cobalt_run_exits_1_on_a_failing_gate_and_keeps_the_results(tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    root = copy_example(tmp_path / "proj")
-    monkeypatch.setenv("SUPPORT_BOT_BROKEN", "1")
-    result = _cobalt(root, "run", "--ci", "--filter", "support")
-    assert result.returncode == 1, result.stdout + result.stderr
-    # cobalt reports the failed gate itself; Dagster's ERROR block and stack trace stay out of the way.
-    assert "gate FAIL exact >= 0.75" in result.stdout
-    assert "Traceback" not in result.stderr and "DagsterAssetCheckFailedError" not in result.stderr
-    assert result.stderr == ""
-    config = load_config(root)
-    [run] = Store(config.output_path / "cobalt.duckdb").runs()
-    assert (run["status"], run["passed"], run["source"]) == ("completed", False, "dagster")
-    with cobalt_dagster.local_instance(config) as instance:
-        [record] = instance.get_run_records(dg.RunsFilter(tags={"dagster/partition": run["run_id"]}))
-        [evaluation] = check_evaluations(instance, record.dagster_run.run_id)
-        assert evaluation.passed is False
-
-
-def test_record_run_reports_a_library_run_once(fresh: Project) -> None:
+def test_record_runs_records_a_library_run_once(fresh: Project) -> None:
     report = fresh.experiment("support-bot").run(config=fresh.config)
-    assert cobalt_dagster.record_run(report) is True  # config and instance from the working directory
-    assert cobalt_dagster.record_run(report) is False  # already recorded: nothing is added twice
+    [(run_id, dagster_run_id)] = cobalt_dagster.record_runs([report.id], config=fresh.config).items()
+    assert run_id == report.id
+    assert cobalt_dagster.record_runs([report.id], config=fresh.config) == {}  # already recorded: nothing twice
     with cobalt_dagster.local_instance(fresh.config) as instance:
         assert instance.get_dynamic_partitions("support_bot_runs") == [report.id]
         for stage in STAGES:
@@ -432,40 +384,43 @@ def test_record_run_reports_a_library_run_once(fresh: Project) -> None:
         assert (outputs["items"].value, outputs["ok"].value, outputs["errors"].value) == (4, 4, 0)
         [check] = instance.event_log_storage.get_asset_check_execution_history(CHECK, limit=10)
         assert check.evaluation is not None and check.evaluation.passed is True
-        assert instance.get_run_records() == []  # reported, not run
+        [record] = instance.get_run_records()
+        assert record.dagster_run.run_id == dagster_run_id and record.dagster_run.job_name == "support_bot_eval"
+    assert fresh.store.dagster_runs_of([report.id]) == {report.id: dagster_run_id}
 
 
-def test_record_run_checks_look_like_the_real_checks(fresh: Project, instance: dg.DagsterInstance,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_recorded_checks_look_like_the_executed_checks(fresh: Project, instance: dg.DagsterInstance,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SUPPORT_BOT_BROKEN", "1")
     _, result = run_job(fresh, instance)
     [real] = check_evaluations(instance, result.run_id)
     library = fresh.experiment("support-bot").run(config=fresh.config)
-    assert cobalt_dagster.record_run(library, instance=instance) is True
-    [recorded] = [e.evaluation for e in instance.event_log_storage.get_asset_check_execution_history(CHECK, limit=10)
-                  if e.evaluation is not None and e.evaluation.metadata["cobalt_run_id"].value == library.id]
+    [dagster_run_id] = cobalt_dagster.record_runs([library.id], config=fresh.config, instance=instance).values()
+    [recorded] = check_evaluations(instance, dagster_run_id)
 
     def values(metadata: Any) -> dict[str, Any]:
         return {k: v.value for k, v in metadata.items() if k != "cobalt_run_id"}
 
     assert (recorded.passed, recorded.blocking, recorded.severity) == (False, True, dg.AssetCheckSeverity.ERROR)
+    assert recorded.partition == library.id
     assert values(recorded.metadata) == values(real.metadata)
     assert values(real.metadata) == {"actual": 0.0, "expected": 0.75,
                                      "message": "exact = 0, must be at least 0.75"}
 
 
-def test_record_run_skips_a_run_dagster_executed(fresh: Project, instance: dg.DagsterInstance) -> None:
+def test_record_runs_leaves_a_run_dagster_executed(fresh: Project, instance: dg.DagsterInstance) -> None:
     partition, result = run_job(fresh, instance)
     assert result.success
     report = load_report(fresh.store, partition)
     assert report.source == "dagster"
-    assert cobalt_dagster.record_run(report, instance=instance) is False
+    assert fresh.store.dagster_runs_of([partition]) == {partition: result.run_id}  # the pages' link
+    assert cobalt_dagster.record_runs([partition], config=fresh.config, instance=instance) == {}
     for stage in STAGES:
         assert len(materialisations(instance, dg.AssetKey([SUPPORT, stage]), partition)) == 1, stage
     assert len(instance.event_log_storage.get_asset_check_execution_history(CHECK, limit=10)) == 1
 
 
-def test_gates_and_record_run_find_the_project_from_cobalt_project_dir(
+def test_gates_find_the_project_from_cobalt_project_dir(
         fresh: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     report = fresh.experiment("support-bot").run(config=fresh.config)
     elsewhere = tmp_path / "elsewhere"
@@ -475,13 +430,10 @@ def test_gates_and_record_run_find_the_project_from_cobalt_project_dir(
     cobalt_dagster.require_gates_passed("support-bot", report.id)  # found, completed and passed: no error
     with pytest.raises(dg.Failure, match="has no stored results"):
         cobalt_dagster.require_gates_passed("support-bot", "no-such-run")
-    assert cobalt_dagster.record_run(report) is True
-    with cobalt_dagster.local_instance(fresh.config) as instance:
-        assert len(materialisations(instance, AGGREGATES, report.id)) == 1
     assert not (elsewhere / ".cobalt").exists()
 
 
-# 6. `cobalt run` on the Dagster path: failures, live progress, Ctrl-C ------------------------------------
+# 6. Dagster-launched runs: failures and judge calls ------------------------------------------------------
 
 
 class AgentCrash(BaseException):
@@ -494,8 +446,7 @@ def bare_config(root: Path, toml: str = "") -> Config:
     return load_config(root)
 
 
-def test_a_failed_step_fails_the_run_even_when_the_experiment_is_named_like_a_gate(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_failed_step_fails_the_dagster_run_even_when_the_experiment_is_named_like_a_gate(tmp_path: Path) -> None:
     config = bare_config(tmp_path / "proj")
 
     async def crash(ctx: Any) -> str:
@@ -503,116 +454,13 @@ def test_a_failed_step_fails_the_run_even_when_the_experiment_is_named_like_a_ga
 
     keeper = experiment("gate-keeper", Dataset([{"input": "x"}]), crash,
                         evaluators=[Evaluator(name="one", type="function", fn=lambda ctx: 1.0)])
-    plan = prepare(keeper, config)
-    [report] = run_with_dagster([plan], config)
-    assert (report.status, report.passed) == ("incomplete", False)
-    assert Store(config.output_path / "cobalt.duckdb").query(
-        "SELECT status, source FROM runs WHERE run_id = ?", [plan.run_id]) == [
-        {"status": "incomplete", "source": "dagster"}]
-    err = capsys.readouterr().err
-    assert "gate_keeper__outputs" in err and "the agent's process died" in err
-
-
-class Recorder:
-    """An Observer writing what it is told, in order, next to what the evaluator saw."""
-
-    def __init__(self, events: list[tuple[Any, ...]]) -> None:
-        self.events = events
-
-    def on_start(self, plan: Any) -> None:
-        self.events.append(("start",))
-
-    def on_item(self, item: Any) -> None:
-        self.events.append(("item", item.index, item.status))
-
-    def on_finish(self, report: Any) -> None:
-        self.events.append(("finish",))
-
-
-class OutputRecorder(Recorder):
-    def on_output(self, item: Any) -> None:
-        self.events.append(("output", item.index, item.status))
-
-
-def _run_watched(root: Path, observer: Recorder) -> None:
-    """Three items through Dagster; item 1's agent call fails; the evaluator notes each item it scores."""
-    config = bare_config(root, "concurrency = 1\n")
-
-    def agent(ctx: Any) -> str:
-        if ctx.index == 1:
-            raise ValueError("agent broke on item 1")
-        return "fine"
-
-    def seen(ctx: Any) -> float:
-        observer.events.append(("score", ctx.index))
-        return 1.0
-
-    watched = experiment("watched", Dataset([{"input": f"q{i}"} for i in range(3)]), agent,
-                         evaluators=[Evaluator(name="seen", type="function", fn=seen)])
-    [report] = run_with_dagster([prepare(watched, config)], config, observer)
-    assert report.status == "completed" and report.summary.errors == 1
-
-
-def test_a_failed_agent_call_is_reported_before_scoring_starts_and_every_item_once(tmp_path: Path) -> None:
-    events: list[tuple[Any, ...]] = []
-    _run_watched(tmp_path / "proj", Recorder(events))
-    assert events[0] == ("start",) and events[-1] == ("finish",)
-    assert events[1] == ("item", 1, "error")  # live: during the outputs asset, before any score
-    items = [e for e in events if e[0] == "item"]
-    assert sorted(items) == [("item", 0, "ok"), ("item", 1, "error"), ("item", 2, "ok")]
-    for index in (0, 2):  # an ok item is reported once scored, as on the library path
-        assert events.index(("score", index)) < events.index(("item", index, "ok"))
-
-
-def test_an_observer_with_on_output_sees_every_output_as_the_agent_returns(tmp_path: Path) -> None:
-    events: list[tuple[Any, ...]] = []
-    _run_watched(tmp_path / "proj", OutputRecorder(events))
-    # Every output as it arrives, all before the scores stage starts ...
-    assert sorted(events[1:4]) == [("output", 0, "ok"), ("output", 1, "error"), ("output", 2, "ok")]
-    assert [e for e in events[4:] if e[0] == "output"] == []
-    # ... then every item once through on_item, failed ones included, as on the library path.
-    items = [e for e in events if e[0] == "item"]
-    assert sorted(items) == [("item", 0, "ok"), ("item", 1, "error"), ("item", 2, "ok")]
-    assert all(events.index(item) > 3 for item in items)
-
-
-SLOW_EXPERIMENT = """
-import asyncio
-from cobalt_lib import Dataset, Evaluator, experiment
-
-data = Dataset([{"input": f"q{i}", "expected_output": f"a{i}"} for i in range(4)])
-
-
-@experiment("slow", data, evaluators=[Evaluator(name="exact", type="exact-match")], concurrency=1)
-async def agent(ctx):
-    if ctx.index == 2:
-        print("AGENT-WAITING", flush=True)  # tells the test that items 0 and 1 are done
-        await asyncio.sleep(600)
-    return ctx.item["expected_output"]
-"""
-
-
-def test_ctrl_c_on_the_dagster_path_keeps_finished_items_and_exits_130(tmp_path: Path) -> None:
-    root = tmp_path / "proj"
-    bare_config(root)
-    (root / "experiments").mkdir()
-    (root / "experiments" / "slow.cobalt.py").write_text(SLOW_EXPERIMENT, encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", "COBALT_PROJECT_DIR")}
-    proc = subprocess.Popen([str(BIN / "cobalt"), "run", "--ci"], cwd=root, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
-    assert proc.stdout is not None
-    header = proc.stdout.readline()
-    run_id = header.split("(", 1)[1].split(")", 1)[0]
-    assert proc.stdout.readline().strip() == "AGENT-WAITING", header
-    os.killpg(proc.pid, signal.SIGINT)  # to the whole process group, as a terminal's Ctrl-C: children hear it too
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
-    assert f"interrupted: finished items kept in run {run_id} (incomplete)" in err
-    assert "Traceback" not in err and "Dagster" not in err, err
-    store = Store(root / ".cobalt" / "cobalt.duckdb")
-    [run] = store.runs()
-    assert (run["run_id"], run["status"], run["passed"], run["source"]) == (run_id, "incomplete", False, "dagster")
-    assert [r["item_index"] for r in store.rows("outputs", run_id)] == [0, 1]
+    _, result = execute_job(config, keeper)
+    assert not result.success
+    failed = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+    assert failed and all(e.step_key.startswith("gate_keeper__") for e in failed)
+    messages = " ".join(e.step_failure_data.error.message for e in failed
+                        if e.step_failure_data and e.step_failure_data.error)
+    assert "the agent's process died" in messages
 
 
 def test_dagster_and_library_runs_agree_on_judge_calls_cost_and_tokens(judged_project: Path, llm: Any) -> None:
@@ -620,7 +468,8 @@ def test_dagster_and_library_runs_agree_on_judge_calls_cost_and_tokens(judged_pr
     config = load_config(judged_project)
     judged = experiment("judged", Dataset([{"input": f"q{i}"} for i in range(3)]), lambda ctx: "an answer",
                         evaluators=[Evaluator(name="relevance", prompt="Does {{output}} answer {{input}}?")])
-    [dagster_report] = run_with_dagster([prepare(judged, config)], config)
+    dagster_report, result = execute_job(config, judged)
+    assert result.success and dagster_report is not None
     library = judged.run(config=config)
     store = Store(config.output_path / "cobalt.duckdb")
     ours, theirs = comparable(store, dagster_report.id), comparable(store, library.id)
@@ -735,7 +584,7 @@ def test_instance_history_agrees_with_cobalt_history(fresh: Project, instance: d
     bad, _ = run_job(fresh, instance)
     monkeypatch.delenv("SUPPORT_BOT_BROKEN")
     library = fresh.experiment("support-bot").run(config=fresh.config)
-    assert cobalt_dagster.record_run(library, instance=instance) is True
+    assert list(cobalt_dagster.record_runs([library.id], config=fresh.config, instance=instance)) == [library.id]
 
     listed = _cobalt(fresh.root, "history", "--experiment", "support-bot", "--json")
     assert listed.returncode == 0, listed.stderr
@@ -784,7 +633,9 @@ def test_clean_removes_the_runs_it_deletes_from_the_dagster_instance(tmp_path: P
                           evaluators=[Evaluator(name="one", type="function", fn=lambda ctx: 1.0)])
     gone_exp = experiment("gone-one", Dataset([{"input": "y"}]), lambda ctx: "y",
                           evaluators=[Evaluator(name="one", type="function", fn=lambda ctx: 1.0)])
-    [kept, gone] = run_with_dagster([prepare(kept_exp, config), prepare(gone_exp, config)], config)
+    kept, _ = execute_job(config, kept_exp)
+    gone, _ = execute_job(config, gone_exp)
+    assert kept is not None and gone is not None
     with cobalt_dagster.local_instance(config) as instance:
         assert instance.get_dynamic_partitions("gone_one_runs") == [gone.id]
         assert instance.get_run_records(dg.RunsFilter(tags={"dagster/partition": gone.id}))
