@@ -10,13 +10,13 @@ from typing import Any
 
 from ..config._config import Config
 from ..ops._compare import CompareOutcome, _pairing_warnings, regression_reasons
-from ..ops._links import dagster_run_url
 from ..ops._refs import resolve_pair
 from ..results._compare import compare_reports, pair_items
 from ..results._direction import gain
 from ..results._history import load_report
 from ..results._report import ExperimentReport, ItemResult
 from ..results._store import Store
+from ._queries import dagster_run_page
 
 #: Above this many words per output, the outputs are shown without word-level marks (difflib is quadratic).
 DIFF_WORDS = 4000
@@ -32,10 +32,11 @@ def compare_view(config: Config, ref_a: str, ref_b: str) -> dict[str, Any]:
     pairs, unpaired = pair_items(report_a.items, report_b.items)
     rows = sorted((_row(x, y) for x, y in pairs), key=_rank)
     runs = {side: store.require_run(run_id) for side, run_id in (("a", pair.a.run_id), ("b", pair.b.run_id))}
+    held = store.dagster_runs_of([pair.a.run_id, pair.b.run_id])
     return {
         "outcome": outcome, "c": outcome.comparison, "rows": rows, "unpaired": unpaired,
         "changed": sum(1 for r in rows if r["changed"]), "statuses": {s: r["status"] for s, r in runs.items()},
-        "dagster": {s: dagster_run_url(config, r["run_id"]) if r.get("source") == "dagster" else None
+        "dagster": {s: dagster_run_page(config, held[r["run_id"]]) if r["run_id"] in held else None
                     for s, r in runs.items()},
     }
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote
 
 from pydantic import BaseModel
 
@@ -14,7 +15,6 @@ from ..ops._links import (
     dagster_asset_url,
     dagster_check_names,
     dagster_check_url,
-    dagster_run_url,
     dagster_url,
     pages_url,
 )
@@ -74,6 +74,7 @@ def runs_list(config: Config, filters: RunFilters) -> dict[str, Any]:
     chosen = [r for r in runs if _matches(r, filters)]
     shown = chosen[filters.offset: filters.offset + RUNS_PER_PAGE]
     ids = [r["run_id"] for r in shown]
+    held = store.dagster_runs_of(ids)
     stats = _evaluator_stats(store.rows_of("aggregates", ids))
     gates: dict[str, list[bool]] = {}
     for verdict in store.rows_of("verdicts", ids):
@@ -84,7 +85,8 @@ def runs_list(config: Config, filters: RunFilters) -> dict[str, Any]:
         entry = history_entry(run, {name: s["mean"] for name, s in run_stats.items()})
         passed = gates.get(run["run_id"], [])
         rows.append({"entry": entry, "stats": run_stats, "gates_passed": passed.count(True),
-                     "gates_failed": passed.count(False), "dagster": _dagster_run_link(config, run),
+                     "gates_failed": passed.count(False),
+                     "dagster": dagster_run_page(config, held[run["run_id"]]) if run["run_id"] in held else None,
                      # a run in progress has no aggregates yet: what it has done so far instead
                      "live": store.live_counts(run["run_id"]) if run["status"] == "running" else None})
     return {
@@ -105,9 +107,9 @@ def _evaluator_stats(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str
     return stats
 
 
-def _dagster_run_link(config: Config, run: dict[str, Any]) -> str | None:
-    """Runs through Dagster have a Dagster run tagged with the partition; `--no-dagster` runs do not."""
-    return dagster_run_url(config, run["run_id"]) if run.get("source") == "dagster" else None
+def dagster_run_page(config: Config, dagster_run_id: str) -> str:
+    """The Dagster UI's page of one Dagster run (a cobalt run Dagster executed or recorded)."""
+    return f"{dagster_url(config)}/runs/{quote(dagster_run_id, safe='')}"
 
 
 def run_detail(config: Config, ref: str) -> dict[str, Any]:
@@ -126,13 +128,15 @@ def run_detail(config: Config, ref: str) -> dict[str, Any]:
     names = list(dict.fromkeys([*marks, *stats, *histograms]))
     entry = history_entry(run, {n: (stats.get(n) or {}).get("mean") for n in names})
     experiment = run["experiment"]
+    # Only a run Dagster holds (executed or recorded) has a Dagster run, partitions and check results.
+    dagster_run = store.dagster_runs_of([run_id]).get(run_id)
     return {
         "run": run, "entry": entry, "summary": Summary.model_validate(run.get("summary") or {}),
         "finished": bool(run.get("summary")), "metrics": metrics, "stats": stats,
         "evaluators": names, "pass_marks": marks, "histograms": histograms, "counts": store.live_counts(run_id),
-        "planned": _planned(run), "gates": _gates(config, run, store.rows("verdicts", run_id)),
+        "planned": _planned(run), "gates": _gates(config, run, store.rows("verdicts", run_id), dagster_run is not None),
         "previous": store.previous_completed_run(experiment, run_id),
-        "duration_ms": run_duration_ms(run), "dagster_links": _run_links(config, run),
+        "duration_ms": run_duration_ms(run), "dagster_links": _run_links(config, run, dagster_run),
     }
 
 
@@ -156,9 +160,11 @@ def _histograms(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return found
 
 
-def _gates(config: Config, run: dict[str, Any], verdicts: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each verdict with the Dagster check of its gate (a gate yielding several verdicts, such as
-    no_regression's one per metric, links the checks tab)."""
+def _gates(config: Config, run: dict[str, Any], verdicts: list[dict[str, Any]], held: bool) -> list[dict[str, Any]]:
+    """Each verdict with the Dagster check of its gate when Dagster holds the run (a gate yielding several
+    verdicts, such as no_regression's one per metric, links the checks tab)."""
+    if not held:
+        return [{**v, "dagster": None} for v in verdicts]
     declared = [g["name"] for g in (run.get("config") or {}).get("assertions") or [] if isinstance(g, dict)]
     checks = dict(zip(declared, dagster_check_names(declared), strict=True))
     experiment = run["experiment"]
@@ -166,9 +172,13 @@ def _gates(config: Config, run: dict[str, Any], verdicts: list[dict[str, Any]]) 
              else f"{dagster_asset_url(config, experiment)}?view=checks"} for v in verdicts]
 
 
-def _run_links(config: Config, run: dict[str, Any]) -> dict[str, str | None]:
+def _run_links(config: Config, run: dict[str, Any], dagster_run: str | None) -> dict[str, str | None]:
+    """Links into Dagster for a run it holds; for one it does not (yet), only the UI's home."""
     experiment, run_id = run["experiment"], run["run_id"]
-    return {"dagster_run": _dagster_run_link(config, run), "dagster": dagster_url(config),
+    if dagster_run is None:
+        return {"dagster_run": None, "dagster": dagster_url(config), "aggregates": None, "scores": None,
+                "pages": pages_url(config)}
+    return {"dagster_run": dagster_run_page(config, dagster_run), "dagster": dagster_url(config),
             "aggregates": dagster_asset_url(config, experiment, "aggregates", run_id),
             "scores": dagster_asset_url(config, experiment, "scores", run_id), "pages": pages_url(config)}
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._errors import ConfigError, StoreError
+from ._store_dagster import DagsterRuns
 
 if TYPE_CHECKING:
     from ..config._config import Config
@@ -103,7 +104,7 @@ def _shared() -> dict[str, Any]:
     return held
 
 
-class Store:
+class Store(DagsterRuns):
     """The DuckDB file under `.cobalt/`, and the one place that speaks SQL to it: every read and write
     of the tables is a method here. Every method opens its own short connection, except that
     reads inside a `reading()` block share the block's."""
@@ -293,52 +294,6 @@ class Store:
         with self._transaction() as con:
             for table in TABLES:
                 con.execute(f"DELETE FROM {table} WHERE run_id IN (SELECT unnest(?))", [list(run_ids)])
-
-    def mark_in_dagster(self, run_id: str, dagster_run_id: str | None, how: str) -> None:
-        """Note how Dagster holds the run `run_id`: `executed` (Dagster launched it) or `recorded` (replayed
-        there afterwards) as its run `dagster_run_id`, or `skipped` (never to be recorded: `--no-dagster`)."""
-        from datetime import UTC, datetime
-
-        with self._transaction(ensure_schema=True) as con:
-            con.execute("DELETE FROM dagster_runs WHERE run_id = ?", [run_id])
-            con.execute("INSERT INTO dagster_runs VALUES (?, ?, ?, ?)",
-                        [run_id, dagster_run_id, how, datetime.now(UTC)])
-
-    def forget_in_dagster(self, run_id: str) -> None:
-        """Forget how Dagster holds the run (a resumed run is recorded again, with its new results)."""
-        if self.path.exists():
-            with self._transaction(ensure_schema=True) as con:
-                con.execute("DELETE FROM dagster_runs WHERE run_id = ?", [run_id])
-
-    def dagster_runs_of(self, run_ids: Sequence[str]) -> dict[str, str]:
-        """`{run_id: dagster_run_id}` of those of `run_ids` that Dagster holds (executed or recorded)."""
-        import duckdb
-
-        if not run_ids or not self.path.exists():
-            return {}
-        try:
-            rows = self.query("SELECT run_id, dagster_run_id FROM dagster_runs WHERE dagster_run_id IS NOT NULL "
-                              "AND run_id IN (SELECT unnest(?))", [list(run_ids)])
-        except duckdb.CatalogException:  # a store from before the table
-            return {}
-        return {str(r["run_id"]): str(r["dagster_run_id"]) for r in rows}
-
-    def unrecorded_runs(self, experiments: Sequence[str], limit: int = 25) -> list[dict[str, Any]]:
-        """Finished library runs of `experiments` that Dagster does not hold and that are not `skipped`,
-        oldest first (`run_id`, `experiment`, `status`, `tags`): what the record sensor records. A run
-        still `running` waits until it ends (or its process is gone)."""
-        import duckdb
-
-        if not experiments or not self.path.exists():
-            return []
-        try:
-            rows = self._runs("SELECT * FROM runs "
-                              "WHERE experiment IN (SELECT unnest(?)) AND coalesce(source, '') <> 'dagster' "
-                              "AND run_id NOT IN (SELECT run_id FROM dagster_runs) ORDER BY started_at",
-                              [list(experiments)], missing_ok=True)
-        except duckdb.CatalogException:  # no tables yet, or a store from before dagster_runs
-            return []
-        return [r for r in rows if r["status"] != "running"][:limit]
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         """Rows of a read-only query as dicts (JSON columns decoded)."""

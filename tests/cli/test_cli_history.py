@@ -73,8 +73,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str,
     """
     root = tmp_path_factory.mktemp("history")
     write_experiments(root)
-    for args, env, code in ((("run",), {}, 0), (("run", "-f", "qa", "--no-dagster"), {"WRONG": "6"}, 1),
-                            (("run", "-f", "qa", "--no-dagster"), {"WRONG": "6", "CHANGED": "7"}, 1)):
+    for args, env, code in ((("run",), {}, 0), (("run", "-f", "qa"), {"WRONG": "6"}, 1),
+                            (("run", "-f", "qa"), {"WRONG": "6", "CHANGED": "7"}, 1)):
         result = cobalt(root, *args, **env)
         assert result.returncode == code, result.stdout + result.stderr
     stored = Store(root / ".cobalt" / "cobalt.duckdb").runs()
@@ -279,7 +279,7 @@ def interleaved(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[di
     root = tmp_path_factory.mktemp("interleaved")
     write_experiments(root)
     for name, env, code in (("qa", {}, 0), ("other", {}, 0), ("qa", {"WRONG": "6"}, 1)):
-        result = cobalt(root, "run", "--no-dagster", "-f", name, **env)
+        result = cobalt(root, "run", "-f", name, **env)
         assert result.returncode == code, result.stdout + result.stderr
     stored = Store(root / ".cobalt" / "cobalt.duckdb").runs()
     assert [r["experiment"] for r in stored] == ["qa", "other", "qa"]
@@ -352,7 +352,7 @@ def broken(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[st
     root = tmp_path_factory.mktemp("broken")
     write_experiments(root)
     for env in ({}, {"BROKEN": "2"}, {"BROKEN": "8"}):
-        result = cobalt(root, "run", "--no-dagster", "-f", "qa", **env)
+        result = cobalt(root, "run", "-f", "qa", **env)
         # a run in which `short` scored nothing fails its gate `every evaluator scored`, and is still stored
         assert result.returncode == (1 if env.get("BROKEN") == "8" else 0), result.stdout + result.stderr
     stored = Store(root / ".cobalt" / "cobalt.duckdb").runs()

@@ -60,7 +60,7 @@ con.close()
 '''
 
 
-@pytest.mark.parametrize("path", [["--no-dagster"], []], ids=["library", "dagster"])
+@pytest.mark.parametrize("path", [["--no-dagster"], []], ids=["no-dagster", "default"])
 def test_latency_is_the_agents_call_alone(project: Path, path: list[str]) -> None:
     (project / "experiments").mkdir()
     (project / "experiments" / "fast.cobalt.py").write_text(FAST)

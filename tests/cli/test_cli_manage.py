@@ -109,7 +109,7 @@ def row_counts(root: Path, run_id: str) -> dict[str, int]:
 def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     root = tmp_path_factory.mktemp("export")
     write_experiment(root, EXPORTED, "qa.cobalt.py")
-    result = cobalt(root, "run", "--no-dagster", WRONG="1", BOOM="1")
+    result = cobalt(root, "run", WRONG="1", BOOM="1")
     assert result.returncode == 0, result.stdout + result.stderr
     [run] = Store(root / ".cobalt" / "cobalt.duckdb").runs()
     return root, run
@@ -228,7 +228,7 @@ experiment("qa-agent", Dataset([{"input": f"q{i}"} for i in range(4)]), lambda c
 def test_junit_fails_the_gates_that_failed_the_run_not_the_items(project: Path) -> None:
     write_experiment(project, GATED, "qa.cobalt.py")
     (project / "cobalt.toml").write_text('[ci]\nthresholds = { "latency.p95" = { max = 0.000001 } }\n')
-    run = cobalt(project, "run", "--no-dagster")
+    run = cobalt(project, "run")
     assert run.returncode == 1, run.stdout + run.stderr
     result = cobalt(project, "export", "latest", "-o", "junit.xml")  # the format from the extension
     assert result.returncode == 0, result.stderr
@@ -358,7 +358,7 @@ def cleanable(judged_project: Path, llm: FakeLLM) -> tuple[Path, list[str]]:
     """Two runs of a judged experiment (run ids oldest first) and the judge's cache entries."""
     write_experiment(judged_project, JUDGED, "judged.cobalt.py")
     for _ in range(2):
-        result = cobalt(judged_project, "run", "--no-dagster")
+        result = cobalt(judged_project, "run")
         assert result.returncode == 0, result.stdout + result.stderr
     assert llm.count("chat") == 3  # the second run's judge answers came from the cache
     ids = [r["run_id"] for r in Store(judged_project / ".cobalt" / "cobalt.duckdb").runs()][::-1]
@@ -463,7 +463,7 @@ def judge_by_prompt_version(kind: str, body: dict[str, Any]) -> Any:
 def judged_run(judged_project: Path, llm: FakeLLM) -> tuple[Path, str]:
     llm.respond = judge_by_prompt_version
     write_experiment(judged_project, JUDGED, "judged.cobalt.py")
-    result = cobalt(judged_project, "run", "--no-dagster")
+    result = cobalt(judged_project, "run")
     assert result.returncode == 0, result.stdout + result.stderr
     assert llm.count("chat") == 3 and agent_calls(judged_project) == 4  # item 3's agent call failed
     return judged_project, Store(judged_project / ".cobalt" / "cobalt.duckdb").runs()[0]["run_id"]

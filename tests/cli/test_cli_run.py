@@ -174,7 +174,7 @@ def test_json_stdout_is_the_json_alone_when_user_code_prints(project: Path) -> N
         "    return 'x'\n"
         "experiment('chatty', Dataset([{'input': 'q', 'expected_output': 'x'}]), agent,\n"
         "           evaluators=[Evaluator(name='exact', type='exact-match')])\n")
-    result = cobalt(project, "run", "--json", "--no-dagster")
+    result = cobalt(project, "run", "--json")
     assert result.returncode == 0, result.stderr
     assert [r["name"] for r in json.loads(result.stdout)] == ["chatty"]
     assert "loading the chatty experiment" in result.stderr and "thinking about q" in result.stderr
@@ -222,7 +222,7 @@ def test_a_filter_that_matches_nothing_names_the_experiments_found(qa_project: P
 def test_a_config_threshold_no_experiment_produces_is_a_warning(qa_project: Path) -> None:
     # Needs [ci] thresholds to apply only to experiments producing the metric (prepare() in _pipeline.py).
     (qa_project / "cobalt.toml").write_text("[ci]\nthresholds = { exact = { min = 0.5 }, relevance = { min = 0.8 } }\n")
-    result = cobalt(qa_project, "run", "--ci", "--no-dagster")
+    result = cobalt(qa_project, "run", "--ci")
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stderr.splitlines() == [
         "warning: [ci] thresholds 'relevance' applies to none of the experiments run (none produces 'relevance'); "
@@ -329,9 +329,9 @@ def test_the_api_key_never_reaches_output_results_store_or_dagster(judged_projec
     (judged_project / "experiments").mkdir()
     (judged_project / "experiments" / "judged.cobalt.py").write_text(JUDGED)
     outputs = ""
-    for mode in (["--no-dagster"], []):
+    for record in ("off", "inline"):  # inline: the run goes through Dagster's event log too
         llm.script(Reply(status=401, body=echo))
-        result = cobalt(judged_project, "run", *mode)
+        result = cobalt(judged_project, "run", COBALT_DAGSTER_RECORD=record)
         assert result.returncode == 0, result.stderr
         assert "eval-error" in result.stdout or "judge" in result.stdout
         outputs += result.stdout + result.stderr
@@ -376,7 +376,7 @@ def test_resume_finishes_an_interrupted_run_with_only_the_missing_items(project:
     (project / "experiments").mkdir()
     (project / "experiments" / "resumable.cobalt.py").write_text(RESUMABLE)
     clean = {k: v for k, v in os.environ.items() if k not in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY")}
-    proc = subprocess.Popen([COBALT, "run", "--no-dagster"], cwd=project, env=clean, text=True,
+    proc = subprocess.Popen([COBALT, "run"], cwd=project, env=clean, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout is not None
     finished = 0
@@ -394,7 +394,7 @@ def test_resume_finishes_an_interrupted_run_with_only_the_missing_items(project:
     assert store.runs()[0]["status"] == "incomplete"
     (project / "calls.txt").unlink()
 
-    result = cobalt(project, "run", "--resume", "latest", "--no-dagster", UNBLOCK="1")
+    result = cobalt(project, "run", "--resume", "latest", UNBLOCK="1")
     assert result.returncode == 0, result.stdout + result.stderr
     called = sorted(int(i) for i in (project / "calls.txt").read_text().split())
     assert called == list(range(5, 12))  # only the agent calls that never finished
@@ -403,11 +403,11 @@ def test_resume_finishes_an_interrupted_run_with_only_the_missing_items(project:
     outputs = store.rows("outputs", run_id)
     assert [o["item_index"] for o in outputs] == list(range(12))  # no duplicates
     assert len(store.rows("scores", run_id)) == 12
-    again = cobalt(project, "run", "--resume", run_id, "--no-dagster")
+    again = cobalt(project, "run", "--resume", run_id)
     assert again.returncode == 2 and "already completed" in again.stderr
 
 
-@pytest.mark.parametrize("path", [["--no-dagster"], []], ids=["library", "dagster"])
+@pytest.mark.parametrize("path", [["--no-dagster"], []], ids=["no-dagster", "default"])
 def test_sigterm_keeps_finished_items_prints_the_resume_hint_and_exits_143(project: Path, path: list[str]) -> None:
     import signal
 
@@ -439,11 +439,12 @@ def test_sigterm_keeps_finished_items_prints_the_resume_hint_and_exits_143(proje
 
 
 def test_only_failed_reruns_the_failed_items_as_a_new_run_recorded_to_dagster(qa_project: Path) -> None:
-    first = cobalt(qa_project, "run", "--ci", "--no-dagster", "-f", "qa", WRONG="2")
+    first = cobalt(qa_project, "run", "--ci", "-f", "qa", WRONG="2")
     assert first.returncode == 1, first.stdout + first.stderr
     store = Store(qa_project / ".cobalt" / "cobalt.duckdb")
     [parent] = store.runs()
-    again = cobalt(qa_project, "run", "--ci", "--only-failed", parent["run_id"].rsplit("-", 1)[1])
+    again = cobalt(qa_project, "run", "--ci", "--only-failed", parent["run_id"].rsplit("-", 1)[1],
+                   COBALT_DAGSTER_RECORD="inline")
     assert again.returncode == 0, again.stdout + again.stderr
     child = store.runs()[0]
     assert (child["parent_run_id"], child["status"], child["passed"]) == (parent["run_id"], "completed", True)
@@ -451,7 +452,7 @@ def test_only_failed_reruns_the_failed_items_as_a_new_run_recorded_to_dagster(qa
     import dagster as dg
 
     with dg.DagsterInstance.from_config(str(qa_project / ".cobalt" / "dagster")) as instance:
-        assert instance.get_dynamic_partitions("qa_runs") == [child["run_id"]]  # recorded, as --update-baselines
+        assert instance.get_dynamic_partitions("qa_runs") == [child["run_id"]]  # recorded inline, the parent not
     none_failed = cobalt(qa_project, "run", "--only-failed", child["run_id"])
     assert (none_failed.returncode, none_failed.stdout) == (2, "")
     assert none_failed.stderr.startswith(f"error: Run {child['run_id']} of 'qa' has no failed items")
@@ -462,20 +463,20 @@ def test_only_failed_reruns_the_failed_items_as_a_new_run_recorded_to_dagster(qa
 
 
 def test_resume_latest_with_a_filter_finishes_that_experiments_run(qa_project: Path) -> None:
-    crashed = cobalt(qa_project, "run", "-f", "qa", "--no-dagster", CRASH="1")
+    crashed = cobalt(qa_project, "run", "-f", "qa", CRASH="1")
     assert crashed.returncode == 3
-    assert cobalt(qa_project, "run", "-f", "other", "--no-dagster").returncode == 0  # now the newest run
+    assert cobalt(qa_project, "run", "-f", "other").returncode == 0  # now the newest run
     store = Store(qa_project / ".cobalt" / "cobalt.duckdb")
     runs = {r["experiment"]: r for r in store.runs()}
     assert (runs["qa"]["status"], runs["other-agent"]["status"]) == ("incomplete", "completed")
 
-    result = cobalt(qa_project, "run", "--resume", "latest", "-f", "qa", "--no-dagster")
+    result = cobalt(qa_project, "run", "--resume", "latest", "-f", "qa")
     assert result.returncode == 0, result.stdout + result.stderr
     assert {r["run_id"]: r["status"] for r in store.runs()} == {runs["qa"]["run_id"]: "completed",
                                                                runs["other-agent"]["run_id"]: "completed"}
     assert len(store.rows("outputs", runs["qa"]["run_id"])) == 4
 
-    both = cobalt(qa_project, "run", "--resume", "latest", "-f", "a", "--no-dagster")
+    both = cobalt(qa_project, "run", "--resume", "latest", "-f", "a")
     assert both.returncode == 2
     assert both.stderr.strip() == ("error: --resume finishes one run, but --filter/--tag match 2 experiments "
                                    "(other-agent, qa); narrow them to one.")
@@ -498,7 +499,7 @@ def agent(ctx):
 """
 
 
-@pytest.mark.parametrize("mode", [["--no-dagster"], []], ids=["library", "dagster"])
+@pytest.mark.parametrize("mode", [["--no-dagster"], []], ids=["no-dagster", "default"])
 def test_a_closed_stdout_does_not_stop_the_run(project: Path, mode: list[str]) -> None:
     (project / "experiments").mkdir()
     (project / "experiments" / "gated.cobalt.py").write_text(GATED)
@@ -538,19 +539,19 @@ def test_update_baselines_writes_the_first_baseline_and_the_gate_then_holds(proj
     (project / "experiments").mkdir()
     (project / "experiments" / "qa.cobalt.py").write_text(BASELINED)
     baseline = project / "baselines" / "qa.json"
-    missing = cobalt(project, "run", "--ci", "--no-dagster")
+    missing = cobalt(project, "run", "--ci")
     assert missing.returncode == 2 and "--update-baselines" in missing.stderr and not baseline.exists()
 
-    bad = cobalt(project, "run", "--update-baselines", "--no-dagster", WRONG="3")  # exact 0.25 fails its threshold
+    bad = cobalt(project, "run", "--update-baselines", WRONG="3")  # exact 0.25 fails its threshold
     assert bad.returncode == 1 and not baseline.exists()
     assert f"warning: baseline {baseline} not updated: run" in bad.stderr and "failed a gate" in bad.stderr
 
-    first = cobalt(project, "run", "--update-baselines", "--no-dagster", WRONG="1")
+    first = cobalt(project, "run", "--update-baselines", WRONG="1")
     assert first.returncode == 0, first.stderr
     assert json.loads(baseline.read_text()) == {"exact": 0.75}
     assert f"baseline {baseline} updated from run" in first.stdout
-    assert cobalt(project, "run", "--ci", "--no-dagster", WRONG="1").returncode == 0
-    worse = cobalt(project, "run", "--ci", "--no-dagster", WRONG="2")
+    assert cobalt(project, "run", "--ci", WRONG="1").returncode == 0
+    worse = cobalt(project, "run", "--ci", WRONG="2")
     assert worse.returncode == 1 and "exact 0.50 < 0.675 = baseline 0.75 x (1 - 0.1)" in worse.stdout
 
     exported = cobalt(project, "export", "latest", "--format", "baseline", "-o", "b.json")
@@ -568,7 +569,7 @@ def test_a_shadowed_config_file_is_a_warning(project: Path) -> None:
 
 
 def test_an_incomplete_run_gives_no_baseline_and_its_export_says_it_is_partial(qa_project: Path) -> None:
-    crashed = cobalt(qa_project, "run", "-f", "qa", "--no-dagster", CRASH="1")
+    crashed = cobalt(qa_project, "run", "-f", "qa", CRASH="1")
     assert crashed.returncode == 3
     run_id = Store(qa_project / ".cobalt" / "cobalt.duckdb").runs()[0]["run_id"]
     baseline = cobalt(qa_project, "export", "latest", "--format", "baseline", "-o", "b.json")
@@ -583,13 +584,13 @@ def test_an_incomplete_run_gives_no_baseline_and_its_export_says_it_is_partial(q
         EXPERIMENT.replace('threshold("exact", 0.75)]', 'threshold("exact", 0.75), no_regression("empty.json")]')
         .replace("import Dataset, Evaluator, experiment, threshold", "import Dataset, Evaluator, experiment, "
                  "no_regression, threshold"))
-    gated = cobalt(qa_project, "run", "-f", "qa", "--no-dagster")
+    gated = cobalt(qa_project, "run", "-f", "qa")
     assert gated.returncode == 2 and "empty.json is empty, so it would gate nothing" in gated.stderr
 
 
 def test_compare_with_an_unfinished_run_warns_and_refuses_to_gate(qa_project: Path) -> None:
-    assert cobalt(qa_project, "run", "-f", "qa", "--no-dagster").returncode == 0
-    assert cobalt(qa_project, "run", "-f", "qa", "--no-dagster", CRASH="1").returncode == 3
+    assert cobalt(qa_project, "run", "-f", "qa").returncode == 0
+    assert cobalt(qa_project, "run", "-f", "qa", CRASH="1").returncode == 3
     crashed = Store(qa_project / ".cobalt" / "cobalt.duckdb").runs()[0]["run_id"]
     plain = cobalt(qa_project, "compare", "previous", "latest")
     assert plain.returncode == 0
@@ -620,7 +621,7 @@ def test_resume_refuses_a_run_whose_dataset_changed(project: Path) -> None:
 
     (project / "experiments").mkdir()
     (project / "experiments" / "sized.cobalt.py").write_text(SIZED)
-    proc = subprocess.Popen([COBALT, "run", "--no-dagster"], cwd=project, text=True, stdout=subprocess.PIPE,
+    proc = subprocess.Popen([COBALT, "run"], cwd=project, text=True, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env={**os.environ, "BLOCK": "1"})
     assert proc.stdout is not None
     finished = 0
@@ -632,12 +633,12 @@ def test_resume_refuses_a_run_whose_dataset_changed(project: Path) -> None:
     proc.communicate(timeout=60)
     assert proc.returncode == 130
     run_id = Store(project / ".cobalt" / "cobalt.duckdb").runs()[0]["run_id"]
-    fewer = cobalt(project, "run", "--resume", "latest", "--no-dagster", N="3")
+    fewer = cobalt(project, "run", "--resume", "latest", N="3")
     assert fewer.returncode == 2
     assert fewer.stderr.strip() == (f"error: Run {run_id} of 'sized' was made with another dataset (4 items then, "
                                     "3 now); resuming would mix the two: start a new run instead.")
     (project / "experiments" / "sized.cobalt.py").write_text(SIZED.replace('f"q{i}"', 'f"Q{i}"'))
-    edited = cobalt(project, "run", "--resume", "latest", "--no-dagster")
+    edited = cobalt(project, "run", "--resume", "latest")
     assert edited.returncode == 2 and "(item 0 changed)" in edited.stderr
     (project / "experiments" / "sized.cobalt.py").write_text(SIZED)
-    assert cobalt(project, "run", "--resume", "latest", "--no-dagster").returncode == 0
+    assert cobalt(project, "run", "--resume", "latest").returncode == 0

@@ -40,7 +40,7 @@ def cobalt(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def test_show_prints_the_items_table_one_item_in_full_and_json(project: Path) -> None:
     (project / "experiments").mkdir()
     (project / "experiments" / "qa.cobalt.py").write_text(SHOWN)
-    assert cobalt(project, "run", "--no-dagster", "--ci").returncode == 0
+    assert cobalt(project, "run", "--ci").returncode == 0
     [run] = Store(project / ".cobalt" / "cobalt.duckdb").runs()
     table = cobalt(project, "show", "latest")
     assert (table.returncode, table.stderr) == (0, "")

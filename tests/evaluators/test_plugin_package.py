@@ -75,12 +75,12 @@ def test_a_run_loads_only_the_plugin_it_uses_and_a_typo_names_the_installed_kind
     (project / "experiments").mkdir()
     experiment_file = project / "experiments" / "tone.cobalt.py"
     experiment_file.write_text(EXPERIMENT.replace("TYPE", "politely"))
-    typo = _cobalt(project, site, "run", "--no-dagster")
+    typo = _cobalt(project, site, "run")
     assert typo.returncode == 2
     assert "has unknown type 'politely'; did you mean 'polite'? Installed kinds: " in typo.stderr
     assert "polite (from cobalt-tone 0.3.0)" in typo.stderr and "regex" in typo.stderr
     experiment_file.write_text(EXPERIMENT.replace("TYPE", "polite"))
-    run = _cobalt(project, site, "run", "--no-dagster", "--json")
+    run = _cobalt(project, site, "run", "--json")
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout)[0]["summary"]["scores"]["polite"]["avg"] == 0.5
     assert "rude" not in run.stderr  # the broken entry point was never imported: nothing to warn about

@@ -84,12 +84,12 @@ def test_cobalt_evaluators_lists_plugin_kinds_with_their_options(project: Path, 
 def test_a_run_uses_plugin_kinds_and_a_broken_plugin_is_named_where_used(project: Path, plugin_path: Path) -> None:
     (project / "experiments").mkdir()
     (project / "experiments" / "loud.cobalt.py").write_text(EXPERIMENT)
-    run = _cobalt(project, plugin_path, "run", "--no-dagster", "--json")
+    run = _cobalt(project, plugin_path, "run", "--json")
     assert run.returncode == 0, run.stderr
     summary = json.loads(run.stdout)[0]["summary"]["scores"]
     assert summary["loud"]["avg"] == pytest.approx((1.0 + 1 / 10) / 2)
     assert summary["polite"]["avg"] == 0.5
     (project / "experiments" / "loud.cobalt.py").write_text(EXPERIMENT.replace('type="polite"', 'type="broken"'))
-    failed = _cobalt(project, plugin_path, "run", "--no-dagster")
+    failed = _cobalt(project, plugin_path, "run")
     assert failed.returncode == 2
     assert "has type 'broken', whose plugin failed to load: cobalt-loud 1.2 (cobalt_loud:missing)" in failed.stderr

@@ -111,7 +111,7 @@ def test_cobalt_run_ci_exits_1_and_history_says_failed(project: Path) -> None:
         "experiment('qa', Dataset([{'input': 'q'}]), lambda ctx: 'a',\n"
         "           evaluators=[Evaluator(name='relevance', type='function', fn=boom)])\n")
     env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY")}
-    run = subprocess.run([COBALT, "run", "--ci", "--no-dagster"], cwd=project, capture_output=True, text=True,
+    run = subprocess.run([COBALT, "run", "--ci"], cwd=project, capture_output=True, text=True,
                          timeout=120, env=env)
     assert run.returncode == 1, run.stdout + run.stderr
     assert "evaluator 'relevance' scored none of the 1 items: RuntimeError: judge exploded" in run.stdout

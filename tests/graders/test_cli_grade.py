@@ -18,7 +18,7 @@ def _cobalt(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def test_grade_json_and_bad_input(grading: Path) -> None:
     done = _cobalt(grading, "grade", "--input", "samples.jsonl", "--grader", "graders/numbers.py", "--model",
-                   "openai/agree", "--model", "openai/off", "--iterations", "2", "--json", "--no-dagster")
+                   "openai/agree", "--model", "openai/off", "--iterations", "2", "--json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert {"run_id", "grader_hash", "results", "calibration", "panel", "agreement"} <= set(data)

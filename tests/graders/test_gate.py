@@ -23,7 +23,7 @@ def _run(root: Path, gate: object) -> object:
 
 def _grade(root: Path, *models: str) -> str:
     options = GradeOptions(input=root / "samples.jsonl", grader=root / "graders" / "numbers.py",
-                           models=list(models), dagster=False)
+                           models=list(models))
     return grade(load_config(root), options).run_id
 
 

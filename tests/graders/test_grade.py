@@ -24,7 +24,7 @@ MODELS = ["openai/agree", "openai/off", "openai/garbage"]
 
 def _grade(root: Path, models: list[str], **options: object) -> object:
     return grade(load_config(), GradeOptions(input=root / "samples.jsonl", grader=Path("graders/numbers.py"),
-                                             models=models, dagster=False, **options))  # type: ignore[arg-type]
+                                             models=models, **options))  # type: ignore[arg-type]
 
 
 def test_calibration_figures_panel_and_coverage(grading: Path, llm: FakeLLM) -> None:

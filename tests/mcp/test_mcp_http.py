@@ -102,7 +102,7 @@ def test_port_and_host_without_http_are_a_usage_error(tmp_path: Path) -> None:
 
 async def test_a_cli_run_in_progress_while_the_server_answers_in_a_loop(http_server: HttpServer) -> None:
     root = http_server.root
-    cli = subprocess.Popen([COBALT, "run", "--no-dagster", "--filter", "slow"], cwd=root, text=True,
+    cli = subprocess.Popen([COBALT, "run", "--filter", "slow"], cwd=root, text=True,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, **server_env()})
     answers = 0
     seen_running = released = False

@@ -62,7 +62,7 @@ def qa_config(root: Path) -> Config:
 
 def run(config: Config, name: str, **options: Any) -> ExperimentReport:
     """A library-path run of the one experiment whose name contains `name`."""
-    [report] = run_experiments(config, Selection(name_filter=name), RunOptions(dagster=False, **options)).reports
+    [report] = run_experiments(config, Selection(name_filter=name), RunOptions(**options)).reports
     return report
 
 

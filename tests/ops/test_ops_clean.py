@@ -14,7 +14,7 @@ from cobalt_lib.ops import RunOptions, Selection, clean_up, plan_cleanup, run_ex
 
 def test_clean_deletes_runs_with_their_results_files_and_keeps_live_ones(project: Path) -> None:
     config = qa_config(project)
-    reports = run_experiments(config, Selection(), RunOptions(dagster=False)).reports
+    reports = run_experiments(config, Selection(), RunOptions()).reports
     store = Store.for_config(config)
     store.start_run({"run_id": "r-live", "experiment": "qa", "started_at": "2020-01-01T00:00:00+00:00",
                      "tags": [], "config": {}})  # this process: alive, and old

@@ -22,12 +22,12 @@ from cobalt_lib.ops import (
 )
 from cobalt_lib.run import RunInterrupted
 
-LIBRARY = RunOptions(dagster=False)
+LIBRARY = RunOptions()
 
 
 def test_a_fresh_run_is_stored_and_reported_without_warnings(project: Path) -> None:
     config = qa_config(project)
-    prepared = prepare_runs(config, Selection(name_filter="qa"), RunOptions(dagster=False, add_tags=["nightly"]))
+    prepared = prepare_runs(config, Selection(name_filter="qa"), RunOptions(add_tags=["nightly"]))
     assert [p.experiment.name for p in prepared.plans] == ["qa"] and prepared.warnings == []
     outcome = execute_runs(prepared)
     [report] = outcome.reports
@@ -70,7 +70,7 @@ def test_update_baselines_writes_them_only_from_a_run_that_passed(
         project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     config = qa_config(project)
     write_experiment(project, "gated.cobalt.py", GATED)
-    options = RunOptions(dagster=False, update_baselines=True)
+    options = RunOptions(update_baselines=True)
     monkeypatch.setenv("GATED_WRONG", "1")
     failed = run_experiments(config, Selection(name_filter="gated"), options)
     [update] = failed.baselines
@@ -89,7 +89,7 @@ def test_update_baselines_writes_them_only_from_a_run_that_passed(
 def test_update_baselines_without_a_no_regression_gate_warns_in_data_not_in_print(
         project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = qa_config(project)
-    outcome = run_experiments(config, Selection(name_filter="qa"), RunOptions(dagster=False, update_baselines=True))
+    outcome = run_experiments(config, Selection(name_filter="qa"), RunOptions(update_baselines=True))
     assert outcome.baselines == []
     assert outcome.warnings == ["--update-baselines: none of the experiments run has a no_regression gate, so no "
                                 "baseline was written."]
@@ -100,7 +100,7 @@ def test_an_interrupted_run_names_itself_and_resumes_where_it_stopped(
         project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     config = qa_config(project)
     monkeypatch.setenv("QA_STOP_AT", "2")
-    prepared = prepare_runs(config, Selection(name_filter="qa"), RunOptions(dagster=False, concurrency=1))
+    prepared = prepare_runs(config, Selection(name_filter="qa"), RunOptions(concurrency=1))
     with pytest.raises(RunInterrupted) as caught:
         execute_runs(prepared)
     run_id = prepared.plans[0].run_id
@@ -120,7 +120,7 @@ def test_resume_needs_one_experiment_and_its_file(project: Path) -> None:
     config = qa_config(project)
     with pytest.raises(ConfigError, match=r"--resume finishes one run, but --filter/--tag match 2 experiments"):
         resume_run(config, "latest", Selection(name_filter="a"))
-    run_experiments(config, Selection(name_filter="qa"), RunOptions(dagster=False))
+    run_experiments(config, Selection(name_filter="qa"), RunOptions())
     only_other = Selection(files=[project / "experiments" / "other_experiment.py"])
     with pytest.raises(ConfigError, match="belongs to experiment 'qa', which no experiment file under experiments/"):
         resume_run(config, "latest", only_other)

@@ -85,7 +85,7 @@ def make_project(root: Path, llm: FakeLLM) -> list[str]:
         "max_retries = 1\ntimeout = 5\n", encoding="utf-8")
     runs = []
     for version, tag, items in (("v1", "baseline", "8"), ("v2", "candidate", "9"), ("v2", "nightly", "9")):
-        done = cobalt(root, "run", "--no-dagster", "--json", "--add-tag", tag, AGENT_VERSION=version,
+        done = cobalt(root, "run", "--json", "--add-tag", tag, AGENT_VERSION=version,
                       PAGES_ITEMS=items)
         assert done.returncode in (0, 1), done.stderr
         runs.append(json.loads(done.stdout)[0]["id"])

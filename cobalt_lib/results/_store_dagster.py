@@ -1,0 +1,69 @@
+"""The store's record of which runs Dagster holds (the `dagster_runs` table), a part of `Store`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+
+class DagsterRuns:
+    """`Store`'s methods on `dagster_runs`; the SQL stays in the results package, beside the store's own."""
+
+    path: Path
+
+    def _transaction(self, *, ensure_schema: bool = False) -> AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def _runs(self, sql: str, params: Sequence[Any], *, missing_ok: bool) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def mark_in_dagster(self, run_id: str, dagster_run_id: str | None, how: str) -> None:
+        """Note how Dagster holds the run `run_id`: `executed` (Dagster launched it) or `recorded` (replayed
+        there afterwards) as its run `dagster_run_id`, or `skipped` (never to be recorded: `--no-dagster`)."""
+        from datetime import UTC, datetime
+
+        with self._transaction(ensure_schema=True) as con:
+            con.execute("DELETE FROM dagster_runs WHERE run_id = ?", [run_id])
+            con.execute("INSERT INTO dagster_runs VALUES (?, ?, ?, ?)",
+                        [run_id, dagster_run_id, how, datetime.now(UTC)])
+
+    def forget_in_dagster(self, run_id: str) -> None:
+        """Forget how Dagster holds the run (a resumed run is recorded again, with its new results)."""
+        if self.path.exists():
+            with self._transaction(ensure_schema=True) as con:
+                con.execute("DELETE FROM dagster_runs WHERE run_id = ?", [run_id])
+
+    def dagster_runs_of(self, run_ids: Sequence[str]) -> dict[str, str]:
+        """`{run_id: dagster_run_id}` of those of `run_ids` that Dagster holds (executed or recorded)."""
+        import duckdb
+
+        if not run_ids or not self.path.exists():
+            return {}
+        try:
+            rows = self.query("SELECT run_id, dagster_run_id FROM dagster_runs WHERE dagster_run_id IS NOT NULL "
+                              "AND run_id IN (SELECT unnest(?))", [list(run_ids)])
+        except duckdb.CatalogException:  # a store from before the table
+            return {}
+        return {str(r["run_id"]): str(r["dagster_run_id"]) for r in rows}
+
+    def unrecorded_runs(self, experiments: Sequence[str], limit: int = 25) -> list[dict[str, Any]]:
+        """Finished library runs of `experiments` that Dagster does not hold and that are not `skipped`,
+        oldest first (`run_id`, `experiment`, `status`, `tags`): what the record sensor records. A run
+        still `running` waits until it ends (or its process is gone)."""
+        import duckdb
+
+        if not experiments or not self.path.exists():
+            return []
+        try:
+            rows = self._runs("SELECT * FROM runs "
+                              "WHERE experiment IN (SELECT unnest(?)) AND coalesce(source, '') <> 'dagster' "
+                              "AND run_id NOT IN (SELECT run_id FROM dagster_runs) ORDER BY started_at",
+                              [list(experiments)], missing_ok=True)
+        except duckdb.CatalogException:  # no tables yet, or a store from before dagster_runs
+            return []
+        return [r for r in rows if r["status"] != "running"][:limit]
