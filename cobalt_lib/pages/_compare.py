@@ -9,8 +9,8 @@ import re
 from typing import Any
 
 from ..config._config import Config
+from ..links import dagster_run_url
 from ..ops._compare import CompareOutcome, _pairing_warnings, regression_reasons
-from ..ops._links import dagster_run_url
 from ..ops._refs import resolve_pair
 from ..results._compare import compare_reports, pair_items
 from ..results._direction import gain

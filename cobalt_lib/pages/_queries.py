@@ -9,8 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..config._config import Config
-from ..ops._history import history_entry, run_duration_ms
-from ..ops._links import (
+from ..links import (
     dagster_asset_url,
     dagster_check_names,
     dagster_check_url,
@@ -18,6 +17,7 @@ from ..ops._links import (
     dagster_url,
     pages_url,
 )
+from ..ops._history import history_entry, run_duration_ms
 from ..ops._refs import resolve_ref
 from ..results._report import ItemResult, Summary
 from ..results._rows import item_from_rows
