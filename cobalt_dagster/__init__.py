@@ -11,36 +11,41 @@ partition per cobalt run id), a blocking check per quality gate, a job `<experim
 schedule when `[schedules]` names it, and the `cobalt_run_requests` sensor.
 """
 
-from cobalt_lib.ops import dagster_check_name as check_name
-from cobalt_lib.ops import dagster_check_names as check_names
+from cobalt_lib.links import cobalt_tags, dagster_name, dagster_tags, tag_key
+from cobalt_lib.links import dagster_check_name as check_name
+from cobalt_lib.links import dagster_check_names as check_names
 
 from ._assets import ExperimentDefs, experiment_defs
-from ._automation import request_run
+from ._automation import daemon_running, forget_daemon, request_run
 from ._definitions import build_definitions, build_experiment_defs
 from ._gates import require_gates_passed
-from ._instance import dagster_home, local_instance
-from ._names import dagster_name
+from ._instance import dagster_home, forget_runs, local_instance
 from ._record import SENSOR_NAME as RECORD_SENSOR
 from ._record import print_unrecorded, record_runs
+from ._reload import POLL_SECONDS, DefinitionsWatcher
 from ._replay import RECORD_TAG
 from ._resource import STORE_KEY, CobaltResource, store_resource
-from ._tags import cobalt_tags, dagster_tags, tag_key
 
 __all__ = [
+    "POLL_SECONDS",
     "RECORD_SENSOR",
     "RECORD_TAG",
     "STORE_KEY",
     "CobaltResource",
+    "DefinitionsWatcher",
     "ExperimentDefs",
     "build_definitions",
     "build_experiment_defs",
     "check_name",
     "check_names",
     "cobalt_tags",
+    "daemon_running",
     "dagster_home",
     "dagster_name",
     "dagster_tags",
     "experiment_defs",
+    "forget_daemon",
+    "forget_runs",
     "local_instance",
     "print_unrecorded",
     "record_runs",

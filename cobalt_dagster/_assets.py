@@ -14,7 +14,8 @@ from dagster_duckdb import DuckDBResource
 
 from cobalt_lib import AssertionResult, Experiment
 from cobalt_lib.gates import Assertion
-from cobalt_lib.ops import dagster_check_names as check_names
+from cobalt_lib.links import dagster_check_names as check_names
+from cobalt_lib.links import dagster_tags
 from cobalt_lib.results import load_report, stored_items
 from cobalt_lib.run import agent_step, finish, item_keys, pause_point, rescore_step, start_run, stream
 
@@ -30,7 +31,6 @@ from ._metadata import (
 from ._names import dagster_name
 from ._replay import EXECUTED, RECORDED, is_recording, stage_metadata, stored_report
 from ._resource import CobaltResource, checked_store, run_async
-from ._tags import dagster_tags
 
 
 @dataclass

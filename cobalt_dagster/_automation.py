@@ -10,10 +10,10 @@ from typing import Any
 import dagster as dg
 
 from cobalt_lib import Config, ConfigError
+from cobalt_lib.links import dagster_tags
 from cobalt_lib.run import new_run_id
 
 from ._assets import ExperimentDefs
-from ._tags import dagster_tags
 
 REQUESTS_DIR = "requests"
 

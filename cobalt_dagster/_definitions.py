@@ -7,28 +7,15 @@ from pathlib import Path
 
 import dagster as dg
 
-from cobalt_lib import Config, Experiment, load_experiments
-from cobalt_lib.gates import experiment_gates
+from cobalt_lib import Experiment, load_experiments
 
-from ._assets import ExperimentDefs, experiment_defs
 from ._automation import build_schedules, build_sensor
+from ._experiments import build_experiment_defs, resources
 from ._instance import quiet_dagster_warnings
-from ._names import check_unique
 from ._project import project_config
 from ._record import build_record_sensor
-from ._resource import STORE_KEY, CobaltResource, store_resource
 
-
-def build_experiment_defs(experiments: Sequence[Experiment], config: Config) -> list[ExperimentDefs]:
-    check_unique(e.name for e in experiments)
-    return [experiment_defs(e, experiment_gates(config, e.assertions, (v.name for v in e.evaluators)))
-            for e in experiments]
-
-
-def resources(config: Config) -> dict[str, object]:
-    """`cobalt` (the project) and `cobalt_store` (a `dagster_duckdb.DuckDBResource` on its results store,
-    which your own assets may use too: keep its connections short, cobalt's runs write to that file)."""
-    return {"cobalt": CobaltResource(project_dir=str(config.root)), STORE_KEY: store_resource(config)}
+__all__ = ["build_definitions", "build_experiment_defs", "resources"]
 
 
 def build_definitions(project_dir: str | Path | None = None, *,

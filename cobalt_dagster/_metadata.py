@@ -15,7 +15,7 @@ from typing import Any
 import dagster as dg
 
 from cobalt_lib import Config, ExperimentReport, ItemResult, Store
-from cobalt_lib.ops import run_page_url
+from cobalt_lib.links import run_page_url
 from cobalt_lib.results import load_report
 
 #: Rows of the `items` table on `scores` (Dagster keeps metadata in its event log: keep it bounded).

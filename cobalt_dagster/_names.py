@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from cobalt_lib import ConfigError
-from cobalt_lib.ops import dagster_name
+from cobalt_lib.links import dagster_name
 
 __all__ = ["check_unique", "dagster_name"]
 

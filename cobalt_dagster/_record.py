@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING, Any
 import dagster as dg
 
 from cobalt_lib import Config, Experiment, Store, load_experiments
+from cobalt_lib.links import dagster_tags
 
+from ._experiments import build_experiment_defs, resources
 from ._instance import QUIET_RUN_CONFIG, local_instance, quiet_dagster_warnings
 from ._origin import job_origin
 from ._replay import RECORD_TAG, RECORDED
-from ._tags import dagster_tags
 
 if TYPE_CHECKING:
     from ._assets import ExperimentDefs
@@ -68,8 +69,6 @@ def record_runs(run_ids: Iterable[str], *, config: Config, experiments: Sequence
     """
     from dagster._core.definitions.job_base import InMemoryJob  # no public API executes a run it created
     from dagster._core.execution.api import execute_run
-
-    from ._definitions import build_experiment_defs, resources
 
     quiet_dagster_warnings()
     store = Store.for_config(config)

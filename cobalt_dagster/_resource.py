@@ -10,9 +10,8 @@ from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
 from cobalt_lib import Config, ConfigError, Experiment, Store, load_config
+from cobalt_lib.links import cobalt_tags
 from cobalt_lib.run import PartitionRun, RunPlan, prepare, run_coroutine
-
-from ._tags import cobalt_tags
 
 T = TypeVar("T")
 

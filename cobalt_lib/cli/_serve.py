@@ -74,7 +74,7 @@ def check_definitions(config: Config) -> None:
 
 
 def dagster_commands(port: int, target: list[str]) -> list[list[str]]:
-    """The webserver (on 127.0.0.1 only) and the daemon that runs schedules and the request sensor."""
+    """The webserver (on 127.0.0.1 only) and the daemon: schedules, the request and the record sensors."""
     bin_dir = Path(sys.executable).parent
     return [[str(bin_dir / "dagster-webserver"), *target, "-h", "127.0.0.1", "-p", str(port)],
             [str(bin_dir / "dagster-daemon"), "run", *target]]
@@ -88,9 +88,7 @@ def serve_dashboard(config: Config, port: int | None = None, *, open_browser: bo
     chosen = pages_port or config.dashboard.pages_port  # else the Dagster port + 1, or any free one
     if pages_only:
         return _serve_pages_only(config, chosen or port + 1, open_browser)
-    from cobalt_dagster import dagster_home, local_instance
-    from cobalt_dagster._automation import forget_daemon
-    from cobalt_dagster._reload import POLL_SECONDS, DefinitionsWatcher
+    from cobalt_dagster import POLL_SECONDS, DefinitionsWatcher, dagster_home, forget_daemon, local_instance
 
     # A bad module, or definitions that cannot be built, is an error before anything starts.
     target = dagster_target(config.root, module or config.dashboard.module)
@@ -137,7 +135,7 @@ def start_pages(config: Config, port: int, *, dagster: str, fallback: bool = Fal
     chose that is taken becomes a free one, with a warning). The served URLs are exported
     (COBALT_PAGES_URL, COBALT_DAGSTER_URL) to the Dagster processes started next, so the links that
     runs launched under `cobalt serve` record, and the pages' own links to Dagster, use these ports."""
-    from ..ops._links import DAGSTER_URL_VARIABLE, PAGES_URL_VARIABLE
+    from ..links import DAGSTER_URL_VARIABLE, PAGES_URL_VARIABLE
     from ..pages import PagesServer
 
     server = PagesServer(config, "127.0.0.1", port)
@@ -157,7 +155,7 @@ def start_pages(config: Config, port: int, *, dagster: str, fallback: bool = Fal
 
 def _serve_pages_only(config: Config, port: int, open_browser: bool | None) -> int:
     """`cobalt serve --pages-only`: the pages alone (no Dagster), until Ctrl-C or SIGTERM."""
-    from ..ops._links import dagster_url
+    from ..links import dagster_url
 
     pages = start_pages(config, port, dagster=dagster_url(config))
     stopped = threading.Event()

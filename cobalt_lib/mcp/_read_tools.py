@@ -6,9 +6,9 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field
 
+from ..links import run_page_url
 from ..ops._details import ITEM_LIMIT, ComparedRuns, RunDetails, compare_with_reasons, run_details
 from ..ops._history import HistoryEntry, run_history
-from ..ops._links import run_page_url
 from ..ops._query import DEFAULT_LIMIT, MAX_LIMIT, QueryResult, run_query
 from ._common import Project, answer, tool_errors
 

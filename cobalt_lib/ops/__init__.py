@@ -13,17 +13,7 @@ pydantic models (or report models) and raising `CobaltError`s. Nothing here prin
 
 from __future__ import annotations
 
-from ._clean import Cleanup, clean_up, plan_cleanup
-from ._compare import CompareOutcome, compare_runs, regression_reasons
-from ._details import ChangedItem, ComparedRuns, RunDetails, compare_with_reasons, report_details, run_details
-from ._evaluate import Evaluated, evaluate_output
-from ._experiments import ExperimentCatalog, ExperimentInfo, describe_experiments
-from ._export import Export, export_format, export_run
-from ._fresh import in_fresh_process
-from ._generate import Generated, generate_experiment, project_path
-from ._grade import GradeOptions, GradeOutcome, GradeResult, grade
-from ._history import HistoryEntry, check_stored_experiment, history_entry, run_duration_ms, run_history
-from ._links import (
+from ..links import (
     compare_page_url,
     dagster_asset_url,
     dagster_check_name,
@@ -36,6 +26,16 @@ from ._links import (
     run_page_url,
     trends_page_url,
 )
+from ._clean import Cleanup, clean_up, plan_cleanup
+from ._compare import CompareOutcome, compare_runs, regression_reasons
+from ._details import ChangedItem, ComparedRuns, RunDetails, compare_with_reasons, report_details, run_details
+from ._evaluate import Evaluated, evaluate_output
+from ._experiments import ExperimentCatalog, ExperimentInfo, describe_experiments
+from ._export import Export, export_format, export_run
+from ._fresh import in_fresh_process
+from ._generate import Generated, generate_experiment, project_path
+from ._grade import GradeOptions, GradeOutcome, GradeResult, grade
+from ._history import HistoryEntry, check_stored_experiment, history_entry, run_duration_ms, run_history
 from ._project import RunRequested, config_warnings, request_experiment
 from ._query import QueryResult, TableInfo, check_select, run_query, store_schema
 from ._refs import RunPair, RunRef, resolve_pair, resolve_ref, store_with_runs

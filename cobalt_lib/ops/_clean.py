@@ -52,7 +52,7 @@ def clean_up(config: Config, plan: Cleanup) -> Cleanup:
     also leave the project's Dagster instance (their runs and partitions), when it exists."""
     Store.for_config(config).delete_runs(plan.run_ids)
     if plan.run_ids and (config.output_path / "dagster").is_dir():
-        from cobalt_dagster._instance import forget_runs  # dagster loads only for a project that uses it
+        from cobalt_dagster import forget_runs  # dagster loads only for a project that uses it
 
         forget_runs(config, {run_id: plan.experiments[run_id] for run_id in plan.run_ids
                              if run_id in plan.experiments})

@@ -14,11 +14,11 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ..config._config import Config
+from ..links import compare_page_url, dagster_run_url, run_page_url
 from ..results._compare import ItemChange
 from ..results._history import load_report, resolve_run
 from ..results._report import AssertionResult, ExperimentReport, ItemResult, Summary
 from ._compare import CompareOutcome, compare_runs
-from ._links import compare_page_url, dagster_run_url, run_page_url
 from ._refs import store_with_runs
 from ._show import is_failure
 

@@ -33,8 +33,7 @@ class RunRequested(BaseModel):
 def request_experiment(config: Config, experiment: str, *, concurrency: int | None = None,
                        add_tags: Sequence[str] = ()) -> RunRequested:
     """Ask the running dashboard's daemon for a run of `experiment` (a file its sensor picks up)."""
-    from cobalt_dagster import request_run
-    from cobalt_dagster._automation import daemon_running
+    from cobalt_dagster import daemon_running, request_run
 
     names = [e.name for e in load_experiments(config)]
     if experiment not in names:

@@ -18,7 +18,7 @@ from urllib.parse import quote, urlencode
 from aiohttp import web
 
 from .._errors import CobaltError, ConfigError, StoreError
-from ..ops._links import dagster_url
+from ..links import dagster_url
 from ..results._store import Store
 from ._charts import histogram
 from ._compare import compare_page, compare_view

@@ -10,14 +10,14 @@ from urllib.parse import quote
 from pydantic import BaseModel
 
 from ..config._config import Config
-from ..ops._history import history_entry, run_duration_ms
-from ..ops._links import (
+from ..links import (
     dagster_asset_url,
     dagster_check_names,
     dagster_check_url,
     dagster_url,
     pages_url,
 )
+from ..ops._history import history_entry, run_duration_ms
 from ..ops._refs import resolve_ref
 from ..results._report import ItemResult, Summary
 from ..results._rows import item_from_rows

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..ops._links import dagster_url, pages_url
+from ..links import dagster_url, pages_url
 from ..results._history import load_report
 from ..results._store import Store
 from ._charts import histogram

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..config._config import Config
+from ..links import dagster_asset_url
 from ..ops._history import check_stored_experiment, history_entry
-from ..ops._links import dagster_asset_url
 from ..results._store import Store
 from ._charts import line_chart
 

@@ -1,21 +1,19 @@
 """Where a person opens a run: the URLs of cobalt's pages and of the Dagster UI under `cobalt serve`.
 
-One place for them, so the Dagster metadata (links to the pages), the pages (links to Dagster), the
-terminal and the MCP server all point at the same addresses. `cobalt serve` exports
-`COBALT_PAGES_URL` and `COBALT_DAGSTER_URL` to the processes it starts, so runs launched under it
-link to the ports actually served; elsewhere the configured ports are used.
+`cobalt serve` exports `COBALT_PAGES_URL` and `COBALT_DAGSTER_URL` to the processes it starts, so runs
+launched under it link to the ports actually served; elsewhere the configured ports are used.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
-import re
 from typing import TYPE_CHECKING
 from urllib.parse import quote, urlencode
 
+from ._names import dagster_name
+
 if TYPE_CHECKING:
-    from ..config._config import Config
+    from ..config import Config
 
 PAGES_URL_VARIABLE = "COBALT_PAGES_URL"
 DAGSTER_URL_VARIABLE = "COBALT_DAGSTER_URL"
@@ -44,13 +42,6 @@ def trends_page_url(config: Config, experiment: str) -> str:
     return f"{pages_url(config)}/trends?{urlencode({'experiment': experiment})}"
 
 
-def dagster_name(name: str) -> str:
-    """`my-summarizer-agent` -> `my_summarizer_agent`: an experiment's Dagster asset-key prefix and
-    DuckDB-safe identifier (every character outside [A-Za-z0-9_] becomes `_`)."""
-    safe = re.sub(r"[^A-Za-z0-9_]", "_", name)
-    return f"x_{safe}" if not safe or safe[0].isdigit() else safe
-
-
 def dagster_run_url(config: Config, run_id: str) -> str:
     """Dagster's runs list filtered to the cobalt run's Dagster run: `cobalt run` materialises the run id
     as a partition, and Dagster tags that run `dagster/partition=<run id>`."""
@@ -67,24 +58,3 @@ def dagster_asset_url(config: Config, experiment: str, stage: str = "aggregates"
 def dagster_check_url(config: Config, experiment: str, check: str) -> str:
     """The Dagster page of a gate's asset check (on the experiment's `aggregates`), by its check name."""
     return f"{dagster_asset_url(config, experiment)}?{urlencode({'view': 'checks', 'checkDetail': check})}"
-
-
-def dagster_check_name(gate_name: str) -> str:
-    """The Dagster check name of a gate, from its name: `exact >= 0.75` -> `gate_exact_min_0_75`
-    (the name `cobalt_dagster` gives the check; long names keep a hash to stay apart)."""
-    words = gate_name.replace(">=", " min ").replace("<=", " max ")
-    name = "gate_" + re.sub(r"_+", "_", dagster_name(words)).strip("_")
-    if len(name) > 60:
-        name = f"{name[:51].rstrip('_')}_{hashlib.sha1(gate_name.encode()).hexdigest()[:8]}"
-    return name
-
-
-def dagster_check_names(gate_names: list[str]) -> list[str]:
-    """`dagster_check_name` of each gate in declaration order; a repeat gets `_2`, `_3`..."""
-    seen: dict[str, int] = {}
-    names = []
-    for gate_name in gate_names:
-        base = dagster_check_name(gate_name)
-        seen[base] = seen.get(base, 0) + 1
-        names.append(base if seen[base] == 1 else f"{base}_{seen[base]}")
-    return names

@@ -1,0 +1,25 @@
+"""Each experiment's assets, checks and job, and the resources they use: what both the full
+Definitions (`build_definitions`) and an inline recording (`record_runs`) are built from."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from cobalt_lib import Config, Experiment
+from cobalt_lib.gates import experiment_gates
+
+from ._assets import ExperimentDefs, experiment_defs
+from ._names import check_unique
+from ._resource import STORE_KEY, CobaltResource, store_resource
+
+
+def build_experiment_defs(experiments: Sequence[Experiment], config: Config) -> list[ExperimentDefs]:
+    check_unique(e.name for e in experiments)
+    return [experiment_defs(e, experiment_gates(config, e.assertions, (v.name for v in e.evaluators)))
+            for e in experiments]
+
+
+def resources(config: Config) -> dict[str, object]:
+    """`cobalt` (the project) and `cobalt_store` (a `dagster_duckdb.DuckDBResource` on its results store,
+    which your own assets may use too: keep its connections short, cobalt's runs write to that file)."""
+    return {"cobalt": CobaltResource(project_dir=str(config.root)), STORE_KEY: store_resource(config)}
