@@ -71,9 +71,11 @@ def test_scaffolded_component_loads_every_experiment(sandbox: DefsFolderSandbox,
         assert host.executor is dg.multiprocess_executor
 
 
-def test_experiments_keeps_the_named_ones(sandbox: DefsFolderSandbox, tmp_path: Path) -> None:
-    project = copy_example(tmp_path / "support")
-    path = write_defs(sandbox, "evals", {"project_dir": str(project), "experiments": ["support-bot"]})
+def test_experiments_keeps_the_named_ones(sandbox: DefsFolderSandbox) -> None:
+    copy_example(sandbox.project_root / "support")
+    # Dagster's templates work in project_dir: this one names the Dagster project's root.
+    path = write_defs(sandbox, "evals", {"project_dir": "{{ context.project_root }}/support",
+                                         "experiments": ["support-bot"]})
     with sandbox.load_component_and_build_defs(defs_path=path) as (_, defs):
         assert asset_names(defs) == {f"support_bot/{s}" for s in STAGES}
         assert {j.name for j in defs.jobs or []} == {"support_bot_eval"}
