@@ -19,14 +19,11 @@ from pathlib import Path
 from typing import Annotated
 
 import dagster as dg
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from cobalt_lib import ConfigError, Experiment, load_config, load_experiments
 
 from ._definitions import build_definitions
-
-#: The fully qualified type name a `defs.yaml` gives (`dg list components` shows it).
-TYPE_NAME = "cobalt_dagster.CobaltComponent"
 
 
 class CobaltScaffoldParams(BaseModel):
@@ -36,6 +33,15 @@ class CobaltScaffoldParams(BaseModel):
         default=None,
         description="The cobalt project (the folder holding cobalt.toml), relative to the working directory "
                     "or absolute; default: the working directory.")
+
+    @field_validator("project_dir")
+    @classmethod
+    def _a_directory(cls, given: str | None) -> str | None:
+        """Checked before `dg` creates the component's folder, so a typo leaves nothing behind."""
+        if given is not None and not Path(given).expanduser().is_dir():
+            raise ValueError(f"--project-dir {given!r} names {Path(given).expanduser().resolve()}, which is not a "
+                             "directory; pass the folder of your cobalt project (the one holding cobalt.toml)")
+        return given
 
 
 class CobaltScaffolder(dg.Scaffolder[CobaltScaffoldParams]):
@@ -47,11 +53,7 @@ class CobaltScaffolder(dg.Scaffolder[CobaltScaffoldParams]):
         return CobaltScaffoldParams
 
     def scaffold(self, request: dg.ScaffoldRequest[CobaltScaffoldParams]) -> None:
-        given = request.params.project_dir or "."
-        project = Path(given).expanduser().resolve()
-        if not project.is_dir():
-            raise ConfigError(f"--project-dir {given!r} names {project}, which is not a directory; "
-                              "pass the folder of your cobalt project (the one holding cobalt.toml).")
+        project = Path(request.params.project_dir or ".").expanduser().resolve()
         dg.scaffold_component(request, {"project_dir": _relative_or_absolute(project, request.target_path)})
 
 
@@ -86,7 +88,7 @@ class CobaltComponent(dg.Component, dg.Resolvable):
         project = self.resolve_project_dir(where)
         found = self.select(load_experiments(load_config(project)), where, project)
         defs = build_definitions(project, experiments=found)
-        # No executor: the host project's runs cobalt's jobs (a second one would clash with it on merge,
+        # No executor: the host project's executor runs cobalt's jobs (a second one would clash with it on merge,
         # and the component's would silently become the executor of the host's own jobs).
         return dg.Definitions(assets=defs.assets, asset_checks=defs.asset_checks, jobs=defs.jobs,
                               schedules=defs.schedules, sensors=defs.sensors, resources=defs.resources,
@@ -112,7 +114,7 @@ class CobaltComponent(dg.Component, dg.Resolvable):
         unknown = [n for n in self.experiments or [] if n not in names]
         if unknown:
             raise ConfigError(f"{where}: experiments names {', '.join(map(repr, unknown))}, which the cobalt project "
-                              f"at {project} does not declare; it declares {', '.join(map(repr, names))}.")
+                              f"at {project} does not declare; it declares {', '.join(map(repr, sorted(names)))}.")
         return [e for e in found if self.experiments is None or e.name in self.experiments]
 
 

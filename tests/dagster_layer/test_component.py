@@ -17,6 +17,7 @@ import pytest
 import yaml
 from dagster.components.core.component_tree import ComponentTreeException
 from dagster.components.testing import DefsFolderSandbox, create_defs_folder_sandbox
+from pydantic import ValidationError
 
 from cobalt_dagster import CobaltComponent, build_definitions
 from cobalt_lib import ConfigError
@@ -100,6 +101,17 @@ def test_a_bad_attribute_is_one_sentence_naming_the_field(sandbox: DefsFolderSan
     assert isinstance(cause, ConfigError)
     base = sandbox.defs_folder_path.resolve()
     assert str(cause) == message.format(defs=path / "defs.yaml", base=base, project=project)
+
+
+def test_scaffolding_a_missing_project_dir_leaves_nothing_behind(sandbox: DefsFolderSandbox, tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere"
+    with pytest.raises(ValidationError) as raised:
+        sandbox.scaffold_component(component_cls=CobaltComponent, defs_path="evals",
+                                   scaffold_params={"project_dir": str(missing)})
+    assert raised.value.errors()[0]["ctx"]["error"].args == (
+        f"--project-dir {str(missing)!r} names {missing}, which is not a directory; pass the folder of your cobalt "
+        "project (the one holding cobalt.toml)",)
+    assert not (sandbox.defs_folder_path / "evals").exists()
 
 
 def dg_run(*args: str, cwd: Path, env: dict[str, str]) -> str:
