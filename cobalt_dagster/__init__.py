@@ -9,6 +9,10 @@
 Per experiment: assets `<experiment>/dataset`, `/outputs`, `/scores`, `/aggregates` (one dynamic
 partition per cobalt run id), a blocking check per quality gate, a job `<experiment>_eval`, a
 schedule when `[schedules]` names it, and the `cobalt_run_requests` sensor.
+
+In a Dagster project made with `create-dagster`, `CobaltComponent` adds the same from a `defs.yaml`:
+
+    dg scaffold defs cobalt_dagster.CobaltComponent cobalt_evals --project-dir path/to/cobalt_project
 """
 
 from cobalt_lib.links import cobalt_tags, dagster_name, dagster_tags, tag_key
@@ -17,6 +21,7 @@ from cobalt_lib.links import dagster_check_names as check_names
 
 from ._assets import ExperimentDefs, experiment_defs
 from ._automation import daemon_running, forget_daemon, request_run
+from ._component import CobaltComponent
 from ._definitions import build_definitions, build_experiment_defs
 from ._gates import require_gates_passed
 from ._instance import dagster_home, forget_runs, local_instance
@@ -31,6 +36,7 @@ __all__ = [
     "RECORD_SENSOR",
     "RECORD_TAG",
     "STORE_KEY",
+    "CobaltComponent",
     "CobaltResource",
     "DefinitionsWatcher",
     "ExperimentDefs",
