@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel, Field
 
 from .._aio import run_anywhere
+from .._testing import pause_point
 from ..config._config import Config, RecordMode
 from ..experiments._experiment import Experiment
 from ..gates._assertions import NoRegression
@@ -115,6 +116,10 @@ def run_plan(plan: RunPlan, observer: Observer | None = None, *, record: bool = 
     """One plan on the library engine, then recorded in Dagster as `[dagster] record` says (`record=False`:
     never, and the store notes it so that no record sensor does it later)."""
     mode = recording(plan, record)
+    try:
+        pause_point("before-run")  # tests: an interrupt after the checks, before the run's first row
+    except KeyboardInterrupt:
+        raise RunInterrupted(plan.run_id, "not started") from None
     report = run_engine(plan, observer)
     if mode == "inline":
         record_inline(plan.config, [report.id], [plan.experiment])

@@ -67,10 +67,7 @@ def write_experiments(root: Path) -> None:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
-    """Four runs, oldest first: `other`, qa (all right), qa (6 of 8 wrong), qa (same, item 7's input changed).
-
-    The first two go through Dagster (the default), the others through the plain library path.
-    """
+    """Four runs, oldest first: `other`, qa (all right), qa (6 of 8 wrong), qa (same, item 7's input changed)."""
     root = tmp_path_factory.mktemp("history")
     write_experiments(root)
     for args, env, code in ((("run",), {}, 0), (("run", "-f", "qa"), {"WRONG": "6"}, 1),
@@ -79,7 +76,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str,
         assert result.returncode == code, result.stdout + result.stderr
     stored = Store(root / ".cobalt" / "cobalt.duckdb").runs()
     assert [r["experiment"] for r in stored] == ["qa", "qa", "qa", "other"]
-    assert [r["source"] for r in stored] == ["library", "library", "dagster", "dagster"]
+    assert {r["source"] for r in stored} == {"library"}  # the engine ran every one; Dagster would record them
     return root, stored
 
 

@@ -84,9 +84,11 @@ def make_project(root: Path, llm: FakeLLM) -> list[str]:
         f'[judge]\nprovider = "openai"\nmodel = "gpt-4o-mini"\nbase_url = "{llm.openai_url}"\n'
         "max_retries = 1\ntimeout = 5\n", encoding="utf-8")
     runs = []
-    for version, tag, items in (("v1", "baseline", "8"), ("v2", "candidate", "9"), ("v2", "nightly", "9")):
+    # The first run is recorded in Dagster as the command ends; the others wait for a record sensor.
+    for version, tag, items, record in (("v1", "baseline", "8", "inline"), ("v2", "candidate", "9", "daemon"),
+                                        ("v2", "nightly", "9", "daemon")):
         done = cobalt(root, "run", "--json", "--add-tag", tag, AGENT_VERSION=version,
-                      PAGES_ITEMS=items)
+                      PAGES_ITEMS=items, COBALT_DAGSTER_RECORD=record)
         assert done.returncode in (0, 1), done.stderr
         runs.append(json.loads(done.stdout)[0]["id"])
     return runs

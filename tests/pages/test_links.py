@@ -53,12 +53,18 @@ def test_a_long_gate_name_keeps_a_hash_to_stay_apart() -> None:
     assert dagster_check_name(long_a) != dagster_check_name(long_b)
 
 
-def test_only_runs_through_dagster_link_a_dagster_run(tmp_path: Path) -> None:
+def test_only_runs_dagster_holds_link_their_dagster_run(tmp_path: Path) -> None:
     (tmp_path / "cobalt.toml").write_text("")
     config = load_config(tmp_path)
     store = Store.for_config(config)
-    for run_id, source, day in (("r-lib", "library", "01"), ("r-dag", "dagster", "02")):
+    runs = (("r-lib", "library", "01"), ("r-rec", "library", "02"), ("r-dag", "dagster", "03"),
+            ("r-skip", "library", "04"))
+    for run_id, source, day in runs:
         store.start_run({"run_id": run_id, "experiment": "qa", "started_at": f"2026-01-{day}T00:00:00+00:00",
                          "source": source, "tags": [], "config": {}})
+    store.mark_in_dagster("r-rec", "d-1", "recorded")
+    store.mark_in_dagster("r-dag", "d-2", "executed")
+    store.mark_in_dagster("r-skip", None, "skipped")
     links = {row["entry"].run_id: row["dagster"] for row in runs_list(config, RunFilters())["rows"]}
-    assert links == {"r-dag": dagster_run_url(config, "r-dag"), "r-lib": None}
+    assert links == {"r-dag": "http://127.0.0.1:4000/runs/d-2", "r-rec": "http://127.0.0.1:4000/runs/d-1",
+                     "r-lib": None, "r-skip": None}

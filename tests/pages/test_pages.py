@@ -82,7 +82,16 @@ def test_run_summary_gates_histograms_and_dagster_links(served: Served, page) ->
         f"http://127.0.0.1:4000/assets/support_bot/aggregates?view=partitions&partition={run}")
     assert page.locator(".evaluator[data-evaluator='helpful'] svg rect.bar").count() == 10
     assert "pass rate" in page.locator(".evaluator[data-evaluator='exact']").inner_text()
+    from cobalt_lib import Store, load_config
+
+    [dagster_run] = Store.for_config(load_config(served.root)).dagster_runs_of([run]).values()
+    assert page.locator("a", has_text="the run").get_attribute("href") == f"http://127.0.0.1:4000/runs/{dagster_run}"
     screenshot(page, "pages-run")
+    # A run Dagster does not hold (yet) links nowhere into it.
+    served.go(page, f"/runs/{served.runs[1]}")
+    assert "not recorded in Dagster" in page.locator("#not-recorded").inner_text()
+    assert page.locator("a", has_text="aggregates partition").count() == 0
+    assert page.locator("#gates a", has_text="check").count() == 0
 
 
 def test_item_detail_shows_judge_reason_and_output_as_text(served: Served, page) -> None:
