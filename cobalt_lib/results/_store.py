@@ -552,6 +552,38 @@ class Store:
                 time.sleep(delay * (0.5 + random.random()))
                 delay = min(delay * 2, 0.5)
 
+    # A run Dagster launched in shards: their rows meet here (the SQL is in `_merge`).
+
+    def merge_shards(self, run_id: str, files: dict[str, list[str]], *, expected: int, runs: int,
+                     shard_items: int, worked_ms: float) -> dict[str, int]:
+        """In one transaction: check that the shards' Parquet `files` (`{"outputs": [...], "scores": [...]}`)
+        hold each of the run's `expected` items exactly once, replace the run's rows with theirs and set
+        its working time. Running it again with the same files changes nothing."""
+        from . import _merge
+
+        with self._transaction(ensure_schema=True) as con:
+            return _merge.merge(con, run_id, files, expected=expected, runs=runs, shard_items=shard_items,
+                                worked_ms=worked_ms)
+
+    def merged_counts(self, run_id: str) -> dict[str, Any]:
+        """Items per status and per-evaluator score totals of a run, counted in SQL (`_merge.counts`)."""
+        from . import _merge
+
+        with self.connect(read_only=True) as con:
+            return _merge.counts(con, run_id)
+
+    def first_rows(self, run_id: str, limit: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The `outputs` and `scores` rows of the run's first `limit` items in key order."""
+        first = "SELECT item_index, run_index FROM outputs WHERE run_id = ? ORDER BY item_index, run_index LIMIT ?"
+        with self.connect(read_only=True) as con:
+            outputs = _fetch(con, "SELECT * FROM outputs WHERE run_id = ? ORDER BY item_index, run_index LIMIT ?",
+                             [run_id, limit])
+            scores = _fetch(con, f"SELECT s.* FROM scores s JOIN ({first}) f USING (item_index, run_index) "
+                                 "WHERE s.run_id = ? ORDER BY item_index, run_index, evaluator",
+                            [run_id, limit, run_id])
+        return outputs, scores
+
+
 def _fetch(con: Any, sql: str, params: Sequence[Any]) -> list[dict[str, Any]]:
     cursor = con.execute(sql, list(params))
     names = [d[0] for d in cursor.description]
