@@ -23,9 +23,16 @@ from ._execute import Counted, full_step, stream
 from ._plan import RunPlan
 from ._stages import item_keys
 
-#: Items per part file: a killed shard loses at most this many finished items (or `PART_SECONDS` of work).
+#: Items per part file at most: a killed shard loses at most a part's finished items (or `PART_SECONDS` of
+#: work). A smaller shard writes about `PARTS_PER_SHARD` parts, so a retry keeps most of its work.
 PART_ITEMS = 2000
+PARTS_PER_SHARD = 10
 PART_SECONDS = 10.0
+
+
+def part_items(shard_size: int) -> int:
+    """Items per part for a shard of `shard_size` items (a 25,000-item shard: 2,000; a 3-item one: 1)."""
+    return max(1, min(PART_ITEMS, -(-shard_size // PARTS_PER_SHARD)))
 
 
 @dataclass(frozen=True)
@@ -105,10 +112,10 @@ class ShardWriter:
         self._ready, self._keys, self._since = defaultdict(list), [], time.monotonic()
 
 
-async def run_shard(plan: RunPlan, shard: Shard, exchange: Exchange, *, part_items: int = PART_ITEMS) -> ShardDone:
+async def run_shard(plan: RunPlan, shard: Shard, exchange: Exchange) -> ShardDone:
     """Agent then evaluators over the shard's items not yet in its files, as the library path runs them."""
     done = {key for part in exchange.parts(shard.run_id, shard.index) for key in part.keys}
-    writer = ShardWriter(exchange, shard, part_items=part_items)
+    writer = ShardWriter(exchange, shard, part_items=part_items(len(shard)))
     todo: Iterator[tuple[int, int]] = (k for k in islice(item_keys(plan), shard.start, shard.stop) if k not in done)
     ran = await stream(plan, todo, full_step, tables=("outputs", "scores"), observer=writer, into=Counted(),
                        writer=writer)
