@@ -18,6 +18,7 @@ ITEMS = 8
 EXPERIMENT_FILE = '''
 import os
 import signal
+import time
 from pathlib import Path
 
 from cobalt_lib import Dataset, Evaluator, experiment, threshold
@@ -25,9 +26,17 @@ from cobalt_lib import Dataset, Evaluator, experiment, threshold
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _committed(shard):
+    """Whether a part of `shard` is committed (so a retry has something to resume from)."""
+    return any((ROOT / ".cobalt" / "exchange").glob(f"*/shard-{shard:05d}/part-*.json"))
+
+
 def _fault(index):
     once = ROOT / f"kill-once-{index}"
     if once.exists():
+        deadline = time.monotonic() + 60
+        while not _committed(index // 3) and time.monotonic() < deadline:
+            time.sleep(0.01)  # items run concurrently: die only once an earlier item's part is written
         once.unlink()
         os.kill(os.getpid(), signal.SIGKILL)
     if (ROOT / f"kill-always-{index}").exists():
