@@ -117,7 +117,8 @@ def test_a_sharded_run_on_the_celery_executor_runs_each_shard_in_a_worker(
                         tags={"dagster/partition": partition}) as result:
         assert result.success
     records = instance.get_records_for_run(run_id=result.run_id, of_type=dg.DagsterEventType.STEP_START).records
-    where = {str(r.event_log_entry.step_key): r.event_log_entry.pid for r in records}
+    where = {str(r.event_log_entry.step_key): r.event_log_entry.dagster_event.pid for r in records  # type: ignore[union-attr]
+             if r.event_log_entry.dagster_event is not None}
     shards = {step: pid for step, pid in where.items() if SHARD_STEP in step}
     assert len(shards) == 3 and set(shards.values()) <= set(workers)  # each shard ran in a worker process
     assert os.getpid() not in where.values()
