@@ -1,7 +1,9 @@
 """One experiment as four partitioned assets (dataset, outputs, scores, aggregates) plus blocking checks.
 
-The assets call the library's stage functions (`start_run`, `stream`, `finish`) and write the same
-DuckDB tables through cobalt's store module; the partition key is the cobalt run id.
+`dataset` plans and starts the run; `outputs` and `scores` are one graph-backed multi-asset that runs
+the items in shards over Dagster's executor (`_shards`); `aggregates` finishes the run from the store.
+They write the same DuckDB tables as the library through cobalt's store module; the partition key is
+the cobalt run id.
 (No `from __future__ import annotations` here: Dagster reads the context annotations at runtime.)
 """
 
@@ -12,25 +14,24 @@ from typing import Any
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
-from cobalt_lib import AssertionResult, Experiment
+from cobalt_lib import AssertionResult, Experiment, ExperimentReport
 from cobalt_lib.gates import Assertion
 from cobalt_lib.links import dagster_check_names as check_names
 from cobalt_lib.links import dagster_tags
 from cobalt_lib.results import load_report, stored_items
-from cobalt_lib.run import agent_step, finish, item_keys, pause_point, rescore_step, start_run, stream
+from cobalt_lib.run import RunPlan, finish, pause_point, start_run
 
 from ._metadata import (
     aggregates_metadata,
     dataset_metadata,
     num,
-    outputs_metadata,
     previous_report,
     previous_run,
-    scores_metadata,
 )
 from ._names import dagster_name
 from ._replay import EXECUTED, RECORDED, is_recording, stage_metadata, stored_report
-from ._resource import CobaltResource, checked_store, run_async
+from ._resource import CobaltResource, checked_store
+from ._shards import shard_assets
 
 
 @dataclass
@@ -69,6 +70,15 @@ def _replayed(stage: str, context: dg.AssetExecutionContext, cobalt: CobaltResou
     return dg.MaterializeResult(metadata=metadata)
 
 
+def _finish_from_store(plan: RunPlan, worked_ms: float | None) -> ExperimentReport:
+    """The run's report from its stored rows, saved (aggregates, verdicts, results JSON, run row).
+
+    For now the items are read into a list; `cobalt_lib.run.finish_from_store(plan, "completed",
+    worked_ms=worked_ms)` (streamed through a disk spill, flat memory) replaces this body.
+    """
+    return finish(plan, stored_items(plan.store, plan.run_id), "completed", worked_ms=worked_ms)
+
+
 def _description(stage: str, experiment: Experiment) -> str:
     """The stage's sentence, then the experiment's own description as its own paragraph."""
     own = (experiment.description or "").strip()
@@ -76,8 +86,9 @@ def _description(stage: str, experiment: Experiment) -> str:
     return f"{head}\n\n{own}" if own else head
 
 
-def experiment_defs(experiment: Experiment, gates: list[Assertion]) -> ExperimentDefs:
-    """Build the assets, checks and job of one experiment; `gates` are its assertions plus config's."""
+def experiment_defs(experiment: Experiment, gates: list[Assertion], pool: str | None = None) -> ExperimentDefs:
+    """Build the assets, checks and job of one experiment; `gates` are its assertions plus config's, `pool`
+    the concurrency pool its shards claim (`_pools.judge_pool`)."""
     name = dagster_name(experiment.name)
     parts = dg.DynamicPartitionsDefinition(name=f"{name}_runs")
     common: dict[str, Any] = {"key_prefix": [name], "group_name": name, "partitions_def": parts}
@@ -95,42 +106,11 @@ def experiment_defs(experiment: Experiment, gates: list[Assertion]) -> Experimen
         return dg.MaterializeResult(metadata=dataset_metadata(
             plan.run_id, len(experiment.dataset), experiment.dataset.source, [e.name for e in plan.evaluators]))
 
-    @dg.asset(name="outputs", deps=[dataset], description=_description("The agent's output for every item",
-                                                                        experiment), **common)
-    def outputs(context: dg.AssetExecutionContext, cobalt: CobaltResource,
-                cobalt_store: DuckDBResource) -> dg.MaterializeResult:
-        if is_recording(context.run.tags):
-            return _replayed("outputs", context, cobalt, cobalt_store)
-        store = checked_store(cobalt, cobalt_store)
-        run_id = _partition(context)
-        with store.reading():  # the step's reads over one connection
-            run = store.get_run(run_id)
-            counts = store.live_counts(run_id) if run is not None else None
-        plan = cobalt.plan_for_run(experiment, run_id, context.run.tags, run)
-        if counts is None or counts["done"] or counts["scored"]:  # a re-materialisation: clear the last one's rows
-            store.write({}, delete_run=plan.run_id, delete_tables=["outputs", "scores"])
-        items = run_async(stream(plan, item_keys(plan), agent_step, tables=("outputs",)))
-        return dg.MaterializeResult(metadata=outputs_metadata(items))
+    stages = shard_assets(experiment, name, parts, dataset.key, pool, {
+        "outputs": _description("The agent's output for every item", experiment),
+        "scores": _description("Every evaluator's score of every output", experiment)})
 
-    @dg.asset(name="scores", deps=[outputs], description=_description("Every evaluator's score of every output",
-                                                                       experiment), **common)
-    def scores(context: dg.AssetExecutionContext, cobalt: CobaltResource,
-               cobalt_store: DuckDBResource) -> dg.MaterializeResult:
-        if is_recording(context.run.tags):
-            return _replayed("scores", context, cobalt, cobalt_store)
-        store = checked_store(cobalt, cobalt_store)
-        run_id = _partition(context)
-        with store.reading():  # the step's reads over one connection
-            run = store.get_run(run_id)
-            stored = stored_items(store, run_id, with_scores=False)
-            scored = store.live_counts(run_id)["scored"] if run is not None else None
-        plan = cobalt.plan_for_run(experiment, run_id, context.run.tags, run)
-        if scored is None or scored:  # a re-materialisation: clear the last one's scores
-            store.write({}, delete_run=plan.run_id, delete_tables=["scores"])
-        items = run_async(stream(plan, stored, rescore_step, tables=("scores",)))
-        return dg.MaterializeResult(metadata=scores_metadata(items))
-
-    @dg.asset(name="aggregates", deps=[scores], description=_description(
+    @dg.asset(name="aggregates", deps=[dg.AssetKey([name, "scores"])], description=_description(
         "Statistics per evaluator, run metrics and the gates' verdicts", experiment), **common)
     def aggregates(context: dg.AssetExecutionContext, cobalt: CobaltResource,
                    cobalt_store: DuckDBResource) -> dg.MaterializeResult:
@@ -140,11 +120,10 @@ def experiment_defs(experiment: Experiment, gates: list[Assertion]) -> Experimen
         run_id = _partition(context)
         with store.reading():  # the step's reads over one connection (finishing the run leaves the previous one)
             run = store.get_run(run_id)
-            items = stored_items(store, run_id)
             previous = previous_run(store, experiment.name, run_id)
         plan = cobalt.plan_for_run(experiment, run_id, context.run.tags, run)
-        # Its duration: the working time the stages stored, read with the run row above.
-        report = finish(plan, items, "completed", worked_ms=float(run.get("worked_ms") or 0.0) if run else None)
+        # Its duration: the working time the shards stored (merge set it), read with the run row above.
+        report = _finish_from_store(plan, float(run.get("worked_ms") or 0.0) if run else None)
         return dg.MaterializeResult(metadata=aggregates_metadata(report, plan.config,
                                                                  previous_report(store, previous)))
 
@@ -153,7 +132,7 @@ def experiment_defs(experiment: Experiment, gates: list[Assertion]) -> Experimen
     job = dg.define_asset_job(f"{name}_eval", selection=dg.AssetSelection.groups(name),
                               description=f"Run the cobalt experiment {experiment.name!r}.",
                               run_tags=dagster_tags(experiment.tags) or None)
-    return ExperimentDefs(experiment, name, parts, [dataset, outputs, scores, aggregates], checks, job)
+    return ExperimentDefs(experiment, name, parts, [dataset, stages, aggregates], checks, job)
 
 
 #: Metadata key on the `Failure` a failed gate raises: how `cobalt run` tells a verdict from a crash.

@@ -10,13 +10,14 @@ from cobalt_lib.gates import experiment_gates
 
 from ._assets import ExperimentDefs, experiment_defs
 from ._names import check_unique
+from ._pools import judge_pool
 from ._resource import STORE_KEY, CobaltResource, store_resource
 
 
 def build_experiment_defs(experiments: Sequence[Experiment], config: Config) -> list[ExperimentDefs]:
     check_unique(e.name for e in experiments)
-    return [experiment_defs(e, experiment_gates(config, e.assertions, (v.name for v in e.evaluators)))
-            for e in experiments]
+    return [experiment_defs(e, experiment_gates(config, e.assertions, (v.name for v in e.evaluators)),
+                            judge_pool(e, config)) for e in experiments]
 
 
 def resources(config: Config) -> dict[str, object]:

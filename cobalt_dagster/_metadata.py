@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import dagster as dg
@@ -59,12 +59,16 @@ def dataset_metadata(run_id: str, size: int, source: str | None, evaluators: lis
 
 def outputs_metadata(items: Sequence[ItemResult]) -> dict[str, Any]:
     """Counts only: the run's latency statistics are computed once, by the run's summary (`aggregates`)."""
-    statuses = Counter(i.status for i in items)  # one pass: a run's own items are read back from disk
+    return outputs_counts(len(items), Counter(i.status for i in items))  # one pass: items may be read from disk
+
+
+def outputs_counts(total: int, statuses: Mapping[str, int]) -> dict[str, Any]:
+    """`outputs_metadata` from the counts (a sharded run counts them in SQL: `Store.merged_counts`)."""
     return {
-        "items": dg.MetadataValue.int(len(items)),
-        "ok": dg.MetadataValue.int(statuses["ok"]),
-        "errors": dg.MetadataValue.int(statuses["error"]),
-        "timeouts": dg.MetadataValue.int(statuses["timeout"]),
+        "items": dg.MetadataValue.int(total),
+        "ok": dg.MetadataValue.int(statuses.get("ok", 0)),
+        "errors": dg.MetadataValue.int(statuses.get("error", 0)),
+        "timeouts": dg.MetadataValue.int(statuses.get("timeout", 0)),
     }
 
 
@@ -82,6 +86,13 @@ def scores_metadata(items: Sequence[ItemResult]) -> dict[str, Any]:
                 total[1] += 1
             judge_calls += ev.judge_calls
             cached += ev.cached
+    return scores_counts(totals, judge_calls, cached, items)
+
+
+def scores_counts(totals: Mapping[str, Sequence[float]], judge_calls: int, cached: int,
+                  first: Sequence[ItemResult]) -> dict[str, Any]:
+    """`scores_metadata` from the totals (`{evaluator: [score sum, scored, eval-errors]}`) and the items
+    the table shows (any that include the run's first `TABLE_ROWS`)."""
     data: dict[str, Any] = {}
     names = sorted(totals)
     for name in names:
@@ -91,7 +102,7 @@ def scores_metadata(items: Sequence[ItemResult]) -> dict[str, Any]:
         data[f"{name}_eval_errors"] = dg.MetadataValue.int(int(errors))
     data["judge_calls"] = dg.MetadataValue.int(judge_calls)
     data["cached_scores"] = dg.MetadataValue.int(cached)
-    data["items"] = items_table(items, names)
+    data["items"] = items_table(first, names)
     return data
 
 

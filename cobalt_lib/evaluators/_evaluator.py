@@ -62,6 +62,13 @@ class Evaluator:
         """Raise before any agent call if this evaluator cannot score `item`."""
         self.kind.check_item(item, index, self)
 
+    @property
+    def calls_model(self) -> bool:
+        """Whether scoring calls a model (a judge or an embeddings endpoint): its kind resolves an endpoint."""
+        from ._kind import EvaluatorKind
+
+        return type(self.kind).endpoint is not EvaluatorKind.endpoint
+
     def endpoint(self, config: Config) -> Endpoint | None:
         """The resolved judge or embeddings endpoint (raises if its API key is missing)."""
         return self.kind.endpoint(config, self)
@@ -71,9 +78,7 @@ class Evaluator:
         """Score one output here and now, outside a run: a quick check in a notebook or a unit test.
 
         For kinds that call no model (a model-judged kind needs the judge a run brings: raises)."""
-        from ._kind import EvaluatorKind
-
-        if type(self.kind).endpoint is not EvaluatorKind.endpoint:
+        if self.calls_model:
             raise EvaluatorError(f"Evaluator {self.name!r} ({self.type}) calls a model: score it in an experiment "
                                  "run, which brings the judge, its cache and its key.")
         item = dict(item or {})

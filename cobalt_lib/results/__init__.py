@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._compare import Comparison, EvaluatorDelta, compare_reports
+from ._exchange import Exchange, redact_url
 from ._history import load_report, resolve_run, stored_items
 from ._report import AssertionResult, EvalResult, Evaluation, ExperimentReport, ItemResult, ItemSpread, Stats, Summary
 from ._results_file import read_results, results_filename, write_results
@@ -19,6 +20,7 @@ __all__ = [
     "EvalResult",
     "Evaluation",
     "EvaluatorDelta",
+    "Exchange",
     "ExperimentReport",
     "ItemResult",
     "ItemSpread",
@@ -31,6 +33,7 @@ __all__ = [
     "load_report",
     "output_row",
     "read_results",
+    "redact_url",
     "resolve_run",
     "results_filename",
     "run_row",

@@ -1,4 +1,5 @@
-"""The store's record of which runs Dagster holds (the `dagster_runs` table), a part of `Store`."""
+"""The store's Dagster side, a part of `Store`: which runs Dagster holds (the `dagster_runs` table), and
+the merge of a Dagster-launched run's shards."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
+from ._schema import COLUMNS, _fetch
+
 
 class DagsterRuns:
-    """`Store`'s methods on `dagster_runs`; the SQL stays in the results package, beside the store's own."""
+    """`Store`'s Dagster methods; the SQL stays in the results package, beside the store's own."""
 
     path: Path
 
@@ -20,6 +23,9 @@ class DagsterRuns:
         raise NotImplementedError
 
     def _runs(self, sql: str, params: Sequence[Any], *, missing_ok: bool) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def connect(self, *, read_only: bool = False) -> AbstractContextManager[Any]:
         raise NotImplementedError
 
     def mark_in_dagster(self, run_id: str, dagster_run_id: str | None, how: str) -> None:
@@ -67,3 +73,34 @@ class DagsterRuns:
         except duckdb.CatalogException:  # no tables yet, or a store from before dagster_runs
             return []
         return [r for r in rows if r["status"] != "running"][:limit]
+
+    # A run Dagster launched in shards: their rows meet here (the SQL is in `_merge`).
+
+    def merge_shards(self, run_id: str, files: dict[str, list[str]], *, expected: int, runs: int,
+                     shard_items: int, worked_ms: float) -> dict[str, int]:
+        """In one transaction: check that the shards' Parquet `files` (`{"outputs": [...], "scores": [...]}`)
+        hold each of the run's `expected` items exactly once, replace the run's rows with theirs and set
+        its working time. Running it again with the same files changes nothing."""
+        from . import _merge
+
+        with self._transaction(ensure_schema=True) as con:
+            return _merge.merge(con, run_id, files, COLUMNS, expected=expected, runs=runs, shard_items=shard_items,
+                                worked_ms=worked_ms)
+
+    def merged_counts(self, run_id: str) -> dict[str, Any]:
+        """Items per status and per-evaluator score totals of a run, counted in SQL (`_merge.counts`)."""
+        from . import _merge
+
+        with self.connect(read_only=True) as con:
+            return _merge.counts(con, run_id)
+
+    def first_rows(self, run_id: str, limit: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The `outputs` and `scores` rows of the run's first `limit` items in key order."""
+        first = "SELECT item_index, run_index FROM outputs WHERE run_id = ? ORDER BY item_index, run_index LIMIT ?"
+        with self.connect(read_only=True) as con:
+            outputs = _fetch(con, "SELECT * FROM outputs WHERE run_id = ? ORDER BY item_index, run_index LIMIT ?",
+                             [run_id, limit])
+            scores = _fetch(con, f"SELECT s.* FROM scores s JOIN ({first}) f USING (item_index, run_index) "
+                                 "WHERE s.run_id = ? ORDER BY item_index, run_index, evaluator",
+                            [run_id, limit, run_id])
+        return outputs, scores

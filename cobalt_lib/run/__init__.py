@@ -25,6 +25,7 @@ from ._plan import RunPlan, new_run_id, prepare
 from ._requests import FailedItemsRun, FreshRun, PartitionRun, RescoreRun, ResumeRun, RunRequest
 from ._resume import failed_request, resume_request
 from ._session import Observer, Session
+from ._shard import Shard, ShardDone, cut, run_shard
 from ._stages import build_report, item_keys, judge_verdicts, produce, score
 
 __all__ = [
@@ -40,9 +41,12 @@ __all__ = [
     "RunPlan",
     "RunRequest",
     "Session",
+    "Shard",
+    "ShardDone",
     "agent_step",
     "build_report",
     "call_agent",
+    "cut",
     "execute",
     "failed_request",
     "finish",
@@ -57,6 +61,7 @@ __all__ = [
     "rescore_step",
     "resume_request",
     "run_coroutine",
+    "run_shard",
     "score",
     "start_run",
     "stream",

@@ -11,7 +11,7 @@ import contextlib
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Literal, TypeVar, overload
+from typing import Any, Literal, Protocol, TypeVar, overload
 
 from .._errors import StoreError
 from .._timeouts import FinishedWhileCancelled
@@ -85,32 +85,57 @@ def start_run(plan: RunPlan) -> None:
 Step = Callable[[Session, T], Awaitable[ItemResult]]
 
 
-Collected = TypeVar("Collected", list[ItemResult], FinishedItems)
+class Counted:
+    """What a stage keeps of its items when their rows are all that is wanted: how many finished
+    (a Dagster shard, whose rows go to its own files, holds none of its items in memory)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __len__(self) -> int:
+        return self.count
+
+    def append(self, item: ItemResult) -> None:
+        self.count += 1
+
+
+class RowWriter(Protocol):
+    """Where a stage's rows go: the store (`BatchWriter`, the default) or a shard's own files."""
+
+    def add(self, table: str, row: dict[str, Any]) -> None: ...
+
+    def close(self, *, work: tuple[str, float] | None = None) -> float | None: ...
+
+
+Collected = TypeVar("Collected", list[ItemResult], FinishedItems, Counted)
 
 
 @overload
 async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Sequence[str],
                  observer: Observer | None = None, into: None = None,
-                 worked: list[float] | None = None) -> list[ItemResult]: ...
+                 worked: list[float] | None = None, writer: RowWriter | None = None) -> list[ItemResult]: ...
 
 
 @overload
 async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Sequence[str],
                  observer: Observer | None = None, into: Collected,
-                 worked: list[float] | None = None) -> Collected: ...
+                 worked: list[float] | None = None, writer: RowWriter | None = None) -> Collected: ...
 
 
 async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Sequence[str],
-                 observer: Observer | None = None, into: list[ItemResult] | FinishedItems | None = None,
-                 worked: list[float] | None = None) -> list[ItemResult] | FinishedItems:
+                 observer: Observer | None = None, into: list[ItemResult] | FinishedItems | Counted | None = None,
+                 worked: list[float] | None = None, writer: RowWriter | None = None,
+                 ) -> list[ItemResult] | FinishedItems | Counted:
     """Run `step` over `keys` (bounded), writing each finished item's rows to `tables` as it finishes.
 
     Finished items land in `into` (a list, or the library path's `FinishedItems` on disk) and the
     store even when the stage is interrupted, and the time the stage worked is added to the run's
-    stored working time either way; the new total is appended to `worked` when given.
+    stored working time either way; the new total is appended to `worked` when given. A `writer` of
+    the caller's (a Dagster shard's files) takes the rows and the working time instead of the store.
     """
-    items: list[ItemResult] | FinishedItems = into if into is not None else []
-    writer = BatchWriter(plan.store)
+    items: list[ItemResult] | FinishedItems | Counted = into if into is not None else []
+    to_store = writer is None
+    rows: RowWriter = BatchWriter(plan.store) if writer is None else writer
     started = time.perf_counter()
 
     async def one(key: T) -> None:
@@ -122,7 +147,7 @@ async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Seq
             raise
         if "scores" in tables:
             for row in score_rows(plan.run_id, item):
-                writer.add("scores", row)
+                rows.add("scores", row)
         items.append(item)
         if observer:
             observer.on_item(item)
@@ -131,19 +156,20 @@ async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Seq
         with collector_tuned_for_a_run():
             async with Session(plan) as session:
                 if "outputs" in tables:
-                    session.output_sink = lambda item: writer.add("outputs", output_row(plan.run_id, item))
+                    session.output_sink = lambda item: rows.add("outputs", output_row(plan.run_id, item))
                 await bounded(keys, 2 * (plan.concurrency + plan.judge_concurrency), one)
     finally:
         work = (plan.run_id, (time.perf_counter() - started) * 1000)
         try:
-            total = writer.close(work=work)  # the last rows and the stage's working time in one transaction
+            total = rows.close(work=work)  # the last rows and the stage's working time in one transaction
             if worked is not None and total is not None:
                 worked.append(total)
         except StoreError:
             if worked is not None:
                 worked.clear()  # unknown now: finish reads it again
-            with contextlib.suppress(StoreError):
-                plan.store.add_work(*work)
+            if to_store:  # a shard's writer never touches the store
+                with contextlib.suppress(StoreError):
+                    plan.store.add_work(*work)
             raise
     return items
 

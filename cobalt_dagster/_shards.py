@@ -1,0 +1,141 @@
+"""`outputs` and `scores` of a run Dagster launches: one graph-backed multi-asset that spreads the run
+over Dagster's executor.
+
+    split      plans the run once, clears the run's exchange, cuts its item keys into shards of
+               `[dagster] shard_items` (a run no larger is one shard: no fan-out to pay for)
+    run_shard  mapped, one step per shard: the library engine's pipelining (agent, then evaluators,
+               per item) over the shard's items, rows to the shard's own Parquet files in the exchange;
+               a `RetryPolicy` re-runs a shard whose process died, resuming from its committed parts;
+               the step claims the concurrency pool of its judge provider (`_pools`)
+    merge      the store's one writer: one transaction checks every item is there exactly once and
+               replaces the run's rows with the shards' (running it again changes nothing)
+
+What crosses steps is a `Shard` (run id and a range of positions) and a `ShardDone`: a few numbers,
+so any IO manager carries them. A shard needs only the project and the exchange, never the store, so
+it can run on another machine. In a recording (`cobalt/record`) split yields one empty shard, which
+does nothing, and merge reports the stored run.
+(No `from __future__ import annotations` here: Dagster reads the context annotations at runtime.)
+"""
+
+from collections.abc import Iterator
+from typing import Any
+
+import dagster as dg
+from dagster_duckdb import DuckDBResource
+
+from cobalt_lib import Experiment
+from cobalt_lib.results import Exchange, item_from_rows
+from cobalt_lib.run import Shard, ShardDone, cut, run_shard, start_run
+
+from ._metadata import TABLE_ROWS, outputs_counts, scores_counts
+from ._replay import EXECUTED, is_recording, stage_metadata, stored_report
+from ._resource import CobaltResource, checked_store, run_async
+
+#: Retries of a shard whose step failed (its process killed, its machine gone): each resumes from the
+#: items the shard's files already hold.
+SHARD_RETRIES = 2
+
+
+def shard_assets(experiment: Experiment, name: str, parts: dg.DynamicPartitionsDefinition,
+                 dataset: dg.AssetKey, pool: str | None, descriptions: dict[str, str]) -> dg.AssetsDefinition:
+    """The `outputs` and `scores` assets of one experiment, computed by split -> run_shard* -> merge."""
+    split, shard_op, merge = _split(experiment, name), _run_shard(experiment, name, pool), _merge(name)
+
+    @dg.graph_multi_asset(
+        name=f"{name}_outputs_scores", partitions_def=parts, group_name=name,
+        ins={"dataset": dg.AssetIn(key=dataset, dagster_type=dg.Nothing)},
+        outs={stage: dg.AssetOut(key=[name, stage], description=descriptions[stage], dagster_type=dg.Nothing)
+              for stage in ("outputs", "scores")})
+    def outputs_scores(dataset: Any) -> Any:
+        outputs, scores = merge(split(dataset).map(shard_op).collect())
+        return {"outputs": outputs, "scores": scores}
+
+    return outputs_scores
+
+
+def _split(experiment: Experiment, name: str) -> dg.OpDefinition:
+    @dg.op(name=f"{name}_split", ins={"dataset": dg.In(dg.Nothing)}, out=dg.DynamicOut(Shard),
+           description="Plan the run once and cut its items into shards of `[dagster] shard_items`.")
+    def split(context: dg.OpExecutionContext, cobalt: CobaltResource,
+              cobalt_store: DuckDBResource) -> Iterator[dg.DynamicOutput[Shard]]:
+        run_id = context.partition_key
+        if is_recording(context.run.tags):
+            yield dg.DynamicOutput(Shard(run_id, 0, 0, 0), mapping_key="0")
+            return
+        store = checked_store(cobalt, cobalt_store)
+        config = cobalt.config()
+        run = store.get_run(run_id)
+        plan = cobalt.plan_for_run(experiment, run_id, context.run.tags, run, config)
+        if run is None:  # `dataset` was not materialised for this run: start it here
+            start_run(plan)
+            store.mark_in_dagster(run_id, context.run.run_id, EXECUTED)
+        Exchange.for_config(config).clear(run_id)  # a new materialisation of the run starts from nothing
+        shards = cut(run_id, plan.total_items * plan.runs, config.dagster.shard_items)
+        context.log.info(f"cobalt run {run_id}: {len(shards)} shard(s) of up to {config.dagster.shard_items} items, "
+                         f"exchange {Exchange.for_config(config)}")
+        for shard in shards:
+            yield dg.DynamicOutput(shard, mapping_key=str(shard.index))
+
+    return split
+
+
+def _run_shard(experiment: Experiment, name: str, pool: str | None) -> dg.OpDefinition:
+    @dg.op(name=f"{name}_run_shard", pool=pool, retry_policy=dg.RetryPolicy(max_retries=SHARD_RETRIES),
+           description="The agent and the evaluators over one shard's items, rows to the shard's own files.")
+    def shard_op(context: dg.OpExecutionContext, cobalt: CobaltResource, shard: Shard) -> ShardDone:
+        if is_recording(context.run.tags) or not len(shard):
+            return ShardDone(shard, ran=0, resumed=0)
+        config = cobalt.config()
+        # The plan again, in this process (another one, maybe another machine): no store read.
+        plan = cobalt.plan_for_run(experiment, shard.run_id, context.run.tags, None, config)
+        done = run_async(run_shard(plan, shard, Exchange.for_config(config)))
+        context.log.info(f"shard {shard.index}: ran {done.ran} item(s), {done.resumed} already in its files")
+        return done
+
+    return shard_op
+
+
+def _merge(name: str) -> dg.OpDefinition:
+    @dg.op(name=f"{name}_merge", out={"outputs": dg.Out(dg.Nothing), "scores": dg.Out(dg.Nothing)},
+           description="Check every item is there exactly once and replace the run's rows, in one transaction.")
+    def merge(context: dg.OpExecutionContext, cobalt: CobaltResource, cobalt_store: DuckDBResource,
+              done: list[ShardDone]) -> Iterator[dg.Output[None]]:
+        store = checked_store(cobalt, cobalt_store)
+        run_id = context.partition_key
+        if is_recording(context.run.tags):
+            report = stored_report(store, run_id)
+            for stage in ("outputs", "scores"):
+                yield dg.Output(None, stage, metadata=stage_metadata(stage, report, store, cobalt.config()))
+            return
+        yield from merged(store, cobalt, run_id, done)
+
+    return merge
+
+
+def merged(store: Any, cobalt: CobaltResource, run_id: str, done: list[ShardDone]) -> Iterator[dg.Output[None]]:
+    """Merge the shards' parts into the store, then report both assets from the merged rows."""
+    shards = sorted((d.shard for d in done), key=lambda s: s.index)
+    exchange = Exchange.for_config(cobalt.config())
+    parts = exchange.parts(run_id)
+    with exchange.local_files(parts, run_id) as files:
+        counts = store.merge_shards(run_id, files, expected=sum(len(s) for s in shards),
+                                    runs=_runs(cobalt, run_id, store), shard_items=max(len(shards[0]), 1),
+                                    worked_ms=exchange.worked_ms(run_id))
+    merged_counts = store.merged_counts(run_id)
+    outputs_rows, score_rows = store.first_rows(run_id, TABLE_ROWS)
+    by_key: dict[tuple[int, int], list[dict[str, Any]]] = {}
+    for row in score_rows:
+        by_key.setdefault((row["item_index"], row["run_index"]), []).append(row)
+    first = [item_from_rows(o, by_key.get((o["item_index"], o["run_index"]), [])) for o in outputs_rows]
+    shared = {"shards": dg.MetadataValue.int(len(shards)), "parts": dg.MetadataValue.int(len(parts)),
+              "duplicates_dropped": dg.MetadataValue.int(counts["duplicates"])}
+    statuses = merged_counts["statuses"]
+    yield dg.Output(None, "outputs", metadata={**outputs_counts(sum(statuses.values()), statuses), **shared})
+    yield dg.Output(None, "scores", metadata=scores_counts(merged_counts["evaluators"], merged_counts["judge_calls"],
+                                                            merged_counts["cached"], first))
+
+
+def _runs(cobalt: CobaltResource, run_id: str, store: Any) -> int:
+    """Repetitions per item, from the run's stored plan (split wrote it)."""
+    run = store.get_run(run_id)
+    return int(((run or {}).get("config") or {}).get("runs") or 1)

@@ -1,0 +1,218 @@
+"""The exchange: where the shards of a run Dagster launched leave their rows for `merge`.
+
+A directory (default `<output_dir>/exchange`) or an fsspec URL (`s3://bucket/prefix`, the `s3`
+extra), so shards on different machines meet in object storage. Layout, one folder per run and shard:
+
+    <exchange>/<run_id>/shard-00003/part-000002-<attempt>.scores.parquet
+                                    part-000002-<attempt>.outputs.parquet
+                                    part-000002-<attempt>.json      the commit marker: the part's item keys
+                                    work-<attempt>.json             the attempt's working time
+
+A part holds whole items only, written scores first, outputs next, the marker last, each file
+whole (a rename on a disk, one PUT in object storage): a part without its marker is ignored, so a
+shard killed mid-write leaves nothing half-read. A retried shard reads its markers and runs only
+the items they lack. Parquet is written by DuckDB from a local temporary file, then moved or
+uploaded: DuckDB's own S3 support (httpfs) is an extension that cannot be relied on, and its
+Python-filesystem bridge runs every read through Python callbacks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .._errors import ConfigError
+from ._schema import _READ_SPECS, COLUMNS, _finite
+
+if TYPE_CHECKING:
+    from ..config._config import Config
+
+#: The default exchange directory under the project's output directory.
+EXCHANGE_DIR = "exchange"
+_PART = re.compile(r"part-(\d{6})-([0-9a-f]+)\.json$")
+
+
+def redact_url(location: str) -> str:
+    """`location` with any credentials in it (`s3://key:secret@bucket`) replaced: safe for messages."""
+    return re.sub(r"(://)[^/@]*@", r"\1***@", location)
+
+
+@dataclass(frozen=True)
+class Part:
+    """A committed part of a shard: its name (`part-000002-<attempt>`) and the item keys it holds."""
+
+    shard: int
+    name: str
+    keys: list[tuple[int, int]]
+
+    @property
+    def number(self) -> int:
+        return int(self.name.split("-")[1])
+
+
+class Exchange:
+    """A run's shard files at one location; every path is relative to it (`<run_id>/shard-00003/...`)."""
+
+    def __init__(self, location: str | Path) -> None:
+        self.location = str(location).rstrip("/")
+        self.remote = "://" in self.location and not self.location.startswith("file://")
+        self._fs: Any = None
+
+    @classmethod
+    def for_config(cls, config: Config) -> Exchange:
+        """`[dagster] exchange`: a URL as written, or a directory relative to the project (default
+        `<output_dir>/exchange`)."""
+        where = config.dagster.exchange
+        if where is None:
+            return cls(config.output_path / EXCHANGE_DIR)
+        if "://" in where:
+            return cls(where)
+        path = Path(where).expanduser()
+        return cls(path if path.is_absolute() else config.root / path)
+
+    def __str__(self) -> str:
+        return redact_url(self.location)
+
+    # -- the files -------------------------------------------------------------------------------
+
+    def shard_dir(self, run_id: str, shard: int) -> str:
+        return f"{run_id}/shard-{shard:05d}"
+
+    def parts(self, run_id: str, shard: int | None = None) -> list[Part]:
+        """The committed parts of one shard (or of every shard of the run), in part order."""
+        folder = f"{run_id}/shard-*" if shard is None else self.shard_dir(run_id, shard)
+        pattern = f"{folder}/part-*.json"
+        found = []
+        for rel in self._glob(pattern):
+            if _PART.search(rel):
+                keys = [(int(i), int(r)) for i, r in json.loads(self._read(rel))["keys"]]
+                found.append(Part(int(rel.split("/")[-2].removeprefix("shard-")), Path(rel).stem, keys))
+        return sorted(found, key=lambda p: (p.shard, p.number, p.name))
+
+    def write_part(self, run_id: str, shard: int, name: str, keys: Sequence[tuple[int, int]],
+                   rows: dict[str, list[dict[str, Any]]]) -> None:
+        """Write one part: its scores, its outputs, then its marker (what commits it)."""
+        base = f"{self.shard_dir(run_id, shard)}/{name}"
+        with tempfile.TemporaryDirectory(prefix="cobalt-part-") as tmp:
+            for table in ("scores", "outputs"):
+                local = Path(tmp) / f"{table}.parquet"
+                write_parquet(table, rows.get(table, []), local)
+                self._put(local, f"{base}.{table}.parquet")
+            marker = Path(tmp) / "marker.json"
+            marker.write_text(json.dumps({"keys": [list(k) for k in keys]}))
+            self._put(marker, f"{base}.json")
+
+    def write_work(self, run_id: str, shard: int, attempt: str, worked_ms: float) -> None:
+        """The working time of one attempt of a shard (merge sums them into the run's)."""
+        with tempfile.TemporaryDirectory(prefix="cobalt-work-") as tmp:
+            local = Path(tmp) / "work.json"
+            local.write_text(json.dumps({"worked_ms": worked_ms}))
+            self._put(local, f"{self.shard_dir(run_id, shard)}/work-{attempt}.json")
+
+    def worked_ms(self, run_id: str) -> float:
+        found = self._glob(f"{run_id}/shard-*/work-*.json")
+        return sum(float(json.loads(self._read(rel))["worked_ms"]) for rel in found)
+
+    def clear(self, run_id: str) -> None:
+        """Remove the run's files (a new materialisation of the run starts from nothing)."""
+        if not run_id or "/" in run_id or run_id.startswith("."):
+            raise ConfigError(f"Not a run id: {run_id!r}")
+        if self.remote:
+            fs, root = self._remote()
+            if fs.exists(f"{root}/{run_id}"):
+                fs.rm(f"{root}/{run_id}", recursive=True)
+        else:
+            shutil.rmtree(Path(self.location) / run_id, ignore_errors=True)
+
+    @contextmanager
+    def local_files(self, parts: Sequence[Part], run_id: str) -> Iterator[dict[str, list[str]]]:
+        """`{"outputs": [...], "scores": [...]}`: the parts' Parquet files as local paths DuckDB reads
+        (downloaded into a temporary directory from object storage). A path's stem names its part."""
+        rels = {table: [f"{self.shard_dir(run_id, p.shard)}/{p.name}.{table}.parquet" for p in parts]
+                for table in ("outputs", "scores")}
+        if not self.remote:
+            yield {t: [str(Path(self.location) / r) for r in found] for t, found in rels.items()}
+            return
+        fs, root = self._remote()
+        with tempfile.TemporaryDirectory(prefix="cobalt-merge-") as tmp:
+            local: dict[str, list[str]] = {}
+            for table, found in rels.items():
+                local[table] = [str(Path(tmp) / r) for r in found]
+                for path in local[table]:
+                    Path(path).parent.mkdir(parents=True, exist_ok=True)
+                fs.get([f"{root}/{r}" for r in found], local[table])
+            yield local
+
+    # -- the two kinds of location ---------------------------------------------------------------
+
+    def _remote(self) -> tuple[Any, str]:
+        if self._fs is None:
+            try:
+                import fsspec
+            except ImportError:  # pragma: no cover - fsspec comes with dagster
+                raise ConfigError(f"The exchange {self} needs fsspec: pip install 'cobalt-evals[s3]'.") from None
+            try:
+                self._fs = fsspec.core.url_to_fs(self.location)
+            except (ImportError, ValueError) as exc:
+                raise ConfigError(f"Cannot open the exchange {self}: {redact_url(str(exc))} "
+                                  "(an s3:// exchange needs the s3 extra: pip install 'cobalt-evals[s3]').") from None
+        fs, root = self._fs
+        return fs, str(root).rstrip("/")
+
+    def _put(self, local: Path, rel: str) -> None:
+        if self.remote:
+            fs, root = self._remote()
+            fs.put_file(str(local), f"{root}/{rel}")
+            return
+        target = Path(self.location) / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staged = target.with_name(f".{target.name}.tmp")
+        shutil.copyfile(local, staged)
+        os.replace(staged, target)  # whole or absent: a reader never sees half a file
+
+    def _glob(self, pattern: str) -> list[str]:
+        if self.remote:
+            fs, root = self._remote()
+            fs.invalidate_cache()  # another machine's shards wrote since the last listing
+            return [str(p)[len(root) + 1:] for p in fs.glob(f"{root}/{pattern}")]  # fsspec's paths start with root
+        base = Path(self.location)
+        return [str(p.relative_to(base)) for p in base.glob(pattern)]
+
+    def _read(self, rel: str) -> str:
+        if self.remote:
+            fs, root = self._remote()
+            return bytes(fs.cat_file(f"{root}/{rel}")).decode()
+        return (Path(self.location) / rel).read_text()
+
+
+def write_parquet(table: str, rows: list[dict[str, Any]], path: Path) -> None:
+    """The rows of a store table as a Parquet file with the store's column types (DuckDB writes it,
+    reading the rows through newline-delimited JSON, as the store's own inserts do)."""
+    import duckdb
+
+    columns = COLUMNS[table]
+    source = path.with_suffix(".ndjson")
+    with source.open("w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps({c: _finite(row.get(c)) for c in columns}, ensure_ascii=False, default=str))
+            fh.write("\n")
+    con = duckdb.connect(":memory:")
+    try:
+        select = (f"SELECT {', '.join(columns)} FROM read_json(?, format='newline_delimited', "
+                  f"columns={_READ_SPECS[table]})")
+        con.execute(f"COPY ({select}) TO '{_quoted(path)}' (FORMAT parquet)", [str(source)])
+    finally:
+        con.close()
+        source.unlink(missing_ok=True)
+
+
+def _quoted(path: Path) -> str:
+    return str(path).replace("'", "''")

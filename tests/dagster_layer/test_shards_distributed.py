@@ -1,0 +1,164 @@
+"""Sharded runs on a real distributed engine and a real object store: Dagster's celery executor with a
+Redis broker and two celery worker processes, and an S3 exchange on moto's server, all on 127.0.0.1."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pytest
+from conftest import TEST_KEY, write_judge_config
+from shardjob import EXPERIMENT, ITEMS, make_project, reconstructable
+from test_shards import SHARD_STEP, add_partition, gate_verdicts, once_each
+
+import cobalt_dagster
+from cobalt_lib import Store, load_config
+
+HERE = Path(__file__).parent
+BIN = Path(sys.executable).parent
+REDIS = shutil.which("redis-server") or "/usr/bin/redis-server"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for(condition: Any, what: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[str]:
+    """A Redis server of the test's own on a free port, stopped by its pid."""
+    if not Path(REDIS).exists():
+        pytest.skip("redis-server is not installed (apt-get install redis-server)")
+    import redis
+
+    port = free_port()
+    proc = subprocess.Popen([REDIS, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                             "--dir", str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    client = redis.Redis(host="127.0.0.1", port=port)
+
+    def up() -> bool:
+        try:
+            return bool(client.ping())
+        except redis.ConnectionError:
+            return False
+
+    try:
+        wait_for(up, "redis-server")
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        client.close()
+        stop(proc)
+
+
+@pytest.fixture
+def workers(broker: str, tmp_path: Path) -> Iterator[list[int]]:
+    """Two celery worker processes (one task at a time each) serving Dagster's queue; their pids."""
+    from celery import Celery
+
+    conf = tmp_path / "celeryconf"
+    conf.mkdir()
+    (conf / "dagster_celery_config.py").write_text(f"broker_url = {broker!r}\nresult_backend = {broker!r}\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(conf), str(HERE), str(HERE.parent)])}
+    procs = [subprocess.Popen([str(BIN / "celery"), "-A", "dagster_celery.app", "worker", "-Q", "dagster", "--pool",
+                               "solo", "-n", f"cobalt{n}@%h", "--without-gossip", "--without-mingle", "-l", "WARNING"],
+                              env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             for n in (1, 2)]
+    app = Celery(broker=broker, backend=broker)
+    try:
+        wait_for(lambda: len(app.control.ping(timeout=0.5) or []) == 2, "two celery workers")
+        yield [p.pid for p in procs]
+    finally:
+        app.close()
+        for proc in procs:
+            stop(proc)
+
+
+@pytest.fixture
+def sharded(tmp_path: Path, llm: Any, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    root = tmp_path / "proj"
+    root.mkdir()
+    write_judge_config(root, llm)
+    return root
+
+
+@pytest.mark.slow
+def test_a_sharded_run_on_the_celery_executor_runs_each_shard_in_a_worker(
+        sharded: Path, instance: dg.DagsterInstance, broker: str, workers: list[int]) -> None:
+    make_project(sharded, (sharded / "cobalt.toml").read_text())
+    partition = add_partition(instance)
+    with dg.execute_job(reconstructable(sharded, executor="celery", broker=broker), instance=instance,
+                        tags={"dagster/partition": partition}) as result:
+        assert result.success
+    records = instance.get_records_for_run(run_id=result.run_id, of_type=dg.DagsterEventType.STEP_START).records
+    where = {str(r.event_log_entry.step_key): r.event_log_entry.dagster_event.pid for r in records  # type: ignore[union-attr]
+             if r.event_log_entry.dagster_event is not None}
+    shards = {step: pid for step, pid in where.items() if SHARD_STEP in step}
+    assert len(shards) == 3 and set(shards.values()) <= set(workers)  # each shard ran in a worker process
+    assert os.getpid() not in where.values()
+    assert once_each(Store.for_config(load_config(sharded)), partition) == ([(i, 0) for i in range(ITEMS)], 2 * ITEMS)
+    assert gate_verdicts(instance, result.run_id) == sorted([("gate_exact_min_0_75", True),
+                                                             ("gate_every_evaluator_scored", True)])
+
+
+@pytest.fixture
+def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """moto's S3-compatible server on 127.0.0.1 with a bucket `exchange`; its URL."""
+    from moto.server import ThreadedMotoServer
+
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port)
+    server.start()
+    url = f"http://127.0.0.1:{port}"
+    for name, value in (("AWS_ENDPOINT_URL", url), ("AWS_ACCESS_KEY_ID", "test"), ("AWS_SECRET_ACCESS_KEY", "test"),
+                        ("AWS_DEFAULT_REGION", "us-east-1")):
+        monkeypatch.setenv(name, value)
+    import boto3
+
+    boto3.client("s3", endpoint_url=url).create_bucket(Bucket="exchange")
+    try:
+        yield url
+    finally:
+        server.stop()
+
+
+@pytest.mark.slow
+def test_shards_meet_in_object_storage(sharded: Path, instance: dg.DagsterInstance, s3: str) -> None:
+    make_project(sharded, (sharded / "cobalt.toml").read_text(), exchange="s3://exchange/cobalt")
+    partition = add_partition(instance)
+    job = cobalt_dagster.build_definitions(sharded).resolve_job_def(f"{EXPERIMENT}_eval")
+    assert job.execute_in_process(instance=instance, partition_key=partition).success
+    import boto3
+
+    keys = [o["Key"] for o in boto3.client("s3", endpoint_url=s3).list_objects_v2(
+        Bucket="exchange", Prefix=f"cobalt/{partition}/")["Contents"]]
+    assert {k.split("/")[2] for k in keys} == {"shard-00000", "shard-00001", "shard-00002"}
+    assert sum(k.endswith(".outputs.parquet") for k in keys) >= 3
+    assert not (sharded / ".cobalt" / "exchange").exists()  # nothing went to the local default
+    assert once_each(Store.for_config(load_config(sharded)), partition) == ([(i, 0) for i in range(ITEMS)], 2 * ITEMS)
