@@ -9,6 +9,10 @@ same functions item by item in `execute`:
     items = await stream(plan, items, rescore_step, tables=("scores",))             # stage 2
     report = finish(plan, items, "completed")           # stages 3 and 4, results JSON, run row
 
+While a process works on a run it renews the run's lease in the store (`with lease(store, run_id):`,
+which `execute`, `stream` and `finish_from_store` hold); a `running` run whose lease expired reads
+`incomplete`.
+
 How a run starts is a request object: `FreshRun`, `ResumeRun` (see `resume_request`), `RescoreRun`,
 `PartitionRun` (a Dagster partition). A run's duration is the working time its stages stored.
 """
@@ -21,6 +25,7 @@ from .._testing import pause_point
 from ._agent import AgentContext, call_agent
 from ._aggregate import summarise
 from ._execute import RunInterrupted, agent_step, execute, finish, full_step, rescore_step, start_run, stream
+from ._lease import LeaseRenewer, lease
 from ._plan import RunPlan, new_run_id, prepare
 from ._requests import FailedItemsRun, FreshRun, PartitionRun, RescoreRun, ResumeRun, RunRequest
 from ._resume import failed_request, resume_request
@@ -32,6 +37,7 @@ __all__ = [
     "AgentContext",
     "FailedItemsRun",
     "FreshRun",
+    "LeaseRenewer",
     "Observer",
     "PartitionRun",
     "RescoreRun",
@@ -49,6 +55,7 @@ __all__ = [
     "full_step",
     "item_keys",
     "judge_verdicts",
+    "lease",
     "new_run_id",
     "pause_point",
     "prepare",

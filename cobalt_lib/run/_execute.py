@@ -20,6 +20,7 @@ from ..results._results_file import write_results
 from ..results._rows import aggregate_rows, output_row, run_row, score_rows, verdict_rows
 from ..results._writer import BatchWriter
 from ._gc import collector_tuned_for_a_run
+from ._lease import lease
 from ._plan import RunPlan
 from ._requests import RescoreRun, ResumeRun
 from ._session import Observer, Session
@@ -107,7 +108,8 @@ async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Seq
 
     Finished items land in `into` (a list, or the library path's `FinishedItems` on disk) and the
     store even when the stage is interrupted, and the time the stage worked is added to the run's
-    stored working time either way; the new total is appended to `worked` when given.
+    stored working time either way; the new total is appended to `worked` when given. The run's lease
+    is renewed while the stage works (`lease`).
     """
     items: list[ItemResult] | FinishedItems = into if into is not None else []
     writer = BatchWriter(plan.store)
@@ -128,7 +130,7 @@ async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Seq
             observer.on_item(item)
 
     try:
-        with collector_tuned_for_a_run():
+        with collector_tuned_for_a_run(), lease(plan.store, plan.run_id):
             async with Session(plan) as session:
                 if "outputs" in tables:
                     session.output_sink = lambda item: writer.add("outputs", output_row(plan.run_id, item))
@@ -181,6 +183,11 @@ async def execute(plan: RunPlan, observer: Observer | None = None) -> Experiment
     go through agent and evaluators, outputs without every score are scored.
     """
     start_run(plan)
+    with lease(plan.store, plan.run_id):  # until the run is saved: a killed process's run then expires
+        return await _execute(plan, observer)
+
+
+async def _execute(plan: RunPlan, observer: Observer | None) -> ExperimentReport:
     if observer:
         observer.on_start(plan)
     request = plan.request
