@@ -8,6 +8,7 @@ same functions item by item in `execute`:
     items = await stream(plan, item_keys(plan), agent_step, tables=("outputs",))    # stage 1
     items = await stream(plan, items, rescore_step, tables=("scores",))             # stage 2
     report = finish(plan, items, "completed")           # stages 3 and 4, results JSON, run row
+    report = finish_from_store(plan, "completed")       # ... or over the rows stored, read in chunks
 
 While a process works on a run it renews the run's lease in the store (`with lease(store, run_id):`,
 which `execute`, `stream` and `finish_from_store` hold); a `running` run whose lease expired reads
@@ -31,6 +32,7 @@ from ._requests import FailedItemsRun, FreshRun, PartitionRun, RescoreRun, Resum
 from ._resume import failed_request, resume_request
 from ._session import Observer, Session
 from ._stages import build_report, item_keys, judge_verdicts, produce, score
+from ._stored import finish_from_store
 
 __all__ = [
     "TERMINATED",
@@ -52,6 +54,7 @@ __all__ = [
     "execute",
     "failed_request",
     "finish",
+    "finish_from_store",
     "full_step",
     "item_keys",
     "judge_verdicts",
