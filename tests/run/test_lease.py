@@ -11,9 +11,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from conftest import shifted_store
 
-from cobalt_lib import ConfigError, Store
-from cobalt_lib.run import LeaseRenewer, lease
+from cobalt_lib import ConfigError, Dataset, Evaluator, Store, experiment, load_config
+from cobalt_lib.run import LeaseRenewer, lease, resume_request
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 COBALT = str(Path(sys.executable).parent / "cobalt")
@@ -192,3 +193,18 @@ def test_a_kill_9_cobalt_run_reads_incomplete_once_its_short_lease_expires(proje
     after = Store(store.path, now=lambda: killed_at + timedelta(seconds=3.5))
     assert after.run_status(row["run_id"]) == "incomplete"
     assert [r["status"] for r in after.runs()] == ["incomplete"]
+
+
+def test_a_leased_run_cannot_be_resumed_and_one_whose_lease_expired_can(project: Path) -> None:
+    (project / "cobalt.toml").write_text("")
+    config = load_config(project)
+    exp = experiment("qa", Dataset([{"input": "q", "expected_output": "a"}]), lambda ctx: "a",
+                     evaluators=[Evaluator(name="exact", type="exact-match")])
+    path = Store.for_config(config).path
+    row = {"experiment": "qa", "started_at": T0.isoformat(), "tags": [], "config": {"dataset": {"size": 1}}}
+    shifted_store(path, 24).start_run({"run_id": "20260301120000-aaaaaaaa", **row})  # leased for a day
+    with pytest.raises(ConfigError, match=r"^Run 20260301120000-aaaaaaaa of 'qa' is still running \(started by "
+                                          r"process \d+ on .+; its lease runs until 20\d\d-[^;]+\); stop it"):
+        resume_request(exp, config, "aaaaaaaa")
+    shifted_store(path, -2).start_run({"run_id": "20260301120000-bbbbbbbb", **row})  # its lease ran out
+    assert resume_request(exp, config, "bbbbbbbb").run_id == "20260301120000-bbbbbbbb"
