@@ -33,6 +33,7 @@ TABLE_NOTES = {
     "scores": "one row per evaluator per agent call: score 0..1, reason, status, judge cost",
     "aggregates": "one row per metric per run: statistics of an evaluator's scores or of latency/cost/tokens",
     "verdicts": "one row per quality gate per run: passed, message, actual and expected values",
+    "dagster_runs": "one row per run Dagster holds: its Dagster run id, and whether Dagster executed or recorded it",
 }
 COLUMN_NOTES: dict[str, dict[str, str]] = {
     "runs": {
@@ -77,6 +78,11 @@ COLUMN_NOTES: dict[str, dict[str, str]] = {
     "verdicts": {
         "run_id": "the run", "name": "the gate, e.g. `relevance >= 0.8`", "passed": "the gate passed",
         "message": "what the gate found", "actual": "the measured value", "expected": "the bound",
+    },
+    "dagster_runs": {
+        "run_id": "the cobalt run", "dagster_run_id": "the Dagster run that holds it",
+        "how": "executed (Dagster launched the run) | recorded (a library run replayed into Dagster)",
+        "recorded_at": "when Dagster took it (UTC)",
     },
 }
 

@@ -172,7 +172,7 @@ async def test_resources_read_the_project_and_the_store(served: Served, runs: Ru
         return json.loads(result.contents[0].text)  # type: ignore[union-attr]
 
     schema = {t["name"]: t for t in await read("cobalt://schema")}
-    assert set(schema) == {"runs", "outputs", "scores", "aggregates", "verdicts"}
+    assert set(schema) == {"runs", "outputs", "scores", "aggregates", "verdicts", "dagster_runs"}
     assert all(c["description"] for t in schema.values() for c in t["columns"])
     config = await read("cobalt://config")
     assert config["config"]["judge"]["model"] == "gpt-4o-mini"
