@@ -14,12 +14,12 @@ from typing import Any
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
-from cobalt_lib import AssertionResult, Experiment, ExperimentReport
+from cobalt_lib import AssertionResult, Experiment, ExperimentReport, Store
 from cobalt_lib.gates import Assertion
 from cobalt_lib.links import dagster_check_names as check_names
 from cobalt_lib.links import dagster_tags
-from cobalt_lib.results import load_report, stored_items
-from cobalt_lib.run import RunPlan, finish, pause_point, start_run
+from cobalt_lib.results import load_report
+from cobalt_lib.run import RunPlan, finish_from_store, pause_point, start_run
 
 from ._metadata import (
     aggregates_metadata,
@@ -71,12 +71,19 @@ def _replayed(stage: str, context: dg.AssetExecutionContext, cobalt: CobaltResou
 
 
 def _finish_from_store(plan: RunPlan, worked_ms: float | None) -> ExperimentReport:
-    """The run's report from its stored rows, saved (aggregates, verdicts, results JSON, run row).
+    """The run's report from its stored rows, saved (aggregates, verdicts, results JSON, run row); the
+    items stream through a disk spill, so memory stays flat in the number of items."""
+    return finish_from_store(plan, "completed", worked_ms=worked_ms)
 
-    For now the items are read into a list; `cobalt_lib.run.finish_from_store(plan, "completed",
-    worked_ms=worked_ms)` (streamed through a disk spill, flat memory) replaces this body.
-    """
-    return finish(plan, stored_items(plan.store, plan.run_id), "completed", worked_ms=worked_ms)
+
+def _gate_verdicts(store: Store, run: dict[str, Any], gate: str) -> list[AssertionResult]:
+    """The stored verdicts of one gate of the run: its verdict rows, without reading any item (a run
+    stored before verdicts named their gate: from its report)."""
+    rows = store.rows("verdicts", run["run_id"])
+    if rows and all(r.get("gate") is None for r in rows):
+        return [a for a in load_report(store, run["run_id"], run=run).assertions if a.gate == gate]
+    return [AssertionResult(name=r["name"], gate=r["gate"] or "", passed=bool(r["passed"]), message=r["message"] or "",
+                            actual=r["actual"], expected=r["expected"]) for r in rows if r.get("gate") == gate]
 
 
 def _description(stage: str, experiment: Experiment) -> str:
@@ -158,8 +165,7 @@ def _gate_check(gate: Assertion, aggregates: dg.AssetsDefinition, check_id: str,
             passed, metadata = False, {"cobalt_run_id": dg.MetadataValue.text(run_id)}
             verdict = f"no stored results for cobalt run {run_id}: run it (materialise the partition) first"
         else:
-            report = load_report(store, run_id, run=run)
-            passed, metadata = gate_outcome(run_id, [a for a in report.assertions if a.gate == gate.name])
+            passed, metadata = gate_outcome(run_id, _gate_verdicts(store, run, gate.name))
             verdict = metadata["message"].value
         yield dg.AssetCheckResult(passed=passed, severity=dg.AssetCheckSeverity.ERROR, metadata=metadata,
                                   description=verdict)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from fakellm import FakeLLM
 
 from cobalt_lib import REGISTRY, Store
+from cobalt_lib.results._liveness import utc_now
 
 SECRET_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "OPENAI_BASE_URL",
                     "ANTHROPIC_BASE_URL")
@@ -62,16 +63,20 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
+def shifted_store(path: Path, hours: float) -> Store:
+    """A Store on `path` whose clock is `hours` off the wall clock: a run it starts holds a lease that
+    ended long ago (negative) or lasts for a day (positive), whatever clock later reads it."""
+    return Store(path, now=lambda: utc_now() + timedelta(hours=hours))
+
+
 def killed_and_live_runs(root: Path) -> Store:
-    """A store holding `r-killed` (its process has exited) and `r-live` (this test process), both `running`."""
-    store = Store(root / ".cobalt" / "cobalt.duckdb")
-    finished = subprocess.Popen([sys.executable, "-c", "pass"])  # its pid: a process that has exited
-    finished.wait()
-    store.start_run({"run_id": "r-killed", "experiment": "qa", "started_at": "2026-01-01T00:00:00+00:00",
-                     "pid": finished.pid, "tags": [], "config": {}})
-    store.start_run({"run_id": "r-live", "experiment": "qa", "started_at": "2026-01-02T00:00:00+00:00",
-                     "tags": [], "config": {}})  # this test process: alive
-    return store
+    """A store holding `r-killed` (its lease expired an hour ago) and `r-live` (leased for a day), both `running`."""
+    path = root / ".cobalt" / "cobalt.duckdb"
+    shifted_store(path, -2).start_run({"run_id": "r-killed", "experiment": "qa",
+                                       "started_at": "2026-01-01T00:00:00+00:00", "tags": [], "config": {}})
+    shifted_store(path, 24).start_run({"run_id": "r-live", "experiment": "qa",
+                                       "started_at": "2026-01-02T00:00:00+00:00", "tags": [], "config": {}})
+    return Store(path)
 
 
 @contextmanager

@@ -39,15 +39,16 @@ COLUMN_NOTES: dict[str, dict[str, str]] = {
     "runs": {
         "run_id": "the run's id, `<UTC time>-<8 hex>`; every table's rows carry it",
         "experiment": "the experiment's name as declared",
-        "status": "running | completed | incomplete (interrupted or its process died) | failed",
+        "status": "running | completed | incomplete (interrupted, or its lease expired) | failed",
         "started_at": "when the run started (UTC)", "finished_at": "when it finished (NULL while running)",
         "tags": "JSON list of the run's tags", "config": "JSON: runs, concurrency, timeout, evaluators, gates",
         "source": "library or dagster: the path that ran it", "parent_run_id": "the run it re-ran or rescored",
-        "pid": "process id of the process that ran it", "host": "host name of that process",
+        "pid": "process id of the process that started it", "host": "host name of that process",
         "results_path": "the results JSON file of the run",
         "summary": "JSON: totals, latency, tokens, cost and per-evaluator statistics",
         "passed": "every gate passed (NULL until the run finishes)",
         "worked_ms": "milliseconds the stages worked on the run",
+        "lease_until": "until when the process working on a running run holds it; past it, the run is incomplete",
     },
     "outputs": {
         "run_id": "the run", "item_index": "the dataset item's index", "run_index": "repetition (0 unless runs > 1)",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ._compare import Comparison, EvaluatorDelta, compare_reports
 from ._exchange import Exchange, redact_url
-from ._history import load_report, resolve_run, stored_items
+from ._history import load_report, resolve_run, stored_item_batches, stored_items
 from ._report import AssertionResult, EvalResult, Evaluation, ExperimentReport, ItemResult, ItemSpread, Stats, Summary
 from ._results_file import read_results, results_filename, write_results
 from ._rows import aggregate_rows, item_from_rows, output_row, run_row, score_rows, stats_from_row, verdict_rows
@@ -40,6 +40,7 @@ __all__ = [
     "run_summary",
     "score_rows",
     "stats_from_row",
+    "stored_item_batches",
     "stored_items",
     "verdict_rows",
     "write_results",

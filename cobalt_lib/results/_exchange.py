@@ -30,7 +30,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._errors import ConfigError
-from ._schema import _READ_SPECS, COLUMNS, _finite
+from ._tables import COLUMNS
+from ._tables import READ_SPECS as _READ_SPECS
+from ._tables import finite as _finite
 
 if TYPE_CHECKING:
     from ..config._config import Config

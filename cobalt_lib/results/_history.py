@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,31 @@ def stored_items(store: Store, run_id: str, *, with_scores: bool = True) -> list
     for row in score_rows:
         scores.setdefault((row["item_index"], row["run_index"]), []).append(row)
     return [item_from_rows(o, scores.get((o["item_index"], o["run_index"]), [])) for o in output_rows]
+
+
+#: Items per chunk of a streamed read: about 2,000 items' rows at a time (a few MB) over one connection each.
+CHUNK_ITEMS = 2000
+
+
+def stored_item_batches(store: Store, run_id: str, chunk: int = CHUNK_ITEMS, *,
+                        with_scores: bool = True) -> Iterator[list[ItemResult]]:
+    """A run's stored items in order of (index, run_index), `chunk` at a time: memory stays flat in the
+    run's size. Each chunk is one short read-only connection, so a run writing meanwhile is never held
+    up for long; rows a writer adds behind the read position are included, ahead of it not."""
+    if chunk < 1:
+        raise ValueError(f"chunk must be at least 1, not {chunk}")
+    after: tuple[int, int] | None = None
+    while True:
+        outputs, scores = store.item_chunk(run_id, after=after, limit=chunk, with_scores=with_scores)
+        if not outputs:
+            return
+        by_key: dict[tuple[int, int], list[dict[str, Any]]] = {}
+        for row in scores:
+            by_key.setdefault((row["item_index"], row["run_index"]), []).append(row)
+        yield [item_from_rows(o, by_key.get((o["item_index"], o["run_index"]), [])) for o in outputs]
+        if len(outputs) < chunk:
+            return
+        after = (outputs[-1]["item_index"], outputs[-1]["run_index"])
 
 
 def _from_rows(store: Store, run: dict[str, Any]) -> ExperimentReport:

@@ -44,7 +44,7 @@ def aggregate_rows(report: ExperimentReport) -> list[dict[str, Any]]:
 def verdict_rows(report: ExperimentReport) -> list[dict[str, Any]]:
     return [
         {"run_id": report.id, "name": a.name, "passed": a.passed, "message": a.message,
-         "actual": a.actual, "expected": a.expected}
+         "actual": a.actual, "expected": a.expected, "gate": a.gate}
         for a in report.assertions
     ]
 

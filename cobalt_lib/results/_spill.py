@@ -68,6 +68,9 @@ class ItemSpill:
         """What was appended so far, sorted by (index, run_index) as a results file holds them."""
         self._file.flush()
         index, run_index = self._keys
+        if all((index[p - 1], run_index[p - 1]) <= (index[p], run_index[p]) for p in range(1, len(self))):
+            # Already in order (read from the store, say): no sort keys, which cost ~100 bytes an item.
+            return StoredItems(self._holder, array("q", self._offsets), array("q", self._lengths))
         order = sorted(range(len(self)), key=lambda p: (index[p], run_index[p]))
         return StoredItems(self._holder, array("q", (self._offsets[p] for p in order)),
                            array("q", (self._lengths[p] for p in order)))

@@ -3,7 +3,8 @@
 DuckDB admits one writing process, and a reader's lock blocks a writer too, so every connection
 is short (open, one transaction, close) and opening retries with backoff. Rows arrive from the
 run as items finish and a background thread (`_writer.BatchWriter`) writes them in batches, each in one
-transaction: a crash loses at most the batch in flight, and no reader ever sees half of one.
+transaction: a crash loses at most the batch in flight, and no reader ever sees half of one. The
+tables themselves are in `_tables`, what makes a run live in `_liveness`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import random
 import re
 import socket
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._errors import ConfigError, StoreError
-from ._schema import _READ_SPECS, COLUMNS, TABLES, _decode, _fetch, _finite
+from ._liveness import Clock, expired, lease_end, lease_seconds, utc_now
 from ._store_dagster import DagsterRuns
+from ._tables import TABLES, decode, fetch, insert, make_tables, present_columns
 
 if TYPE_CHECKING:
     from ..config._config import Config
@@ -68,9 +69,11 @@ class Store(DagsterRuns):
     of the tables is a method here. Every method opens its own short connection, except that
     reads inside a `reading()` block share the block's."""
 
-    def __init__(self, path: Path, *, lock_timeout: float = 60.0) -> None:
+    def __init__(self, path: Path, *, lock_timeout: float = 60.0, now: Clock = utc_now) -> None:
         self.path = Path(path)
         self.lock_timeout = lock_timeout
+        #: The clock leases are written and judged by (tests inject one).
+        self.now = now
 
     @classmethod
     def for_config(cls, config: Config) -> Store:
@@ -153,17 +156,7 @@ class Store(DagsterRuns):
         caller marks the schema ready (`_schema_ready`) once this has committed."""
         if self._file_key() in _SCHEMA_READY:
             return
-        present: dict[str, set[str]] = {}
-        for table, column in con.execute("SELECT table_name, column_name FROM duckdb_columns() "
-                                         "WHERE schema_name = 'main'").fetchall():
-            present.setdefault(table, set()).add(column)
-        for table, cols in TABLES.items():
-            if table not in present:
-                con.execute(f"CREATE TABLE {table} ({', '.join(f'{n} {k}' for n, k in cols)})")
-                continue
-            for name, kind in cols:  # older stores gain new columns
-                if name not in present[table]:
-                    con.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind.replace(' PRIMARY KEY', '')}")
+        make_tables(con, present_columns(con, "schema_name = 'main'"))
 
     def _schema_ready(self) -> None:
         if (key := self._file_key()) is not None:
@@ -206,7 +199,7 @@ class Store(DagsterRuns):
             for table in delete_tables:
                 con.execute(f"DELETE FROM {table} WHERE run_id = ?", [delete_run])
             for table, rows in batches.items():
-                _insert(con, table, rows, self.path.parent)
+                insert(con, table, rows, self.path.parent)
             return None if add_work is None else _add_work(con, *add_work)
 
     def delete_items(self, run_id: str, table: str, keys: Sequence[tuple[int, int]]) -> None:
@@ -217,9 +210,20 @@ class Store(DagsterRuns):
                             [run_id, index, run_index])
 
     def start_run(self, row: dict[str, Any]) -> None:
-        """Write the run's row as `running` (a resumed run keeps the working time already stored)."""
-        row = {"pid": os.getpid(), "host": socket.gethostname(), "status": "running", **row}
+        """Write the run's row as `running` with a fresh lease (a resumed run keeps the working time
+        already stored). `pid` and `host` are stored for people to read; liveness is the lease alone."""
+        row = {"pid": os.getpid(), "host": socket.gethostname(), "status": "running",
+               "lease_until": lease_end(self.now(), lease_seconds()).isoformat(), **row}
         self.write({"runs": [row]}, delete_run=row["run_id"], delete_tables=["runs"])
+
+    def renew_lease(self, run_id: str, seconds: float) -> bool:
+        """Extend a `running` run's lease to `seconds` from now, in one short write; False when the run
+        is not running here (finished, or no such row). A busy store raises StoreError after
+        `lock_timeout`."""
+        with self.connect() as con:
+            found = con.execute("UPDATE runs SET lease_until = ? WHERE run_id = ? AND status = 'running' "
+                                "RETURNING run_id", [lease_end(self.now(), seconds), run_id]).fetchall()
+        return bool(found)
 
     def finish_run(self, run_row: dict[str, Any], aggregates: list[dict[str, Any]],
                    verdicts: list[dict[str, Any]]) -> None:
@@ -259,11 +263,11 @@ class Store(DagsterRuns):
         with self.connect(read_only=True) as con:
             cursor = con.execute(sql, list(params))
             names = [d[0] for d in cursor.description]
-            return [_decode(dict(zip(names, row, strict=True))) for row in cursor.fetchall()]
+            return [decode(dict(zip(names, row, strict=True))) for row in cursor.fetchall()]
 
     def runs(self, experiment: str | None = None, limit: int | None = None, *,
              missing_ok: bool = False) -> list[dict[str, Any]]:
-        """Runs newest first; a `running` run whose process is gone reads as `incomplete`.
+        """Runs newest first; a `running` run whose lease expired reads as `incomplete`.
 
         A store not made yet is a StoreError, or no runs with `missing_ok`."""
         sql = "SELECT * FROM runs" + (" WHERE experiment = ?" if experiment else "")
@@ -276,7 +280,7 @@ class Store(DagsterRuns):
         return found[0] if found else None
 
     def run_status(self, run_id: str) -> str | None:
-        """`running`, `completed`, `incomplete` or `failed` (a dead process's run reads as incomplete)."""
+        """`running`, `completed`, `incomplete` or `failed` (a run whose lease expired reads as incomplete)."""
         run = self.get_run(run_id)
         return str(run["status"]) if run else None
 
@@ -322,11 +326,12 @@ class Store(DagsterRuns):
                 return []
             raise
 
-    @staticmethod
-    def with_live_status(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Mark `running` runs whose process is gone as `incomplete` (a killed run cannot say so itself)."""
+    def with_live_status(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Mark `running` runs whose lease expired as `incomplete` (a killed run cannot say so itself).
+        The rows need `status`, `lease_until` and `started_at` (see `_liveness` for a row without a lease)."""
+        now, seconds = self.now(), lease_seconds()
         for row in rows:
-            if row["status"] == "running" and not _process_alive(row.get("pid"), row.get("host")):
+            if row["status"] == "running" and expired(row, now, seconds):
                 row["status"] = "incomplete"
         return rows
 
@@ -335,6 +340,27 @@ class Store(DagsterRuns):
         order = {"outputs": " ORDER BY item_index, run_index", "scores": " ORDER BY item_index, run_index, evaluator",
                  "aggregates": " ORDER BY metric", "verdicts": " ORDER BY name"}.get(table, "")
         return self.query(f"SELECT * FROM {table} WHERE run_id = ?{order}", [run_id])
+
+    def item_chunk(self, run_id: str, *, after: tuple[int, int] | None = None, limit: int = 2000,
+                   with_scores: bool = True) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """One chunk of a streamed read of a run's items, over one short connection: up to `limit`
+        `outputs` rows after the key `after` (item_index, run_index), in key order, and the `scores`
+        rows of those keys (by key, then evaluator)."""
+        index, repeat = after if after is not None else (-1, -1)
+        with self.connect(read_only=True) as con:
+            outputs = fetch(con, "SELECT * FROM outputs WHERE run_id = ? AND (item_index > ? OR "
+                                  "(item_index = ? AND run_index > ?)) ORDER BY item_index, run_index LIMIT ?",
+                             [run_id, index, index, repeat, int(limit)])
+            if not outputs or not with_scores:
+                return outputs, []
+            low, high = outputs[0], outputs[-1]
+            scores = fetch(con, "SELECT * FROM scores WHERE run_id = ? "
+                                 "AND (item_index > ? OR (item_index = ? AND run_index >= ?)) "
+                                 "AND (item_index < ? OR (item_index = ? AND run_index <= ?)) "
+                                 "ORDER BY item_index, run_index, evaluator",
+                            [run_id, low["item_index"], low["item_index"], low["run_index"],
+                             high["item_index"], high["item_index"], high["run_index"]])
+        return outputs, scores
 
     # Reads for cobalt's pages (`cobalt_lib.pages`): each one short read-only connection, so a page
     # never holds the file while a run in progress wants to write.
@@ -365,9 +391,9 @@ class Store(DagsterRuns):
             f"WHERE o.run_id = ?{where} ORDER BY {order} {'DESC' if descending else 'ASC'} NULLS LAST, "
             f"o.item_index, o.run_index LIMIT {int(limit)} OFFSET {int(offset)}")
         with self.connect(read_only=True) as con:
-            rows = _fetch(con, sql, params)
+            rows = fetch(con, sql, params)
             keys = sorted({r["item_index"] for r in rows})
-            scores = _fetch(con, "SELECT * FROM scores WHERE run_id = ? AND item_index IN (SELECT unnest(?)) "
+            scores = fetch(con, "SELECT * FROM scores WHERE run_id = ? AND item_index IN (SELECT unnest(?)) "
                                  "ORDER BY evaluator", [run_id, keys]) if keys else []
         by_key: dict[tuple[int, int], list[dict[str, Any]]] = {}
         for score in scores:
@@ -380,9 +406,9 @@ class Store(DagsterRuns):
     def item_records(self, run_id: str, index: int) -> list[dict[str, Any]]:
         """Every repeat of item `index` of a run: its `outputs` rows, each with its `scores` rows."""
         with self.connect(read_only=True) as con:
-            rows = _fetch(con, "SELECT * FROM outputs WHERE run_id = ? AND item_index = ? ORDER BY run_index",
+            rows = fetch(con, "SELECT * FROM outputs WHERE run_id = ? AND item_index = ? ORDER BY run_index",
                           [run_id, index])
-            scores = _fetch(con, "SELECT * FROM scores WHERE run_id = ? AND item_index = ? ORDER BY evaluator",
+            scores = fetch(con, "SELECT * FROM scores WHERE run_id = ? AND item_index = ? ORDER BY evaluator",
                             [run_id, index])
         for row in rows:
             row["scores"] = [s for s in scores if s["run_index"] == row["run_index"]]
@@ -417,7 +443,8 @@ class Store(DagsterRuns):
 
     @contextmanager
     def snapshot(self) -> Iterator[Any]:
-        """An in-memory DuckDB connection holding a copy of the tables, with live run statuses.
+        """An in-memory DuckDB connection holding a copy of the tables, with live run statuses (a
+        `running` run whose lease expired is `incomplete` there).
 
         The file is held only while the copy is taken (one short read, retried while a writer holds
         it), so a slow or heavy query over the copy never blocks a run writing to the store. The copy
@@ -431,19 +458,12 @@ class Store(DagsterRuns):
         try:
             self._attach_read_only(con)
             try:
-                present = {row[0] for row in con.execute(
-                    "SELECT table_name FROM duckdb_tables() WHERE database_name = 'store'").fetchall()}
-                for table, cols in TABLES.items():
-                    if table in present:
-                        con.execute(f"CREATE TABLE {table} AS SELECT * FROM store.{table}")
-                    else:  # a store from before this table: an empty one, so queries naming it still work
-                        con.execute(f"CREATE TABLE {table} ({', '.join(f'{n} {k}' for n, k in cols)})")
+                make_tables(con, present_columns(con, "database_name = 'store'"), copy_from="store")
             finally:
                 con.execute("DETACH store")
-            running = con.execute("SELECT run_id, pid, host FROM runs WHERE status = 'running'").fetchall()
-            gone = [run_id for run_id, pid, host in running if not _process_alive(pid, host)]
-            if gone:
-                con.execute("UPDATE runs SET status = 'incomplete' WHERE run_id IN (SELECT unnest(?))", [gone])
+            con.execute("UPDATE runs SET status = 'incomplete' WHERE status = 'running' AND "
+                        "coalesce(lease_until, started_at + to_microseconds(CAST(? * 1e6 AS BIGINT))) < ?",
+                        [lease_seconds(), self.now()])
             con.execute("SET enable_external_access = false")
             con.execute("SET lock_configuration = true")
             yield con
@@ -466,8 +486,6 @@ class Store(DagsterRuns):
                 time.sleep(delay * (0.5 + random.random()))
                 delay = min(delay * 2, 0.5)
 
-
-
 def _keep_work(con: Any, run_id: str | None, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A run row written again (a resume, the finish) keeps the working time already stored for the
     run; a row from a store older than the `worked_ms` column starts from its summary's duration."""
@@ -484,48 +502,3 @@ def _add_work(con: Any, run_id: str, ms: float) -> float | None:
     found = con.execute("UPDATE runs SET worked_ms = coalesce(worked_ms, 0) + ? WHERE run_id = ? RETURNING worked_ms",
                         [ms, run_id]).fetchall()
     return float(found[0][0]) if found else None
-
-
-def _insert(con: Any, table: str, rows: list[dict[str, Any]], directory: Path) -> None:
-    """Insert rows by column name through a newline-delimited JSON file that DuckDB reads itself.
-
-    Binding thousands of parameters in a multi-row INSERT cost about 0.2 ms per row of Python
-    and DuckDB time, in the thread that shares the GIL with the run; DuckDB's JSON reader takes
-    the same rows about 6x faster (benchmarks/RESULTS.md).
-    """
-    if not rows:
-        return
-    columns = COLUMNS[table]
-    fd, name = tempfile.mkstemp(prefix=".batch-", suffix=".ndjson", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            for row in rows:
-                fh.write(json.dumps({c: _finite(row.get(c)) for c in columns}, ensure_ascii=False, default=str))
-                fh.write("\n")
-        con.execute(f"INSERT INTO {table} ({', '.join(columns)}) SELECT {', '.join(columns)} FROM "
-                    f"read_json(?, format='newline_delimited', columns={_READ_SPECS[table]})", [name])
-    finally:
-        os.unlink(name)
-
-
-def _process_alive(pid: int | None, host: str | None) -> bool:
-    if not pid:
-        return False
-    if host != socket.gethostname():
-        return True  # another machine's process: it cannot be checked, so trust its status
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return not _zombie(pid)
-
-
-def _zombie(pid: int) -> bool:
-    """A killed process its parent has not reaped yet still answers kill(pid, 0) (Linux only)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rpartition(")")[2].split()[:1] == ["Z"]

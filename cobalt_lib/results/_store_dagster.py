@@ -8,7 +8,8 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from ._schema import COLUMNS, _fetch
+from ._tables import COLUMNS
+from ._tables import fetch as _fetch
 
 
 class DagsterRuns:

@@ -8,6 +8,11 @@ same functions item by item in `execute`:
     items = await stream(plan, item_keys(plan), agent_step, tables=("outputs",))    # stage 1
     items = await stream(plan, items, rescore_step, tables=("scores",))             # stage 2
     report = finish(plan, items, "completed")           # stages 3 and 4, results JSON, run row
+    report = finish_from_store(plan, "completed")       # ... or over the rows stored, read in chunks
+
+While a process works on a run it renews the run's lease in the store (`with lease(store, run_id):`,
+which `execute`, `stream` and `finish_from_store` hold); a `running` run whose lease expired reads
+`incomplete`.
 
 How a run starts is a request object: `FreshRun`, `ResumeRun` (see `resume_request`), `RescoreRun`,
 `PartitionRun` (a Dagster partition). A run's duration is the working time its stages stored.
@@ -21,18 +26,21 @@ from .._testing import pause_point
 from ._agent import AgentContext, call_agent
 from ._aggregate import summarise
 from ._execute import RunInterrupted, agent_step, execute, finish, full_step, rescore_step, start_run, stream
+from ._lease import LeaseRenewer, lease
 from ._plan import RunPlan, new_run_id, prepare
 from ._requests import FailedItemsRun, FreshRun, PartitionRun, RescoreRun, ResumeRun, RunRequest
 from ._resume import failed_request, resume_request
 from ._session import Observer, Session
 from ._shard import Shard, ShardDone, cut, run_shard
 from ._stages import build_report, item_keys, judge_verdicts, produce, score
+from ._stored import finish_from_store
 
 __all__ = [
     "TERMINATED",
     "AgentContext",
     "FailedItemsRun",
     "FreshRun",
+    "LeaseRenewer",
     "Observer",
     "PartitionRun",
     "RescoreRun",
@@ -50,9 +58,11 @@ __all__ = [
     "execute",
     "failed_request",
     "finish",
+    "finish_from_store",
     "full_step",
     "item_keys",
     "judge_verdicts",
+    "lease",
     "new_run_id",
     "pause_point",
     "prepare",

@@ -20,6 +20,7 @@ from ..results._results_file import write_results
 from ..results._rows import aggregate_rows, output_row, run_row, score_rows, verdict_rows
 from ..results._writer import BatchWriter
 from ._gc import collector_tuned_for_a_run
+from ._lease import lease
 from ._plan import RunPlan
 from ._requests import RescoreRun, ResumeRun
 from ._session import Observer, Session
@@ -132,6 +133,7 @@ async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Seq
     store even when the stage is interrupted, and the time the stage worked is added to the run's
     stored working time either way; the new total is appended to `worked` when given. A `writer` of
     the caller's (a Dagster shard's files) takes the rows and the working time instead of the store.
+    The run's lease is renewed while the stage works (`lease`).
     """
     items: list[ItemResult] | FinishedItems | Counted = into if into is not None else []
     to_store = writer is None
@@ -152,8 +154,11 @@ async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Seq
         if observer:
             observer.on_item(item)
 
+    # A shard writing elsewhere renews the run's lease only where it can reach the store (a process on
+    # this machine); a shard on another machine leaves the run to the steps that can (split, merge).
+    renewing = lease(plan.store, plan.run_id) if to_store or plan.store.path.exists() else contextlib.nullcontext()
     try:
-        with collector_tuned_for_a_run():
+        with collector_tuned_for_a_run(), renewing:
             async with Session(plan) as session:
                 if "outputs" in tables:
                     session.output_sink = lambda item: rows.add("outputs", output_row(plan.run_id, item))
@@ -207,6 +212,11 @@ async def execute(plan: RunPlan, observer: Observer | None = None) -> Experiment
     go through agent and evaluators, outputs without every score are scored.
     """
     start_run(plan)
+    with lease(plan.store, plan.run_id):  # until the run is saved: a killed process's run then expires
+        return await _execute(plan, observer)
+
+
+async def _execute(plan: RunPlan, observer: Observer | None) -> ExperimentReport:
     if observer:
         observer.on_start(plan)
     request = plan.request

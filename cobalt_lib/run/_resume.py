@@ -30,8 +30,7 @@ def resume_request(experiment: Experiment, config: Config, ref: str, **options: 
     if run["status"] == "completed":
         raise ConfigError(f"Run {run_id} of {experiment.name!r} is already completed; there is nothing to resume.")
     if run["status"] == "running":
-        raise ConfigError(f"Run {run_id} of {experiment.name!r} is still running (process {run['pid']} on "
-                          f"{run['host']}); stop it first, or wait for it to finish.")
+        raise _still_running(run_id, experiment.name, run)
     items = stored_items(store, run_id)
     _refuse_changed_dataset(experiment, run_id, run, items)
     indices = (run.get("config") or {}).get("indices")  # a run of some items (--only-failed) resumes those
@@ -50,8 +49,7 @@ def failed_request(experiment: Experiment, config: Config, ref: str, **options: 
     run_id = resolve_run(store, ref, experiment=experiment.name)
     run = store.require_run(run_id)
     if run["status"] == "running":
-        raise ConfigError(f"Run {run_id} of {experiment.name!r} is still running (process {run['pid']} on "
-                          f"{run['host']}); stop it first, or wait for it to finish.")
+        raise _still_running(run_id, experiment.name, run)
     items = stored_items(store, run_id)
     _refuse_changed_dataset(experiment, run_id, run, items, doing="re-running its failed items")
     failed = sorted({item.index for item in items if _failed(item)})
@@ -59,6 +57,14 @@ def failed_request(experiment: Experiment, config: Config, ref: str, **options: 
         raise ConfigError(f"Run {run_id} of {experiment.name!r} has no failed items (agent errors, timeouts, "
                           "eval-errors or scores below a pass mark); there is nothing to re-run.")
     return FailedItemsRun(parent_run_id=run_id, indices=tuple(failed), **options)
+
+
+def _still_running(run_id: str, name: str, run: Mapping[str, Any]) -> ConfigError:
+    until = run.get("lease_until")
+    held = f"its lease runs until {until:%Y-%m-%d %H:%M:%S %Z}" if until is not None else "it has no lease yet"
+    return ConfigError(f"Run {run_id} of {name!r} is still running (started by process {run.get('pid')} on "
+                       f"{run.get('host')}; {held}); stop it first, or wait for it to finish. A run whose process "
+                       "died reads incomplete once its lease runs out.")
 
 
 def _failed(item: ItemResult) -> bool:

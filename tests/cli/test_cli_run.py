@@ -40,6 +40,10 @@ experiment("other-agent", Dataset([{"expected_output": "x"}]), lambda ctx: "x",
 '''
 
 
+#: A run crashed with this lease (1 ms) has lost it before the next command has even started: it reads incomplete.
+SHORT_LEASE = {"COBALT_LEASE_SECONDS": "0.001"}
+
+
 def cobalt(project: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if k not in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY")}
     return subprocess.run([COBALT, *args], cwd=project, capture_output=True, text=True, timeout=120,
@@ -463,7 +467,7 @@ def test_only_failed_reruns_the_failed_items_as_a_new_run_recorded_to_dagster(qa
 
 
 def test_resume_latest_with_a_filter_finishes_that_experiments_run(qa_project: Path) -> None:
-    crashed = cobalt(qa_project, "run", "-f", "qa", CRASH="1")
+    crashed = cobalt(qa_project, "run", "-f", "qa", CRASH="1", **SHORT_LEASE)
     assert crashed.returncode == 3
     assert cobalt(qa_project, "run", "-f", "other").returncode == 0  # now the newest run
     store = Store(qa_project / ".cobalt" / "cobalt.duckdb")
@@ -569,7 +573,7 @@ def test_a_shadowed_config_file_is_a_warning(project: Path) -> None:
 
 
 def test_an_incomplete_run_gives_no_baseline_and_its_export_says_it_is_partial(qa_project: Path) -> None:
-    crashed = cobalt(qa_project, "run", "-f", "qa", CRASH="1")
+    crashed = cobalt(qa_project, "run", "-f", "qa", CRASH="1", **SHORT_LEASE)
     assert crashed.returncode == 3
     run_id = Store(qa_project / ".cobalt" / "cobalt.duckdb").runs()[0]["run_id"]
     baseline = cobalt(qa_project, "export", "latest", "--format", "baseline", "-o", "b.json")
@@ -590,7 +594,7 @@ def test_an_incomplete_run_gives_no_baseline_and_its_export_says_it_is_partial(q
 
 def test_compare_with_an_unfinished_run_warns_and_refuses_to_gate(qa_project: Path) -> None:
     assert cobalt(qa_project, "run", "-f", "qa").returncode == 0
-    assert cobalt(qa_project, "run", "-f", "qa", CRASH="1").returncode == 3
+    assert cobalt(qa_project, "run", "-f", "qa", CRASH="1", **SHORT_LEASE).returncode == 3
     crashed = Store(qa_project / ".cobalt" / "cobalt.duckdb").runs()[0]["run_id"]
     plain = cobalt(qa_project, "compare", "previous", "latest")
     assert plain.returncode == 0

@@ -6,6 +6,7 @@ import os
 import time
 from pathlib import Path
 
+from conftest import shifted_store
 from ops_project import qa_config
 
 from cobalt_lib import Store
@@ -16,8 +17,8 @@ def test_clean_deletes_runs_with_their_results_files_and_keeps_live_ones(project
     config = qa_config(project)
     reports = run_experiments(config, Selection(), RunOptions()).reports
     store = Store.for_config(config)
-    store.start_run({"run_id": "r-live", "experiment": "qa", "started_at": "2020-01-01T00:00:00+00:00",
-                     "tags": [], "config": {}})  # this process: alive, and old
+    shifted_store(store.path, 24).start_run({"run_id": "r-live", "experiment": "qa", "tags": [], "config": {},
+                                             "started_at": "2020-01-01T00:00:00+00:00"})  # leased: alive, and old
     plan = plan_cleanup(config, cache=False, results=True, older_than="1d")
     assert (plan.run_ids, plan.skipped_live, plan.empty()) == ([], 1, True)  # the others are new
     plan = plan_cleanup(config, cache=False, results=True)

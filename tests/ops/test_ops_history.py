@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from conftest import killed_and_live_runs
 from ops_project import qa_config, run
 
 from cobalt_lib import ConfigError, Store
@@ -81,11 +81,7 @@ def test_references_resolve_to_runs_and_their_experiment(project: Path) -> None:
 
 def test_history_entries_of_a_store_holding_a_killed_run(project: Path) -> None:
     config = qa_config(project)
-    store = Store.for_config(config)
-    for run_id, pid, started in (("r-killed", 0, "2026-01-01T00:00:00+00:00"),  # no process: killed
-                                 ("r-live", os.getpid(), "2026-01-02T00:00:00+00:00")):
-        store.start_run({"run_id": run_id, "experiment": "qa", "started_at": started, "pid": pid, "tags": [],
-                         "config": {}})
+    store = killed_and_live_runs(project)
     entries = run_history(config)
     assert [(e.run_id, e.verdict, e.duration_ms) for e in entries] == [
         ("r-live", "running", None), ("r-killed", "incomplete", None)]

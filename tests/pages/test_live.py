@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from browser import screenshot
+from conftest import shifted_store
 from playwright.sync_api import expect
 
 from cobalt_lib import load_config
@@ -26,9 +27,9 @@ def test_a_run_in_progress_refreshes_its_counts_then_shows_finished(tmp_path: Pa
     (tmp_path / "cobalt.toml").write_text("")
     config = load_config(tmp_path)
     store = Store.for_config(config)
-    # This test process is the run's process: alive, so the run reads as running (not incomplete).
-    store.start_run({"run_id": "r-live", "experiment": "qa", "started_at": datetime.now(UTC).isoformat(),
-                     "tags": ["live"], "config": CONFIG})
+    # Leased for a day, so the run reads as running (not incomplete) however slowly the page loads.
+    shifted_store(store.path, 24).start_run({"run_id": "r-live", "experiment": "qa", "tags": ["live"],
+                                             "started_at": datetime.now(UTC).isoformat(), "config": CONFIG})
     store.write(_outputs(range(1)))
     server = PagesServer(config)
     url = server.start()

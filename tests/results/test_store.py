@@ -9,11 +9,12 @@ import subprocess
 import sys
 import textwrap
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import duckdb
 import pytest
-from conftest import TEST_KEY
+from conftest import TEST_KEY, shifted_store
 from fakellm import FakeLLM
 
 from cobalt_lib import (
@@ -27,6 +28,7 @@ from cobalt_lib import (
     read_results,
     threshold,
 )
+from cobalt_lib.results._liveness import utc_now
 
 
 def _mixed_run():
@@ -179,7 +181,9 @@ def test_a_killed_run_keeps_its_written_batches_and_reads_as_incomplete(project:
     assert len(rows) == 5, "the batch of finished items was never written"
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=30)
-    run = store.runs()[0]
+    # Its last renewal was before the kill: a minute and a second on, its lease has run out.
+    later = Store(store.path, now=lambda: utc_now() + timedelta(seconds=61))
+    run = later.runs()[0]
     assert run["status"] == "incomplete"
     assert len(store.rows("scores", run_id)) == 5
 
@@ -219,22 +223,6 @@ def test_a_concurrent_reader_never_breaks_a_run(project: Path) -> None:
     assert int(out) > 0
     store = Store(project / ".cobalt" / "cobalt.duckdb")
     assert len(store.rows("outputs", report.id)) == 300 and len(store.rows("scores", report.id)) == 300
-
-
-def test_a_killed_but_unreaped_run_process_reads_as_incomplete(tmp_path: Path) -> None:
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    store = Store(tmp_path / "s.duckdb")
-    store.write({"runs": [{"run_id": "r", "experiment": "e", "status": "running", "pid": child.pid,
-                           "host": __import__("socket").gethostname()}]})
-    assert store.runs()[0]["status"] == "running"
-    os.kill(child.pid, signal.SIGKILL)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and "Z" not in Path(f"/proc/{child.pid}/stat").read_text().split(")")[-1][:3]:
-        pass  # wait for the kernel to mark it a zombie (not reaped: no wait() yet)
-    try:
-        assert store.runs()[0]["status"] == "incomplete"
-    finally:
-        child.wait()
 
 
 def test_a_batch_that_meets_a_held_lock_is_kept_and_written_once_the_lock_goes(
@@ -280,7 +268,7 @@ def test_the_store_answers_for_runs_by_id(tmp_path: Path) -> None:
         store.finish_run(_run_row(run_id, f"2026-01-0{day}T00:00:00+00:00", status="completed"),
                          [{"run_id": run_id, "metric": "exact", "kind": "evaluator", "mean": day / 10},
                           {"run_id": run_id, "metric": "latency", "kind": "metric", "mean": 5.0}], [])
-    store.start_run(_run_row("r4", "2026-01-04T00:00:00+00:00", pid=0))  # its process is gone
+    shifted_store(store.path, -2).start_run(_run_row("r4", "2026-01-04T00:00:00+00:00"))  # its lease expired
     assert (store.run_status("r2"), store.run_status("r4"), store.experiment_of("r3")) == (
         "completed", "incomplete", "qa")
     assert store.evaluator_means(["r1", "r3", "nope"]) == {"r1": {"exact": 0.1}, "r3": {"exact": 0.3}}

@@ -1,0 +1,125 @@
+"""The store's tables, and how rows cross into DuckDB (through its JSON reader) and back out as dicts."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+TABLES: dict[str, list[tuple[str, str]]] = {
+    "runs": [
+        ("run_id", "VARCHAR PRIMARY KEY"), ("experiment", "VARCHAR"), ("status", "VARCHAR"),
+        ("started_at", "TIMESTAMPTZ"), ("finished_at", "TIMESTAMPTZ"), ("tags", "JSON"), ("config", "JSON"),
+        ("source", "VARCHAR"), ("parent_run_id", "VARCHAR"), ("pid", "INTEGER"), ("host", "VARCHAR"),
+        ("results_path", "VARCHAR"), ("summary", "JSON"), ("passed", "BOOLEAN"),
+        # Milliseconds the stages spent working on the run, summed over every process that worked on it.
+        ("worked_ms", "DOUBLE"),
+        # Until when the run's process holds it (`_liveness`): a `running` run past this reads `incomplete`.
+        ("lease_until", "TIMESTAMPTZ"),
+    ],
+    "outputs": [
+        ("run_id", "VARCHAR"), ("item_index", "INTEGER"), ("run_index", "INTEGER"), ("input", "JSON"),
+        ("output", "JSON"), ("metadata", "JSON"), ("status", "VARCHAR"), ("error", "VARCHAR"),
+        ("traceback", "VARCHAR"), ("latency_ms", "DOUBLE"), ("tokens", "BIGINT"), ("cost_usd", "DOUBLE"),
+        ("input_hash", "VARCHAR"),
+    ],
+    "scores": [
+        ("run_id", "VARCHAR"), ("item_index", "INTEGER"), ("run_index", "INTEGER"), ("evaluator", "VARCHAR"),
+        ("score", "DOUBLE"), ("raw_score", "DOUBLE"), ("reason", "VARCHAR"), ("status", "VARCHAR"),
+        ("passed", "BOOLEAN"), ("error", "VARCHAR"), ("raw_response", "VARCHAR"), ("cached", "BOOLEAN"),
+        ("judge_model", "VARCHAR"), ("latency_ms", "DOUBLE"), ("tokens", "BIGINT"), ("cost_usd", "DOUBLE"),
+        ("judge_calls", "INTEGER"),
+    ],
+    "aggregates": [
+        ("run_id", "VARCHAR"), ("metric", "VARCHAR"), ("kind", "VARCHAR"), ("mean", "DOUBLE"),
+        ("median", "DOUBLE"), ("p95", "DOUBLE"), ("p99", "DOUBLE"), ("min", "DOUBLE"), ("max", "DOUBLE"),
+        ("stddev", "DOUBLE"), ("count", "BIGINT"), ("errors", "BIGINT"), ("coverage", "DOUBLE"),
+        ("pass_rate", "DOUBLE"),
+    ],
+    "verdicts": [
+        ("run_id", "VARCHAR"), ("name", "VARCHAR"), ("passed", "BOOLEAN"), ("message", "VARCHAR"),
+        ("actual", "DOUBLE"), ("expected", "DOUBLE"),
+        # the gate that produced it (no_regression yields one verdict per metric): what its check reads
+        ("gate", "VARCHAR"),
+    ],
+    # Which runs Dagster holds, and as which Dagster run: `executed` (Dagster launched the run) or
+    # `recorded` (a library run replayed into Dagster afterwards). A table of its own, as the run row
+    # is replaced whenever a run starts, resumes or finishes.
+    "dagster_runs": [
+        ("run_id", "VARCHAR"), ("dagster_run_id", "VARCHAR"), ("how", "VARCHAR"), ("recorded_at", "TIMESTAMPTZ"),
+    ],
+}
+COLUMNS = {table: [name for name, _ in cols] for table, cols in TABLES.items()}
+JSON_COLUMNS = {name for cols in TABLES.values() for name, kind in cols if kind == "JSON"}
+
+
+def fetch(con: Any, sql: str, params: Sequence[Any]) -> list[dict[str, Any]]:
+    """A query's rows on `con` as dicts, JSON columns decoded."""
+    cursor = con.execute(sql, list(params))
+    names = [d[0] for d in cursor.description]
+    return [decode(dict(zip(names, row, strict=True))) for row in cursor.fetchall()]
+
+
+def insert(con: Any, table: str, rows: list[dict[str, Any]], directory: Path) -> None:
+    """Insert rows by column name through a newline-delimited JSON file that DuckDB reads itself.
+
+    Binding thousands of parameters in a multi-row INSERT cost about 0.2 ms per row of Python
+    and DuckDB time, in the thread that shares the GIL with the run; DuckDB's JSON reader takes
+    the same rows about 6x faster (benchmarks/RESULTS.md).
+    """
+    if not rows:
+        return
+    columns = COLUMNS[table]
+    fd, name = tempfile.mkstemp(prefix=".batch-", suffix=".ndjson", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            for row in rows:
+                fh.write(json.dumps({c: finite(row.get(c)) for c in columns}, ensure_ascii=False, default=str))
+                fh.write("\n")
+        con.execute(f"INSERT INTO {table} ({', '.join(columns)}) SELECT {', '.join(columns)} FROM "
+                    f"read_json(?, format='newline_delimited', columns={READ_SPECS[table]})", [name])
+    finally:
+        os.unlink(name)
+
+
+def finite(value: Any) -> Any:
+    """JSON has no NaN or infinity (DuckDB's reader rejects them): store them as NULL."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+#: The `columns={...}` argument of read_json for each table: every column, with its SQL type.
+READ_SPECS = {table: "{" + ", ".join(f"'{n}': '{k.replace(' PRIMARY KEY', '')}'" for n, k in cols) + "}"
+              for table, cols in TABLES.items()}
+
+
+def decode(row: dict[str, Any]) -> dict[str, Any]:
+    for column in JSON_COLUMNS & row.keys():
+        if isinstance(row[column], str):
+            row[column] = json.loads(row[column])
+    return row
+
+
+def present_columns(con: Any, where: str) -> dict[str, set[str]]:
+    """`{table: {column}}` of the tables `where` (a `duckdb_columns()` condition) selects."""
+    present: dict[str, set[str]] = {}
+    for table, column in con.execute(f"SELECT table_name, column_name FROM duckdb_columns() WHERE {where}").fetchall():
+        present.setdefault(table, set()).add(column)
+    return present
+
+
+def make_tables(con: Any, present: dict[str, set[str]], *, copy_from: str | None = None) -> None:
+    """Every table `present` lacks, and every column its tables lack (an older store); with `copy_from`,
+    the tables are first made as copies of the attached database `copy_from`'s."""
+    for table, cols in TABLES.items():
+        if table not in present:
+            con.execute(f"CREATE TABLE {table} ({', '.join(f'{n} {k}' for n, k in cols)})")
+            continue
+        if copy_from:
+            con.execute(f"CREATE TABLE {table} AS SELECT * FROM {copy_from}.{table}")
+        for name, kind in cols:
+            if name not in present[table]:
+                con.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind.replace(' PRIMARY KEY', '')}")
