@@ -17,6 +17,7 @@ does nothing, and merge reports the stored run.
 (No `from __future__ import annotations` here: Dagster reads the context annotations at runtime.)
 """
 
+import contextlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -88,11 +89,25 @@ def _run_shard(experiment: Experiment, name: str, pool: str | None) -> dg.OpDefi
         config = cobalt.config()
         # The plan again, in this process (another one, maybe another machine): no store read.
         plan = cobalt.plan_for_run(experiment, shard.run_id, context.run.tags, None, config)
-        done = run_async(run_shard(plan, shard, Exchange.for_config(config)))
+        try:
+            done = run_async(run_shard(plan, shard, Exchange.for_config(config)))
+        except BaseException as exc:
+            if context.retry_number >= SHARD_RETRIES or not isinstance(exc, Exception):  # no retry comes
+                _give_up(plan.store, shard.run_id)
+            raise
         context.log.info(f"shard {shard.index}: ran {done.ran} item(s), {done.resumed} already in its files")
         return done
 
     return shard_op
+
+
+def _give_up(store: Any, run_id: str) -> None:
+    """The last attempt of a shard failed: end the run's lease now, so every reader sees the run as
+    `incomplete` at once (resumable; re-executing from failure finishes it) rather than when it expires.
+    A shard that cannot reach the store leaves that to the lease's expiry."""
+    if store.path.exists():
+        with contextlib.suppress(Exception):  # never hide the shard's own failure
+            store.renew_lease(run_id, 0)
 
 
 def _merge(name: str) -> dg.OpDefinition:

@@ -454,8 +454,10 @@ def test_a_failed_step_fails_the_dagster_run_even_when_the_experiment_is_named_l
 
     keeper = experiment("gate-keeper", Dataset([{"input": "x"}]), crash,
                         evaluators=[Evaluator(name="one", type="function", fn=lambda ctx: 1.0)])
-    _, result = execute_job(config, keeper)
+    report, result = execute_job(config, keeper)
     assert not result.success
+    # Its shard's last attempt ended the run's lease: every reader sees it incomplete, resumable, at once.
+    assert report is not None and report.status == "incomplete"
     failed = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
     assert failed and all("gate_keeper_run_shard" in (e.step_key or "") for e in failed)
     messages = " ".join(e.step_failure_data.error.message for e in failed
