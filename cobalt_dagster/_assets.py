@@ -132,7 +132,7 @@ def experiment_defs(experiment: Experiment, gates: list[Assertion], pool: str | 
         # Its duration: the working time the shards stored (merge set it), read with the run row above.
         report = _finish_from_store(plan, float(run.get("worked_ms") or 0.0) if run else None)
         return dg.MaterializeResult(metadata=aggregates_metadata(report, plan.config,
-                                                                 previous_report(store, previous)))
+                                                                 previous_report(store, previous, run_id)))
 
     checks = [_gate_check(gate, aggregates, check, parts)
               for gate, check in zip(gates, check_names([g.name for g in gates]), strict=True)]

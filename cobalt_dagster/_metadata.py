@@ -10,13 +10,13 @@ from __future__ import annotations
 import heapq
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import dagster as dg
 
-from cobalt_lib import Config, ExperimentReport, ItemResult, Store
+from cobalt_lib import Config, ExperimentReport, ItemResult, Store, Summary
 from cobalt_lib.links import run_page_url
-from cobalt_lib.results import load_report
 
 #: Rows of the `items` table on `scores` (Dagster keeps metadata in its event log: keep it bounded).
 TABLE_ROWS = 500
@@ -129,8 +129,7 @@ def items_table(items: Sequence[ItemResult], names: list[str]) -> dg.MetadataVal
     return dg.MetadataValue.table(records, dg.TableSchema(columns))
 
 
-def aggregates_metadata(report: ExperimentReport, config: Config,
-                        previous: ExperimentReport | None) -> dict[str, Any]:
+def aggregates_metadata(report: ExperimentReport, config: Config, previous: Previous | None) -> dict[str, Any]:
     """The run's statistics, gates and worst items, and its change against `previous` (`previous_report`)."""
     s = report.summary
     data: dict[str, Any] = {}
@@ -157,7 +156,7 @@ def aggregates_metadata(report: ExperimentReport, config: Config,
     data["run_page"] = dg.MetadataValue.url(run_page_url(config, report.id))
     data["run_page_note"] = dg.MetadataValue.text(PAGES_NOTE.format(run_id=report.id))
     if previous is not None:
-        data["items_flipped"] = dg.MetadataValue.int(items_flipped(previous, report))
+        data["items_flipped"] = dg.MetadataValue.int(previous.items_flipped)
     data["worst_items"] = dg.MetadataValue.md(worst_items_table(report))
     data["diff_with_previous"] = dg.MetadataValue.md(diff_table(report, previous))
     return data
@@ -224,45 +223,34 @@ def previous_run(store: Store, experiment: str, run_id: str) -> dict[str, Any] |
     return store.get_run(previous) if previous is not None else None
 
 
-def previous_report(store: Store, run: dict[str, Any] | None) -> ExperimentReport | None:
-    """The report of `previous_run`'s row (its results JSON, read outside the reading block)."""
-    return load_report(store, run["run_id"], run=run) if run is not None else None
+@dataclass(frozen=True)
+class Previous:
+    """What the metadata says of the experiment's previous completed run: its summary and the items that
+    flipped between pass and fail since, counted in the store (no item of either run is read)."""
+
+    id: str
+    summary: Summary
+    flips: dict[str, int]
+    items_flipped: int
 
 
-def flips(previous: ExperimentReport, report: ExperimentReport) -> dict[str, int]:
-    """Per evaluator, the items (paired by index and repeat) whose pass/fail differs from `previous`."""
-    before = {(i.index, i.run_index): i for i in previous.items}
-    counts: dict[str, int] = {name: 0 for name in report.summary.scores}
-    for item in report.items:
-        old = before.get((item.index, item.run_index))
-        if old is None:
-            continue
-        for name in counts:
-            now, then = item.evaluations.get(name), old.evaluations.get(name)
-            if now is not None and then is not None and bool(now.passed) != bool(then.passed):
-                counts[name] += 1
-    return counts
-
-
-def items_flipped(previous: ExperimentReport, report: ExperimentReport) -> int:
-    """Items (paired by index and repeat) that passed every evaluator in one run and not in the other."""
-    def passed(item: ItemResult) -> bool:
-        return item.status == "ok" and all(ev.passed for ev in item.evaluations.values())
-
-    before = {(i.index, i.run_index): passed(i) for i in previous.items}
-    return sum(1 for i in report.items if (i.index, i.run_index) in before
-               and before[(i.index, i.run_index)] != passed(i))
+def previous_report(store: Store, run: dict[str, Any] | None, run_id: str) -> Previous | None:
+    """`Previous` of `previous_run`'s row against the run `run_id` (its rows stored)."""
+    if run is None:
+        return None
+    flipped, whole = store.pass_flips(run["run_id"], run_id)
+    return Previous(run["run_id"], Summary.model_validate(run.get("summary") or {}), flipped, whole)
 
 
 _METRIC_UNITS = {"latency": ("latency (ms)", 1), "cost": ("cost (USD)", 6), "tokens": ("tokens", 1)}
 
 
-def diff_table(report: ExperimentReport, previous: ExperimentReport | None) -> str:
+def diff_table(report: ExperimentReport, previous: Previous | None) -> str:
     """Per evaluator and run metric, the mean now against the experiment's previous completed run, and
     how many items flipped between pass and fail (a mean can stay put while items trade places)."""
     if previous is None:
         return "_first run of this experiment: nothing to compare with_"
-    flipped = flips(previous, report)
+    flipped = previous.flips
     lines = [f"Compared with run `{previous.id}`", "",
              "| metric | previous | now | change | items flipped pass/fail |", "|---|---|---|---|---|"]
     for name, stats in report.summary.scores.items():

@@ -60,4 +60,4 @@ def stage_metadata(stage: str, report: ExperimentReport, store: Store, config: C
         return scores_metadata(report.items)
     with store.reading():
         previous = previous_run(store, report.name, report.id)
-    return aggregates_metadata(report, config, previous_report(store, previous))
+    return aggregates_metadata(report, config, previous_report(store, previous, report.id))

@@ -78,6 +78,7 @@ COLUMN_NOTES: dict[str, dict[str, str]] = {
     "verdicts": {
         "run_id": "the run", "name": "the gate, e.g. `relevance >= 0.8`", "passed": "the gate passed",
         "message": "what the gate found", "actual": "the measured value", "expected": "the bound",
+        "gate": "the gate that produced it (a no_regression gate yields one verdict per metric)",
     },
     "dagster_runs": {
         "run_id": "the cobalt run", "dagster_run_id": "its Dagster run (NULL when skipped)",

@@ -105,3 +105,22 @@ class DagsterRuns:
                                  "WHERE s.run_id = ? ORDER BY item_index, run_index, evaluator",
                             [run_id, limit, run_id])
         return outputs, scores
+
+    def pass_flips(self, previous_id: str, run_id: str) -> tuple[dict[str, int], int]:
+        """Items (paired by index and repeat) whose pass/fail changed from run `previous_id` to `run_id`:
+        per evaluator, and for the item as a whole (ok and every evaluator passed), counted in SQL so
+        that no run's items are read into memory."""
+        with self.connect(read_only=True) as con:
+            per = con.execute(
+                "SELECT a.evaluator, count(*) FILTER (WHERE coalesce(a.passed, false) <> coalesce(b.passed, false)) "
+                "FROM scores a JOIN scores b USING (item_index, run_index, evaluator) "
+                "WHERE a.run_id = ? AND b.run_id = ? GROUP BY a.evaluator", [run_id, previous_id]).fetchall()
+            whole = con.execute(
+                "WITH items AS (SELECT o.run_id, o.item_index, o.run_index, o.status = 'ok' "
+                "AND coalesce(bool_and(coalesce(s.passed, false)), true) AS ok FROM outputs o "
+                "LEFT JOIN scores s USING (run_id, item_index, run_index) WHERE o.run_id IN (?, ?) "
+                "GROUP BY o.run_id, o.item_index, o.run_index, o.status) "
+                "SELECT count(*) FROM items a JOIN items b USING (item_index, run_index) "
+                "WHERE a.run_id = ? AND b.run_id = ? AND a.ok <> b.ok", [run_id, previous_id, run_id, previous_id],
+            ).fetchone()
+        return {str(name): int(n) for name, n in per}, int(whole[0] if whole else 0)

@@ -24,7 +24,8 @@ import pytest
 from browser import screenshot
 from test_dagster_serve import EXAMPLE, descendants, free_port, poll, still_running
 
-pytestmark = pytest.mark.slow
+# The module fixture starts `cobalt serve` and waits for the daemon's runs: minutes on a loaded machine.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 COBALT = str(Path(sys.executable).parent / "cobalt")
 LOCATION = {"repositoryName": "__repository__", "repositoryLocationName": "definitions.py"}

@@ -7,19 +7,23 @@ from __future__ import annotations
 from pathlib import Path
 
 import dagster as dg
+import pytest
 from dagster_jobs import execute_job
 
 import cobalt_dagster
 from cobalt_dagster._definitions import build_experiment_defs, resources
 from cobalt_lib import Dataset, Evaluator, Store, experiment, load_config, threshold
 
-#: Per run, measured: 15 (the sharded job: dataset, split, merge, aggregates, a check per gate; a shard
-#: never opens the store, it writes to the exchange). Before the reads were combined, the four-asset job
-#: opened the store 22 times.
-BUDGET = 15
+#: Per run, measured: 18 (the sharded job: dataset, split, merge, aggregates streaming the rows back in
+#: chunks and counting the flips against the previous run in SQL, a check per gate; a shard never opens
+#: the store, it writes to the exchange). Before the reads were combined, the four-asset job opened the
+#: store 22 times.
+BUDGET = 18
 
 
-def test_a_dagster_tracked_run_opens_the_store_a_bounded_number_of_times(tmp_path: Path) -> None:
+def test_a_dagster_tracked_run_opens_the_store_a_bounded_number_of_times(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COBALT_LEASE_SECONDS", "3600")  # no lease renewal falls within the run, however slow
     root = tmp_path / "proj"
     root.mkdir()
     (root / "cobalt.toml").write_text("", encoding="utf-8")

@@ -51,7 +51,7 @@ def _seen(store: Store, run_id: str = "r") -> dict[str, object]:
         [(snapshot,)] = con.execute("SELECT status FROM runs WHERE run_id = ?", [run_id]).fetchall()
     return {"runs": store.runs()[0]["status"], "get_run": store.get_run(run_id)["status"],  # type: ignore[index]
             "run_status": store.run_status(run_id), "snapshot": snapshot,
-            "unrecorded": [r["run_id"] for r in store.unrecorded_runs()]}
+            "unrecorded": [r["run_id"] for r in store.unrecorded_runs(["qa"])]}
 
 
 def _all(status: str) -> dict[str, object]:
