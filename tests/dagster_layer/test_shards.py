@@ -62,6 +62,7 @@ def gate_verdicts(instance: dg.DagsterInstance, run_id: str) -> list[tuple[str, 
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # spawned step processes, retries and a re-execution: minutes on a loaded machine
 def test_a_sharded_run_survives_a_killed_shard_and_re_executes_only_the_failed_one(
         sharded: Path, instance: dg.DagsterInstance) -> None:
     (sharded / "kill-once-4").touch()    # shard 1's process dies once, on its second item
@@ -74,7 +75,10 @@ def test_a_sharded_run_survives_a_killed_shard_and_re_executes_only_the_failed_o
     assert [s for s in started if s.endswith(f"{SHARD_STEP}[0]")] == [f"{EXPERIMENT}_outputs_scores.{SHARD_STEP}[0]"]
     assert sum(SHARD_STEP in s for s in set(started)) == 3  # one step per shard
     retried = steps(instance, first.run_id, dg.DagsterEventType.STEP_UP_FOR_RETRY)
-    assert [s.rsplit("[", 1)[1] for s in retried] == ["1]", "2]", "2]"]  # 1 recovered, 2 ran out of retries
+    shards = [s.rsplit("[", 1)[1] for s in retried]
+    # Shard 1 recovered after one retry; shard 2 was retried and failed for good. (A process killed before
+    # it reported its start may be failed by the executor without another retry: one or two, then.)
+    assert shards.count("1]") == 1 and 1 <= shards.count("2]") <= 2 and set(shards) == {"1]", "2]"}, shards
     store = Store.for_config(load_config(sharded))
     assert once_each(store, partition) == ([], 0)  # merge never ran: the store holds nothing of the run yet
     exchange = Exchange.for_config(load_config(sharded))
