@@ -19,7 +19,7 @@ from cobalt_lib.gates import Assertion
 from cobalt_lib.links import dagster_check_names as check_names
 from cobalt_lib.links import dagster_tags
 from cobalt_lib.results import load_report
-from cobalt_lib.run import RunPlan, finish_from_store, pause_point, start_run
+from cobalt_lib.run import RunPlan, finish_from_store, start_run
 
 from ._metadata import (
     aggregates_metadata,
@@ -105,7 +105,6 @@ def experiment_defs(experiment: Experiment, gates: list[Assertion], pool: str | 
                 cobalt_store: DuckDBResource) -> dg.MaterializeResult:
         if is_recording(context.run.tags):
             return _replayed("dataset", context, cobalt, cobalt_store)
-        pause_point("first-step")
         store = checked_store(cobalt, cobalt_store)
         plan = cobalt.plan(experiment, _partition(context), context.run.tags)
         start_run(plan)

@@ -55,9 +55,3 @@ def forwarding_sigterm() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-def rearm() -> None:
-    """Point SIGTERM back at the forwarding after something replaced it (a finished Dagster run)."""
-    if _guarding.is_set() and _in_main_thread():
-        signal.signal(signal.SIGTERM, _forward)

@@ -21,7 +21,6 @@ How a run starts is a request object: `FreshRun`, `ResumeRun` (see `resume_reque
 from __future__ import annotations
 
 from .._aio import run_anywhere as run_coroutine
-from .._signals import TERMINATED, rearm
 from .._testing import pause_point
 from ._agent import AgentContext, call_agent
 from ._aggregate import summarise
@@ -36,7 +35,6 @@ from ._stages import build_report, item_keys, judge_verdicts, produce, score
 from ._stored import finish_from_store
 
 __all__ = [
-    "TERMINATED",
     "AgentContext",
     "FailedItemsRun",
     "FreshRun",
@@ -67,7 +65,6 @@ __all__ = [
     "pause_point",
     "prepare",
     "produce",
-    "rearm",
     "rescore_step",
     "resume_request",
     "run_coroutine",
