@@ -34,7 +34,7 @@ class Endpoint:
 
     provider: str
     model: str
-    base_url: str | None
+    base_url: str | None = field(repr=False)  # may carry credentials (user info, ?api-key=)
     api_key: str = field(repr=False)
     max_tokens: int = 512
     temperature: float | None = None
