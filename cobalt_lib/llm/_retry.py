@@ -118,7 +118,7 @@ async def retrying(call: Callable[[float], Awaitable[T]], *, retries: int, budge
                 _explain(exc, f"not retried: the server asked to wait {wait:.0f} s, more than the {max(left, 0):.0f} s "
                               f"left of the retry budget ({budget_name})")
             if made > retries:
-                _explain(exc, f"gave up after {attempts(made)}" if made > 1 else "not retried: retries are off")
+                _explain(exc, f"gave up after {attempts(made)}" if made > 1 else "not retried: no retries are allowed")
             wait = timing.backoff(made - 1) if wait is None else wait
             if wait >= left:
                 _explain(exc, f"gave up after {attempts(made)}: the retry budget of {budget:g} s ({budget_name}) "
