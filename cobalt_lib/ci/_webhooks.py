@@ -1,68 +1,75 @@
-"""Webhooks: the run summary POSTed to each configured URL, with retries."""
+"""Webhooks: the run summary POSTed to each configured URL, retried by the judge's rules (`llm/_retry`)."""
 
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Sequence
 from typing import Any
 
 from .._aio import run_anywhere
-from ..llm._providers import retry_after_seconds
+from ..llm._network import safe_url
+from ..llm._retry import DEFAULT_TIMING, Failure, Timing, retry_after_seconds, retryable_status, retrying
 from ..results._report import ExperimentReport
 from ..results._summary import run_summary
 
 
+class WebhookFailure(Failure):
+    """One failed POST of a webhook."""
+
+    def __init__(self, problem: str, *, retryable: bool, retry_after: float | None = None,
+                 out_of_time: bool = False) -> None:
+        super().__init__(problem)
+        self.retryable, self.retry_after, self.out_of_time = retryable, retry_after, out_of_time
+
+
 def post_webhooks(urls: Sequence[str], report: ExperimentReport, *, attempts: int = 3,
-                  timeout: float = 10.0, budget: float = 30.0) -> list[str]:
+                  timeout: float = 10.0, budget: float = 30.0, timing: Timing = DEFAULT_TIMING) -> list[str]:
     """`apost_webhooks` from synchronous code, inside a running event loop too (a notebook, an MCP
     server): there it runs on a fresh loop in a helper thread."""
     if not urls:
         return []
-    return run_anywhere(apost_webhooks(urls, report, attempts=attempts, timeout=timeout, budget=budget))
+    return run_anywhere(apost_webhooks(urls, report, attempts=attempts, timeout=timeout, budget=budget,
+                                       timing=timing))
 
 
 async def apost_webhooks(urls: Sequence[str], report: ExperimentReport, *, attempts: int = 3,
-                         timeout: float = 10.0, budget: float = 30.0) -> list[str]:
-    """POST the run summary to every URL at once, retrying 429, 5xx and network errors with backoff
-    (honouring Retry-After) within `budget` seconds in all; returns a warning per URL that failed."""
+                         timeout: float = 10.0, budget: float = 30.0, timing: Timing = DEFAULT_TIMING) -> list[str]:
+    """POST the run summary to every URL at once, at most `attempts` times each, retried as the judge's
+    calls are (408, 409, 429, 5xx and network errors; `x-should-retry`; `Retry-After`) within `budget`
+    seconds in all; returns a warning per URL that failed, naming it without user info, path or query."""
     if not urls:
         return []
     import httpx
 
     payload = run_summary(report)
-    deadline = time.monotonic() + budget
     async with httpx.AsyncClient(timeout=timeout) as client:
-        warnings = await asyncio.gather(*(_post(client, url, payload, attempts, deadline) for url in urls))
+        warnings = await asyncio.gather(*(_post(client, url, payload, attempts=attempts, timeout=timeout,
+                                                budget=budget, timing=timing) for url in urls))
     return [warning for warning in warnings if warning]
 
 
-async def _post(client: Any, url: str, payload: dict[str, Any], attempts: int, deadline: float) -> str | None:
+async def _post(client: Any, url: str, payload: dict[str, Any], *, attempts: int, timeout: float, budget: float,
+                timing: Timing) -> str | None:
     import httpx
 
-    problem = ""
-    for attempt in range(1, attempts + 1):
-        wait = 0.2 * 2**attempt
+    async def attempt(deadline: float) -> None:
+        left = deadline - timing.monotonic()
         try:
-            async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+            async with asyncio.timeout(max(0.0, min(timeout, left))):
                 response = await client.post(url, json=payload)
-            if response.status_code < 400:
-                return None
-            problem = f"HTTP {response.status_code}"
-            if response.status_code < 500 and response.status_code != 429:
-                return f"webhook {_redact(url)} failed: {problem}"
-            wait = retry_after_seconds(response.headers) or wait
-        except (httpx.HTTPError, TimeoutError) as exc:
-            problem = type(exc).__name__
-        if attempt == attempts or time.monotonic() + wait > deadline:
-            return f"webhook {_redact(url)} failed after {attempt} attempt{'s' if attempt > 1 else ''}: {problem}"
-        await asyncio.sleep(wait)
+        except TimeoutError:
+            raise WebhookFailure(f"no answer within {min(timeout, left):.3g} s", retryable=True,
+                                 out_of_time=left <= timeout) from None
+        except httpx.HTTPError as exc:
+            raise WebhookFailure(type(exc).__name__, retryable=True) from None
+        status = response.status_code
+        if status >= 300:  # a redirect is not followed: the summary was not delivered
+            retryable = status >= 400 and retryable_status(status, response.headers)
+            raise WebhookFailure(f"HTTP {status}", retryable=retryable,
+                                 retry_after=retry_after_seconds(response.headers))
+
+    try:
+        await retrying(attempt, retries=attempts - 1, budget=budget, budget_name="the webhooks' budget", timing=timing)
+    except WebhookFailure as exc:
+        return f"webhook {safe_url(url, path=False)} failed: {exc}"
     return None
-
-
-def _redact(url: str) -> str:
-    """Webhook URLs often carry a token in their path or query: show only scheme and host."""
-    from urllib.parse import urlparse
-
-    parsed = urlparse(url)
-    return f"{parsed.scheme}://{parsed.netloc}/…" if parsed.path not in ("", "/") or parsed.query else url

@@ -14,15 +14,17 @@ from pathlib import Path
 from typing import Any
 
 from .._files import write_atomically
+from ._network import safe_url
 
 
 def cache_key(kind: str, provider: str, model: str, prompt: Any, params: dict[str, Any],
               base_url: str | None = None) -> str:
     """SHA-256 of everything that determines the answer: the server too (two OpenAI-compatible
-    servers may serve different weights under one model name), never the API key."""
+    servers may serve different weights under one model name), never the API key nor the
+    credentials a base_url may carry (its user info and query)."""
     payload = json.dumps(
         {"kind": kind, "provider": provider, "model": model, "prompt": prompt, "params": params,
-         **({"base_url": base_url} if base_url else {})},
+         **({"base_url": safe_url(base_url)} if base_url else {})},
         sort_keys=True,
         ensure_ascii=False,
         separators=(",", ":"),

@@ -92,8 +92,8 @@ class Judge:
     """Judge and embeddings calls of one run: shared clients, cache, concurrency limit and prices."""
 
     def __init__(self, cache: ResponseCache, concurrency: int,
-                 prices: Mapping[str, tuple[float, float]] | None = None) -> None:
-        self.clients = Clients()
+                 prices: Mapping[str, tuple[float, float]] | None = None, *, clients: Clients | None = None) -> None:
+        self.clients = clients or Clients()
         self.cache = cache
         self.prices = dict(prices or {})
         self._limit = asyncio.Semaphore(concurrency)

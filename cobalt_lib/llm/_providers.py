@@ -3,15 +3,14 @@ OpenAI or any OpenAI-compatible URL. `_wire` makes the calls."""
 
 from __future__ import annotations
 
-import email.utils
+import base64
 import functools
 import os
 import re
-import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlparse
+from urllib.parse import parse_qsl, quote, unquote, urlparse, urlsplit
 
 from .._errors import ConfigError, MissingApiKeyError
 from ..config._config import EmbeddingsConfig, JudgeConfig
@@ -35,7 +34,7 @@ class Endpoint:
 
     provider: str
     model: str
-    base_url: str | None
+    base_url: str | None = field(repr=False)  # may carry credentials (user info, ?api-key=)
     api_key: str = field(repr=False)
     max_tokens: int = 512
     temperature: float | None = None
@@ -43,6 +42,18 @@ class Endpoint:
     max_retries: int = 4
     retry_max_seconds: float = 120.0
     timeout: float = 60.0
+
+    @functools.cached_property
+    def secrets(self) -> tuple[str, ...]:
+        """What must never be shown: the key, the user info's password and its Basic token, and the
+        values in `base_url`'s query (`?api-key=...`), longest first; none shorter than 8 characters."""
+        found = [self.api_key]
+        if credentials := basic_credentials(self.base_url):
+            password = credentials.split(":", 1)[1]
+            found += [password, quote(password, safe=""), base64.b64encode(credentials.encode()).decode()]
+        found += [value for _, value in parse_qsl(urlsplit(self.base_url or "").query)]
+        found += [quote(value, safe="") for value in found]
+        return tuple(sorted({s for s in found if len(s) >= 8}, key=len, reverse=True))
 
     @functools.cached_property
     def label(self) -> str:  # one string shared by every evaluation of the run, not one per evaluation
@@ -84,8 +95,11 @@ def resolve_judge(judge: JudgeConfig, *, provider: str | None = None, model: str
     variables = [KEY_VARIABLES[prov]]
     if prov == "openai" and is_azure(url):
         variables.insert(0, AZURE_KEY_VARIABLE)
+    # A user:password in base_url goes as Basic auth; where the key would go in the Authorization
+    # header too, the user info takes its place (as httpx did for the SDKs) and no key is needed.
+    userinfo_auth = basic_credentials(url) is not None and key_in_authorization(prov, url)
     key = (configured_key or next((os.environ[v] for v in variables if os.environ.get(v)), None)
-           or (_PLACEHOLDER_KEY if _is_local(url) else None))
+           or (_PLACEHOLDER_KEY if _is_local(url) or userinfo_auth else None))
     if not key:
         names = " or ".join(variables)
         raise MissingApiKeyError(
@@ -140,30 +154,22 @@ def import_sdks(endpoints: Iterable[Endpoint | None]) -> None:
         import aiohttp  # noqa: F401
 
 
-def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
-    """The wait a 429 or 5xx response asks for (`retry-after-ms`, `retry-after` seconds or HTTP date);
-    None when it asks for none or says something unreadable (the caller's own backoff applies)."""
-    if headers is None:
-        return None
-    if (ms := headers.get("retry-after-ms")) is not None:
-        try:
-            return max(0.0, float(ms) / 1000)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:  # an HTTP date; a header that is neither falls back to our own backoff
-        parsed = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    return max(0.0, parsed.timestamp() - time.time())
-
-
 def redact(text: str, endpoint: Endpoint) -> str:
-    """`text` with the endpoint's API key replaced by `***`."""
-    return text.replace(endpoint.api_key, "***") if endpoint.api_key and len(endpoint.api_key) >= 8 else text
+    """`text` with the endpoint's secrets (its key, and a password or query value in its `base_url`)
+    replaced by `***`: a server may echo the request, URL and headers included."""
+    for secret in endpoint.secrets:
+        text = text.replace(secret, "***")
+    return text
+
+
+def basic_credentials(url: str | None) -> str | None:
+    """`user:password` (percent-decoded) from a URL's user info, or None when it has none."""
+    parts = urlsplit(url or "")
+    if parts.username is None and parts.password is None:
+        return None
+    return f"{unquote(parts.username or '')}:{unquote(parts.password or '')}"
+
+
+def key_in_authorization(provider: str, base_url: str | None) -> bool:
+    """Whether the provider sends its key as `Authorization: Bearer` (not `x-api-key` or `api-key`)."""
+    return provider != "anthropic" and not is_azure(base_url)

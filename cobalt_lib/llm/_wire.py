@@ -3,9 +3,12 @@ formats, spoken directly over one aiohttp session per event loop.
 
 The SDKs' request machinery (httpx-style request and response models, URL parsing, header merging)
 cost about 1 ms of CPU per call, several times what the POST itself costs, and made cobalt CPU-bound
-at 200 calls in flight (benchmarks/RESULTS.md). What the SDKs gave is kept: each provider's auth
-headers, the base-URL and key variables (resolved in `_providers`), cobalt's own retries honouring
-`Retry-After`, a timeout per request, typed errors with actionable messages that never hold the key.
+at 200 calls in flight (benchmarks/RESULTS.md). What the SDKs gave is kept (docs/judge.md, "The
+HTTP rules"): each provider's auth headers, the base-URL and key variables (`_providers`), the SDKs'
+retry rules (`_retry`), certificates and proxies from the environment as httpx reads them
+(`_network`), a timeout per request, typed errors that never hold a secret. Stricter than the SDKs:
+redirects are refused (a key never leaves its origin), TLS failures are not retried, and an answer
+is read up to `MAX_RESPONSE_BYTES`.
 """
 
 from __future__ import annotations
@@ -14,30 +17,28 @@ import asyncio
 import contextlib
 import json
 import os
-import random
 import ssl
-import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import urlparse
+from typing import TYPE_CHECKING, Any
 
 from .._errors import JudgeError
-from ._providers import AZURE_KEY_VARIABLE, KEY_VARIABLES, Endpoint, is_azure, redact, retry_after_seconds
+from ._network import certificate_source, environment_proxy, safe_url, ssl_context
+from ._providers import AZURE_KEY_VARIABLE, KEY_VARIABLES, Endpoint, basic_credentials, is_azure, redact
+from ._retry import DEFAULT_TIMING, Failure, Timing, retry_after_seconds, retryable_status, retrying
 
 if TYPE_CHECKING:
     import aiohttp
 
-T = TypeVar("T")
-
 DEFAULT_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
 ANTHROPIC_VERSION = "2023-06-01"
 
+#: The most bytes of one answer read (`[judge]` answers are a few KB): more is an eval-error.
+MAX_RESPONSE_BYTES = 10 * 2**20
 
-class ProviderError(JudgeError):
+
+class ProviderError(JudgeError, Failure):
     """A judge or embeddings call that failed; `retryable` when another attempt may succeed."""
-
-    retryable = False
 
     def __init__(self, message: str, *, retry_after: float | None = None) -> None:
         super().__init__(message)
@@ -45,12 +46,12 @@ class ProviderError(JudgeError):
 
 
 class HTTPStatusError(ProviderError):
-    """The server answered with an error status (`status`); 429 and 5xx are retryable."""
+    """The server answered with an error status (`status`); see `retryable_status`."""
 
-    def __init__(self, message: str, status: int, *, retry_after: float | None = None) -> None:
+    def __init__(self, message: str, status: int, *, retryable: bool, retry_after: float | None = None) -> None:
         super().__init__(message, retry_after=retry_after)
         self.status = status
-        self.retryable = status == 429 or status >= 500
+        self.retryable = retryable
 
 
 class ConnectionFailure(ProviderError):
@@ -59,11 +60,17 @@ class ConnectionFailure(ProviderError):
     retryable = True
 
 
+class TLSFailure(ProviderError):
+    """The server's certificate or the TLS handshake failed: another attempt would fail the same way."""
+
+
 class BudgetExhausted(ProviderError):
     """The retry budget (`[judge] retry_max_seconds`, calls and waits together) ran out."""
 
+    out_of_time = True
+
     def __init__(self, endpoint: Endpoint) -> None:
-        super().__init__(f"{endpoint.label} call ran out of its retry budget")
+        super().__init__(f"{endpoint.label} call got no complete answer")
 
 
 class RequestTimeout(ProviderError):
@@ -80,8 +87,10 @@ class Completion:
     model: str
 
 
+
 def request_headers(endpoint: Endpoint) -> dict[str, str]:
-    """The headers every call to `endpoint` carries: JSON, and the provider's way of sending the key."""
+    """The headers every call to `endpoint` carries: JSON, and the provider's way of sending the key.
+    A `user:password` in `base_url` goes as `Authorization: Basic`, in place of a Bearer key."""
     headers = {"Content-Type": "application/json", "Accept": "application/json",
                "User-Agent": "cobalt-evals (aiohttp)"}
     if endpoint.provider == "anthropic":
@@ -95,45 +104,42 @@ def request_headers(endpoint: Endpoint) -> dict[str, str]:
             for variable, header in (("OPENAI_ORG_ID", "OpenAI-Organization"), ("OPENAI_PROJECT_ID", "OpenAI-Project")):
                 if value := os.environ.get(variable):
                     headers[header] = value
+    if (credentials := basic_credentials(endpoint.base_url)) is not None:
+        import base64
+
+        headers["Authorization"] = "Basic " + base64.b64encode(credentials.encode()).decode()
     return headers
 
 
 @dataclass(frozen=True)
 class _Target:
-    url: str
-    parsed: Any  # yarl.URL
+    """One endpoint's URL worked out once: `parsed` (a yarl.URL without user info), `shown` (for
+    messages), the headers, TLS context and proxy."""
+
+    shown: str
+    parsed: Any
     headers: dict[str, str]
     ssl: ssl.SSLContext | bool
     proxy: Any = None  # yarl.URL
     proxy_auth: Any = None  # aiohttp.BasicAuth
 
 
-def _env_proxy(url: Any) -> tuple[Any, Any]:
-    """The proxy HTTP(S)_PROXY / NO_PROXY name for `url` (as the SDKs honoured them), looked up once."""
-    from aiohttp.helpers import get_env_proxy_for_url
-
-    try:
-        return get_env_proxy_for_url(url)
-    except LookupError:
-        return None, None
-
-
-def _parsed(url: str) -> Any:
-    import yarl
-
-    return yarl.URL(url)
-
-
 def endpoint_url(endpoint: Endpoint, path: str) -> str:
     base = (endpoint.base_url or DEFAULT_URLS["anthropic" if endpoint.provider == "anthropic" else "openai"])
+    if "?" in base:  # a query (`?api-version=...`) stays after the path
+        base, query = base.split("?", 1)
+        return base.rstrip("/") + path + "?" + query
     return base.rstrip("/") + path
 
 
 class Clients:
     """The HTTP session of one run (created on first use inside its event loop, closed by `aclose`),
-    with each endpoint's URLs and headers worked out once."""
+    with each endpoint's URLs and headers worked out once. `timing` is the retries' backoff and clock;
+    `max_response_bytes` the most of one answer read."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, timing: Timing = DEFAULT_TIMING, max_response_bytes: int = MAX_RESPONSE_BYTES) -> None:
+        self.timing = timing
+        self.max_response_bytes = max_response_bytes
         self._sessions: dict[asyncio.AbstractEventLoop, aiohttp.ClientSession] = {}
         self._targets: dict[tuple[Endpoint, str], _Target] = {}
         self._ssl: ssl.SSLContext | None = None
@@ -144,21 +150,21 @@ class Clients:
         if session is None or session.closed:
             import aiohttp
 
-            # No pool limit (the judge's semaphore bounds the calls) and no aiohttp timeout (ours is per call).
+            # No pool limit (the judge's semaphore bounds the calls) and no aiohttp timeout (ours is per
+            # call); proxies come from `_network`, not aiohttp's trust_env (which skips ALL_PROXY).
             connector = aiohttp.TCPConnector(limit=0, enable_cleanup_closed=False)
             session = self._sessions[loop] = aiohttp.ClientSession(
                 connector=connector, timeout=aiohttp.ClientTimeout(total=None), raise_for_status=False,
                 skip_auto_headers=("User-Agent",))
         return session
 
-    def _ssl_context(self) -> ssl.SSLContext:
+    def _ssl_context(self, endpoint: Endpoint) -> ssl.SSLContext:
         if self._ssl is None:
             try:
-                import certifi  # the CA bundle the SDKs used, so a judge that worked through them still verifies
-
-                self._ssl = ssl.create_default_context(cafile=certifi.where())
-            except ImportError:
-                self._ssl = ssl.create_default_context()
+                self._ssl = ssl_context()
+            except (OSError, ssl.SSLError) as exc:
+                raise TLSFailure(f"{endpoint.label} call failed: the certificates in {certificate_source()} "
+                                 f"cannot be loaded ({type(exc).__name__}: {exc}); check that variable") from None
         return self._ssl
 
     async def aclose(self) -> None:
@@ -187,7 +193,7 @@ class Clients:
             text = (message or {}).get("content") or ""
             tokens = _usage(data, "prompt_tokens", "completion_tokens")
         # A proxy or a debugging server can echo the request, headers included: the answer is kept
-        # (raw_response, reason, cache), so the key must not survive in it.
+        # (raw_response, reason, cache), so no secret may survive in it.
         return Completion(redact(str(text), endpoint), *tokens, str(data.get("model") or endpoint.model))
 
     async def embed(self, endpoint: Endpoint, texts: list[str]) -> tuple[list[list[float]], int]:
@@ -199,42 +205,101 @@ class Clients:
             vectors = []
         if len(vectors) != len(texts):
             raise ProviderError(f"{endpoint.label} answered {len(vectors)} embeddings for {len(texts)} texts; "
-                                f"check base_url {endpoint.base_url!r} and the model {endpoint.model!r}")
+                                f"check base_url {safe_url(endpoint_url(endpoint, ''))!r} and the model "
+                                f"{endpoint.model!r}")
         return vectors, _usage(data, "prompt_tokens", "completion_tokens")[0]
 
     async def _post_retrying(self, endpoint: Endpoint, path: str, body: dict[str, Any]) -> dict[str, Any]:
         payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
-        return await with_retries(endpoint, lambda deadline: self._post(endpoint, path, payload, deadline))
+        return await retrying(lambda deadline: self._post(endpoint, path, payload, deadline),
+                              retries=endpoint.max_retries, budget=endpoint.retry_max_seconds,
+                              budget_name="[judge] retry_max_seconds", timing=self.timing)
+
+    def _target(self, endpoint: Endpoint, path: str) -> _Target:
+        """Worked out once per endpoint: parsing the URL and merging headers per call cost."""
+        import yarl
+
+        url = endpoint_url(endpoint, path)
+        parsed = yarl.URL(url).with_user(None)  # its user info goes as Basic auth (request_headers)
+        shown = safe_url(url)
+        proxy, proxy_auth = _proxy(endpoint, url)
+        tls = self._ssl_context(endpoint) if parsed.scheme == "https" else False
+        return _Target(shown, parsed, request_headers(endpoint), tls, proxy, proxy_auth)
 
     async def _post(self, endpoint: Endpoint, path: str, payload: bytes, deadline: float) -> dict[str, Any]:
         """One POST, within `[judge] timeout` and what is left of the retry budget (one timer for both)."""
         import aiohttp
 
         target = self._targets.get((endpoint, path))
-        if target is None:  # worked out once per endpoint: parsing the URL and merging headers per call cost
-            url = endpoint_url(endpoint, path)
-            parsed = _parsed(url)
-            target = self._targets[(endpoint, path)] = _Target(url, parsed, request_headers(endpoint),
-                                                               self._ssl_for(url), *_env_proxy(parsed))
-        left = deadline - time.monotonic()
+        if target is None:
+            target = self._targets[(endpoint, path)] = self._target(endpoint, path)
+        left = deadline - self.timing.monotonic()
         try:
             async with asyncio.timeout(min(endpoint.timeout, left)), self.session().post(
                     target.parsed, data=payload, headers=target.headers, ssl=target.ssl, proxy=target.proxy,
-                    proxy_auth=target.proxy_auth) as response:
-                status, raw = response.status, await response.read()
+                    proxy_auth=target.proxy_auth, allow_redirects=False) as response:
+                status = response.status
+                if 300 <= status < 400:
+                    raise _redirect_error(endpoint, target, status, response.headers.get("Location"))
+                raw = await _read_capped(response, self.max_response_bytes, endpoint, target)
                 if status >= 400:
-                    raise _status_error(endpoint, target.url, status, response.headers, raw)
+                    raise _status_error(endpoint, target.shown, status, response.headers, raw)
         except TimeoutError:
             if left <= endpoint.timeout:
                 raise BudgetExhausted(endpoint) from None
             raise RequestTimeout(f"{endpoint.label} call failed: TimeoutError: no complete answer from "
-                                 f"{safe_url(target.url)} within {endpoint.timeout:g} s ([judge] timeout)") from None
+                                 f"{target.shown} within {endpoint.timeout:g} s ([judge] timeout)") from None
+        except aiohttp.ClientSSLError as exc:
+            raise TLSFailure(_tls_message(endpoint, target, exc)) from None
         except aiohttp.ClientError as exc:
-            raise ConnectionFailure(_connection_message(endpoint, target.url, exc)) from None
-        return _json_object(endpoint, raw)
+            raise ConnectionFailure(_connection_message(endpoint, target.shown, exc)) from None
+        return _json_object(endpoint, target, raw)
 
-    def _ssl_for(self, url: str) -> ssl.SSLContext | bool:
-        return self._ssl_context() if url.startswith("https:") else False
+
+def _proxy(endpoint: Endpoint, url: str) -> tuple[Any, Any]:
+    """The environment's proxy for `url` as aiohttp takes it: a URL without user info, and its auth."""
+    import aiohttp
+    import yarl
+
+    proxy = environment_proxy(url)
+    if proxy is None:
+        return None, None
+    parsed = yarl.URL(proxy)
+    if parsed.scheme not in ("http", "https"):
+        raise ProviderError(f"{endpoint.label} call failed: the proxy the environment names for {safe_url(url)} "
+                            f"({safe_url(proxy)}) is a {parsed.scheme} proxy; cobalt's judge client takes http:// "
+                            "or https:// proxies (HTTPS_PROXY, HTTP_PROXY, ALL_PROXY), or set NO_PROXY for this host")
+    auth = aiohttp.BasicAuth(parsed.user or "", parsed.password or "") if parsed.user or parsed.password else None
+    return parsed.with_user(None), auth
+
+
+async def _read_capped(response: aiohttp.ClientResponse, cap: int, endpoint: Endpoint, target: _Target) -> bytes:
+    """The answer's body, read up to `cap` bytes: more (announced or sent) is an error, and what was
+    read so far is dropped with the connection."""
+    length = response.content_length
+    if length is None or length > cap:
+        body = bytearray()
+        async for chunk in response.content.iter_any():
+            body += chunk
+            if len(body) > cap:
+                raise ProviderError(f"{endpoint.label} call failed: the answer from {target.shown} is larger than "
+                                    f"{cap // 2**20} MB, the most a judge answer may be; check base_url")
+        return bytes(body)
+    return await response.read()
+
+
+def _redirect_error(endpoint: Endpoint, target: _Target, status: int, location: str | None) -> ProviderError:
+    """Redirects are not followed: the key would go with the request to the redirect's origin."""
+    import yarl
+
+    if not location:
+        where = "without a Location"
+    else:
+        to = target.parsed.join(yarl.URL(location))
+        where = f"to {to.host}{f':{to.port}' if to.port and not to.is_default_port() else ''}"
+    return ProviderError(f"{endpoint.label} call failed: {target.shown} answered HTTP {status}, a redirect {where}; "
+                         "cobalt does not follow a judge's redirects (its key would go along): set base_url to the "
+                         "server that answers")
 
 
 def _usage(data: Mapping[str, Any], first: str, second: str) -> tuple[int, int]:
@@ -244,7 +309,7 @@ def _usage(data: Mapping[str, Any], first: str, second: str) -> tuple[int, int]:
     return int(usage.get(first) or 0), int(usage.get(second) or 0)
 
 
-def _json_object(endpoint: Endpoint, raw: bytes) -> dict[str, Any]:
+def _json_object(endpoint: Endpoint, target: _Target, raw: bytes) -> dict[str, Any]:
     """The decoded JSON answer; a server that answers 200 with something else (an HTML page from a
     proxy, say) is a judge error, not a crash."""
     try:
@@ -253,11 +318,11 @@ def _json_object(endpoint: Endpoint, raw: bytes) -> dict[str, Any]:
         data = raw.decode("utf-8", errors="replace")
     if not isinstance(data, dict):
         raise ProviderError(f"{endpoint.label} answered with {type(data).__name__}, not a JSON object: "
-                            f"{redact(str(data), endpoint)[:200]!r}; check base_url {endpoint.base_url!r}")
+                            f"{redact(str(data)[:2000], endpoint)[:200]!r}; check base_url {target.shown!r}")
     return data
 
 
-def _status_error(endpoint: Endpoint, url: str, status: int, headers: Mapping[str, str],
+def _status_error(endpoint: Endpoint, shown: str, status: int, headers: Mapping[str, str],
                   raw: bytes) -> HTTPStatusError:
     try:
         data = json.loads(raw)
@@ -269,51 +334,28 @@ def _status_error(endpoint: Endpoint, url: str, status: int, headers: Mapping[st
         variable = KEY_VARIABLES.get(endpoint.provider, "the API key")
         hint = f"; check {AZURE_KEY_VARIABLE} (or {variable})" if is_azure(endpoint.base_url) else f"; check {variable}"
     elif status == 404:
-        hint = f"; check the model name {endpoint.model!r} and base_url ({safe_url(url)} was not found)"
+        hint = f"; check the model name {endpoint.model!r} and base_url ({shown} was not found)"
     else:
         hint = ""
-    message = f"{endpoint.label} call failed: HTTP {status}: {redact(detail, endpoint)[:300]}{hint}"
-    return HTTPStatusError(message, status, retry_after=retry_after_seconds(headers))
+    message = f"{endpoint.label} call failed: HTTP {status}: {redact(detail[:2000], endpoint)[:300]}{hint}"
+    return HTTPStatusError(message, status, retryable=retryable_status(status, headers),
+                           retry_after=retry_after_seconds(headers))
 
 
-def _connection_message(endpoint: Endpoint, url: str, exc: BaseException) -> str:
+def _connection_message(endpoint: Endpoint, shown: str, exc: BaseException) -> str:
     cause = getattr(exc, "os_error", None)
     if isinstance(cause, ConnectionRefusedError):
-        where = f"connection refused at {safe_url(url)} ({type(cause).__name__}: {cause})"
+        where = f"connection refused at {shown} ({type(cause).__name__}: {cause})"
     elif isinstance(cause, OSError):
-        where = f"cannot connect to {safe_url(url)} ({type(cause).__name__}: {cause})"
+        where = f"cannot connect to {shown} ({type(cause).__name__}: {cause})"
     else:
-        where = f"{type(exc).__name__} from {safe_url(url)}: {exc}"
+        where = f"{type(exc).__name__} from {shown}: {exc}"
     return f"{endpoint.label} call failed: {redact(where, endpoint)[:300]}"
 
 
-def safe_url(url: str) -> str:
-    """`url` without user info or query (where a secret could sit)."""
-    parts = urlparse(url)
-    return f"{parts.scheme}://{parts.hostname or ''}{f':{parts.port}' if parts.port else ''}{parts.path}"
-
-
-async def with_retries(endpoint: Endpoint, call: Callable[[float], Awaitable[T]]) -> T:
-    """`call(deadline)`, retried on retryable failures: at most `max_retries` times, waiting what the
-    server's `Retry-After` asks or an exponential backoff with jitter, all (calls included) before the
-    `deadline` of `retry_max_seconds` from now, a `time.monotonic()` value the call must keep to."""
-    deadline = time.monotonic() + endpoint.retry_max_seconds
-    attempt = 0
-    while True:
-        try:
-            return await call(deadline)
-        except BudgetExhausted as exc:
-            exc.args = (f"{endpoint.label} call gave up after {attempt + 1} attempts: the retry budget of "
-                        f"{endpoint.retry_max_seconds:g} s ([judge] retry_max_seconds) ran out",)
-            raise
-        except ProviderError as exc:
-            if not exc.retryable:
-                raise
-            wait = exc.retry_after
-            if wait is None:
-                wait = min(30.0, 0.5 * 2**attempt) * (0.75 + random.random() / 2)
-            attempt += 1
-            if attempt > endpoint.max_retries or time.monotonic() + wait > deadline:
-                exc.args = (f"{exc} (gave up after {attempt} attempts)",)
-                raise exc from None
-            await asyncio.sleep(wait)
+def _tls_message(endpoint: Endpoint, target: _Target, exc: BaseException) -> str:
+    reason = getattr(exc, "certificate_error", None) or getattr(exc, "os_error", None) or exc
+    return (f"{endpoint.label} call failed: TLS with {target.parsed.host} failed ({type(reason).__name__}: "
+            f"{redact(str(reason), endpoint)[:200]}); not retried. The server's certificate was checked against "
+            f"{certificate_source()}: behind a TLS-inspecting proxy or with a private CA, set SSL_CERT_FILE to a "
+            "bundle holding that CA")

@@ -10,9 +10,11 @@ from typing import ClassVar
 
 import pytest
 from conftest import http_server
+from http_world import Say, judge_server
 
 from cobalt_lib import ExperimentReport
 from cobalt_lib.ci import apost_webhooks, post_webhooks
+from cobalt_lib.llm._retry import Timing
 
 REPORT = ExperimentReport(id="r-1", name="qa", timestamp="2026-01-01T00:00:00+00:00")
 
@@ -57,3 +59,40 @@ def test_the_async_form_awaits_in_the_callers_loop(receiver: tuple[str, type[Rec
     assert post_webhooks([f"{url}/again"], REPORT) == []  # and outside a loop, as the CLI calls it
     assert [path for path, _ in handler.bodies] == ["/hook", "/again"]
     assert post_webhooks([], REPORT) == []
+
+
+class VirtualClock:
+    """Time that only the retries' waits advance; the SDKs' backoff without its jitter."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.waits: list[float] = []
+
+    async def sleep(self, seconds: float) -> None:
+        self.waits.append(seconds)
+        self.now += seconds
+
+    def timing(self) -> Timing:
+        return Timing(backoff=lambda retry: 0.5 * 2**retry, monotonic=lambda: self.now, sleep=self.sleep)
+
+
+@pytest.mark.parametrize(("script", "warning", "posts", "waits"), [
+    ([Say(503), Say()], None, 2, [0.5]),
+    ([Say(429, {"Retry-After": "0"}), Say()], None, 2, [0.5]),  # 0 counts as absent: the backoff, not a storm
+    ([Say(429, {"Retry-After": "2"}), Say()], None, 2, [2.0]),
+    ([Say(409), Say()], None, 2, [0.5]),
+    ([Say(503, {"x-should-retry": "false"})], "HTTP 503", 1, []),
+    ([Say(302, {"Location": "http://127.0.0.1:9/"})], "HTTP 302", 1, []),  # not followed, not delivered
+    ([Say(500)] * 3, "HTTP 500 (gave up after 3 attempts)", 3, [0.5, 1.0]),
+    ([Say(429, {"Retry-After": "3600"})], "HTTP 429 (not retried: the server asked to wait 3600 s, more than the 30 s "
+     "left of the retry budget (the webhooks' budget))", 1, []),
+], ids=["503", "retry-after-0", "retry-after-2", "409", "x-should-retry-false", "302", "gives-up", "beyond-budget"])
+def test_webhooks_retry_by_the_judges_rules(script: list[Say], warning: str | None, posts: int,
+                                            waits: list[float]) -> None:
+    clock = VirtualClock()
+    with judge_server(*script) as server:
+        url = server.url.replace("://", "://hook:hook-PASSWORD-1@") + "/hooks/secret-TOKEN?sig=abc"
+        warnings = post_webhooks([url], REPORT, timing=clock.timing())
+    assert warnings == ([f"webhook {server.url}/… failed: {warning}"] if warning else [])
+    assert len(server.received) == posts and clock.waits == waits
+    assert all(h["headers"]["authorization"].startswith("Basic ") for h in server.received)
