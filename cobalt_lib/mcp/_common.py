@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field, ValidationError
 from .._errors import CobaltError
 from ..config._config import Config, load_config
 from ._budget import DEFAULT_TOKENS, MAX_TOKENS, MIN_TOKENS, budget_chars, dumps, fit_any
+from ._stdio import serve_stdio_until_eof
 
 #: The `budget` argument every tool that can answer at length takes.
 BudgetArg = Annotated[int, Field(ge=MIN_TOKENS, le=MAX_TOKENS, description=(
@@ -91,7 +92,11 @@ def budgeted(model: BaseModel, summary: str, tokens: int | None, pointer: str) -
 
 
 class CobaltServer(MCPServer):
-    """The SDK's server, with a rejected argument said in one sentence instead of pydantic's report."""
+    """The SDK's server, with a rejected argument said in one sentence instead of pydantic's report, and
+    (over stdio) the requests in flight cancelled when the client goes away."""
+
+    async def run_stdio_async(self) -> None:
+        await serve_stdio_until_eof(self)
 
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Context[Any, Any] | None = None) -> CallToolResult | InputRequiredResult:
