@@ -16,7 +16,7 @@ from ..ops._details import report_details, run_details
 from ..ops._experiments import ExperimentCatalog
 from ..ops._fresh import in_fresh_process
 from ..ops._history import run_history
-from ..ops._query import store_schema
+from ..ops._query import EXAMPLES, store_schema
 from ..results._history import load_report
 from ..results._store import Store
 from ._budget import budget_chars, dumps, fit_any, fit_run
@@ -27,9 +27,11 @@ JSON = "application/json"
 
 def register(server: MCPServer, project: Project) -> None:
     @server.resource("cobalt://schema", name="schema", mime_type=JSON,
-                     description="The store's tables and columns, one line each: what cobalt_query can read.")
+                     description="The store's tables and columns, one line each: what cobalt_query can read; "
+                     "and example queries (the failed items of a run, each item's input and expected output).")
     def schema() -> str:
-        return _fitted([t.model_dump(exclude_defaults=True) for t in store_schema()])
+        return _fitted({"tables": [t.model_dump(exclude_defaults=True) for t in store_schema()],
+                        "examples": EXAMPLES})
 
     @server.resource("cobalt://config", name="config", mime_type=JSON,
                      description="The effective configuration (files found, every key with its value); API keys "

@@ -80,7 +80,8 @@ async def test_mcp_results_and_resources_never_say_passed(client: Client, killed
     assert (entry["status"], entry["passed"]) == ("incomplete", False)
     result = await client.call_tool("cobalt_results", {"run_id": run_id})
     run = (result.structured_content or {})["run"]
-    assert (run["status"], run["passed"], run["items_total"]) == ("incomplete", False, 4)
+    stored = Store(killed[0] / ".cobalt" / "cobalt.duckdb").rows("outputs", run_id)
+    assert (run["status"], run["passed"], run.get("items_total", 0)) == ("incomplete", False, len(stored))
     summary = result.content[0].text  # type: ignore[union-attr]
     assert "PASSED" not in summary and "gates not judged" in summary
     assert f"cobalt_run(resume={run_id!r})" in summary
@@ -102,7 +103,7 @@ def test_exports_fail_an_incomplete_run(killed: tuple[Path, str]) -> None:
     root, run_id = killed
     junit = cobalt(root, "export", run_id, "--format", "junit").stdout
     assert f'<error message="run {run_id} is incomplete' in junit and 'errors="1"' in junit
-    markdown = cobalt(root, "export", run_id, "--format", "md").stdout
+    markdown = cobalt(root, "export", run_id, "--format", "markdown").stdout
     assert "### cobalt: crashy — INCOMPLETE" in markdown and "passed" not in markdown.split("\n", 1)[0]
 
 
@@ -137,3 +138,27 @@ def test_the_run_page_and_runs_list_say_incomplete(killed: tuple[Path, str], mon
         server.stop()
     assert '<span class="badge incomplete" id="run-status">incomplete</span>' in page
     assert 'class="badge passed"' not in runs and '<span class="badge incomplete">incomplete</span>' in runs
+
+
+async def test_a_crashed_run_names_the_resume_call_and_cobalt_run_resume_finishes_it(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    (root / "experiments").mkdir(parents=True)
+    # The agent crashes at item 4 until the file `fixed` exists.
+    (root / "experiments" / "crashy.cobalt.py").write_text(CRASHY.replace(
+        "if ctx.index == 4:", "if ctx.index == 4 and not os.path.exists('fixed'):"))
+    store = Store(root / ".cobalt" / "cobalt.duckdb")
+    params = StdioServerParameters(command=COBALT, args=["mcp"], cwd=str(root), env=server_env())
+    async with Client(params, read_timeout_seconds=120) as served:
+        crashed = await served.call_tool("cobalt_run", {"no_dagster": True})
+        [first] = store.runs()
+        message = _text(crashed)
+        assert crashed.is_error and "stopped with exit code 9" in message
+        assert f"cobalt_run(resume={first['run_id']!r}) finishes it" in message and "`cobalt run --resume" not in message
+        assert cobalt(root, "run", "--no-dagster").returncode == 9  # crashed again, with a lease that is over at once
+        (root / "fixed").write_text("")
+        resumed = await served.call_tool("cobalt_run", {"resume": "latest", "no_dagster": True})
+    assert not resumed.is_error, _text(resumed)
+    [run] = (resumed.structured_content or {})["runs"]
+    newest = store.runs()[0]
+    assert (run["run_id"], run["status"], run["passed"]) == (newest["run_id"], "completed", True)
+    assert len(store.rows("outputs", newest["run_id"])) == 30
