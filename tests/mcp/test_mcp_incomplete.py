@@ -153,7 +153,8 @@ async def test_a_crashed_run_names_the_resume_call_and_cobalt_run_resume_finishe
         [first] = store.runs()
         message = _text(crashed)
         assert crashed.is_error and "stopped with exit code 9" in message
-        assert f"cobalt_run(resume={first['run_id']!r}) finishes it" in message and "`cobalt run --resume" not in message
+        assert f"cobalt_run(resume={first['run_id']!r}) finishes it" in message
+        assert "`cobalt run --resume" not in message
         assert cobalt(root, "run", "--no-dagster").returncode == 9  # crashed again, with a lease that is over at once
         (root / "fixed").write_text("")
         resumed = await served.call_tool("cobalt_run", {"resume": "latest", "no_dagster": True})
