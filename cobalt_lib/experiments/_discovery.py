@@ -90,10 +90,12 @@ def load_experiments(config: Config, files: Iterable[Path] | None = None,
     for path in paths:
         try:
             experiments.extend(load_file(path))
-        except ConfigError as exc:
+        except CobaltError as exc:  # a syntax error, an import error, an exception at import, a bad dataset
             if problems is None or files is not None:
                 raise
-            problems.append(f"{str(exc).rstrip('.')}; its experiments are skipped, the others run.")
+            said = str(exc).rstrip(".")
+            problems.append(f"{said if str(path) in said else f'{path} did not load: {said}'}; its experiments are "
+                            "skipped, the others run.")
     _refuse_duplicate_names(experiments)
     if name_filter:
         experiments = [e for e in experiments if name_filter in e.name]

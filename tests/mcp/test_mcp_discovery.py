@@ -28,6 +28,7 @@ BROKEN = {
     "syntax.cobalt.py": "def agent(ctx:\n    return 1\n",
     "importer.cobalt.py": "import cobalt_lib\nimport no_such_module_here\n",
     "raiser.cobalt.py": "x = 1\nraise RuntimeError('the fixture server is down')\n",
+    "dataset.cobalt.py": "from cobalt_lib import Dataset\nDataset.from_file('d.jsonl')\n",
 }
 #: What each broken file's warning names: the file, the line and the error.
 SAID = {
@@ -35,6 +36,7 @@ SAID = {
     "importer.cobalt.py": "importer.cobalt.py, line 2, raised ModuleNotFoundError: No module named "
                           "'no_such_module_here'",
     "raiser.cobalt.py": "raiser.cobalt.py, line 2, raised RuntimeError: the fixture server is down",
+    "dataset.cobalt.py": "dataset.cobalt.py did not load: ",
 }
 
 
@@ -51,6 +53,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "experiments" / "good.cobalt.py").write_text(GOOD)
     for name, source in BROKEN.items():
         (root / "experiments" / name).write_text(source)
+    (root / "d.jsonl").write_text('{"input": 1}\n{"input": \n')
     (base / "elsewhere.cobalt.py").write_text(LINKED)
     (root / "experiments" / "linked.cobalt.py").symlink_to(base / "elsewhere.cobalt.py")
     return root
@@ -65,10 +68,11 @@ async def client(root: Path) -> AsyncIterator[Client]:
 
 def check_warnings(warnings: list[str], root: Path) -> None:
     """One sentence per broken file naming it and its error, one for the link; nothing else."""
-    assert len(warnings) == 4, warnings
+    assert len(warnings) == len(BROKEN) + 1, warnings
     for name, said in SAID.items():
-        [line] = [w for w in warnings if f"experiments/{name}" in w]
-        assert said in line and line.endswith("; its experiments are skipped, the others run.")
+        [line] = [w for w in warnings if said in w and f"experiments/{name}" in w]
+        assert line.endswith("; its experiments are skipped, the others run.")
+    assert "d.jsonl, line 2: invalid JSON" in next(w for w in warnings if "dataset.cobalt.py" in w)
     [link] = [w for w in warnings if "linked.cobalt.py" in w]
     assert link.startswith("experiments/linked.cobalt.py is a link to ") and "outside the project" in link
     assert all("\n" not in w for w in warnings)
