@@ -49,6 +49,10 @@ def github_outputs(reports: Sequence[ExperimentReport], config: Config | None = 
         except OSError as exc:
             warnings.append(f"could not append to GITHUB_STEP_SUMMARY ({summary_path}): {exc.strerror or exc}")
     for report in reports:
+        if report.status != "completed":
+            title = _escape_property(f"cobalt run {report.status}: {report.name}")
+            print(f"::error title={title}::{_escape_data(f'run {report.id} is {report.status}; it has not passed.')}",
+                  flush=True)
         for gate in report.assertions:
             if not gate.passed:
                 title = _escape_property(f"cobalt gate failed: {report.name}")

@@ -14,18 +14,34 @@ from ..config._config import Config
 from ._experiment import _RECORDINGS, Experiment
 
 
-def discover_files(config: Config) -> list[Path]:
-    """Experiment files under `test_dir` matching any `test_match` pattern, sorted."""
+def discover_files(config: Config, refused: list[str] | None = None) -> list[Path]:
+    """Experiment files under `test_dir` matching any `test_match` pattern, sorted. A file whose real path
+    is outside the project (a symlink out of it) is never discovered: one sentence each goes to `refused`."""
     base = Path(config.test_dir)
     base = base if base.is_absolute() else config.root / base
     if not base.is_dir():
         return []
-    found: set[Path] = set()
+    matched: set[Path] = set()
     for pattern in config.test_match:
-        found.update(p.resolve() for p in base.glob(pattern) if p.is_file())
+        matched.update(p for p in base.glob(pattern) if p.is_file())
         if pattern.startswith("**/"):  # glob's **/ needs at least one directory level on 3.11
-            found.update(p.resolve() for p in base.glob(pattern[3:]) if p.is_file())
+            matched.update(p for p in base.glob(pattern[3:]) if p.is_file())
+    root = config.root.resolve()
+    found: set[Path] = set()
+    for path in sorted(matched):
+        real = path.resolve()
+        if real.is_relative_to(root):
+            found.add(real)
+        elif refused is not None:
+            shown = path.relative_to(config.root) if path.is_relative_to(config.root) else path
+            refused.append(outside_project(shown, real, root))
     return sorted(found)
+
+
+def outside_project(path: Path, real: Path, root: Path) -> str:
+    """The sentence that refuses an experiment file whose real path lies outside the project."""
+    return (f"{path} is a link to {real}, outside the project ({root}): it is not loaded; copy the file into the "
+            "project to run it.")
 
 
 def load_file(path: Path) -> list[Experiment]:
@@ -61,12 +77,25 @@ def load_file(path: Path) -> list[Experiment]:
 
 
 def load_experiments(config: Config, files: Iterable[Path] | None = None,
-                     name_filter: str | None = None) -> list[Experiment]:
-    """Load the given files (or every discovered one); keep names containing `name_filter`."""
+                     name_filter: str | None = None, *, problems: list[str] | None = None) -> list[Experiment]:
+    """Load the given files (or every discovered one); keep names containing `name_filter`.
+
+    With `problems`, a discovered file that does not load (a syntax error, an import error, an exception
+    at import) is reported there, one sentence each, and the others still load; without it, the first such
+    file raises. A file given by name always raises. A link out of the project is never loaded (`discover_files`).
+    """
     experiments: list[Experiment] = []
-    paths = discover_files(config) if files is None else list(dict.fromkeys(Path(f).resolve() for f in files))
+    paths = (discover_files(config, problems) if files is None
+             else list(dict.fromkeys(Path(f).resolve() for f in files)))
     for path in paths:
-        experiments.extend(load_file(path))
+        try:
+            experiments.extend(load_file(path))
+        except CobaltError as exc:  # a syntax error, an import error, an exception at import, a bad dataset
+            if problems is None or files is not None:
+                raise
+            said = str(exc).rstrip(".")
+            problems.append(f"{said if str(path) in said else f'{path} did not load: {said}'}; its experiments are "
+                            "skipped, the others run.")
     _refuse_duplicate_names(experiments)
     if name_filter:
         experiments = [e for e in experiments if name_filter in e.name]

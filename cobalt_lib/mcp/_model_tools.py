@@ -10,7 +10,7 @@ from pydantic import Field
 from ..ops._evaluate import Evaluated
 from ..ops._fresh import in_fresh_process
 from ..ops._generate import DEFAULT_SIZE, MAX_SIZE, Generated, generate_experiment
-from ._common import Project, answer, tool_errors
+from ._common import Project, budgeted, tool_errors
 
 EVALUATE = """Score one output with one evaluator of an experiment, without a run: the evaluator's own kind, options,
 prompt template, judge model and the project's judge cache. Nothing is stored. Use it to check a fix on a single
@@ -51,7 +51,7 @@ def register(server: MCPServer, project: Project) -> None:
             verdict = {True: "pass", False: "FAIL", None: ""}[ev.passed]
             text = (f"{evaluator}: {ev.score:.3f} {verdict} (pass mark {result.threshold:g})"
                     + (f": {ev.reason}" if ev.reason else ""))
-        return answer(result, text)
+        return budgeted(result, text, None, "the whole text is in the judge's answer")
 
     @server.tool(name="cobalt_generate", description=GENERATE,
                  annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=True))
@@ -71,4 +71,5 @@ def register(server: MCPServer, project: Project) -> None:
                           for e in result.experiments)
         text = (f"wrote {result.path}: {names}" + (" after one repair" if result.repaired else "")
                 + f". Next: cobalt_run(file={result.path!r}).")
-        return answer(result, "\n".join([text, *(f"warning: {w}" for w in result.warnings)]))
+        return budgeted(result, "\n".join([text, *(f"warning: {w}" for w in result.warnings)]), None,
+                        f"read {result.path}")

@@ -10,7 +10,8 @@ from ..links import run_page_url
 from ..ops._details import ITEM_LIMIT, ComparedRuns, RunDetails, compare_with_reasons, run_details
 from ..ops._history import HistoryEntry, run_history
 from ..ops._query import DEFAULT_LIMIT, MAX_LIMIT, QueryResult, run_query
-from ._common import Project, answer, tool_errors
+from ._budget import DEFAULT_TOKENS, budget_chars, fit_run
+from ._common import BudgetArg, Project, answer, budgeted, tool_errors
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
@@ -30,24 +31,28 @@ class Results(BaseModel):
 
 RESULTS = """Read stored cobalt runs. Without run_id: the recent runs, newest first (run_id, experiment, status,
 passed, mean score per evaluator, duration, cost), at most `limit` (default 10). With run_id (an id, a unique prefix,
-"latest" or "previous"; scope them with experiment): that run in full, in the results-file shape: summary, gate
-verdicts, and items with input, output, status and every evaluator's score and reason (at most `limit` items,
-default 200). only_failures=true returns only the failed agent calls, eval-errors and scores below a pass mark,
-worst first (run_id defaults to "latest" then). Use it after cobalt_run to see why items failed."""
+"latest" or "previous"; scope them with experiment): that run in the results-file shape: summary, gate verdicts,
+failing_items (the index of every failing item), and items with input, output, status and every evaluator's score
+and reason. Items come failures first: failed agent calls, then eval-errors, then scores by how far below their pass
+mark, then the rest by index. The answer stays within `budget` tokens (default 20,000): null and default fields are
+left out, long inputs, outputs and reasons are clipped (saying how much), and items that do not fit are counted.
+item=N returns item N alone, whole; only_failures=true the failures alone (run_id defaults to "latest" then). Use it
+after cobalt_run to see why items failed."""
 
 COMPARE = """Compare two stored runs as `cobalt compare` does: run_a is the baseline, every delta is B - A. Per
 evaluator: both means, the paired delta with its bootstrap confidence interval and a verdict (improved, regressed, no
-significant change, not comparable); latency and cost deltas; the items that regressed and improved most, each
-with both outputs and both reasons. Runs are ids, unique prefixes, "latest" or "previous" (the newest and
-second-newest run of the experiment; pass experiment to choose it, else the newest run's experiment). Use it after
-changing the agent: cobalt_compare(run_a="previous", run_b="latest")."""
+significant change, not comparable); latency and cost deltas; how many items regressed and improved (every one
+named by index), and the `top` that moved most with both outputs and both reasons. Runs are ids, unique prefixes,
+"latest" or "previous" (the newest and second-newest run of the experiment; pass experiment to choose it, else the
+newest run's experiment). Use it after changing the agent: cobalt_compare(run_a="previous", run_b="latest")."""
 
 QUERY = """Read-only SQL (DuckDB dialect) over the stored run assets, for questions the other tools do not answer
 (e.g. which inputs fail on every run this week). Tables: runs, outputs, scores, aggregates, verdicts, every row
 keyed by run_id; read the resource cobalt://schema for every column. Exactly one SELECT (or WITH ... SELECT)
 statement; anything else is refused. JSON columns (input, output, metadata, tags, config, summary) can be read with
-->> (e.g. output->>'$.answer'). Returns at most `limit` rows (default 200) and says when more matched. The query
-runs on a snapshot of the store, so it never blocks a run in progress."""
+->> (e.g. output->>'$.answer'). Returns at most `limit` rows (default 200) and says when more matched, within
+`budget` tokens (long values clipped, then rows cut, saying so). The query runs on a snapshot of the store, so it
+never blocks a run in progress."""
 
 
 def register(server: MCPServer, project: Project) -> None:
@@ -58,19 +63,25 @@ def register(server: MCPServer, project: Project) -> None:
         experiment: Annotated[str | None, Field(description="Only this experiment's runs (and the scope of "
                                                 "'latest'/'previous').")] = None,
         limit: Annotated[int | None, Field(ge=1, le=1000, description="Runs listed (default 10), or items of "
-                                           "one run shown (default 200).")] = None,
+                                           "one run shown at most (default 200; the budget may show fewer).")] = None,
         only_failures: Annotated[bool, Field(description="Only the failed, errored and below-pass-mark items "
                                              "of the run, worst first.")] = False,
+        item: Annotated[int | None, Field(ge=0, description="One item's dataset index: that item alone (every "
+                                          "repeat of it), nothing clipped that the budget can hold.")] = None,
+        budget: BudgetArg = DEFAULT_TOKENS,
     ) -> Annotated[CallToolResult, Results]:
         with tool_errors():
             config = project.config()
-            if run_id is None and not only_failures:
+            if run_id is None and not only_failures and item is None:
                 entries = run_history(config, experiment=experiment, limit=limit or 10)
                 listed = [RunListing(**e.model_dump(), run_url=run_page_url(config, e.run_id)) for e in entries]
-                return answer(Results(runs=listed), _listing_summary(listed))
+                return budgeted(Results(runs=listed), _listing_summary(listed), budget,
+                                "cobalt_results(run_id=...) reads one run")
             details = run_details(config, run_id or "latest", experiment=experiment, only_failures=only_failures,
-                                  limit=limit or ITEM_LIMIT)
-        return answer(Results(run=details), _details_summary(details, only_failures))
+                                  limit=limit or ITEM_LIMIT, item=item)
+        text = details_summary(details, only_failures)
+        data = fit_run(details, budget_chars(budget) - len(text), whole=item is not None)
+        return answer({"run": data}, text)
 
     @server.tool(name="cobalt_compare", description=COMPARE, annotations=READ_ONLY)
     def cobalt_compare(
@@ -79,20 +90,26 @@ def register(server: MCPServer, project: Project) -> None:
         run_b: Annotated[str, Field(description="The run compared with the baseline (deltas are B - A).")],
         experiment: Annotated[str | None, Field(description="The experiment 'latest'/'previous' refer to.")] = None,
         top: Annotated[int, Field(ge=0, le=100, description="How many most regressed/improved items.")] = 5,
+        budget: BudgetArg = DEFAULT_TOKENS,
     ) -> Annotated[CallToolResult, ComparedRuns]:
         with tool_errors():
             compared = compare_with_reasons(project.config(), run_a, run_b, experiment=experiment, top=top)
-        return answer(compared, _compare_summary(compared))
+        # The moved items appear once, with their outputs and reasons: not again inside the comparison.
+        compared.outcome.comparison.regressions, compared.outcome.comparison.improvements = [], []
+        return budgeted(compared, compare_summary(compared), budget,
+                        "cobalt_results(run_id=<run>, item=<index>) returns an item whole")
 
     @server.tool(name="cobalt_query", description=QUERY, annotations=READ_ONLY)
     def cobalt_query(
         sql: Annotated[str, Field(description="One SELECT or WITH ... SELECT statement (DuckDB SQL).")],
         limit: Annotated[int, Field(ge=1, le=MAX_LIMIT, description="At most this many rows.")] = DEFAULT_LIMIT,
+        budget: BudgetArg = DEFAULT_TOKENS,
     ) -> Annotated[CallToolResult, QueryResult]:
         with tool_errors():
             result = run_query(project.config(), sql, limit)
         more = " (more rows matched; raise limit or aggregate)" if result.truncated else ""
-        return answer(result, f"{result.row_count} rows{more}; columns: {', '.join(result.columns)}")
+        return budgeted(result, f"{result.row_count} rows{more}; columns: {', '.join(result.columns)}", budget,
+                        "select substr(column, start, length) to read the rest")
 
 
 def _listing_summary(runs: list[RunListing]) -> str:
@@ -105,21 +122,37 @@ def _listing_summary(runs: list[RunListing]) -> str:
     return "\n".join(lines)
 
 
-def _details_summary(d: RunDetails, only_failures: bool) -> str:
+def details_summary(d: RunDetails, only_failures: bool = False) -> str:
+    """The run's verdict, scores and every failing item's index, in a few lines."""
     scores = " ".join(f"{n}={s.avg:.2f}" for n, s in d.summary.scores.items() if s.avg is not None)
+    if d.status == "completed":
+        verdict = f"gates {'PASSED' if d.passed else 'FAILED'}"
+    else:
+        then = {"incomplete": f"; finish it with cobalt_run(resume={d.run_id!r})", "running": "; it is still going"}
+        verdict = f"gates not judged, not passed ({d.items_total} items finished{then.get(d.status, '')})"
     failed = [a.name for a in d.assertions if not a.passed]
-    head = (f"run {d.run_id} of {d.experiment}: {d.status}, gates {'PASSED' if d.passed else 'FAILED'}; {scores}; "
-            f"{d.failures_total} of {d.items_total} items failed; {len(d.items)} shown"
-            + (" (failures only, worst first)" if only_failures else ""))
-    return "\n".join([head, *([f"failed gates: {', '.join(failed)}"] if failed else []),
-                      *([d.more] if d.more else [])])
+    return "\n".join([
+        f"run {d.run_id} of {d.experiment}: {d.status}, {verdict}; {scores or 'no scores'}",
+        f"{d.failures_total} of {d.items_total} items failed" + (f": {d.failing_items}" if d.failing_items else "")
+        + (" (failures only, worst first)" if only_failures else ""),
+        *([f"failed gates: {', '.join(failed)}"] if failed else [])])
 
 
-def _compare_summary(compared: ComparedRuns) -> str:
+def compare_summary(compared: ComparedRuns) -> str:
+    """Each evaluator's delta and verdict, and the items that regressed and improved, counted and named."""
     c = compared.outcome.comparison
     lines = [f"{c.run_b} against baseline {c.run_a}: {c.paired} paired items"]
     for e in c.evaluators:
         delta = "-" if e.paired_delta is None else f"{e.paired_delta:+.3f}"
         lines.append(f"{e.evaluator}: {delta} ({e.verdict})")
+    lines.append(f"{_count(compared.regressed_total, 'item score')} regressed"
+                 + (f" (items {compared.regressed_indices})" if compared.regressed_indices else "")
+                 + f", {compared.improved_total} improved"
+                 + (f" (items {compared.improved_indices})" if compared.improved_indices else ""))
+    lines += [f"counts as a regression: {r}" for r in compared.outcome.regressions]
     lines += [f"warning: {w}" for w in compared.outcome.warnings]
     return "\n".join(lines)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"

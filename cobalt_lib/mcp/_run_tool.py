@@ -25,13 +25,15 @@ from ..ops._details import ITEM_LIMIT, RunDetails, report_details
 from ..ops._generate import project_path
 from ..ops._refs import store_with_runs
 from ..results._history import load_report
-from ._common import Project, answer, tool_errors
+from ._budget import DEFAULT_TOKENS, budget_chars, fit_run
+from ._common import BudgetArg, Project, answer, for_tools, tool_errors
+from ._read_tools import details_summary
 
 _CLI = "from cobalt_lib._entry import main; main()"
 
 
 class RunResult(BaseModel):
-    """Every experiment run by the call, each in the results-file shape (at most 200 items each)."""
+    """Every experiment run by the call, each in the results-file shape (failures first, within the budget)."""
 
     passed: bool = Field(description="Every gate of every run passed.")
     exit_code: int = Field(description="`cobalt run`'s exit code: 0 all gates passed, 1 a gate failed.")
@@ -42,10 +44,15 @@ class RunResult(BaseModel):
 DESCRIPTION = """Run cobalt experiments exactly as `cobalt run` does, in a fresh process, so the agent and experiment
 code are read from disk as they are now (edit the agent, then call this again). Returns one entry per experiment:
 run_id, summary (per-evaluator avg/min/max/p50/p95, latency, tokens, cost), the quality gates' verdicts
-(assertions), and the items with input, output, status, and each evaluator's score, pass/fail and reason.
-Failures come first when a run has more than 200 items; the rest is counted with a pointer to cobalt_results.
-Progress notifications arrive as items finish. Next: read failures with cobalt_results(only_failures=true),
-compare with the previous run with cobalt_compare(run_a="previous", run_b="latest")."""
+(assertions), failing_items (the index of every failing item), and the items with input, output, status, and each
+evaluator's score, pass/fail and reason. Items come failures first (failed agent calls, eval-errors, then scores by
+how far below their pass mark), then the rest by index; the answer stays within `budget` tokens (default 20,000):
+long fields are clipped and the items that do not fit are counted, with cobalt_results(run_id, item=N) to read one
+whole. An experiment file that fails to import is reported as a warning and the others still run. resume finishes
+an interrupted run (its id or "latest") instead of starting one. Progress notifications arrive as items finish; if
+the call is cancelled or the client goes away, the run stops as on Ctrl-C (finished items kept, resumable). Next:
+read failures with cobalt_results(only_failures=true), compare with the previous run with
+cobalt_compare(run_a="previous", run_b="latest")."""
 
 
 def register(server: MCPServer, project: Project) -> None:
@@ -59,6 +66,10 @@ def register(server: MCPServer, project: Project) -> None:
         concurrency: Annotated[int | None, Field(ge=1, description="Agent calls in flight.")] = None,
         no_dagster: Annotated[bool, Field(description="Run the plain library path instead of a Dagster run "
                                           "(faster; the Dagster UI then does not list the run).")] = False,
+        resume: Annotated[str | None, Field(description="Finish this interrupted run (an id, a unique prefix or "
+                                            "'latest'; with filter, the latest of that experiment) instead of "
+                                            "starting a new one.")] = None,
+        budget: BudgetArg = DEFAULT_TOKENS,
     ) -> Annotated[CallToolResult, RunResult]:
         with tool_errors():
             config = project.config()
@@ -67,10 +78,14 @@ def register(server: MCPServer, project: Project) -> None:
                 args.append(str(project_path(config, file, "experiment file")))
             args += [*(["--filter", filter] if filter else []), *(["--tag", tag] if tag else []),
                      *(["--concurrency", str(concurrency)] if concurrency else []),
-                     *(["--no-dagster"] if no_dagster else [])]
+                     *(["--no-dagster"] if no_dagster else []), *(["--resume", resume] if resume else [])]
             code, run_ids, stderr = await _run_cli(args, project, ctx)
             result = _result(project, code, run_ids, stderr)
-        return answer(result, _summary(result))
+        text = _summary(result)
+        share = (budget_chars(budget) - len(text)) // max(1, len(result.runs))
+        data = result.model_dump(mode="json", exclude_defaults=True, exclude={"runs"})
+        data["runs"] = [fit_run(run, share) for run in result.runs]
+        return answer(data, text)
 
 
 async def _run_cli(args: list[str], project: Project, ctx: Context) -> tuple[int, list[str], str]:
@@ -153,28 +168,24 @@ def _result(project: Project, code: int, run_ids: list[str], stderr: str) -> Run
     if code not in (0, 1):
         errors = [line.removeprefix("error: ") for line in stderr.splitlines() if line.startswith("error: ")]
         if code == 2 and errors:
-            raise ToolError(errors[-1])
+            raise ToolError(for_tools(errors[-1]))
         tail = "\n".join(stderr.strip().splitlines()[-8:])
+        resume = f"cobalt_run(resume={run_ids[-1]!r})" if run_ids else "cobalt_run(resume='latest')"
         raise ToolError(f"`cobalt run` stopped with exit code {code}: {tail or 'no message'}. Finished items are "
-                        "kept; cobalt_results shows the run, and `cobalt run --resume latest` finishes it.")
+                        f"kept; cobalt_results shows the run, and {resume} finishes it.")
     config = project.config()
     store = store_with_runs(config)
     runs = [report_details(config, load_report(store, run_id), limit=ITEM_LIMIT)
             for run_id in dict.fromkeys(run_ids)]
-    return RunResult(passed=code == 0, exit_code=code, runs=runs, warnings=warnings)
+    return RunResult(passed=code == 0 and all(r.passed for r in runs), exit_code=code, runs=runs,
+                     warnings=warnings)
 
 
 def _summary(result: RunResult) -> str:
-    """One line per run: verdict, scores, failures and failed gates; then where to look next."""
-    lines = []
-    for run in result.runs:
-        scores = " ".join(f"{name}={s.avg:.2f}" for name, s in run.summary.scores.items() if s.avg is not None)
-        failed = [a.name for a in run.assertions if not a.passed]
-        verdict = "PASSED" if run.passed else "FAILED"
-        lines.append(f"{run.experiment} run {run.run_id} {run.status}, gates {verdict}: {scores or 'no scores'}; "
-                     f"{run.failures_total} of {run.items_total} items failed"
-                     + (f"; failed gates: {', '.join(failed)}" if failed else ""))
+    """A few lines per run: verdict, scores, every failing item's index and failed gates; then where to look next."""
+    lines = [details_summary(run) for run in result.runs]
     lines += [f"warning: {w}" for w in result.warnings]
     if any(r.failures_total for r in result.runs):
-        lines.append("Read the failures with cobalt_results(run_id=..., only_failures=true).")
+        lines.append("Read the failures with cobalt_results(run_id=..., only_failures=true), or one item whole with "
+                     "cobalt_results(run_id=..., item=N).")
     return "\n".join(lines)

@@ -12,7 +12,7 @@ from mcp.server.mcpserver import MCPServer
 
 from .. import __version__
 from . import _model_tools, _prompts, _read_tools, _resources, _run_tool
-from ._common import Project
+from ._common import CobaltServer, Project
 
 INSTRUCTIONS = """cobalt evaluates AI agents: experiments run the agent over a dataset, score every output with
 evaluators (LLM judges, code, exact match...), aggregate the scores and apply quality gates; every run is stored.
@@ -28,7 +28,7 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 def build_server(root: Path) -> MCPServer:
     """The server for the project at `root` (its configuration is read again on every call)."""
-    server: MCPServer = MCPServer("cobalt", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+    server: MCPServer = CobaltServer("cobalt", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
     project = Project(root)
     _run_tool.register(server, project)
     _read_tools.register(server, project)

@@ -1,21 +1,23 @@
 """One stored run in full, sized for a reader with limited room (a model), and comparisons with reasons.
 
 `run_details` is the results file's shape (summary, gates, items with outputs, scores and reasons)
-with at most `limit` items: failures are kept first, and what was left out is counted with a pointer
-to where the rest is. `compare_with_reasons` is `compare_runs` plus, for each item that moved, the
+with at most `limit` items, failures first, and what was left out counted with a pointer to where the
+rest is. `compare_with_reasons` is `compare_runs` plus, for each item that moved, the
 outputs and the evaluator's reasons in both runs.
 """
 
 from __future__ import annotations
 
-from itertools import islice
 from typing import Any
 
 from pydantic import BaseModel, Field
 
+from .._errors import ConfigError
 from ..config._config import Config
 from ..links import compare_page_url, dagster_run_url, run_page_url
+from ..render._export import pass_marks
 from ..results._compare import ItemChange
+from ..results._direction import lower_is_better
 from ..results._history import load_report, resolve_run
 from ..results._report import AssertionResult, ExperimentReport, ItemResult, Summary
 from ._compare import CompareOutcome, compare_runs
@@ -38,10 +40,12 @@ class RunDetails(BaseModel):
     summary: Summary
     #: Every gate's verdict: name, passed, message, actual and expected values.
     assertions: list[AssertionResult] = Field(default_factory=list)
-    #: Items (in index order unless `only_failures`, then worst first), each with output, status and evaluations.
+    #: Items, failures first (errors, eval-errors, then by margin below the pass mark), then the rest by index.
     items: list[ItemResult] = Field(default_factory=list)
     items_total: int = 0
     failures_total: int = 0
+    #: The dataset index of every failing item, as ranges (`0-3, 7`), whether or not its item is shown.
+    failing_items: str = ""
     items_omitted: int = 0
     #: What to call for the items left out, when some were.
     more: str | None = None
@@ -53,53 +57,80 @@ class RunDetails(BaseModel):
 
 
 def run_details(config: Config, ref: str, *, experiment: str | None = None, only_failures: bool = False,
-                limit: int = ITEM_LIMIT) -> RunDetails:
+                limit: int = ITEM_LIMIT, item: int | None = None) -> RunDetails:
     """Run `ref` (an id, a prefix, `latest`, `previous` within `experiment`) with at most `limit` items.
 
-    `only_failures`: the failed agent calls, eval-errors and scores below a pass mark alone, worst first.
+    `only_failures`: the failed agent calls, eval-errors and scores below a pass mark alone, worst first;
+    `item`: that dataset index alone (every repeat of it).
     """
     store = store_with_runs(config)
-    return report_details(config, load_report(store, resolve_run(store, ref, experiment)),
-                          only_failures=only_failures, limit=limit)
+    report = load_report(store, resolve_run(store, ref, experiment))
+    if item is not None and not any(i.index == item for i in report.items):
+        indices = [i.index for i in report.items]
+        held = f"indices {min(indices)}..{max(indices)}" if indices else "no items"
+        raise ConfigError(f"Run {report.id} has no item {item} (it holds {held}); pass one of its indices as item.")
+    return report_details(config, report, only_failures=only_failures, limit=limit, item=item)
 
 
 def report_details(config: Config, report: ExperimentReport, *, only_failures: bool = False,
-                   limit: int = ITEM_LIMIT) -> RunDetails:
-    """`run_details` of a report already loaded."""
-    failures = [i for i in report.items if is_failure(i)]
-    if only_failures:
-        chosen = sorted(failures, key=_badness)[:limit]
-    else:  # the failures are what a reader needs most: keep them, then fill up in index order
-        # By key, not by identity: a run's own report reads its items back from disk, a new object each time.
-        keep = {(i.index, i.run_index) for i in sorted(failures, key=_badness)[:limit]}
-        rest = ((i.index, i.run_index) for i in report.items if (i.index, i.run_index) not in keep)
-        keep |= set(islice(rest, max(0, limit - len(keep))))
-        chosen = [i for i in report.items if (i.index, i.run_index) in keep]
-    pool = len(failures) if only_failures else len(report.items)
-    omitted = pool - len(chosen)
+                   limit: int = ITEM_LIMIT, item: int | None = None) -> RunDetails:
+    """`run_details` of a report already loaded: items worst first (`failure_order`), then the rest by index."""
+    marks = pass_marks(report)
+    failures = sorted((i for i in report.items if is_failure(i)), key=lambda i: failure_order(i, marks))
+    failing = ranges(sorted({i.index for i in failures}))
+    if item is not None:
+        pool: list[ItemResult] = [i for i in report.items if i.index == item]
+    elif only_failures:
+        pool = failures
+    else:  # by key, not identity: a run's own report reads its items back from disk, a new object each time
+        failed = {(i.index, i.run_index) for i in failures}
+        pool = [*failures, *(i for i in report.items if (i.index, i.run_index) not in failed)]
+    chosen = pool[:limit]
+    omitted = len(pool) - len(chosen)
     more = None
     if omitted:
         more = (f"{omitted} more {'failed ' if only_failures else ''}items are not shown; call cobalt_results with "
-                f"run_id={report.id!r} and a higher limit (or only_failures=true), or cobalt_query over the "
-                f"outputs and scores tables with run_id = '{report.id}'.")
+                f"run_id={report.id!r} and a higher limit (or only_failures=true, or item=N for one item), or "
+                f"cobalt_query over the outputs and scores tables with run_id = '{report.id}'.")
     warnings = [] if report.status == "completed" else [
-        f"run {report.id} is {report.status}: only its finished items are shown."]
+        f"run {report.id} is {report.status}: only its finished items are shown, and it has not passed."]
     return RunDetails(
         run_id=report.id, experiment=report.name, status=report.status, passed=report.passed,
         timestamp=report.timestamp, tags=report.tags, summary=report.summary.model_copy(update={"per_item": []}),
         assertions=report.assertions, items=chosen, items_total=len(report.items), failures_total=len(failures),
-        items_omitted=omitted, more=more, results_path=report.results_path, run_url=run_page_url(config, report.id),
+        failing_items=failing, items_omitted=omitted, more=more, results_path=report.results_path,
+        run_url=run_page_url(config, report.id),
         dagster_url=dagster_run_url(config, report.id) if report.source == "dagster" else None, warnings=warnings)
 
 
-def _badness(item: ItemResult) -> tuple[int, float, int, int]:
-    """Agent failures first, then eval-errors, then the lowest score below its pass mark."""
+def failure_order(item: ItemResult, marks: dict[str, Any]) -> tuple[int, float, int, int]:
+    """Failed or timed-out agent calls first, then eval-errors, then scores below a pass mark by how far
+    below (the largest margin first), each in index order."""
     if item.status != "ok":
         return (0, 0.0, item.index, item.run_index)
     if any(ev.status != "ok" for ev in item.evaluations.values()):
         return (1, 0.0, item.index, item.run_index)
-    lowest = min((ev.score for ev in item.evaluations.values() if ev.score is not None), default=1.0)
-    return (2, lowest, item.index, item.run_index)
+    margins = [_margin(name, ev.score, marks.get(name)) for name, ev in item.evaluations.items()
+               if ev.passed is False and ev.score is not None]
+    return (2, -max(margins, default=0.0), item.index, item.run_index)
+
+
+def _margin(evaluator: str, score: float, mark: Any) -> float:
+    """How far `score` lies on the failing side of its pass mark (0 when the mark is unknown)."""
+    if not isinstance(mark, int | float):
+        return 0.0
+    return score - mark if lower_is_better(evaluator) else mark - score
+
+
+def ranges(indices: list[int]) -> str:
+    """Sorted indices as short ranges: `0-3, 7, 9-10`."""
+    spans: list[list[int]] = []
+    for i in indices:
+        if spans and i == spans[-1][1] + 1:
+            spans[-1][1] = i
+        else:
+            spans.append([i, i])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
 
 
 class ChangedItem(ItemChange):
@@ -115,19 +146,36 @@ class ComparedRuns(BaseModel):
     """`cobalt compare`'s comparison (A the baseline, every delta B - A) with the moved items' reasons."""
 
     outcome: CompareOutcome
+    #: Paired item scores (item x evaluator) that moved the worse way and the better way, all of them counted.
+    regressed_total: int = 0
+    improved_total: int = 0
+    #: The dataset index of every item with a regressed (improved) score, as ranges (`0-3, 7`).
+    regressed_indices: str = ""
+    improved_indices: str = ""
+    #: The `top` most regressed and improved, with both outputs and both reasons.
     regressed_items: list[ChangedItem] = Field(default_factory=list)
     improved_items: list[ChangedItem] = Field(default_factory=list)
     compare_url: str
 
 
+#: Enough to count every moved item (`compare_runs` keeps only the `top` it is asked for).
+_EVERY = 10**9
+
+
 def compare_with_reasons(config: Config, run_a: str, run_b: str, *, experiment: str | None = None,
                          top: int = 5) -> ComparedRuns:
-    """`compare_runs`, and for the most regressed and improved items the outputs and reasons of both runs."""
-    outcome = compare_runs(config, run_a, run_b, experiment=experiment, top=top)
+    """`compare_runs`, every moved item counted and named, and for the `top` most regressed and improved the
+    outputs and reasons of both runs."""
+    outcome = compare_runs(config, run_a, run_b, experiment=experiment, top=_EVERY)
     c = outcome.comparison
+    regressed, improved = c.regressions, c.improvements
+    c.regressions, c.improvements = regressed[:top], improved[:top]
     store = store_with_runs(config, "runs to compare")
     items = [{(i.index, i.run_index): i for i in load_report(store, run_id).items} for run_id in (c.run_a, c.run_b)]
-    return ComparedRuns(outcome=outcome, regressed_items=[_changed(ch, *items) for ch in c.regressions],
+    return ComparedRuns(outcome=outcome, regressed_total=len(regressed), improved_total=len(improved),
+                        regressed_indices=ranges(sorted({ch.index for ch in regressed})),
+                        improved_indices=ranges(sorted({ch.index for ch in improved})),
+                        regressed_items=[_changed(ch, *items) for ch in c.regressions],
                         improved_items=[_changed(ch, *items) for ch in c.improvements],
                         compare_url=compare_page_url(config, c.run_a, c.run_b))
 

@@ -69,7 +69,7 @@ async def _score(config: Config, exp: Experiment, evaluator: Evaluator, ctx: Eva
 
 
 def _find_experiment(config: Config, name: str) -> Experiment:
-    found = load_experiments(config)
+    found = load_experiments(config, problems=[])  # a broken file elsewhere does not stop this one
     for exp in found:
         if exp.name == name:
             return exp

@@ -50,8 +50,10 @@ def describe_experiments(config: Config, files: list[str] | None = None) -> Expe
     """Every experiment declared in `files` (default: the discovered ones); a file that fails to load is
     listed under `broken` with its error rather than hiding the others."""
     catalog = ExperimentCatalog()
-    paths = discover_files(config) if files is None else [Path(f) if Path(f).is_absolute() else config.root / f
-                                                          for f in files]
+    refused: list[str] = []
+    paths = discover_files(config, refused) if files is None else [
+        Path(f) if Path(f).is_absolute() else config.root / f for f in files]
+    catalog.broken += [BrokenFile(file=line.split(" is a link to ", 1)[0], error=line) for line in refused]
     for path in paths:
         try:
             declared = load_file(path)

@@ -18,10 +18,11 @@ from pydantic import BaseModel, Field
 from .._aio import run_anywhere
 from .._errors import CobaltError, ConfigError
 from ..config._config import Config
+from ..experiments._experiment import Experiment
 from ..llm._cache import ResponseCache
 from ..llm._judge import Judge
 from ..llm._providers import Endpoint, import_sdks, resolve_judge
-from ._experiments import ExperimentInfo, experiment_info
+from ._experiments import ExperimentCatalog, ExperimentInfo, experiment_info
 from ._fresh import in_fresh_process
 from ._generate_prompt import STRICTER, SYSTEM, generation_request, import_hint, repair_request
 
@@ -87,11 +88,31 @@ def generate_experiment(config: Config, agent_file: str, output_file: str | None
     if target.exists() and not overwrite:
         raise ConfigError(f"{_rel(config, target)} already exists; pass overwrite=true to replace it, or choose "
                           "another output_file.")
+    name = experiment_name(target)
+    refuse_taken_name(config, name, target)
     source = agent.read_text(encoding="utf-8", errors="replace")[:MAX_SOURCE_CHARS]
     request = generation_request(_rel(config, agent), source, import_hint(config.root.resolve(), agent, target),
-                                 _rel(config, target), size, context)
+                                 _rel(config, target), size, context, name)
     endpoint = _endpoint(config)
     return run_anywhere(_write_validated(config, endpoint, request, target))
+
+
+def experiment_name(target: Path) -> str:
+    """The name a generated experiment gets: its file's, so two files for one agent get two names."""
+    return target.name.removesuffix(".py").removesuffix(".cobalt").replace("_", "-")
+
+
+def refuse_taken_name(config: Config, name: str, target: Path) -> None:
+    """Before anything is written: a ConfigError when an experiment in another file already has `name` (two
+    experiments under one name stop every later run)."""
+    catalog = in_fresh_process(config, "cobalt_lib.ops._experiments:describe_experiments", {}, ExperimentCatalog,
+                               timeout=120)
+    mine = _rel(config, target)
+    taken = [e for e in catalog.experiments if e.name == name and e.file != mine]
+    if taken:
+        raise ConfigError(f"An experiment named {name!r} already exists ({taken[0].file}); nothing was written. "
+                          "The name follows output_file: choose another output_file, or replace that file with "
+                          f"output_file={taken[0].file!r} and overwrite=true.")
 
 
 async def _write_validated(config: Config, endpoint: Endpoint, request: str, target: Path) -> Generated:
@@ -184,10 +205,25 @@ def validate_file(config: Config, path: str) -> Validation:
     if not declared:
         raise ConfigError(f"{file.name} declares no experiment: decorate the agent with @experiment(...) or call "
                           "experiment(name, dataset, agent, ...).")
+    others = {e.name: e.source_file for other in discover_files(config) if other != file
+              for e in _loadable(other)}
     for exp in declared:
+        if exp.name in others:
+            raise ConfigError(f"Experiment name {exp.name!r} is already declared in {others[exp.name]}; give this "
+                              "experiment another name.")
         prepare(exp, config)
     return Validation(experiments=[experiment_info(config, exp) for exp in declared],
                       discovered=file in discover_files(config))
+
+
+def _loadable(path: Path) -> list[Experiment]:
+    """The experiments a file declares; none when it does not load (discovery reports it elsewhere)."""
+    from ..experiments._discovery import load_file
+
+    try:
+        return load_file(path)
+    except CobaltError:
+        return []
 
 
 def _endpoint(config: Config) -> Endpoint:

@@ -109,9 +109,9 @@ def evaluator_catalog() -> str:
 
 
 def generation_request(agent_rel: str, source: str, hint: str, target_rel: str, size: int,
-                       context: str | None) -> str:
-    """The whole request: the agent's source, how to import it, the rules, the example shape."""
-    name = Path(agent_rel).stem.removesuffix(".cobalt").replace("_", "-")
+                       context: str | None, name: str) -> str:
+    """The whole request: the agent's source, how to import it, the rules (the experiment named `name`), the
+    example shape."""
     parts = [
         f"Write the cobalt experiment file {target_rel} that tests the agent in {agent_rel}.",
         f"The agent's source ({agent_rel}):\n```python\n{source}\n```",

@@ -72,11 +72,19 @@ def history_entry(run: dict[str, Any], means: dict[str, float | None]) -> Histor
     return HistoryEntry(
         run_id=run["run_id"], experiment=run["experiment"],
         date=started.isoformat() if isinstance(started, datetime) else started,
-        tags=run.get("tags") or [], status=run["status"], passed=run.get("passed"),
+        tags=run.get("tags") or [], status=run["status"], passed=_passed(run),
         scores=means, duration_ms=run_duration_ms(run), cost=summary.get("estimated_cost"),
         agent_cost=summary.get("agent_cost"), judge_cost=summary.get("judge_cost"),
         parent_run_id=run.get("parent_run_id"),
     )
+
+
+def _passed(run: dict[str, Any]) -> bool | None:
+    """The gates' verdict of a completed run; never True for another (a row from before that rule may
+    say so): False for an incomplete or failed run, None while it runs."""
+    if run["status"] == "completed":
+        return run.get("passed")
+    return None if run["status"] == "running" else False
 
 
 def check_stored_experiment(store: Store, experiment: str | None) -> None:

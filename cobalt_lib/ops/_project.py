@@ -35,7 +35,7 @@ def request_experiment(config: Config, experiment: str, *, concurrency: int | No
     """Ask the running dashboard's daemon for a run of `experiment` (a file its sensor picks up)."""
     from cobalt_dagster import daemon_running, request_run
 
-    names = [e.name for e in load_experiments(config)]
+    names = [e.name for e in load_experiments(config, problems=[])]
     if experiment not in names:
         raise ConfigError(f"No experiment named {experiment!r}; known: {', '.join(names) or 'none'}.")
     options: dict[str, Any] = {"concurrency": concurrency} if concurrency else {}

@@ -46,13 +46,14 @@ COLUMN_NOTES: dict[str, dict[str, str]] = {
         "pid": "process id of the process that started it", "host": "host name of that process",
         "results_path": "the results JSON file of the run",
         "summary": "JSON: totals, latency, tokens, cost and per-evaluator statistics",
-        "passed": "every gate passed (NULL until the run finishes)",
+        "passed": "every gate passed; FALSE for a run that did not complete, NULL until the run finishes",
         "worked_ms": "milliseconds the stages worked on the run",
         "lease_until": "until when the process working on a running run holds it; past it, the run is incomplete",
     },
     "outputs": {
         "run_id": "the run", "item_index": "the dataset item's index", "run_index": "repetition (0 unless runs > 1)",
-        "input": "JSON: the item's input", "output": "JSON: the agent's output",
+        "input": "JSON: the whole dataset item (`input`, `expected_output` and any other field): the agent's "
+                 "input is input->>'$.input'", "output": "JSON: the agent's output",
         "metadata": "JSON: metadata the agent returned", "status": "ok | error | timeout",
         "error": "the agent's error message", "traceback": "the agent's traceback",
         "latency_ms": "agent call time in ms", "tokens": "tokens the agent reported",
@@ -62,7 +63,7 @@ COLUMN_NOTES: dict[str, dict[str, str]] = {
         "run_id": "the run", "item_index": "the dataset item's index", "run_index": "repetition",
         "evaluator": "the evaluator's name", "score": "0..1 (NULL for an eval-error)",
         "raw_score": "the grader's raw -3..3 score, else NULL", "reason": "the judge's or function's reason",
-        "status": "ok | eval-error", "passed": "score reached the evaluator's pass mark",
+        "status": "ok | eval-error", "passed": "score reached the evaluator's pass mark (NULL for an eval-error)",
         "error": "why the evaluation failed", "raw_response": "the judge's raw answer",
         "cached": "answer came from the judge cache", "judge_model": "provider/model of the judge",
         "latency_ms": "evaluation time in ms", "tokens": "judge tokens", "cost_usd": "judge cost in US dollars",
@@ -85,6 +86,22 @@ COLUMN_NOTES: dict[str, dict[str, str]] = {
         "how": "executed (Dagster launched it) | recorded (replayed into Dagster afterwards) | skipped (--no-dagster)",
         "recorded_at": "when this row was written (UTC)",
     },
+}
+
+
+#: Queries that answer common questions; `<run id>` stands for a run's id.
+EXAMPLES = {
+    "failed items of a run (a failed or timed-out agent call, an eval-error, or a score below its pass mark)":
+        "SELECT o.item_index, o.run_index, o.status, o.error, s.evaluator, s.score, s.status AS eval_status, "
+        "s.reason FROM outputs o LEFT JOIN scores s USING (run_id, item_index, run_index) "
+        "WHERE o.run_id = '<run id>' AND (o.status <> 'ok' OR s.status <> 'ok' OR NOT s.passed) "
+        "ORDER BY o.item_index, o.run_index",
+    "each item's input and expected output":
+        "SELECT item_index, input->>'$.input' AS input, input->>'$.expected_output' AS expected, output "
+        "FROM outputs WHERE run_id = '<run id>' ORDER BY item_index",
+    "the newest completed run of each experiment that passed its gates":
+        "SELECT experiment, max(started_at) AS newest FROM runs WHERE status = 'completed' AND passed "
+        "GROUP BY experiment",
 }
 
 

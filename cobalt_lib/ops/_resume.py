@@ -35,9 +35,10 @@ def resume_run(config: Config, ref: str, selection: Selection | None = None, *, 
     `selection` gives the experiment files and, when its name filter or tags pick one experiment, the
     one whose runs `latest`/`previous` mean. `record`: then into the Dagster history as a recorded run.
     """
-    experiment, run_id = _stored_run(config, ref, selection, "resume it")
+    problems: list[str] = []
+    experiment, run_id = _stored_run(config, ref, selection, "resume it", problems)
     plan = prepare(experiment, config, resume_request(experiment, config, run_id, concurrency=concurrency))
-    return RunOutcome(reports=[run_plan(plan, observer, record=record)])
+    return RunOutcome(reports=[run_plan(plan, observer, record=record)], warnings=problems)
 
 
 def rerun_failed(config: Config, ref: str, selection: Selection | None = None, *, concurrency: int | None = None,
@@ -48,14 +49,18 @@ def rerun_failed(config: Config, ref: str, selection: Selection | None = None, *
     It runs on the library path; `record`: then into the Dagster history as a recorded run.
     `selection` is read as by `resume_run`.
     """
-    experiment, run_id = _stored_run(config, ref, selection, "re-run its failed items")
+    problems: list[str] = []
+    experiment, run_id = _stored_run(config, ref, selection, "re-run its failed items", problems)
     request = failed_request(experiment, config, run_id, concurrency=concurrency, tags=add_tags)
-    return RunOutcome(reports=[run_plan(prepare(experiment, config, request), observer, record=record)])
+    return RunOutcome(reports=[run_plan(prepare(experiment, config, request), observer, record=record)],
+                      warnings=problems)
 
 
-def _stored_run(config: Config, ref: str, selection: Selection | None, why: str) -> tuple[Experiment, str]:
-    """The run `ref` names (`latest` of the experiment the selection picks) and its declared experiment."""
-    candidates, scope = resume_scope(config, selection or Selection())
+def _stored_run(config: Config, ref: str, selection: Selection | None, why: str,
+                problems: list[str]) -> tuple[Experiment, str]:
+    """The run `ref` names (`latest` of the experiment the selection picks) and its declared experiment;
+    discovered files that did not load go to `problems`."""
+    candidates, scope = resume_scope(config, selection or Selection(), problems)
     store = Store.for_config(config)
     run_id = resolve_run(store, ref, scope)
     name = store.experiment_of(run_id)
@@ -80,7 +85,7 @@ def rescore_run(config: Config, ref: str, *, evaluators: Sequence[str] = (), exp
     store = store_with_runs(config)
     old_id = resolve_run(store, ref, experiment=experiment)
     stored = load_report(store, old_id)
-    found = [e for e in load_experiments(config) if e.name == stored.name]
+    found = [e for e in load_experiments(config, problems=[]) if e.name == stored.name]
     if not found:
         raise ConfigError(f"Run {old_id} belongs to experiment {stored.name!r}, which no experiment file under "
                           f"{config.test_dir}/ declares any more; restore it to rescore this run.")

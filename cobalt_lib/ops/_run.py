@@ -85,8 +85,9 @@ def prepare_runs(config: Config, selection: Selection, options: RunOptions) -> P
     request = FreshRun(concurrency=options.concurrency, tags=options.add_tags,
                        update_baselines=options.update_baselines)
     config.dagster.record_mode()  # a bad COBALT_DAGSTER_RECORD is a usage error before anything runs
-    plans = [prepare(exp, config, request) for exp in select_experiments(config, selection)]
-    return PreparedRuns(config, plans, options, unused_thresholds(config, plans))
+    problems: list[str] = []
+    plans = [prepare(exp, config, request) for exp in select_experiments(config, selection, problems)]
+    return PreparedRuns(config, plans, options, problems + unused_thresholds(config, plans))
 
 
 def execute_runs(prepared: PreparedRuns, observer: Observer | None = None) -> RunOutcome:

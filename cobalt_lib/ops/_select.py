@@ -25,19 +25,24 @@ class Selection(BaseModel):
     tags: list[str] = Field(default_factory=list)
 
 
-def select_experiments(config: Config, selection: Selection) -> list[Experiment]:
+def select_experiments(config: Config, selection: Selection, problems: list[str] | None = None) -> list[Experiment]:
     """The selected experiments; selecting nothing is an error that says what was found, so a
-    mistyped filter or tag is plain."""
+    mistyped filter or tag is plain. `problems`: discovered files that did not load, or link out of the
+    project, one sentence each (the others still load)."""
     files, name_filter, tags = selection.files, selection.name_filter, selection.tags
     pause_point("discovery")  # tests: an interrupt while experiment files are imported
-    found = load_experiments(config, files or None)
+    seen: list[str] = []
+    found = load_experiments(config, files or None, problems=seen)
+    if problems is not None:
+        problems.extend(seen)
     if not found:
         where = ", ".join(map(str, files)) if files else f"{config.test_dir}/ matching {', '.join(config.test_match)}"
-        raise ConfigError(f"No experiments found in {where}; create one with `cobalt init` or pass a file.")
+        skipped = f" ({' '.join(seen)})" if seen else ""
+        raise ConfigError(f"No experiments found in {where}{skipped}; create one with `cobalt init` or pass a file.")
     named = [e for e in found if not name_filter or name_filter in e.name]
     if not named:
         raise ConfigError(f"No experiment name contains {name_filter!r} (--filter); found: "
-                          f"{', '.join(sorted({e.name for e in found}))}.")
+                          f"{', '.join(sorted({e.name for e in found}))}." + "".join(f" {p}" for p in seen))
     chosen = [e for e in named if not tags or set(tags) & set(e.tags)]
     if not chosen:
         known = sorted({t for e in named for t in e.tags})
@@ -54,12 +59,14 @@ def unused_thresholds(config: Config, plans: Sequence[RunPlan]) -> list[str]:
             "it gates nothing." for path in config.ci.thresholds if path not in used]
 
 
-def resume_scope(config: Config, selection: Selection) -> tuple[list[Experiment], str | None]:
+def resume_scope(config: Config, selection: Selection,
+                 problems: list[str] | None = None) -> tuple[list[Experiment], str | None]:
     """The experiments a resume may finish a run of, and the one experiment whose runs `latest` and
     `previous` then mean when the name filter or tags pick it (None: every experiment's runs)."""
     if not selection.name_filter and not selection.tags:
-        return load_experiments(config, selection.files or None), None
-    chosen = select_experiments(config, selection)
+        seen = problems if problems is not None else []
+        return load_experiments(config, selection.files or None, problems=seen), None
+    chosen = select_experiments(config, selection, problems)
     if len(chosen) > 1:
         raise ConfigError(f"--resume finishes one run, but --filter/--tag match {len(chosen)} experiments "
                           f"({', '.join(e.name for e in chosen)}); narrow them to one.")

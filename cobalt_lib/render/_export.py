@@ -219,9 +219,13 @@ def _item_suite(report: ExperimentReport, items_fail: bool) -> ET.Element:
 
 
 def _gate_suite(report: ExperimentReport) -> ET.Element:
-    """One test case per quality gate, failed exactly when the run's gate failed (what exits 1)."""
+    """One test case per quality gate, failed exactly when the run's gate failed (what exits 1), and an
+    error case when the run did not complete."""
     name = f"{report.name} / gates"
     suite = ET.Element("testsuite", name=_xml(name), timestamp=report.timestamp, time="0.000")
+    if report.status != "completed":  # an unfinished run never passes, whatever its gates said
+        _add_case(suite, name, "run completed", 0.0, ("error", f"run {report.id} is {report.status}: only its "
+                                                      "finished items were judged"))
     for gate in report.assertions:
         _add_case(suite, name, gate.name, 0.0, None if gate.passed else ("failure", gate.message or "gate failed"))
     return suite
@@ -245,7 +249,7 @@ def to_junit(report: ExperimentReport, *, items_fail: bool = False) -> str:
     """
     suites = ET.Element("testsuites", name="cobalt")
     suites.append(_item_suite(report, items_fail))
-    if report.assertions:
+    if report.assertions or report.status != "completed":
         suites.append(_gate_suite(report))
     for suite in suites:
         _count(suite)

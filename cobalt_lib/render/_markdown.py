@@ -27,7 +27,7 @@ def gates_list(report: ExperimentReport) -> str:
 def report_markdown(report: ExperimentReport) -> str:
     """A summary of one run: status, scores table, totals and gates."""
     s = report.summary
-    verdict = "passed" if report.passed else "FAILED"
+    verdict = "passed" if report.passed else "FAILED" if report.status == "completed" else report.status.upper()
     cost = money(s.estimated_cost)
     return "\n\n".join([
         f"### cobalt: {report.name} — {verdict}",

@@ -164,8 +164,9 @@ class ExperimentReport(BaseModel):
 
     @property
     def passed(self) -> bool:
-        """True when every assertion passed."""
-        return all(a.passed for a in self.assertions)
+        """True when the run completed and every assertion passed: a run that is still going, was
+        interrupted, killed or failed has not passed, whatever gates it has (often none yet)."""
+        return self.status == "completed" and all(a.passed for a in self.assertions)
 
     def metric(self, path: str) -> float | None:
         """A statistic by dot path: `relevance`, `relevance.p95`, `latency.p99`, `cost.mean`."""

@@ -137,7 +137,7 @@ def test_history_shows_running_and_incomplete_runs(project: Path) -> None:
     killed_and_live_runs(project)
     entries = json.loads(cobalt(project, "history", "--json").stdout)
     assert [(e["run_id"], e["status"], e["passed"], e["duration_ms"]) for e in entries] == [
-        ("r-live", "running", None, None), ("r-killed", "incomplete", None, None)]
+        ("r-live", "running", None, None), ("r-killed", "incomplete", False, None)]  # an unfinished run never passes
     table = cobalt(project, "history").stdout
     assert "running" in next(ln for ln in table.splitlines() if "r-live" in ln)
     assert "incomplete" in next(ln for ln in table.splitlines() if "r-killed" in ln)

@@ -194,10 +194,11 @@ def test_add_tag_and_concurrency_reach_the_run(qa_project: Path) -> None:
 @pytest.mark.parametrize(
     ("files", "message"),
     [({"cobalt.toml": "concurency = 3\n"}, "unknown key 'concurency'; did you mean 'concurrency'?"),
-     ({"experiments/bad.cobalt.py": "def broken(:\n"}, "line 1: syntax error"),
      ({"experiments/gate.cobalt.py": OTHER.replace('"other-agent"', '"gated"').replace(
          'lambda ctx: "x",', 'lambda ctx: "x", assertions=[__import__("cobalt_lib").threshold("exactt", 1)],')},
       "refers to metric 'exactt'"),
+     # A broken file given by name (discovered, it is a warning and the others run: tests/mcp/test_mcp_discovery.py)
+     ({"experiments/bad.cobalt.py": "def broken(:\n"}, "line 1: syntax error"),
      ({"experiments/data.cobalt.py": "from cobalt_lib import Dataset\nDataset.from_file('d.jsonl')\n",
        "d.jsonl": '{"input": 1}\n{"input": \n'}, "d.jsonl, line 2: invalid JSON")],
 )
@@ -205,7 +206,9 @@ def test_bad_usage_exits_2_with_one_sentence_and_nothing_runs(qa_project: Path, 
                                                              message: str) -> None:
     for name, text in files.items():
         (qa_project / name).write_text(text)
-    result = cobalt(qa_project, "run")
+    named = [name for name in files if name.startswith("experiments/") and name.endswith(("bad.cobalt.py",
+                                                                                          "data.cobalt.py"))]
+    result = cobalt(qa_project, "run", *named)
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], result.stderr

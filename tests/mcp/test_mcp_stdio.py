@@ -60,7 +60,8 @@ async def test_lists_tools_resources_templates_and_prompts(served: Served) -> No
         assert tool.description and len(tool.description) > 100
         assert tool.output_schema is not None and tool.input_schema["type"] == "object"
     assert set(tools["cobalt_run"].input_schema["properties"]) == {"file", "filter", "tag", "concurrency",
-                                                                    "no_dagster"}
+                                                                    "no_dagster", "resume", "budget"}
+    assert tools["cobalt_results"].input_schema["properties"]["budget"]["default"] == 20_000
     assert tools["cobalt_run"].input_schema["properties"]["no_dagster"]["default"] is False  # Dagster by default
     assert tools["cobalt_query"].input_schema["required"] == ["sql"]
     assert tools["cobalt_query"].annotations is not None and tools["cobalt_query"].annotations.read_only_hint
@@ -81,15 +82,16 @@ async def test_run_returns_the_stored_run_with_progress_per_item(served: Served,
     assert stored is not None and stored["status"] == "completed"
     scores = {(r["item_index"], r["evaluator"]): (r["score"], r["reason"])
               for r in served.store.rows("scores", run["run_id"])}
-    shown = {(i["index"], name): (ev["score"], ev["reason"]) for i in run["items"]
+    shown = {(i["index"], name): (ev["score"], ev.get("reason")) for i in run["items"]  # null fields left out
              for name, ev in i["evaluations"].items()}
     assert shown == scores and len(shown) == 8
-    assert [i["output"] for i in run["items"]] == ["a0", "a1", "a2", "wrong"]
+    assert [i["output"] for i in run["items"]] == ["wrong", "a0", "a1", "a2"]  # failures first
     assert run["summary"]["scores"]["exact"]["avg"] == 0.75 and run["failures_total"] == 1
     verdicts = {v["name"]: v["passed"] for v in served.store.rows("verdicts", run["run_id"])}
     assert {a["name"]: a["passed"] for a in run["assertions"]} == verdicts and verdicts["exact >= 0.5"]
     assert run["run_url"].endswith(f"/runs/{run['run_id']}")
-    assert "qa run" in runs.first.content[0].text and "1 of 4 items failed" in runs.first.content[0].text  # type: ignore[union-attr]
+    summary = runs.first.content[0].text  # type: ignore[union-attr]
+    assert f"run {run['run_id']} of qa: completed, gates PASSED" in summary and "1 of 4 items failed: 3" in summary
     assert [p[0] for p in runs.progress] == [1, 2, 3, 4] and {p[1] for p in runs.progress} == {4}
     assert all(p[2] and p[2].startswith("qa: item ") for p in runs.progress)
 
@@ -104,7 +106,7 @@ async def test_an_edited_experiment_is_seen_by_the_next_run(served: Served, runs
 
 async def test_run_usage_errors_are_tool_errors_saying_what_to_do(served: Served) -> None:
     nothing = await served.client.call_tool("cobalt_run", {"filter": "nomatch", "no_dagster": True})
-    assert "No experiment name contains 'nomatch' (--filter); found: judged, qa" in error_text(nothing)
+    assert "No experiment name contains 'nomatch' (filter); found: judged, qa" in error_text(nothing)
     outside = await served.client.call_tool("cobalt_run", {"file": "../elsewhere.cobalt.py"})
     assert "outside the project" in error_text(outside)
 
@@ -117,18 +119,25 @@ async def test_results_lists_runs_and_reads_failures(served: Served, runs: Runs)
     [item] = failures["run"]["items"]
     assert item["index"] == 3 and item["output"] == "wrong" and item["evaluations"]["exact"]["passed"] is False
     missing = await served.client.call_tool("cobalt_results", {"run_id": "nosuchrun"})
-    assert "No run has id 'nosuchrun'" in error_text(missing) and "cobalt history" in error_text(missing)
+    assert "No run has id 'nosuchrun'; cobalt_results() lists the stored runs." in error_text(missing)
+    assert "`cobalt" not in error_text(missing)
 
 
 async def test_compare_previous_with_latest(served: Served, runs: Runs) -> None:
-    compared = data(await served.client.call_tool("cobalt_compare", {"run_a": "previous", "run_b": "latest",
-                                                                      "experiment": "qa"}))
+    result = await served.client.call_tool("cobalt_compare", {"run_a": "previous", "run_b": "latest",
+                                                               "experiment": "qa"})
+    compared = data(result)
+    assert "0 item scores regressed, 2 improved (items 3)" in result.content[0].text  # type: ignore[union-attr]
     c = compared["outcome"]["comparison"]
     assert (c["run_a"], c["run_b"]) == (data(runs.first)["runs"][0]["run_id"], data(runs.second)["runs"][0]["run_id"])
     exact = next(e for e in c["evaluators"] if e["evaluator"] == "exact")
     assert exact["delta"] == pytest.approx(0.25) and exact["pairs"] == 4
     [improved] = [i for i in compared["improved_items"] if i["evaluator"] == "exact"]
     assert (improved["index"], improved["output_a"], improved["output_b"]) == (3, "wrong", "a3")
+    # the structured outcome and the text agree: item 3 improved on both evaluators, nothing regressed
+    assert (compared["improved_total"], compared["improved_indices"]) == (2, "3")
+    assert compared.get("regressed_total", 0) == 0 and "regressions" not in compared["outcome"]
+    assert "regressions" not in c and "improvements" not in c  # the moved items appear once, with their outputs
     assert compared["compare_url"].startswith("http://127.0.0.1:")
 
 
@@ -171,9 +180,17 @@ async def test_resources_read_the_project_and_the_store(served: Served, runs: Ru
         result = await served.client.read_resource(uri)
         return json.loads(result.contents[0].text)  # type: ignore[union-attr]
 
-    schema = {t["name"]: t for t in await read("cobalt://schema")}
+    described = await read("cobalt://schema")
+    schema = {t["name"]: t for t in described["tables"]}
     assert set(schema) == {"runs", "outputs", "scores", "aggregates", "verdicts", "dagster_runs"}
     assert all(c["description"] for t in schema.values() for c in t["columns"])
+    [outputs_input] = [c["description"] for c in schema["outputs"]["columns"] if c["name"] == "input"]
+    assert "the whole dataset item" in outputs_input
+    # the example that selects a run's failed items answers exactly the failures cobalt_results reports
+    [failed_sql] = [sql for what, sql in described["examples"].items() if what.startswith("failed items")]
+    first_id = data(runs.first)["runs"][0]["run_id"]
+    rows = served.store.query(failed_sql.replace("<run id>", first_id))
+    assert {(r["item_index"], r["evaluator"]) for r in rows} == {(3, "exact"), (3, "short")}
     config = await read("cobalt://config")
     assert config["config"]["judge"]["model"] == "gpt-4o-mini"
     assert config["environment"]["OPENAI_API_KEY"] == "set" and TEST_KEY not in json.dumps(config)
@@ -272,3 +289,28 @@ async def test_generate_refuses_paths_outside_the_project(served: Served, tmp_pa
         assert "outside the project" in error_text(refused), arguments
     assert not (served.root.parent / "escaped.cobalt.py").exists() and not Path("/tmp/escaped.cobalt.py").exists()
     (served.root / "link.py").unlink()
+
+
+async def test_generate_refuses_a_name_an_experiment_has_before_writing(served: Served, llm: FakeLLM) -> None:
+    taken = await served.client.call_tool("cobalt_generate", {"agent_file": "agent.py",
+                                                              "output_file": "generated/qa.cobalt.py"})
+    message = error_text(taken)
+    assert "An experiment named 'qa' already exists (experiments/qa.cobalt.py); nothing was written" in message
+    assert "output_file" in message and llm.count("chat") == 0 and not (served.root / "generated").exists()
+
+
+async def test_generate_names_the_experiment_after_output_file(served: Served, llm: FakeLLM) -> None:
+    llm.script(text(fenced(GENERATED)))
+    first = data(await served.client.call_tool("cobalt_generate", {"agent_file": "agent.py"}))
+    assert first["experiments"][0]["name"] == "agent"
+    # A second file for the same agent gets its own name; a model that reuses the first one gets one repair.
+    llm.script(text(fenced(GENERATED)), text(fenced(GENERATED.replace('"agent", dataset', '"agent-v2", dataset'))))
+    second = data(await served.client.call_tool("cobalt_generate", {
+        "agent_file": "agent.py", "output_file": "experiments/agent_v2.cobalt.py"}))
+    assert "Name the experiment 'agent-v2'" in llm.requests[1]["body"]["messages"][-1]["content"]
+    assert "Experiment name 'agent' is already declared in" in llm.requests[2]["body"]["messages"][-1]["content"]
+    assert second["experiments"][0]["name"] == "agent-v2" and second["attempts"] == 2
+    listed = await served.client.call_tool("cobalt_run", {"filter": "agent", "no_dagster": True})
+    assert [r["experiment"] for r in data(listed)["runs"]] == ["agent", "agent-v2"]
+    for path in (first["path"], second["path"]):
+        (served.root / path).unlink()
