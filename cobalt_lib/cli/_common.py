@@ -24,7 +24,19 @@ def project_config() -> Config:
 
     config = load_config()
     warn(config_warnings(config))
+    _replay_journals(config)
     return config
+
+
+def _replay_journals(config: Config) -> None:
+    """Rows a run left on disk while another process held the store go in before the command reads it
+    (waiting a moment at most: a store still held leaves them for the next command)."""
+    from ..results._journal import left, replay_left
+    from ..results._store import Store
+
+    store = Store.for_config(config)
+    if left(store):
+        replay_left(store, wait=2.0)
 
 
 def console() -> Console:
