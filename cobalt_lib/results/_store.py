@@ -260,7 +260,7 @@ class Store(DagsterRuns):
         journal, when given)."""
         run_id = run_row["run_id"]
         row = {"pid": os.getpid(), "host": socket.gethostname(), **run_row}
-        (via or self).write({"runs": [row], "aggregates": aggregates, "verdicts": verdicts},
+        (self if via is None else via).write({"runs": [row], "aggregates": aggregates, "verdicts": verdicts},
                             delete_run=run_id, delete_tables=["runs", "aggregates", "verdicts"])
 
     def add_work(self, run_id: str, ms: float) -> float | None:
