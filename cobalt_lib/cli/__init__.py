@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import importlib
 import os
 import pkgutil
@@ -49,14 +50,18 @@ class QuietWhenClosed:
     def write(self, text: str) -> int:
         try:
             return self._stream.write(text)
-        except BrokenPipeError:
+        except OSError as exc:
+            if not _gone(exc):
+                raise
             self._to_devnull()
             return len(text)
 
     def flush(self) -> None:
         try:
             self._stream.flush()
-        except BrokenPipeError:
+        except OSError as exc:
+            if not _gone(exc):
+                raise
             self._to_devnull()
 
     def __getattr__(self, name: str) -> Any:
@@ -70,6 +75,11 @@ class QuietWhenClosed:
             self._stream = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115  (lives as long as stdout)
         finally:
             os.close(devnull)
+
+
+def _gone(exc: OSError) -> bool:
+    """The reader has gone: a closed pipe, or a closed terminal (EIO)."""
+    return isinstance(exc, BrokenPipeError) or exc.errno == errno.EIO
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -116,10 +126,12 @@ def _main(argv: list[str] | None) -> None:
 
 
 def _interrupted_code() -> int:
-    """130 for Ctrl-C; 143 when SIGTERM stopped a run (it stops as Ctrl-C does, but says what it was)."""
-    from .._signals import TERMINATED
+    """130 for Ctrl-C; 128 + the signal's number when SIGTERM (143) or SIGHUP (129) stopped a run (it
+    stops as Ctrl-C does, but says what it was)."""
+    from .._signals import stopped_by
 
-    return 143 if TERMINATED.is_set() else 130
+    signum = stopped_by()
+    return 130 if signum is None else 128 + signum
 
 
 def _fail(message: str) -> NoReturn:

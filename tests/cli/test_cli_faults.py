@@ -178,3 +178,25 @@ def test_a_store_held_past_the_writers_wait_loses_nothing_and_the_next_command_p
     assert len(store.rows("outputs", report["id"])) == 500
     assert len(store.rows("scores", report["id"])) == 500
     assert [p.name for p in journal.iterdir()] == []
+
+
+def test_sighup_mid_run_keeps_the_finished_items_says_how_to_resume_and_exits_129(project: Path) -> None:
+    """A closed terminal sends SIGHUP: handled as SIGTERM is, then exit 128 + 1."""
+    _write_experiment(project)
+    proc = _start(project, N="6", STUCK="3", CONCURRENCY="1")
+    early = _wait_for(proc, "paused at stuck")
+    proc.send_signal(signal.SIGHUP)
+    out, err = proc.communicate(timeout=120)
+    err = "".join(early) + err
+    assert proc.returncode == 129, out + err
+    assert "Traceback" not in err, err
+    [run] = Store(project / ".cobalt" / "cobalt.duckdb").runs()
+    run_id = run["run_id"]
+    assert run["status"] == "incomplete"
+    assert (f"interrupted: finished items kept in run {run_id} (incomplete); finish it with "
+            f"`cobalt run --resume {run_id}`") in err
+    outputs = Store(project / ".cobalt" / "cobalt.duckdb").rows("outputs", run_id)
+    assert [(o["item_index"], o["output"]) for o in outputs] == [(0, "a0"), (1, "a1"), (2, "a2")]
+    resumed = _cobalt(project, "run", "--resume", run_id, N="6")
+    assert resumed.returncode == 0, resumed.stderr
+    assert _calls(project) == [0, 1, 2, 3, 4, 5]
