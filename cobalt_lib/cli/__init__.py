@@ -87,6 +87,10 @@ def main(argv: list[str] | None = None) -> None:
 
     A closed stdout (`cobalt run | head`) silences the output; the command still finishes.
     """
+    for stream in (sys.stdout, sys.stderr):  # a stdout that cannot encode a character shows its escape
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     stdout = sys.stdout
     sys.stdout = cast(TextIO, QuietWhenClosed(stdout))
     try:

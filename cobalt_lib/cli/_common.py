@@ -52,7 +52,9 @@ def warn(warnings: Iterable[str]) -> None:
 
 
 def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=str, ensure_ascii=False) + "\n")
+    """JSON on stdout: characters as they are, or as JSON escapes when stdout cannot encode UTF-8."""
+    utf8 = (getattr(sys.stdout, "encoding", None) or "").lower().replace("-", "") in ("utf8", "utf8sig")
+    sys.stdout.write(json.dumps(data, indent=2, default=str, ensure_ascii=not utf8) + "\n")
 
 
 def announce(reports: list[ExperimentReport], config: Config) -> None:

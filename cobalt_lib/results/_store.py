@@ -50,11 +50,21 @@ class Writer(Protocol):
               delete_tables: Sequence[str] = (), add_work: tuple[str, float] | None = None) -> float | None: ...
 
 
+#: What DuckDB says of a store file that is cut short or is not a database.
+_DAMAGE_WORDS = ("Could not read enough bytes", "not a valid DuckDB database", "Corrupt", "checksum")
+
+
 def unusable(path: Path, exc: Exception) -> StoreError:
-    """A store file DuckDB cannot open (not a lock): one sentence saying what to do."""
-    return StoreError(f"The results store {path} cannot be read ({str(exc).splitlines()[0]}); move it aside "
-                      f"(`mv {path} {path}.damaged`) and the next run starts a new one: the results files "
-                      f"under {path.parent / 'results'} keep every finished run.")
+    """A store file DuckDB cannot use (not a lock): one sentence saying what to do."""
+    said = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if "No space left on device" in said:
+        return StoreError(f"The disk holding the results store {path} is full ({said}); free some space and "
+                          "run the command again.")
+    if any(word in said for word in _DAMAGE_WORDS):
+        return StoreError(f"The results store {path} is damaged ({said}); move it aside (`mv {path} "
+                          f"{path}.damaged`) and the next run starts a new one; the results files under "
+                          f"{path.parent / 'results'} still hold every finished run.")
+    return StoreError(f"Cannot open the results store {path}: {said}")
 
 
 def _holder(message: str) -> str:
@@ -167,6 +177,10 @@ class Store(DagsterRuns):
                 delay = min(delay * 2, 0.5)
         try:
             yield con
+        except duckdb.Error as exc:
+            if any(word in str(exc) for word in (*_DAMAGE_WORDS, "No space left on device")):
+                raise unusable(self.path, exc) from None
+            raise
         finally:
             con.close()
 

@@ -91,7 +91,8 @@ def write_rows(path: Path, table: str, rows: Iterable[dict[str, Any]], values: P
     (`_values.cap_row`). Returns the longest line's length in bytes (an upper bound)."""
     columns = COLUMNS[table]
     longest = 0
-    with path.open("w", encoding="utf-8") as fh:
+    # A lone surrogate (an agent's string cut in the middle of a pair) cannot be UTF-8: stored as `?`.
+    with path.open("w", encoding="utf-8", errors="replace") as fh:
         for row in rows:
             line = json.dumps({c: finite(row.get(c)) for c in columns}, ensure_ascii=False, default=str)
             if len(line) > limit // 4:  # perhaps over the cap in UTF-8: the exact check, value by value

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Literal, Protocol, TypeVar, overload
 
 from .._errors import StoreError
+from .._files import disk_full
 from .._timeouts import FinishedWhileCancelled
 from ..results._journal import Journal, left_work, replay_left, stalled
 from ..results._report import ExperimentReport, ItemResult
@@ -224,7 +225,25 @@ async def execute(plan: RunPlan, observer: Observer | None = None) -> Experiment
     """
     start_run(plan)
     with lease(plan.store, plan.run_id):  # until the run is saved: a killed process's run then expires
-        return await _execute(plan, observer)
+        try:
+            return await _execute(plan, observer)
+        except Exception as exc:
+            if (full := disk_full(exc)) is None:
+                raise
+            raise StoreError(_kept_on_full_disk(plan, full)) from exc
+
+
+def _kept_on_full_disk(plan: RunPlan, error: Exception) -> str:
+    """One sentence for a run the disk filled up under: where, what was kept, how to finish it."""
+    where = getattr(error, "filename", None) or plan.config.output_path
+    with contextlib.suppress(StoreError):  # incomplete at once, if the disk has room for that much
+        plan.store.renew_lease(plan.run_id, 0.0)
+    try:
+        kept = f"{plan.store.live_counts(plan.run_id)['done']} finished items kept in the store"
+    except StoreError:
+        kept = "its finished items kept in the store and under " + str(plan.config.output_path / "journal")
+    return (f"The disk is full (no space left writing {where}): run {plan.run_id} stopped with {kept}; free some "
+            f"space, then finish it with `cobalt run --resume {plan.run_id}`.")
 
 
 async def _execute(plan: RunPlan, observer: Observer | None) -> ExperimentReport:
@@ -290,7 +309,7 @@ def finish(plan: RunPlan, items: Sequence[ItemResult] | FinishedItems,
     try:
         save(plan, report)
     except Exception as exc:
-        if status == "completed":
+        if status == "completed" or disk_full(exc) is not None:  # a full disk is said once, by execute
             raise
         # Already failing: keep the original error, but say where the results could not go.
         print(f"cobalt: could not save the interrupted run {plan.run_id}: {exc}", file=sys.stderr)

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -55,7 +57,7 @@ def _env(project: Path, **extra: str) -> dict[str, str]:
     clean = {k: v for k, v in os.environ.items()
              if k not in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "DAGSTER_HOME", "COBALT_PROJECT_DIR")}
     return {**clean, "COBALT_TESTING": "1", "COBALT_DAGSTER_RECORD": "off", "CALLS": str(project / "calls.txt"),
-            **extra}
+            "COBALT_TEST_PAUSE": "", **extra}
 
 
 def _cobalt(project: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -200,3 +202,104 @@ def test_sighup_mid_run_keeps_the_finished_items_says_how_to_resume_and_exits_12
     resumed = _cobalt(project, "run", "--resume", run_id, N="6")
     assert resumed.returncode == 0, resumed.stderr
     assert _calls(project) == [0, 1, 2, 3, 4, 5]
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 5 MB tmpfs (root can mount one), unmounted afterwards."""
+    where = tmp_path / "disk"
+    where.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=5m", "tmpfs", str(where)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here (needs root): {mounted.stderr.decode().strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+def test_a_full_disk_is_one_sentence_naming_the_path_and_what_was_kept_and_the_run_resumes(
+        small_disk: Path) -> None:
+    project = small_disk
+    (project / "experiments").mkdir()
+    (project / "experiments" / "faults.cobalt.py").write_text(EXPERIMENT.replace(
+        'return ctx.item["expected_output"]', 'return ctx.item["expected_output"] + "y" * 50_000'))
+    run = _cobalt(project, "run", "--ci", N="300", CALLS=str(project.parent / "calls.txt"))
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "Traceback" not in run.stderr
+    [line] = run.stderr.strip().splitlines()
+    found = re.fullmatch(rf"error: The disk is full \(no space left writing {project}/\.cobalt\S*\): run (\S+) stopped "
+                         r"with (\d+) finished items kept in the store; free some space, then finish it with "
+                         r"`cobalt run --resume \1`\.", line)
+    assert found, line
+    run_id, kept = found.group(1), int(found.group(2))
+    store = Store(project / ".cobalt" / "cobalt.duckdb")
+    assert len(store.rows("outputs", run_id)) == kept
+    subprocess.run(["mount", "-o", "remount,size=200m", str(project)], check=True)  # space freed
+    resumed = _cobalt(project, "run", "--resume", run_id, N="300", CALLS=str(project.parent / "calls.txt"))
+    assert resumed.returncode == 0, resumed.stderr
+    outputs = store.rows("outputs", run_id)
+    assert [o["item_index"] for o in outputs] == list(range(300))
+    assert store.run_status(run_id) == "completed"
+
+
+def test_a_damaged_store_is_one_sentence_naming_the_file_and_what_to_do(project: Path) -> None:
+    _write_experiment(project)
+    assert _cobalt(project, "run", "--ci", N="50").returncode == 0
+    db = project / ".cobalt" / "cobalt.duckdb"
+    data = db.read_bytes()
+    db.write_bytes(data[: len(data) // 2])  # cut short, as a full disk or a bad copy leaves it
+    for command in (["show", "latest"], ["run", "--ci"]):  # (`history` reads only pages that are still there)
+        result = _cobalt(project, *command, N="50")
+        assert result.returncode == 2, (command, result.stderr)
+        assert "Traceback" not in result.stderr, result.stderr
+        [line] = result.stderr.strip().splitlines()
+        assert line.startswith(f"error: The results store {db} is damaged ("), line
+        results = project / ".cobalt" / "results"
+        assert line.endswith(f"move it aside (`mv {db} {db}.damaged`) and the next run starts a new one; the "
+                             f"results files under {results} still hold every finished run."), line
+    db.rename(db.with_name("cobalt.duckdb.damaged"))
+    assert _cobalt(project, "run", "--ci", N="50").returncode == 0
+
+
+@pytest.mark.parametrize(("content", "said"), [
+    ('{"input": "ok"}\n{"input": ' + "[" * 900 + "]" * 900 + "}\n",
+     "line 2: field input is nested more than 200 levels deep, more than cobalt can store; flatten it, or give "
+     "the deep part as a JSON string."),
+    ('{"input": "ok"}\n{"input": "a\\ud800b"}\n',
+     "line 2: field input holds a lone surrogate ('\\ud800'), which is not valid Unicode; fix or remove that \\u "
+     "escape."),
+], ids=["nested-900-deep", "lone-surrogate"])
+def test_a_dataset_item_json_allows_but_cobalt_cannot_store_names_its_file_and_line(
+        project: Path, content: str, said: str) -> None:
+    (project / "items.jsonl").write_text(content)
+    (project / "experiments").mkdir()
+    (project / "experiments" / "bad.cobalt.py").write_text(
+        "from cobalt_lib import Dataset, Evaluator, experiment\n"
+        "@experiment('bad', Dataset.from_file('../items.jsonl'), "
+        "evaluators=[Evaluator(name='f', type='function', fn=lambda c: 1.0)])\n"
+        "def agent(ctx):\n    return 'a'\n")
+    result = _cobalt(project, "run", "--ci")
+    assert result.returncode == 2, result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert line == f"error: {project / 'experiments' / '..' / 'items.jsonl'}, {said}", line
+    assert not _calls(project)  # before any agent call
+
+
+def test_a_stdout_that_cannot_encode_the_output_shows_escapes_instead_of_failing(project: Path) -> None:
+    (project / "experiments").mkdir()
+    (project / "experiments" / "uni.cobalt.py").write_text(
+        "from cobalt_lib import Dataset, Evaluator, experiment\n"
+        "@experiment('uni', Dataset([{'input': 'h\\u00e9llo'}]), "
+        "evaluators=[Evaluator(name='f', type='function', fn=lambda c: 1.0)])\n"
+        "def agent(ctx):\n    return 'r\\u00e9ponse \\u2603'\n")
+    for env in ({"PYTHONIOENCODING": "ascii"}, {"LANG": "C", "LC_ALL": "C", "PYTHONUTF8": "0",
+                                                "PYTHONCOERCECLOCALE": "0", "PYTHONIOENCODING": ""}):
+        run = _cobalt(project, "run", **env)
+        assert run.returncode == 0, run.stderr
+        shown = _cobalt(project, "show", "latest", "0", **env)
+        assert (shown.returncode, shown.stderr) == (0, ""), shown.stderr
+        assert "r\\xe9ponse \\u2603" in shown.stdout or "réponse ☃" in shown.stdout, shown.stdout
+        as_json = _cobalt(project, "show", "latest", "0", "--json", **env)
+        assert as_json.returncode == 0, as_json.stderr
+        assert json.loads(as_json.stdout)["items"][0]["output"] == "r\u00e9ponse \u2603"
