@@ -20,11 +20,13 @@ import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._errors import StoreLocked
 from ._segment import Segment, apply, read, seal
-from ._store import Store
+
+if TYPE_CHECKING:  # the store calls `replay_left` before each write: this module only needs its type
+    from ._store import Store
 
 #: Journals, under the output directory.
 JOURNAL_DIR = "journal"
