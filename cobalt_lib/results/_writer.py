@@ -72,7 +72,8 @@ class BatchWriter:
                 self.journal.add(self._pending, add_work=work)
                 self._pending = {}
             return self.journal.flush(wait=0.0 if stalled(self.store) else None)
-        except StoreLocked:
+        except StoreLocked as exc:
+            self._tell(exc)
             return None
         except Exception as exc:
             error = exc
@@ -100,16 +101,20 @@ class BatchWriter:
             if len(self.journal):
                 self._flush()
 
+    def _tell(self, exc: StoreLocked) -> None:
+        """Say once what the rows wait for, and where they are meanwhile."""
+        if not self._told:
+            self._told = True
+            print(f"cobalt: waiting for the results store {self.store.path}, which another process holds "
+                  f"({exc.holder}); close it (a notebook's DuckDB connection?) to go on. Finished items are "
+                  f"kept on disk in {self.journal.directory} meanwhile.", file=sys.stderr)
+
     def _flush(self) -> None:
         try:
             self.journal.flush(wait=min(self.store.lock_timeout, CYCLE_WAIT_SECONDS))
             self._failures = 0
         except StoreLocked as exc:  # the batches stay sealed on disk: the next cycle tries again
             self._failures += 1
-            if not self._told:
-                self._told = True
-                print(f"cobalt: waiting for the results store {self.store.path}, which another process holds "
-                      f"({exc.holder}); close it (a notebook's DuckDB connection?) to go on. Finished items are "
-                      f"kept on disk in {self.journal.directory} meanwhile.", file=sys.stderr)
+            self._tell(exc)
         except Exception:  # the batches stay sealed on disk; the next cycle and close() try again
             self._failures += 1
