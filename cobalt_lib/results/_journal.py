@@ -149,7 +149,10 @@ def replay_left(store: Store, *, wait: float | None = None, quiet: bool = False)
     `wait` seconds leaves them where they are (saying so unless `quiet`)."""
     done = 0
     for directory in left(store):
-        fd = _hold(directory / ".lock", wait=False) if directory.exists() else None
+        try:
+            fd = _hold(directory / ".lock", wait=False)
+        except FileNotFoundError:  # its process has just emptied and removed it
+            continue
         if fd is None:  # a live process's: it puts them in itself
             continue
         try:
