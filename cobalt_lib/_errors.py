@@ -8,6 +8,7 @@
     ├── DatasetError         a malformed dataset file, line or row
     ├── JudgeError           a judge call failed after its retries
     └── StoreError           the DuckDB store or results directory cannot be used
+        └── StoreLocked      another process held the store for longer than the wait
 
 Failures inside user code (an agent that raises, an evaluator that returns garbage) are not
 errors: they become records in the report.
@@ -46,3 +47,11 @@ class JudgeError(CobaltError):
 
 class StoreError(CobaltError):
     """The results store cannot be opened or written."""
+
+
+class StoreLocked(StoreError):
+    """Another process held the store's file for longer than cobalt waits; `holder` names it."""
+
+    def __init__(self, message: str, holder: str) -> None:
+        super().__init__(message)
+        self.holder = holder

@@ -34,3 +34,20 @@ def write_chunks_atomically(target: Path, chunks: Iterable[bytes]) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def disk_full(exc: BaseException) -> OSError | Exception | None:
+    """The error in `exc`'s chain (itself, its cause or context) that says the disk is full, if any:
+    an OSError ENOSPC, or DuckDB's `No space left on device`."""
+    import errno
+
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno == errno.ENOSPC:
+            return current
+        if isinstance(current, Exception) and "No space left on device" in str(current):
+            return current
+        current = current.__cause__ or current.__context__
+    return None

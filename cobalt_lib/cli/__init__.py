@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import importlib
 import os
 import pkgutil
@@ -49,14 +50,18 @@ class QuietWhenClosed:
     def write(self, text: str) -> int:
         try:
             return self._stream.write(text)
-        except BrokenPipeError:
+        except OSError as exc:
+            if not _gone(exc):
+                raise
             self._to_devnull()
             return len(text)
 
     def flush(self) -> None:
         try:
             self._stream.flush()
-        except BrokenPipeError:
+        except OSError as exc:
+            if not _gone(exc):
+                raise
             self._to_devnull()
 
     def __getattr__(self, name: str) -> Any:
@@ -72,11 +77,20 @@ class QuietWhenClosed:
             os.close(devnull)
 
 
+def _gone(exc: OSError) -> bool:
+    """The reader has gone: a closed pipe, or a closed terminal (EIO)."""
+    return isinstance(exc, BrokenPipeError) or exc.errno == errno.EIO
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: known errors and usage errors become one line and exit code 2; Ctrl-C exits 130.
 
     A closed stdout (`cobalt run | head`) silences the output; the command still finishes.
     """
+    for stream in (sys.stdout, sys.stderr):  # a stdout that cannot encode a character shows its escape
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     stdout = sys.stdout
     sys.stdout = cast(TextIO, QuietWhenClosed(stdout))
     try:
@@ -116,10 +130,12 @@ def _main(argv: list[str] | None) -> None:
 
 
 def _interrupted_code() -> int:
-    """130 for Ctrl-C; 143 when SIGTERM stopped a run (it stops as Ctrl-C does, but says what it was)."""
-    from .._signals import TERMINATED
+    """130 for Ctrl-C; 128 + the signal's number when SIGTERM (143) or SIGHUP (129) stopped a run (it
+    stops as Ctrl-C does, but says what it was)."""
+    from .._signals import stopped_by
 
-    return 143 if TERMINATED.is_set() else 130
+    signum = stopped_by()
+    return 130 if signum is None else 128 + signum
 
 
 def _fail(message: str) -> NoReturn:

@@ -24,7 +24,19 @@ def project_config() -> Config:
 
     config = load_config()
     warn(config_warnings(config))
+    _replay_journals(config)
     return config
+
+
+def _replay_journals(config: Config) -> None:
+    """Rows a run left on disk while another process held the store go in before the command reads it
+    (waiting a moment at most: a store still held leaves them for the next command)."""
+    from ..results._journal import left, replay_left
+    from ..results._store import Store
+
+    store = Store.for_config(config)
+    if left(store):
+        replay_left(store, wait=2.0)
 
 
 def console() -> Console:
@@ -40,7 +52,9 @@ def warn(warnings: Iterable[str]) -> None:
 
 
 def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=str, ensure_ascii=False) + "\n")
+    """JSON on stdout: characters as they are, or as JSON escapes when stdout cannot encode UTF-8."""
+    utf8 = (getattr(sys.stdout, "encoding", None) or "").lower().replace("-", "") in ("utf8", "utf8sig")
+    sys.stdout.write(json.dumps(data, indent=2, default=str, ensure_ascii=not utf8) + "\n")
 
 
 def announce(reports: list[ExperimentReport], config: Config) -> None:

@@ -81,12 +81,13 @@ def run(
         from .._signals import EXPLAINED
 
         EXPLAINED.set()
-        if exc.status == "not started":
-            print(f"interrupted before run {exc.run_id} started; nothing was stored", file=sys.stderr)
-        else:
-            print(f"interrupted: finished items kept in run {exc.run_id} ({exc.status}); finish it with "
-                  f"`cobalt run --resume {exc.run_id}`", file=sys.stderr)
-        raise  # the entry point turns it into exit code 130 (143 after SIGTERM)
+        with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) has nowhere to say it
+            if exc.status == "not started":
+                print(f"interrupted before run {exc.run_id} started; nothing was stored", file=sys.stderr)
+            else:
+                print(f"interrupted: finished items kept in run {exc.run_id} ({exc.status}); finish it with "
+                      f"`cobalt run --resume {exc.run_id}`", file=sys.stderr)
+        raise  # the entry point turns it into exit code 130 (143 after SIGTERM, 129 after SIGHUP)
     finally:
         if progress is not None:
             progress.close()

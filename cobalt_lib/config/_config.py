@@ -98,6 +98,17 @@ class DagsterConfig(_Section):
         return value  # type: ignore[return-value]
 
 
+class StoreConfig(_Section):
+    """The results store (docs/store.md)."""
+
+    #: A value (output, input, error, traceback, judge answer) longer than this many UTF-8 bytes is stored
+    #: cut, with a marker and its length, and kept whole in `<output_dir>/values/`.
+    max_value_bytes: int = Field(default=8 * 1024 * 1024, ge=1024, le=256 * 1024 * 1024)
+    #: Seconds a write waits for another process's lock on the store before it gives up (a run's rows then
+    #: wait on disk, in `<output_dir>/journal/`, for the next command).
+    lock_timeout: float = Field(default=60.0, gt=0)
+
+
 class Bound(_Section):
     min: float | None = None
     max: float | None = None
@@ -146,6 +157,7 @@ class Config(_Section):
     dashboard: DashboardConfig = Field(default_factory=DashboardConfig)
     ci: CIConfig = Field(default_factory=CIConfig)
     dagster: DagsterConfig = Field(default_factory=DagsterConfig)
+    store: StoreConfig = Field(default_factory=StoreConfig)
     schedules: dict[str, Schedule] = Field(default_factory=dict)
     prices: dict[str, Price] = Field(default_factory=dict)
 

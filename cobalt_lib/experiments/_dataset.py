@@ -15,6 +15,7 @@ from typing import Any, overload
 from urllib.parse import urlsplit
 
 from .._errors import DatasetError
+from ._itemcheck import check_item
 
 Item = dict[str, Any]
 
@@ -160,6 +161,11 @@ def _parse_json(text: str, where: str) -> list[Item]:
     for i, item in enumerate(data):
         if not isinstance(item, dict):
             raise DatasetError(f"{where}: item {i} is a {type(item).__name__}, not an object.")
+        try:
+            check_item(item, f"{where}, item {i}")
+        except DatasetError:
+            check_item(item, f"{where}, line {_item_lines(text)[i]}")
+            raise
     if any(_CHECKS in item for item in data):
         for item, line in zip(data, _item_lines(text), strict=True):
             _declare_checks(item, f"{where}, line {line}")
@@ -242,6 +248,7 @@ def _parse_jsonl(text: str, where: str) -> list[Item]:
             ) from None
         if not isinstance(item, dict):
             raise DatasetError(f"{where}, line {lineno}: expected a JSON object, got {type(item).__name__}.")
+        check_item(item, f"{where}, line {lineno}")
         if _CHECKS in item:
             _declare_checks(item, f"{where}, line {lineno}")
         items.append(item)

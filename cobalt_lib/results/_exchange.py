@@ -30,9 +30,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._errors import ConfigError
-from ._tables import COLUMNS
-from ._tables import READ_SPECS as _READ_SPECS
-from ._tables import finite as _finite
+from ._tables import read_rows_sql, write_rows
+from ._values import MAX_VALUE_BYTES, VALUES_DIR
 
 if TYPE_CHECKING:
     from ..config._config import Config
@@ -63,22 +62,29 @@ class Part:
 class Exchange:
     """A run's shard files at one location; every path is relative to it (`<run_id>/shard-00003/...`)."""
 
-    def __init__(self, location: str | Path) -> None:
+    def __init__(self, location: str | Path, *, values: Path | None = None,
+                 max_value_bytes: int = MAX_VALUE_BYTES) -> None:
         self.location = str(location).rstrip("/")
         self.remote = "://" in self.location and not self.location.startswith("file://")
         self._fs: Any = None
+        #: Where a shard keeps the whole of a value too long for a row (`_values`), and that length.
+        self.values = values if values is not None else Path(tempfile.gettempdir()) / "cobalt-values"
+        self.max_value_bytes = max_value_bytes
 
     @classmethod
     def for_config(cls, config: Config) -> Exchange:
         """`[dagster] exchange`: a URL as written, or a directory relative to the project (default
         `<output_dir>/exchange`)."""
         where = config.dagster.exchange
+        location: str | Path
         if where is None:
-            return cls(config.output_path / EXCHANGE_DIR)
-        if "://" in where:
-            return cls(where)
-        path = Path(where).expanduser()
-        return cls(path if path.is_absolute() else config.root / path)
+            location = config.output_path / EXCHANGE_DIR
+        elif "://" in where:
+            location = where
+        else:
+            path = Path(where).expanduser()
+            location = path if path.is_absolute() else config.root / path
+        return cls(location, values=config.output_path / VALUES_DIR, max_value_bytes=config.store.max_value_bytes)
 
     def __str__(self) -> str:
         return redact_url(self.location)
@@ -106,7 +112,7 @@ class Exchange:
         with tempfile.TemporaryDirectory(prefix="cobalt-part-") as tmp:
             for table in ("scores", "outputs"):
                 local = Path(tmp) / f"{table}.parquet"
-                write_parquet(table, rows.get(table, []), local)
+                write_parquet(table, rows.get(table, []), local, values=self.values, limit=self.max_value_bytes)
                 self._put(local, f"{base}.{table}.parquet")
             marker = Path(tmp) / "marker.json"
             marker.write_text(json.dumps({"keys": [list(k) for k in keys]}))
@@ -195,22 +201,18 @@ class Exchange:
         return (Path(self.location) / rel).read_text()
 
 
-def write_parquet(table: str, rows: list[dict[str, Any]], path: Path) -> None:
+def write_parquet(table: str, rows: list[dict[str, Any]], path: Path, *, values: Path,
+                  limit: int = MAX_VALUE_BYTES) -> None:
     """The rows of a store table as a Parquet file with the store's column types (DuckDB writes it,
-    reading the rows through newline-delimited JSON, as the store's own inserts do)."""
+    reading the rows through newline-delimited JSON, as the store's own inserts do), values over
+    `limit` bytes cut, whole in a side file under `values`, as the store's are."""
     import duckdb
 
-    columns = COLUMNS[table]
     source = path.with_suffix(".ndjson")
-    with source.open("w", encoding="utf-8") as fh:
-        for row in rows:
-            fh.write(json.dumps({c: _finite(row.get(c)) for c in columns}, ensure_ascii=False, default=str))
-            fh.write("\n")
+    longest = write_rows(source, table, rows, values, limit)
     con = duckdb.connect(":memory:")
     try:
-        select = (f"SELECT {', '.join(columns)} FROM read_json(?, format='newline_delimited', "
-                  f"columns={_READ_SPECS[table]})")
-        con.execute(f"COPY ({select}) TO '{_quoted(path)}' (FORMAT parquet)", [str(source)])
+        con.execute(f"COPY ({read_rows_sql(table, longest)}) TO '{_quoted(path)}' (FORMAT parquet)", [str(source)])
     finally:
         con.close()
         source.unlink(missing_ok=True)

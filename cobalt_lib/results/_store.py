@@ -9,23 +9,25 @@ tables themselves are in `_tables`, what makes a run live in `_liveness`.
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import re
 import socket
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from .._errors import ConfigError, StoreError
+from .._errors import ConfigError, StoreError, StoreLocked
 from ._liveness import Clock, expired, lease_end, lease_seconds, utc_now
+from ._segment import apply, seal
 from ._store_dagster import DagsterRuns
-from ._tables import TABLES, decode, fetch, insert, make_tables, present_columns
+from ._tables import TABLES, decode, fetch, make_tables, present_columns
+from ._values import MAX_VALUE_BYTES, VALUES_DIR, restore
 
 if TYPE_CHECKING:
     from ..config._config import Config
@@ -39,6 +41,30 @@ _SCHEMA_READY: set[tuple[str, int]] = set()
 
 #: After this long waiting for another process's lock on the store, say so on stderr (once).
 WAIT_NOTICE_SECONDS = 3.0
+
+
+class Writer(Protocol):
+    """What takes a transaction's rows: the store itself, or a journal (`_journal.Journal`) on its way there."""
+
+    def write(self, batches: dict[str, list[dict[str, Any]]], *, delete_run: str | None = None,
+              delete_tables: Sequence[str] = (), add_work: tuple[str, float] | None = None) -> float | None: ...
+
+
+#: What DuckDB says of a store file that is cut short or is not a database.
+_DAMAGE_WORDS = ("Could not read enough bytes", "not a valid DuckDB database", "Corrupt", "checksum")
+
+
+def unusable(path: Path, exc: Exception) -> StoreError:
+    """A store file DuckDB cannot use (not a lock): one sentence saying what to do."""
+    said = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if "No space left on device" in said:
+        return StoreError(f"The disk holding the results store {path} is full ({said}); free some space and "
+                          "run the command again.")
+    if any(word in said for word in _DAMAGE_WORDS):
+        return StoreError(f"The results store {path} is damaged ({said}); move it aside (`mv {path} "
+                          f"{path}.damaged`) and the next run starts a new one; the results files under "
+                          f"{path.parent / 'results'} still hold every finished run.")
+    return StoreError(f"Cannot open the results store {path}: {said}")
 
 
 def _holder(message: str) -> str:
@@ -69,16 +95,25 @@ class Store(DagsterRuns):
     of the tables is a method here. Every method opens its own short connection, except that
     reads inside a `reading()` block share the block's."""
 
-    def __init__(self, path: Path, *, lock_timeout: float = 60.0, now: Clock = utc_now) -> None:
+    def __init__(self, path: Path, *, lock_timeout: float = 60.0, now: Clock = utc_now,
+                 max_value_bytes: int = MAX_VALUE_BYTES) -> None:
         self.path = Path(path)
         self.lock_timeout = lock_timeout
         #: The clock leases are written and judged by (tests inject one).
         self.now = now
+        #: A value longer than this (UTF-8 bytes) is stored cut, whole in a side file (`_values`).
+        self.max_value_bytes = max_value_bytes
 
     @classmethod
     def for_config(cls, config: Config) -> Store:
-        """The project's store: `cobalt.duckdb` under the config's `output_dir`."""
-        return cls(config.output_path / STORE_FILE)
+        """The project's store: `cobalt.duckdb` under the config's `output_dir`, with its `[store]` settings."""
+        return cls(config.output_path / STORE_FILE, lock_timeout=config.store.lock_timeout,
+                   max_value_bytes=config.store.max_value_bytes)
+
+    @property
+    def values_dir(self) -> Path:
+        """Where the whole values of cut ones are kept (`_values`)."""
+        return self.path.parent / VALUES_DIR
 
     @staticmethod
     def connections_opened() -> int:
@@ -104,9 +139,9 @@ class Store(DagsterRuns):
                 del held[key]
 
     @contextmanager
-    def connect(self, *, read_only: bool = False) -> Iterator[Any]:
-        """A short connection, retried while another process holds the file (inside `reading()`, the
-        block's connection)."""
+    def connect(self, *, read_only: bool = False, wait: float | None = None) -> Iterator[Any]:
+        """A short connection, retried while another process holds the file, for up to `wait` seconds
+        (default `lock_timeout`; then StoreLocked). Inside `reading()`, the block's connection."""
         import duckdb
 
         held = getattr(_SHARED, "held", None)
@@ -119,7 +154,7 @@ class Store(DagsterRuns):
             raise StoreError(f"No results store at {self.path} yet; run an experiment first.")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
-        deadline = started + self.lock_timeout
+        deadline = started + (self.lock_timeout if wait is None else wait)
         delay = 0.02
         told = False
         while True:
@@ -128,9 +163,11 @@ class Store(DagsterRuns):
                 with _OPENED_LOCK:
                     _OPENED[0] += 1
                 break
-            except duckdb.IOException as exc:
-                if not any(word in str(exc) for word in _LOCK_WORDS) or time.monotonic() > deadline:
-                    raise StoreError(f"Cannot open the results store {self.path}: {exc}") from None
+            except duckdb.Error as exc:
+                if not (isinstance(exc, duckdb.IOException) and any(word in str(exc) for word in _LOCK_WORDS)):
+                    raise unusable(self.path, exc) from None
+                if time.monotonic() > deadline:
+                    raise StoreLocked(f"Cannot open the results store {self.path}: {exc}", _holder(str(exc))) from None
                 if not told and time.monotonic() - started > WAIT_NOTICE_SECONDS:
                     told = True  # a long silent stall looks like a hang: say who holds the file
                     print(f"cobalt: waiting for the results store {self.path}, which another process holds "
@@ -140,6 +177,10 @@ class Store(DagsterRuns):
                 delay = min(delay * 2, 0.5)
         try:
             yield con
+        except duckdb.Error as exc:
+            if any(word in str(exc) for word in (*_DAMAGE_WORDS, "No space left on device")):
+                raise unusable(self.path, exc) from None
+            raise
         finally:
             con.close()
 
@@ -170,12 +211,12 @@ class Store(DagsterRuns):
             return None
 
     @contextmanager
-    def _transaction(self, *, ensure_schema: bool = False) -> Iterator[Any]:
+    def _transaction(self, *, ensure_schema: bool = False, wait: float | None = None) -> Iterator[Any]:
         """A short connection holding one transaction: committed when the block ends, rolled back if it raises.
 
         With `ensure_schema`, the schema is checked first on the same connection, outside the
-        transaction: tables made for a batch that then fails stay made."""
-        with self.connect() as con:
+        transaction: tables made for a batch that then fails stay made. `wait`: as `connect`'s."""
+        with self.connect(wait=wait) as con:
             if ensure_schema:
                 self._ensure(con)
                 self._schema_ready()
@@ -192,15 +233,17 @@ class Store(DagsterRuns):
         """Insert rows into several tables in one transaction (optionally replacing a run's rows).
 
         `add_work=(run_id, ms)` also adds to that run's working time, in the same transaction, and
-        returns the run's new total (None when the run has no row)."""
-        with self._transaction(ensure_schema=True) as con:
-            if "runs" in delete_tables and "runs" in batches:
-                batches = {**batches, "runs": _keep_work(con, delete_run, batches["runs"])}
-            for table in delete_tables:
-                con.execute(f"DELETE FROM {table} WHERE run_id = ?", [delete_run])
-            for table, rows in batches.items():
-                insert(con, table, rows, self.path.parent)
-            return None if add_work is None else _add_work(con, *add_work)
+        returns the run's new total (None when the run has no row). Journals that ended processes left
+        behind (`_journal`) go in first."""
+        from ._journal import replay_left
+
+        replay_left(self)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=".write-", dir=self.path.parent) as tmp:
+            segment = seal(Path(tmp), "rows", batches, values=self.values_dir, limit=self.max_value_bytes,
+                           delete_run=delete_run, delete_tables=delete_tables, add_work=add_work)
+            with self._transaction(ensure_schema=True) as con:
+                return apply(con, segment)
 
     def delete_items(self, run_id: str, table: str, keys: Sequence[tuple[int, int]]) -> None:
         """Delete the rows of some (item_index, run_index) pairs of a run, in one transaction."""
@@ -226,12 +269,13 @@ class Store(DagsterRuns):
         return bool(found)
 
     def finish_run(self, run_row: dict[str, Any], aggregates: list[dict[str, Any]],
-                   verdicts: list[dict[str, Any]]) -> None:
-        """Replace the run row and its aggregates and verdicts in one transaction."""
+                   verdicts: list[dict[str, Any]], *, via: Writer | None = None) -> None:
+        """Replace the run row and its aggregates and verdicts in one transaction (through `via`, a
+        journal, when given)."""
         run_id = run_row["run_id"]
         row = {"pid": os.getpid(), "host": socket.gethostname(), **run_row}
-        self.write({"runs": [row], "aggregates": aggregates, "verdicts": verdicts},
-                   delete_run=run_id, delete_tables=["runs", "aggregates", "verdicts"])
+        (self if via is None else via).write({"runs": [row], "aggregates": aggregates, "verdicts": verdicts},
+                            delete_run=run_id, delete_tables=["runs", "aggregates", "verdicts"])
 
     def add_work(self, run_id: str, ms: float) -> float | None:
         """Add `ms` milliseconds to the run's working time (each stage does when it stops, even
@@ -336,10 +380,13 @@ class Store(DagsterRuns):
         return rows
 
     def rows(self, table: str, run_id: str) -> list[dict[str, Any]]:
-        """A run's rows of one table, in a stable order (items by index, aggregates by metric...)."""
+        """A run's rows of one table, in a stable order (items by index, aggregates by metric...), cut
+        values whole again (`_values`)."""
         order = {"outputs": " ORDER BY item_index, run_index", "scores": " ORDER BY item_index, run_index, evaluator",
                  "aggregates": " ORDER BY metric", "verdicts": " ORDER BY name"}.get(table, "")
-        return self.query(f"SELECT * FROM {table} WHERE run_id = ?{order}", [run_id])
+        rows = self.query(f"SELECT * FROM {table} WHERE run_id = ?{order}", [run_id])
+        restore(rows, self.values_dir)
+        return rows
 
     def item_chunk(self, run_id: str, *, after: tuple[int, int] | None = None, limit: int = 2000,
                    with_scores: bool = True) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -360,6 +407,8 @@ class Store(DagsterRuns):
                                  "ORDER BY item_index, run_index, evaluator",
                             [run_id, low["item_index"], low["item_index"], low["run_index"],
                              high["item_index"], high["item_index"], high["run_index"]])
+        restore(outputs, self.values_dir)
+        restore(scores, self.values_dir)
         return outputs, scores
 
     # Reads for cobalt's pages (`cobalt_lib.pages`): each one short read-only connection, so a page
@@ -410,6 +459,8 @@ class Store(DagsterRuns):
                           [run_id, index])
             scores = fetch(con, "SELECT * FROM scores WHERE run_id = ? AND item_index = ? ORDER BY evaluator",
                             [run_id, index])
+        restore(rows, self.values_dir)
+        restore(scores, self.values_dir)
         for row in rows:
             row["scores"] = [s for s in scores if s["run_index"] == row["run_index"]]
         return rows
@@ -485,20 +536,3 @@ class Store(DagsterRuns):
                     raise StoreError(f"Cannot open the results store {self.path}: {exc}") from None
                 time.sleep(delay * (0.5 + random.random()))
                 delay = min(delay * 2, 0.5)
-
-def _keep_work(con: Any, run_id: str | None, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A run row written again (a resume, the finish) keeps the working time already stored for the
-    run; a row from a store older than the `worked_ms` column starts from its summary's duration."""
-    stored = con.execute("SELECT worked_ms, summary FROM runs WHERE run_id = ?", [run_id]).fetchall()
-    prior = 0.0
-    if stored:
-        worked, summary = stored[0]
-        summary = json.loads(summary) if isinstance(summary, str) else summary or {}
-        prior = float(worked if worked is not None else summary.get("total_duration_ms") or 0.0)
-    return [{"worked_ms": prior, **row} for row in rows]
-
-
-def _add_work(con: Any, run_id: str, ms: float) -> float | None:
-    found = con.execute("UPDATE runs SET worked_ms = coalesce(worked_ms, 0) + ? WHERE run_id = ? RETURNING worked_ms",
-                        [ms, run_id]).fetchall()
-    return float(found[0][0]) if found else None

@@ -6,9 +6,11 @@ import json
 import math
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
+
+from ._values import MAX_VALUE_BYTES, VALUES_DIR, cap_row
 
 TABLES: dict[str, list[tuple[str, str]]] = {
     "runs": [
@@ -64,26 +66,58 @@ def fetch(con: Any, sql: str, params: Sequence[Any]) -> list[dict[str, Any]]:
     return [decode(dict(zip(names, row, strict=True))) for row in cursor.fetchall()]
 
 
-def insert(con: Any, table: str, rows: list[dict[str, Any]], directory: Path) -> None:
+def insert(con: Any, table: str, rows: list[dict[str, Any]], directory: Path, *,
+           limit: int = MAX_VALUE_BYTES) -> None:
     """Insert rows by column name through a newline-delimited JSON file that DuckDB reads itself.
 
     Binding thousands of parameters in a multi-row INSERT cost about 0.2 ms per row of Python
     and DuckDB time, in the thread that shares the GIL with the run; DuckDB's JSON reader takes
-    the same rows about 6x faster (benchmarks/RESULTS.md).
+    the same rows about 6x faster (benchmarks/RESULTS.md). A value over `limit` bytes is cut
+    (`_values`), its whole kept in a side file under `directory`.
     """
     if not rows:
         return
-    columns = COLUMNS[table]
     fd, name = tempfile.mkstemp(prefix=".batch-", suffix=".ndjson", dir=directory)
+    os.close(fd)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            for row in rows:
-                fh.write(json.dumps({c: finite(row.get(c)) for c in columns}, ensure_ascii=False, default=str))
-                fh.write("\n")
-        con.execute(f"INSERT INTO {table} ({', '.join(columns)}) SELECT {', '.join(columns)} FROM "
-                    f"read_json(?, format='newline_delimited', columns={READ_SPECS[table]})", [name])
+        longest = write_rows(Path(name), table, rows, directory / VALUES_DIR, limit)
+        insert_file(con, table, Path(name), longest)
     finally:
         os.unlink(name)
+
+
+def write_rows(path: Path, table: str, rows: Iterable[dict[str, Any]], values: Path, limit: int) -> int:
+    """Write a table's rows to `path` as DuckDB's JSON reader takes them, values over `limit` bytes cut
+    (`_values.cap_row`). Returns the longest line's length in bytes (an upper bound)."""
+    columns = COLUMNS[table]
+    longest = 0
+    # A lone surrogate (an agent's string cut in the middle of a pair) cannot be UTF-8: stored as `?`.
+    with path.open("w", encoding="utf-8", errors="replace") as fh:
+        for row in rows:
+            line = json.dumps({c: finite(row.get(c)) for c in columns}, ensure_ascii=False, default=str)
+            if len(line) > limit // 4:  # perhaps over the cap in UTF-8: the exact check, value by value
+                line = json.dumps({c: finite(v) for c, v in cap_row(table, row, values, limit).items()
+                                   if c in columns}, ensure_ascii=False, default=str)
+            longest = max(longest, len(line))
+            fh.write(line)
+            fh.write("\n")
+    return 4 * longest  # characters of up to 4 UTF-8 bytes each
+
+
+#: The longest line DuckDB's JSON reader takes by default (its `maximum_object_size`).
+_READER_OBJECT_BYTES = 16 * 1024 * 1024
+
+
+def read_rows_sql(table: str, longest: int) -> str:
+    """`SELECT <the table's columns> FROM read_json(?)` for a file from `write_rows`."""
+    size = f", maximum_object_size={longest + 1024}" if longest >= _READER_OBJECT_BYTES else ""
+    columns = ", ".join(COLUMNS[table])
+    return f"SELECT {columns} FROM read_json(?, format='newline_delimited', columns={READ_SPECS[table]}{size})"
+
+
+def insert_file(con: Any, table: str, path: Path, longest: int) -> None:
+    """Insert the rows of a file from `write_rows` (its longest line `longest` bytes)."""
+    con.execute(f"INSERT INTO {table} ({', '.join(COLUMNS[table])}) {read_rows_sql(table, longest)}", [str(path)])
 
 
 def finite(value: Any) -> Any:

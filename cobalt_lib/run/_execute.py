@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import secrets
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Literal, Protocol, TypeVar, overload
 
 from .._errors import StoreError
+from .._files import disk_full
 from .._timeouts import FinishedWhileCancelled
+from ..results._journal import Journal, left_work, replay_left, stalled
 from ..results._report import ExperimentReport, ItemResult
 from ..results._results_file import write_results
 from ..results._rows import aggregate_rows, output_row, run_row, score_rows, verdict_rows
@@ -70,9 +73,21 @@ async def bounded(args: Iterable[T], limit: int, fn: Callable[[T], Awaitable[Non
 
 
 def save(plan: RunPlan, report: ExperimentReport) -> None:
-    """Write the results JSON, then the run row, aggregates and verdicts in one transaction."""
+    """Write the results JSON, then the run row, aggregates and verdicts in one transaction. When another
+    process holds the store past its lock timeout, the rows wait on disk (`Journal`) and this says so."""
     report.results_path = str(write_results(report, plan.config.output_path / "results"))
-    plan.store.finish_run(run_row(report, finished=True), aggregate_rows(report), verdict_rows(report))
+    store = plan.store
+    journal = Journal(store, f"finish-{plan.run_id}-{secrets.token_hex(4)}")
+    try:
+        store.finish_run(run_row(report, finished=True), aggregate_rows(report), verdict_rows(report), via=journal)
+    finally:
+        journal.close()
+    if not len(journal):
+        replay_left(store, wait=0.0, quiet=True)  # a stage's rows the store was too busy for, if any
+    if (holder := stalled(store)) is not None:
+        print(f"cobalt: the results store {store.path} is still held by another process ({holder}): run "
+              f"{plan.run_id} is complete in {report.results_path}, and its rows wait in "
+              f"{journal.directory.parent} for the next cobalt command to put them into the store.", file=sys.stderr)
 
 
 def start_run(plan: RunPlan) -> None:
@@ -165,17 +180,14 @@ async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Seq
                 await bounded(keys, 2 * (plan.concurrency + plan.judge_concurrency), one)
     finally:
         work = (plan.run_id, (time.perf_counter() - started) * 1000)
+        total = None
         try:
             total = rows.close(work=work)  # the last rows and the stage's working time in one transaction
+        finally:
             if worked is not None and total is not None:
                 worked.append(total)
-        except StoreError:
-            if worked is not None:
-                worked.clear()  # unknown now: finish reads it again
-            if to_store:  # a shard's writer never touches the store
-                with contextlib.suppress(StoreError):
-                    plan.store.add_work(*work)
-            raise
+            elif worked is not None and to_store:
+                worked.clear()  # unknown now (the rows wait in a journal): finish works it out
     return items
 
 
@@ -213,7 +225,25 @@ async def execute(plan: RunPlan, observer: Observer | None = None) -> Experiment
     """
     start_run(plan)
     with lease(plan.store, plan.run_id):  # until the run is saved: a killed process's run then expires
-        return await _execute(plan, observer)
+        try:
+            return await _execute(plan, observer)
+        except Exception as exc:
+            if (full := disk_full(exc)) is None:
+                raise
+            raise StoreError(_kept_on_full_disk(plan, full)) from exc
+
+
+def _kept_on_full_disk(plan: RunPlan, error: Exception) -> str:
+    """One sentence for a run the disk filled up under: where, what was kept, how to finish it."""
+    where = getattr(error, "filename", None) or plan.config.output_path
+    with contextlib.suppress(StoreError):  # incomplete at once, if the disk has room for that much
+        plan.store.renew_lease(plan.run_id, 0.0)
+    try:
+        kept = f"{plan.store.live_counts(plan.run_id)['done']} finished items kept in the store"
+    except StoreError:
+        kept = "its finished items kept in the store and under " + str(plan.config.output_path / "journal")
+    return (f"The disk is full (no space left writing {where}): run {plan.run_id} stopped with {kept}; free some "
+            f"space, then finish it with `cobalt run --resume {plan.run_id}`.")
 
 
 async def _execute(plan: RunPlan, observer: Observer | None) -> ExperimentReport:
@@ -269,15 +299,17 @@ def finish(plan: RunPlan, items: Sequence[ItemResult] | FinishedItems,
     try:
         duration_ms = plan.store.worked_ms(plan.run_id) if worked_ms is None else worked_ms
     except StoreError:
-        if status == "completed":
+        if status == "completed" and stalled(plan.store) is None:
             raise
-        duration_ms = 0.0  # already failing: the store's trouble is reported by the save below
+        duration_ms = 0.0  # the store's trouble is reported by the save below
+    if worked_ms is None:
+        duration_ms += left_work(plan.store, plan.run_id)  # what waits in journals, not in the store yet
     with collector_tuned_for_a_run():
         report = build_report(plan, items, duration_ms, status)
     try:
         save(plan, report)
     except Exception as exc:
-        if status == "completed":
+        if status == "completed" or disk_full(exc) is not None:  # a full disk is said once, by execute
             raise
         # Already failing: keep the original error, but say where the results could not go.
         print(f"cobalt: could not save the interrupted run {plan.run_id}: {exc}", file=sys.stderr)

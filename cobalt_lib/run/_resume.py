@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from .._errors import ConfigError
 from ..config._config import Config
 from ..results._history import resolve_run, stored_items
+from ..results._journal import replay_left
 from ..results._report import ItemResult
 from ..results._store import Store
 from ._agent import input_hash
@@ -25,6 +26,7 @@ def resume_request(experiment: Experiment, config: Config, ref: str, **options: 
     ResumeRun's `concurrency`, `timeout`, `runs` and `tags`.
     """
     store = Store.for_config(config)
+    replay_left(store)  # rows a run left on disk while the store was held: they are finished items
     run_id = resolve_run(store, ref, experiment=experiment.name)
     run = store.require_run(run_id)
     if run["status"] == "completed":
