@@ -210,7 +210,7 @@ def run_query(config: Config, sql: str, limit: int = DEFAULT_LIMIT, *, seconds: 
             answer = _Answer(columns, types, limit)
             while answer.wants_more() and (fetched := cursor.fetchmany(16)):
                 answer.add(fetched)
-            more = bool(cursor.fetchmany(1)) if not answer.truncated else True
+            more = answer.left_out or bool(cursor.fetchmany(1))
         except duckdb.InterruptException:
             raise ConfigError(f"The query ran for more than {seconds:g} s (running and fetching) and was "
                               "stopped; narrow it (filter on run_id or experiment, add LIMIT).") from None
@@ -218,7 +218,7 @@ def run_query(config: Config, sql: str, limit: int = DEFAULT_LIMIT, *, seconds: 
             raise ConfigError(f"The query needs more than its {QUERY_MEMORY} of memory; aggregate, filter or "
                               "select fewer columns.") from None
         except duckdb.PermissionException:
-            raise ConfigError("The query reads a file: only the store's tables can be read here "
+            raise ConfigError("The query failed: it reads a file, and only the store's tables can be read here "
                               "(cobalt://schema lists them).") from None
         except duckdb.Error as exc:
             raise ConfigError(f"The query failed: {_first_line(exc)} (cobalt://schema lists the tables and "
@@ -235,7 +235,7 @@ class _Answer:
         self.columns, self.types, self.limit = columns, types, limit
         self.rows: list[dict[str, Any]] = []
         self.size = 0
-        self.full = self.cut = False
+        self.full = self.cut = self.left_out = False
 
     @property
     def truncated(self) -> bool:
@@ -247,12 +247,14 @@ class _Answer:
     def add(self, fetched: list[tuple[Any, ...]]) -> None:
         for values in fetched:
             if not self.wants_more():
+                self.left_out = True
                 return
             row = {_unique(self.columns, i): _json_value(v, self.types[i]) for i, v in enumerate(values)}
             size = len(json.dumps(row, ensure_ascii=False, default=str).encode())
             if self.size + size > MAX_ANSWER_BYTES:
                 self.full = True
                 if self.rows:
+                    self.left_out = True
                     return
                 row, self.cut = _cut(row, MAX_ANSWER_BYTES), True
             self.rows.append(row)

@@ -75,7 +75,7 @@ def test_many_rows_stop_at_the_byte_cap_before_the_row_limit(project: Path) -> N
 ])
 def test_another_file_cannot_be_read(project: Path, sql: str) -> None:
     killed_and_live_runs(project)
-    with pytest.raises(ConfigError, match="reads a file: only the store's tables can be read"):
+    with pytest.raises(ConfigError, match="it reads a file, and only the store's tables can be read"):
         run_query(load_config(), sql)
 
 
