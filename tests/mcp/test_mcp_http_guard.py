@@ -134,3 +134,23 @@ def test_a_short_token_in_the_environment_is_a_usage_error(tmp_path: Path) -> No
                           capture_output=True, text=True, timeout=60, env={**os.environ, "COBALT_MCP_TOKEN": "short"})
     assert done.returncode == 2 and "COBALT_MCP_TOKEN must be at least 16" in done.stderr and done.stdout == ""
     assert "Traceback" not in done.stderr
+
+
+def test_the_host_names_accepted_for_each_bind(monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    from cobalt_lib.mcp._http_guard import host_names, needs_token, security_settings
+
+    monkeypatch.setenv("COBALT_MCP_HOSTS", "evals.internal, box.lan")
+    everywhere = host_names("0.0.0.0")
+    assert everywhere[:3] == ["127.0.0.1", "localhost", "[::1]"]
+    assert {socket.gethostname(), "evals.internal", "box.lan"} <= set(everywhere)
+    assert host_names("10.1.2.3") == ["127.0.0.1", "localhost", "[::1]", "10.1.2.3"]  # the env names: wildcard only
+    assert host_names("fd00::1")[-1] == "[fd00::1]"
+    settings = security_settings("127.0.0.1", 8765)
+    assert settings.enable_dns_rebinding_protection and settings.allowed_hosts == [
+        "127.0.0.1:8765", "localhost:8765", "[::1]:8765"]
+    assert settings.allowed_origins == ["http://127.0.0.1:8765", "http://localhost:8765", "http://[::1]:8765"]
+    monkeypatch.delenv("COBALT_MCP_TOKEN", raising=False)
+    assert not needs_token("127.0.0.1") and not needs_token("::1") and needs_token("0.0.0.0")
+    assert needs_token("192.168.1.5") and needs_token("127.0.0.2")
