@@ -16,7 +16,8 @@ def mcp(
     port: Annotated[int | None, typer.Option("--port", "-p", min=0, max=65535,
                                              help="Port for --http (default 8765; 0: any free port).")] = None,
     host: Annotated[str, typer.Option("--host", help="Address for --http; anything but 127.0.0.1 is warned "
-                                      "about: the tools run your code.")] = "127.0.0.1",
+                                      "about (the tools run your code) and needs a bearer token: "
+                                      "$COBALT_MCP_TOKEN, else one printed at start.")] = "127.0.0.1",
 ) -> None:
     """Serve cobalt to Claude Code or any MCP client: run experiments, read and query results, compare runs,
     score one output, generate experiment files.

@@ -1,9 +1,14 @@
-"""`cobalt serve` (cobalt's pages, the Dagster webserver and daemon on 127.0.0.1) and `cobalt request`."""
+"""`cobalt serve` (cobalt's pages, the Dagster webserver and daemon on 127.0.0.1) and `cobalt request`.
+
+The Dagster UI's port is a loopback proxy (`pages._proxy`) that refuses other sites' Hosts and
+state-changing requests; the webserver itself listens on another loopback port that nobody is told.
+"""
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -21,7 +26,7 @@ from ._common import project_config, warn
 
 if TYPE_CHECKING:
     from ..config._config import Config
-    from ..pages import PagesServer
+    from ..pages import DagsterProxy, PagesServer
 
 STOP_SECONDS = 10.0
 
@@ -74,7 +79,8 @@ def check_definitions(config: Config) -> None:
 
 
 def dagster_commands(port: int, target: list[str]) -> list[list[str]]:
-    """The webserver (on 127.0.0.1 only) and the daemon: schedules, the request and the record sensors."""
+    """The webserver (on 127.0.0.1:`port` only, behind the proxy) and the daemon: schedules, the
+    request and the record sensors."""
     bin_dir = Path(sys.executable).parent
     return [[str(bin_dir / "dagster-webserver"), *target, "-h", "127.0.0.1", "-p", str(port)],
             [str(bin_dir / "dagster-daemon"), "run", *target]]
@@ -95,11 +101,17 @@ def serve_dashboard(config: Config, port: int | None = None, *, open_browser: bo
     if target == ["-m", DEFAULT_MODULE]:
         check_definitions(config)
     local_instance(config)  # create and migrate first: webserver and daemon racing on it corrupts it
-    url = f"http://127.0.0.1:{port}"
-    pages = start_pages(config, chosen or port + 1, dagster=url, fallback=not chosen)
+    inner = _free_port()
+    proxy = start_proxy(port, f"http://127.0.0.1:{inner}")
+    url = proxy.url
+    try:
+        pages = start_pages(config, chosen or port + 1, dagster=url, fallback=not chosen)
+    except ConfigError:
+        proxy.stop()
+        raise
     env = {**os.environ, "DAGSTER_HOME": str(dagster_home(config)), "COBALT_PROJECT_DIR": str(config.root)}
-    commands = dagster_commands(port, target)
-    watcher = DefinitionsWatcher(config, url)  # before the load: no change missed
+    commands = dagster_commands(inner, target)
+    watcher = DefinitionsWatcher(config, f"http://127.0.0.1:{inner}")  # before the load: no change missed
     children = [subprocess.Popen(cmd, env=env, cwd=config.root, start_new_session=True,
                                  stdout=subprocess.DEVNULL if i else None) for i, cmd in enumerate(commands)]
     stopping = False
@@ -121,6 +133,7 @@ def serve_dashboard(config: Config, port: int | None = None, *, open_browser: bo
                 watcher.poll()
                 next_look = time.monotonic() + POLL_SECONDS
     finally:
+        proxy.stop()  # first: its open connections to the webserver would hold up the webserver's exit
         _stop(children)
         pages.stop()
         for sig, handler in previous.items():
@@ -128,6 +141,22 @@ def serve_dashboard(config: Config, port: int | None = None, *, open_browser: bo
     forget_daemon(config)  # its last heartbeat would tell `cobalt request` the daemon still runs
     failed = [c for c in children if c.returncode not in (0, -signal.SIGINT, -signal.SIGTERM, 130, None)]
     return 0 if stopping or not failed else 1
+
+
+def start_proxy(port: int, upstream: str) -> DagsterProxy:
+    """The Dagster UI's port: the proxy on 127.0.0.1:`port` in front of the webserver at `upstream`."""
+    from ..pages import DagsterProxy
+
+    proxy = DagsterProxy(upstream, port)
+    proxy.start()
+    return proxy
+
+
+def _free_port() -> int:
+    """A loopback port free now, for the webserver behind the proxy."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def start_pages(config: Config, port: int, *, dagster: str, fallback: bool = False) -> PagesServer:

@@ -104,7 +104,7 @@ def load_experiments(config: Config, files: Iterable[Path] | None = None,
 
 def _refuse_duplicate_names(experiments: Iterable[Experiment]) -> None:
     """Runs, history, baselines and Dagster assets are keyed by experiment name: two experiments
-    under one name would mix their results (or, on the Dagster path, clash on asset keys)."""
+    under one name would mix their results (and, in Dagster, clash on asset keys)."""
     seen: dict[str, Experiment] = {}
     for exp in experiments:
         first = seen.setdefault(exp.name, exp)

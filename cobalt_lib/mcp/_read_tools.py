@@ -50,9 +50,10 @@ QUERY = """Read-only SQL (DuckDB dialect) over the stored run assets, for questi
 (e.g. which inputs fail on every run this week). Tables: runs, outputs, scores, aggregates, verdicts, every row
 keyed by run_id; read the resource cobalt://schema for every column. Exactly one SELECT (or WITH ... SELECT)
 statement; anything else is refused. JSON columns (input, output, metadata, tags, config, summary) can be read with
-->> (e.g. output->>'$.answer'). Returns at most `limit` rows (default 200) and says when more matched, within
-`budget` tokens (long values clipped, then rows cut, saying so). The query runs on a snapshot of the store, so it
-never blocks a run in progress."""
+->> (e.g. output->>'$.answer'). Returns at most `limit` rows (default 200) and at most 100 KB, within `budget`
+tokens (long values clipped, then rows cut, saying so), and says when more matched. Stopped after 10 s and 1 GB of
+memory: filter on run_id, aggregate, or select left(output, 200) rather than whole outputs. Only the store's tables
+can be read, never another file, and the store is read in place, never blocking a run for long."""
 
 
 def register(server: MCPServer, project: Project) -> None:

@@ -13,6 +13,7 @@ from mcp.server.mcpserver import MCPServer
 from .. import __version__
 from . import _model_tools, _prompts, _read_tools, _resources, _run_tool
 from ._common import CobaltServer, Project
+from ._http_guard import LOOPBACK, BearerToken, needs_token, security_settings, server_token
 
 INSTRUCTIONS = """cobalt evaluates AI agents: experiments run the agent over a dataset, score every output with
 evaluators (LLM judges, code, exact match...), aggregate the scores and apply quality gates; every run is stored.
@@ -23,7 +24,6 @@ experiments, cobalt://schema the tables cobalt_query reads. Runs are named by id
 
 #: The port `cobalt mcp --http` listens on when given none.
 DEFAULT_PORT = 8765
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def build_server(root: Path) -> MCPServer:
@@ -47,30 +47,44 @@ def bind_warning(host: str) -> str | None:
     """What to say when the HTTP server is told to bind anything but the loopback interface."""
     if host in LOOPBACK:
         return None
-    return (f"cobalt mcp is binding {host}, not 127.0.0.1: anyone who can reach it can run your experiments and "
-            "the code they import, and read every stored result. Bind 127.0.0.1 unless you mean it.")
+    return (f"cobalt mcp is binding {host}, not 127.0.0.1: anyone who can reach it and holds the token can run "
+            "your experiments and the code they import, and read every stored result. Bind 127.0.0.1 unless you "
+            "mean it.")
 
 
 def serve_http(root: Path, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> None:
-    """Serve streamable HTTP at http://HOST:PORT/mcp (port 0: any free port); say where on stderr."""
+    """Serve streamable HTTP at http://HOST:PORT/mcp (port 0: any free port); say where on stderr.
+
+    Host and Origin are checked for this port whatever the address; off loopback (or with
+    COBALT_MCP_TOKEN set) every request needs the bearer token (`_http_guard`)."""
     import anyio
     import uvicorn
 
+    token = server_token() if needs_token(host) else None  # a bad COBALT_MCP_TOKEN stops here (exit 2)
     warning = bind_warning(host)
     if warning:
         _say(f"warning: {warning}")
-    server = build_server(root)
-    app = server.streamable_http_app(host=host)
+    sock = _bind(host, port)
+    bound = sock.getsockname()[1]
+    app = build_server(root).streamable_http_app(host=host, transport_security=security_settings(host, bound))
+    shown = f"[{host}]" if ":" in host else host
+    _say(f"cobalt mcp: serving MCP over streamable HTTP at http://{shown}:{bound}/mcp (Ctrl-C stops it)")
+    if token is not None:
+        secret, generated = token
+        _say(f"cobalt mcp: every request needs the header 'Authorization: Bearer {secret}'" if generated else
+             "cobalt mcp: every request needs 'Authorization: Bearer $COBALT_MCP_TOKEN'")
+    served = BearerToken(app, token[0]) if token is not None else app
+    config = uvicorn.Config(served, log_level="warning", lifespan="on")
+    anyio.run(uvicorn.Server(config).serve, [sock])
+
+
+def _bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     sock.listen(128)
-    bound = sock.getsockname()[1]
-    shown = f"[{host}]" if ":" in host else host
-    _say(f"cobalt mcp: serving MCP over streamable HTTP at http://{shown}:{bound}/mcp (Ctrl-C stops it)")
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
-    anyio.run(uvicorn.Server(config).serve, [sock])
+    return sock
 
 
 def _say(line: str) -> None:

@@ -1,8 +1,15 @@
-"""Read-only SQL over the run assets: one SELECT (or WITH ... SELECT) on a snapshot of the store.
+"""Read-only SQL over the run assets: one SELECT (or WITH ... SELECT), bounded in time, memory and size.
 
-The query runs on an in-memory copy of the tables (`Store.snapshot`), so it cannot change the
-store, cannot reach other files, and never holds the file while it runs: a run in progress keeps
-writing. Anything but a single SELECT statement is refused before anything is read.
+- **Only reading**: the statement is parsed by DuckDB (`json_serialize_sql`) and refused before
+  anything is read unless it is one SELECT whose every query node is a SELECT, a set operation or a
+  CTE: a `DELETE`, `INSERT` or `UPDATE` inside a CTE or subquery is refused too.
+- **Only the store**: it runs on views over the store file attached read-only, with external access
+  off (`results._readonly`): no other file can be read, nothing is copied per query.
+- **Bounded**: `memory_limit` and `threads` are set for the query; one time limit covers running it
+  and fetching its rows (a timer interrupts the connection); the answer stops at `limit` rows or
+  `MAX_ANSWER_BYTES` of JSON, whichever comes first, and a value too big for that is cut with a
+  marker; the note says which. The file is held only while the query runs (at most the time limit):
+  a run writing meanwhile waits and retries (its retry window is longer than the limit).
 """
 
 from __future__ import annotations
@@ -10,21 +17,32 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import json
+import os
 import threading
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 from pydantic import BaseModel
 
 from .._errors import ConfigError
 from ..config._config import Config
+from ..results._readonly import read_only_connection
 from ..results._store import TABLES, Store
 
 #: Rows returned when the caller gives no limit, and the most it may ask for.
 DEFAULT_LIMIT = 200
 MAX_LIMIT = 5000
-#: A query still running after this many seconds is stopped (a runaway cross join, say).
-QUERY_SECONDS = 30.0
+#: A query still running (or fetching) after this many seconds is stopped (a runaway cross join, say);
+#: it is also the longest the store file is held.
+QUERY_SECONDS = 10.0
+#: The answer's rows stop at this many bytes of JSON (Claude Code refuses a tool result over 25,000 tokens).
+MAX_ANSWER_BYTES = 100_000
+#: DuckDB's memory and threads for one query (its default memory limit is 80% of the machine's RAM).
+QUERY_MEMORY = "1GB"
+QUERY_THREADS = min(2, os.cpu_count() or 1)
+#: Query nodes a read may hold; anything else (DELETE, INSERT, UPDATE...) is a write, wherever it sits.
+READ_NODES = frozenset({"SELECT_NODE", "SET_OPERATION_NODE", "RECURSIVE_CTE_NODE", "CTE_NODE"})
 
 #: One line per table and column, for `cobalt://schema`; tests check that every stored column has one.
 TABLE_NOTES = {
@@ -118,13 +136,15 @@ class TableInfo(BaseModel):
 
 
 class QueryResult(BaseModel):
-    """A query's rows (at most `limit`), as dicts of JSON values; `truncated` when more rows matched."""
+    """A query's rows (at most `limit`, and at most `max_bytes` of JSON), as dicts of JSON values;
+    `truncated` when rows were left out or a value was cut, and `note` says which."""
 
     columns: list[str]
     rows: list[dict[str, Any]]
     row_count: int
     truncated: bool
     limit: int
+    max_bytes: int = MAX_ANSWER_BYTES
     note: str | None = None
 
 
@@ -155,38 +175,132 @@ def check_select(sql: str) -> str:
     if kind != duckdb.StatementType.SELECT:
         raise ConfigError(f"Only a single SELECT (or WITH ... SELECT) is allowed: the store is read-only here, "
                           f"and this is a {kind.name} statement.")
+    writes = sorted(set(_nodes(_parsed(text))) - READ_NODES)
+    if writes:
+        names = ", ".join(node.removesuffix("_QUERY_NODE").removesuffix("_NODE") for node in writes)
+        raise ConfigError(f"Only reading is allowed: the query holds {names} (inside a CTE or subquery); "
+                          "send a plain SELECT.")
     return text
 
 
-def run_query(config: Config, sql: str, limit: int = DEFAULT_LIMIT) -> QueryResult:
-    """Run one read-only SELECT over a snapshot of the store; at most `limit` rows come back."""
+def _parsed(text: str) -> Any:
+    """DuckDB's parse tree of one SELECT statement, as JSON."""
+    import duckdb
+
+    with duckdb.connect(":memory:") as con:
+        tree = json.loads(con.execute("SELECT json_serialize_sql(?)", [text]).fetchall()[0][0])
+    if tree.get("error"):
+        raise ConfigError(f"The query cannot be checked: {tree.get('error_message', 'unknown')}; "
+                          "send a plain SELECT.")
+    return tree
+
+
+def _nodes(tree: Any) -> Iterator[str]:
+    """The type of every query node in a parse tree (`SELECT_NODE`, `DELETE_QUERY_NODE`...)."""
+    if isinstance(tree, dict):
+        kind = tree.get("type")
+        if isinstance(kind, str) and kind.endswith("_NODE"):
+            yield kind
+        for value in tree.values():
+            yield from _nodes(value)
+    elif isinstance(tree, list):
+        for value in tree:
+            yield from _nodes(value)
+
+
+def run_query(config: Config, sql: str, limit: int = DEFAULT_LIMIT, *, seconds: float = QUERY_SECONDS) -> QueryResult:
+    """Run one read-only SELECT on the store; at most `limit` rows and `MAX_ANSWER_BYTES` come back, and
+    after `seconds` (running and fetching) it is stopped."""
     if not 1 <= limit <= MAX_LIMIT:
         raise ConfigError(f"limit must be between 1 and {MAX_LIMIT}, got {limit}.")
     import duckdb
 
     text = check_select(sql)
     store = Store.for_config(config)
-    with store.snapshot() as con:
-        timer = threading.Timer(QUERY_SECONDS, con.interrupt)
-        timer.start()
+    with read_only_connection(store, memory_limit=QUERY_MEMORY, threads=QUERY_THREADS) as con:
+        timer = threading.Timer(seconds, con.interrupt)
+        timer.start()  # running and fetching, both: the store is held until the block ends
         try:
             cursor = con.execute(text)
             columns = [d[0] for d in cursor.description or []]
             types = [str(d[1]) for d in cursor.description or []]
-            fetched = cursor.fetchmany(limit + 1)
+            answer = _Answer(columns, types, limit)
+            while answer.wants_more() and (fetched := cursor.fetchmany(16)):
+                answer.add(fetched)
+            more = answer.left_out or bool(cursor.fetchmany(1))
         except duckdb.InterruptException:
-            raise ConfigError(f"The query ran for more than {QUERY_SECONDS:g} s and was stopped; narrow it "
-                              "(filter on run_id or experiment, add LIMIT).") from None
+            raise ConfigError(f"The query ran for more than {seconds:g} s (running and fetching) and was "
+                              "stopped; narrow it (filter on run_id or experiment, add LIMIT).") from None
+        except duckdb.OutOfMemoryException:
+            raise ConfigError(f"The query needs more than its {QUERY_MEMORY} of memory; aggregate, filter or "
+                              "select fewer columns.") from None
+        except duckdb.PermissionException:
+            raise ConfigError("The query failed: it reads a file, and only the store's tables can be read here "
+                              "(cobalt://schema lists them).") from None
         except duckdb.Error as exc:
             raise ConfigError(f"The query failed: {_first_line(exc)} (cobalt://schema lists the tables and "
                               "columns).") from None
         finally:
             timer.cancel()
-    rows = [{_unique(columns, i): _json_value(value, types[i]) for i, value in enumerate(row)}
-            for row in fetched[:limit]]
-    truncated = len(fetched) > limit
-    note = f"more rows matched; only the first {limit} are shown (raise limit, or aggregate)" if truncated else None
-    return QueryResult(columns=columns, rows=rows, row_count=len(rows), truncated=truncated, limit=limit, note=note)
+    return answer.result(more)
+
+
+class _Answer:
+    """Rows kept until `limit` rows or `MAX_ANSWER_BYTES` of JSON; a first row too big alone is cut."""
+
+    def __init__(self, columns: list[str], types: list[str], limit: int) -> None:
+        self.columns, self.types, self.limit = columns, types, limit
+        self.rows: list[dict[str, Any]] = []
+        self.size = 0
+        self.full = self.cut = self.left_out = False
+
+    @property
+    def truncated(self) -> bool:
+        return self.full or self.cut
+
+    def wants_more(self) -> bool:
+        return not self.full and len(self.rows) < self.limit
+
+    def add(self, fetched: list[tuple[Any, ...]]) -> None:
+        for values in fetched:
+            if not self.wants_more():
+                self.left_out = True
+                return
+            row = {_unique(self.columns, i): _json_value(v, self.types[i]) for i, v in enumerate(values)}
+            size = len(json.dumps(row, ensure_ascii=False, default=str).encode())
+            if self.size + size > MAX_ANSWER_BYTES:
+                self.full = True
+                if self.rows:
+                    self.left_out = True
+                    return
+                row, self.cut = _cut(row, MAX_ANSWER_BYTES), True
+            self.rows.append(row)
+            self.size += size
+
+    def result(self, more: bool) -> QueryResult:
+        note = None
+        if self.full:
+            note = (f"the answer reached its cap of {MAX_ANSWER_BYTES:,} bytes: only the first {len(self.rows)} "
+                    "rows are shown" + (", and long values are cut (marked 'cut')" if self.cut else "")
+                    + " (select fewer or shorter columns, e.g. left(output, 200), or aggregate)")
+        elif more:
+            note = f"more rows matched; only the first {self.limit} are shown (raise limit, or aggregate)"
+        return QueryResult(columns=self.columns, rows=self.rows, row_count=len(self.rows),
+                           truncated=self.truncated or more, limit=self.limit, note=note)
+
+
+def _cut(row: dict[str, Any], budget: int) -> dict[str, Any]:
+    """`row` with every value longer than its share of `budget` cut to it, saying how long it was."""
+    share = max(budget // max(len(row), 1) - 100, 100)
+    cut = {}
+    for key, value in row.items():
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+        if len(text.encode()) > share:
+            kept = text.encode()[:share].decode(errors="ignore")
+            cut[key] = f"{kept}… [cut: {len(text):,} characters in all]"
+        else:
+            cut[key] = value
+    return cut
 
 
 def _unique(columns: list[str], index: int) -> str:

@@ -9,6 +9,8 @@ Dagster UI, and the same run or compare page as one self-contained HTML file (`c
 from __future__ import annotations
 
 from ._app import PagesServer, create_app
+from ._proxy import DagsterProxy, create_proxy
 from ._report import compare_report_html, run_report_html, write_report
 
-__all__ = ["PagesServer", "compare_report_html", "create_app", "run_report_html", "write_report"]
+__all__ = ["DagsterProxy", "PagesServer", "compare_report_html", "create_app", "create_proxy", "run_report_html",
+           "write_report"]

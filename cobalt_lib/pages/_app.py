@@ -1,7 +1,9 @@
 """The pages server: aiohttp on 127.0.0.1 (unless told otherwise), read-only against the store.
 
 Routes: `/` runs list, `/runs/RUN` run detail (`#item=N` opens an item), `/compare?a=A&b=B`,
-`/trends?experiment=E&tag=T`, and the JSON the pages' script asks for under `/api/`. Each request
+`/trends?experiment=E&tag=T`, and the JSON the pages' script asks for under `/api/`
+(`/api/csrf`: the token a write sends in `X-CSRF-Token`). Only the server's own loopback Host is
+answered, and a request that changes state needs its own Origin and the token (`_guard`). Each request
 reads through short read-only connections in a worker thread, so a page never holds the store's
 file while a run in progress writes to it, and never blocks the event loop.
 """
@@ -9,6 +11,7 @@ file while a run in progress writes to it, and never blocks the event loop.
 from __future__ import annotations
 
 import asyncio
+import secrets
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -22,8 +25,10 @@ from ..links import dagster_url
 from ..results._store import Store
 from ._charts import histogram
 from ._compare import compare_page, compare_view
+from ._guard import CSRF_HEADER, SAFE_METHODS, host_allowed, refusal, token_matches
 from ._queries import ITEMS_PER_PAGE, ItemQuery, RunFilters, item_detail, item_page, live_status, run_detail, runs_list
 from ._render import CSP, STATIC_FILES, render, static_text
+from ._served import ThreadedServer
 from ._trends import trends_view
 
 if TYPE_CHECKING:
@@ -31,6 +36,7 @@ if TYPE_CHECKING:
 
 CONFIG: web.AppKey[Config] = web.AppKey("config")
 COMPARES: web.AppKey[OrderedDict[tuple[str, str], dict[str, Any]]] = web.AppKey("compares")
+CSRF_TOKEN: web.AppKey[str] = web.AppKey("csrf_token")
 #: Comparisons of two finished runs kept in memory (they never change; big runs take a while to pair).
 KEPT_COMPARES = 4
 _TYPES = {".css": "text/css", ".js": "text/javascript"}
@@ -39,15 +45,17 @@ _PAIR_LOCKS: dict[tuple[str, str], threading.Lock] = {}
 
 
 def create_app(config: Config) -> web.Application:
-    app = web.Application(middlewares=[_errors])
+    app = web.Application(middlewares=[_own_site_only, _errors])
     app[CONFIG] = config
     app[COMPARES] = OrderedDict()
+    app[CSRF_TOKEN] = secrets.token_urlsafe(32)
     app.add_routes([
         web.get("/", runs_page), web.get("/runs/{run_id}", run_page),
         web.get("/runs/{run_id}/items/{index}", item_link),
         web.get("/compare", compare_route), web.get("/trends", trends_page), web.get("/healthz", healthz),
         web.get("/api/runs/{run_id}/items", items_api), web.get("/api/runs/{run_id}/items/{index}", item_api),
         web.get("/api/runs/{run_id}/live", live_api), web.get("/api/compare", compare_api),
+        web.get("/api/csrf", csrf_api),
         web.get("/static/{name}", static_file),
     ])
     return app
@@ -57,6 +65,28 @@ def _html(body: str, status: int = 200) -> web.Response:
     return web.Response(text=body, status=status, content_type="text/html",
                         headers={"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
                                  "Referrer-Policy": "no-referrer"})
+
+
+@web.middleware
+async def _own_site_only(request: web.Request, handler: Callable[[web.Request], Any]) -> web.StreamResponse:
+    """Another Host (a DNS-rebinding page) gets 421 and nothing else; a request that changes state
+    needs this server's own Origin and the CSRF token, else 403."""
+    address = request.transport.get_extra_info("sockname") if request.transport else None
+    bound, port = (str(address[0]), int(address[1])) if address else ("127.0.0.1", 0)
+    host = request.headers.get("Host")
+    if not host_allowed(host, port, bound):
+        return _refused(*refusal(421, "Misdirected request (another Host)", port))
+    if request.method not in SAFE_METHODS:
+        if request.headers.get("Origin", "").lower() != f"http://{(host or '').lower()}":
+            return _refused(*refusal(403, "Refused: a write from another origin", port))
+        if not token_matches(request.headers.get(CSRF_HEADER), request.app[CSRF_TOKEN]):
+            return _refused(403, f"Refused: a write needs the {CSRF_HEADER} header (GET /api/csrf gives it).\n")
+    response: web.StreamResponse = await handler(request)
+    return response
+
+
+def _refused(status: int, body: str) -> web.Response:
+    return web.Response(status=status, text=body, headers={"X-Content-Type-Options": "nosniff"})
 
 
 @web.middleware
@@ -83,6 +113,13 @@ def _config(request: web.Request) -> Config:
 
 async def healthz(request: web.Request) -> web.Response:
     return web.Response(text="ok")
+
+
+async def csrf_api(request: web.Request) -> web.Response:
+    """The token a write sends in `X-CSRF-Token`: readable only by this server's own pages (another
+    origin's script cannot read the answer, and another Host gets none)."""
+    return web.json_response({"header": CSRF_HEADER, "token": request.app[CSRF_TOKEN]},
+                             headers={"Cache-Control": "no-store"})
 
 
 async def runs_page(request: web.Request) -> web.Response:
@@ -212,46 +249,19 @@ async def static_file(request: web.Request) -> web.Response:
                         headers={"Cache-Control": "no-cache"})
 
 
-class PagesServer:
+class PagesServer(ThreadedServer):
     """The pages served from a background thread (its own event loop): `cobalt serve` runs it beside
     the Dagster webserver; tests run it in process. `start()` returns the URL once it listens."""
 
+    thread_name = "cobalt-pages"
+
     def __init__(self, config: Config, host: str = "127.0.0.1", port: int = 0) -> None:
-        self.config, self.host, self.port = config, host, port
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._error: BaseException | None = None
+        super().__init__(host, port)
+        self.config = config
 
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+    def application(self) -> web.Application:
+        return create_app(self.config)
 
-    def start(self) -> str:
-        ready = threading.Event()
-        self._thread = threading.Thread(target=self._main, args=(ready,), name="cobalt-pages", daemon=True)
-        self._thread.start()
-        ready.wait()
-        if self._error is not None:
-            raise ConfigError(f"Cannot serve cobalt's pages on {self.host}:{self.port}: {self._error}; "
-                              "pass --pages-port another port (or set [dashboard] pages_port).") from None
-        return self.url
-
-    def _main(self, ready: threading.Event) -> None:
-        loop = self._loop = asyncio.new_event_loop()
-        runner = web.AppRunner(create_app(self.config), access_log=None)
-        loop.run_until_complete(runner.setup())
-        try:
-            loop.run_until_complete(web.TCPSite(runner, self.host, self.port).start())
-            self.port = int(runner.addresses[0][1])
-        except OSError as exc:
-            self._error = exc
-        ready.set()
-        if self._error is None:
-            loop.run_forever()
-        loop.run_until_complete(runner.cleanup())
-        loop.close()
-
-    def stop(self) -> None:
-        if self._loop is not None and self._thread is not None and self._thread.is_alive():
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(timeout=10)
+    def taken(self, error: BaseException) -> str:
+        return (f"Cannot serve cobalt's pages on {self.host}:{self.port}: {error}; "
+                "pass --pages-port another port (or set [dashboard] pages_port).")

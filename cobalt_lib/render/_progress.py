@@ -31,9 +31,6 @@ class ProgressLines:
         self._run: dict[str, Any] = {}
         self._done = 0
         self._total = 0
-        on_output = getattr(inner, "on_output", None)
-        if on_output is not None:  # the Dagster path reports outputs to observers that have this hook
-            self.on_output = on_output
 
     def on_start(self, plan: RunPlan) -> None:
         self._run = {"run_id": plan.run_id, "experiment": plan.experiment.name}

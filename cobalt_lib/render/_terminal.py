@@ -64,10 +64,8 @@ class TerminalReporter:
         self._lock = threading.Lock()
         self._progress: Progress | None = None
         self._task: Any = None
-        self._agent_task: Any = None
         self._thresholds: dict[str, float] = {}
         self._done = 0
-        self._outputs = 0
         self._total = 0
         self._reported: set[tuple[int, int]] = set()
 
@@ -77,7 +75,7 @@ class TerminalReporter:
         exp = plan.experiment
         self._thresholds = {e.name: e.threshold for e in plan.evaluators}
         self._total = plan.total_items * plan.runs
-        self._done = self._outputs = 0
+        self._done = 0
         self._reported = set()
         n_eval = len(plan.evaluators)
         line = (f"{count(plan.total_items, 'item')} x {count(plan.runs, 'run')} x {count(n_eval, 'evaluator')}  |  "
@@ -97,24 +95,6 @@ class TerminalReporter:
                                       TimeRemainingColumn(), console=self.console, transient=True)
             self._progress.start()
         return self._progress
-
-    def on_output(self, item: ItemResult) -> None:
-        """An agent call finished, scores to follow (the Dagster path runs every agent call first).
-
-        A failed call is printed now, once; ok ones advance an `agent` bar on a terminal, or print a
-        count at each quarter otherwise, so the agent stage is never silent."""
-        with self._lock:
-            self._outputs += 1
-            if self.live:
-                progress = self._start_progress()
-                if self._agent_task is None:
-                    self._agent_task = progress.add_task("agent", total=self._total)
-                progress.advance(self._agent_task)
-            elif self._total >= 8 and self._outputs * 4 // self._total > (self._outputs - 1) * 4 // self._total:
-                self.console.print(f"agent calls: {self._outputs}/{self._total} done")
-            if item.status != "ok":
-                self._reported.add((item.index, item.run_index))
-                self._print(self.item_line(item))
 
     def on_item(self, item: ItemResult) -> None:
         with self._lock:
@@ -140,7 +120,7 @@ class TerminalReporter:
         if self._progress is not None:
             self._progress.stop()
             self._progress = None
-        self._task = self._agent_task = None
+        self._task = None
         self.print_summary(report)
 
     # -- rendering -------------------------------------------------------------------------------

@@ -21,8 +21,7 @@ from ._plan import RunPlan
 class Observer(Protocol):
     """Receives progress; the terminal reporter and the MCP server implement it.
 
-    `on_item` gets each item once, scored. An observer may also define `on_output(item)`: the
-    Dagster path, which runs every agent call before any scoring, calls it as each output arrives.
+    `on_item` gets each item once, scored (or failed: an agent error or timeout is never scored).
     """
 
     def on_start(self, plan: RunPlan) -> None: ...

@@ -1,7 +1,9 @@
-"""`cobalt serve` end to end: the real webserver answers GraphQL, and Ctrl-C stops it and its children."""
+"""`cobalt serve` end to end: the real webserver answers GraphQL through the proxy in front of it, which
+refuses other sites (issue 22, finding 11), and Ctrl-C stops it and its children."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -10,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +95,18 @@ def _as_a_background_job() -> None:
 @pytest.fixture(params=["foreground", "background"])
 def served(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[subprocess.Popen[bytes], int, Path]]:
     """`cobalt serve` as typed at a terminal, and as a shell's background job (SIGINT ignored, inherited)."""
+    with serving(tmp_path, background=request.param == "background") as started:
+        yield started
+
+
+@pytest.fixture
+def served_once(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], int, Path]]:
+    with serving(tmp_path, background=False) as started:
+        yield started
+
+
+@contextmanager
+def serving(tmp_path: Path, *, background: bool) -> Iterator[tuple[subprocess.Popen[bytes], int, Path]]:
     root = tmp_path / "proj"
     shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns(".cobalt", "__pycache__"))
     port = free_port()
@@ -99,7 +114,7 @@ def served(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[sub
     log = (tmp_path / "serve.log").open("wb")
     proc = subprocess.Popen([COBALT, "serve", "--port", str(port), "--no-open"], cwd=root, env=env,
                             stdout=log, stderr=subprocess.STDOUT,
-                            preexec_fn=_as_a_background_job if request.param == "background" else None)
+                            preexec_fn=_as_a_background_job if background else None)
     seen: dict[int, str] = {}
     try:
         yield proc, port, root
@@ -150,3 +165,50 @@ def test_serve_lists_assets_and_checks_and_stops_on_ctrl_c(
     left = poll("no child process left", time.monotonic() + 5, lambda: not still_running(children) or None,
                 interval=0.2)
     assert left is True and still_running(children) == {}
+
+
+HISTORY = """{ assetOrError(assetKey: {path: ["support_bot", "deploy"]}) {
+               ... on Asset { assetMaterializations(limit: 10) { partition } } } }"""
+WIPE = """mutation Wipe($ranges: [PartitionsByAssetSelector!]!) { wipeAssets(assetPartitionRanges: $ranges) {
+            __typename ... on AssetWipeSuccess { assetPartitionRanges { assetKey { path } } } } }"""
+DEPLOY = {"ranges": [{"assetKey": {"path": ["support_bot", "deploy"]}}]}
+
+
+def _history(url: str) -> list[str | None]:
+    answer = httpx.post(f"{url}/graphql", json={"query": HISTORY}, timeout=30).json()
+    return [m["partition"] for m in answer["data"]["assetOrError"]["assetMaterializations"]]
+
+
+def test_another_sites_wipe_assets_is_refused_and_the_history_kept(
+        served_once: tuple[subprocess.Popen[bytes], int, Path]) -> None:
+    """Dagster's webserver ran `wipeAssets` for `Origin: evil`; behind `cobalt serve`'s proxy it is refused
+    (POST with a foreign Origin, a GET that a cross-site `<img>` would send, a rebinding Host), while the
+    UI's own origin and a script without Origin still reach it."""
+    proc, port, root = served_once
+    url = f"http://127.0.0.1:{port}"
+    nodes = poll("the webserver behind the proxy", time.monotonic() + 120,
+                 lambda: (graphql(port) or {}) if proc.poll() is None else {"exited": proc.returncode})
+    assert "exited" not in nodes, (root.parent / "serve.log").read_text(errors="replace")
+    reported = httpx.post(f"{url}/report_asset_materialization/support_bot/deploy", json={"partition": "p1"},
+                          timeout=30)  # a script (no Origin, no Sec-Fetch-Site) is not a browser page
+    assert reported.status_code == 200
+    assert _history(url) == ["p1"]
+
+    wipe = {"query": WIPE, "variables": DEPLOY}
+    foreign = httpx.post(f"{url}/graphql", json=wipe, headers={"Origin": "http://evil.example"}, timeout=30)
+    assert foreign.status_code == 403 and "another site" in foreign.text
+    pages_origin = httpx.post(f"{url}/graphql", json=wipe, headers={"Origin": f"http://127.0.0.1:{port + 1}"},
+                              timeout=30)
+    assert pages_origin.status_code == 403  # another port is another origin
+    as_image = httpx.get(f"{url}/graphql", params={"query": WIPE, "variables": json.dumps(DEPLOY)},
+                         headers={"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "no-cors"}, timeout=30)
+    assert as_image.status_code == 403
+    rebound = httpx.post(f"{url}/graphql", json=wipe, headers={"Host": f"evil.example:{port}"}, timeout=30)
+    assert rebound.status_code == 421 and "wipeAssets" not in rebound.text
+    assert _history(url) == ["p1"]  # intact
+
+    own = httpx.post(f"{url}/graphql", json=wipe, headers={"Origin": url, "Sec-Fetch-Site": "same-origin"},
+                     timeout=30)
+    assert own.status_code == 200
+    assert own.json()["data"]["wipeAssets"]["__typename"] == "AssetWipeSuccess"
+    assert _history(url) == []

@@ -43,7 +43,7 @@ def test_a_query_reads_live_statuses_and_cannot_reach_files(project: Path) -> No
     result = run_query(config, "SELECT run_id, status, tags FROM runs ORDER BY run_id")
     assert result.rows == [{"run_id": "r-killed", "status": "incomplete", "tags": []},
                            {"run_id": "r-live", "status": "running", "tags": []}]
-    with pytest.raises(ConfigError, match="query failed"):
+    with pytest.raises(ConfigError, match="it reads a file, and only the store's tables"):
         run_query(config, f"SELECT * FROM read_text('{project / 'cobalt.toml'}')")
     with pytest.raises(ConfigError, match="limit must be between 1 and"):
         run_query(config, "SELECT 1", limit=0)

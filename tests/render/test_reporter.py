@@ -126,36 +126,6 @@ def test_ci_mode_with_many_items_prints_only_problems() -> None:
     assert [line.split()[0] for line in lines] == ["#58", "#59"]
 
 
-def _two_stage(*, ci: bool, terminal: bool) -> str:
-    """The Dagster path: every output first (on_output), then every scored item (on_item)."""
-    buffer = io.StringIO()
-    reporter = TerminalReporter(buffer, ci=ci, width=100, force_terminal=terminal)
-    plan = _plan(8)
-    reporter.on_start(plan)
-    items = [ItemResult(index=i, output="a", latency_ms=5.0) for i in range(7)]
-    items.append(ItemResult(index=7, status="error", error="ValueError: agent broke"))
-    for item in items:
-        reporter.on_output(item)
-    for item in items:
-        scored = item if item.status != "ok" else item.model_copy(
-            update={"evaluations": {"exact": Evaluation(score=1.0), "style": Evaluation(score=1.0)}})
-        reporter.on_item(scored)
-    reporter.on_finish(build_report(plan, items, 10.0, "completed"))
-    return ANSI.sub("", buffer.getvalue())
-
-
-def test_outputs_before_scores_report_progress_and_each_item_once() -> None:
-    plain = _two_stage(ci=False, terminal=False)
-    counts = [line for line in plain.splitlines() if line.startswith("agent calls:")]
-    assert counts == ["agent calls: 2/8 done", "agent calls: 4/8 done", "agent calls: 6/8 done",
-                      "agent calls: 8/8 done"]
-    lines = [line.split()[0] for line in plain.splitlines() if line.strip().startswith("#")]
-    assert lines == ["#7", "#0", "#1", "#2", "#3", "#4", "#5", "#6"]  # the failure at once, never twice
-    live = _two_stage(ci=False, terminal=True)
-    assert "agent" in live and live.count("#7 ✗ ERROR ValueError: agent broke") == 1
-    assert "agent calls:" not in live  # a bar on a terminal, not count lines
-
-
 def test_money_keeps_significant_digits_for_sub_cent_amounts() -> None:
     from cobalt_lib.render._units import money
 

@@ -1,0 +1,70 @@
+"""The store opened for ad-hoc SQL (`cobalt_query`): read-only, bounded, and cut off from every other file.
+
+An in-memory DuckDB connection attaches the store file READ_ONLY and names a view after each table
+(`runs` reads live statuses: a `running` run whose lease expired is `incomplete`), so nothing is
+copied. Then external access is switched off (no `read_csv('/etc/passwd')`, no other file, no
+ATTACH) and the configuration locked, with the query's own `memory_limit` and `threads` and no
+spilling to disk.
+
+A read-only connection holds a shared lock on the file: a writer in another process waits (and
+retries) while it is open. The caller keeps the `with` block short: `ops._query` interrupts the
+query at its time limit, so the file is held at most that long (benchmarks/RESULTS.md, "cobalt_query").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from .._errors import StoreError
+from ._liveness import lease_seconds
+from ._tables import TABLES, present_columns
+
+if TYPE_CHECKING:
+    from ._store import Store
+
+
+@contextmanager
+def read_only_connection(store: Store, *, memory_limit: str, threads: int) -> Iterator[Any]:
+    """A connection whose tables are views over the store file, unable to write or reach files."""
+    import duckdb
+
+    if not store.path.exists():
+        raise StoreError(f"No results store at {store.path} yet; run an experiment first.")
+    con = duckdb.connect(":memory:", config={"memory_limit": memory_limit, "threads": threads,
+                                             "temp_directory": "", "autoload_known_extensions": False,
+                                             "autoinstall_known_extensions": False})
+    try:
+        store._attach_read_only(con)
+        present = present_columns(con, "database_name = 'store'")
+        for table in TABLES:
+            con.execute(f"CREATE VIEW {table} AS {_select(table, present.get(table), store.now())}")
+        con.execute("SET enable_external_access = false")
+        con.execute("SET lock_configuration = true")
+        yield con
+    finally:
+        con.close()
+
+
+def _select(table: str, present: set[str] | None, now: datetime) -> str:
+    """The view's query: the stored columns in the schema's order, NULL for a column an older store
+    lacks, no rows for a table it lacks; `runs.status` as read live."""
+    columns = []
+    for name, kind in TABLES[table]:
+        sql_type = kind.replace(" PRIMARY KEY", "")
+        if present is None or name not in present:
+            columns.append(f"CAST(NULL AS {sql_type}) AS {name}")
+        elif table == "runs" and name == "status" and {"lease_until", "started_at"} <= present:
+            columns.append(_live_status(now))
+        else:
+            columns.append(name)
+    source = f"store.main.{table}" if present is not None else "(SELECT 1) WHERE false"
+    return f"SELECT {', '.join(columns)} FROM {source}"
+
+
+def _live_status(now: datetime) -> str:
+    seconds = int(lease_seconds() * 1e6)
+    return (f"CASE WHEN status = 'running' AND coalesce(lease_until, started_at + to_microseconds({seconds})) "
+            f"< TIMESTAMPTZ '{now.isoformat()}' THEN 'incomplete' ELSE status END AS status")
