@@ -16,7 +16,7 @@ import dagster as dg
 
 from cobalt_lib import Config, ExperimentReport, ItemResult, Store
 from cobalt_lib.links import run_page_url
-from cobalt_lib.results import load_report
+from cobalt_lib.results import item_label, load_report, pair_items, repeat_passed
 
 #: Rows of the `items` table on `scores` (Dagster keeps metadata in its event log: keep it bounded).
 TABLE_ROWS = 500
@@ -114,9 +114,11 @@ def items_table(items: Sequence[ItemResult], names: list[str]) -> dg.MetadataVal
     columns += [dg.TableColumn(f"{name}", "float", description=f"score of {name}") for name in names]
     columns += [dg.TableColumn("first_reason", "string"), dg.TableColumn("latency_ms", "float")]
     records = []
+    repeats = _repeats(items)
     for item in heapq.nsmallest(TABLE_ROWS, items, key=lambda i: (i.index, i.run_index)):
         row: dict[str, Any] = {
-            "item": f"#{item.index}.{item.run_index}", "status": item.status, "input": _text(item.input),
+            "item": "#" + item_label(item.index, item.run_index, repeats), "status": item.status,
+            "input": _text(item.input),
             "expected": _text(item.item.get("expected_output")),
             "output": _text(item.error if item.status != "ok" else item.output),
             "first_reason": _text(_first_reason(item)),
@@ -198,6 +200,7 @@ def worst_items_table(report: ExperimentReport, limit: int = WORST_ROWS) -> str:
                 yield item
 
     worst = heapq.nsmallest(limit, worth_showing(), key=_badness)
+    repeats = _repeats(report.items)
     if not worst:
         return "_every item passed every evaluator_"
     lines = ["| item | status | input | expected | output | " + " | ".join(names) + " | first reason |",
@@ -208,7 +211,7 @@ def worst_items_table(report: ExperimentReport, limit: int = WORST_ROWS) -> str:
             ev = item.evaluations.get(name)
             cells.append("–" if ev is None else ("eval-error" if ev.status != "ok" else f"{ev.score:.2f}"))
         output = item.error if item.status != "ok" else item.output
-        lines.append(f"| #{item.index}.{item.run_index} | {item.status} | {_cell(item.input)} | "
+        lines.append(f"| #{item_label(item.index, item.run_index, repeats)} | {item.status} | {_cell(item.input)} | "
                      f"{_cell(item.item.get('expected_output'))} | {_cell(output)} | " + " | ".join(cells)
                      + f" | {_cell(_first_reason(item))} |")
     rest = candidates - len(worst)
@@ -229,29 +232,29 @@ def previous_report(store: Store, run: dict[str, Any] | None) -> ExperimentRepor
     return load_report(store, run["run_id"], run=run) if run is not None else None
 
 
+def _repeats(items: Sequence[ItemResult]) -> int:
+    """Repeats per item, as far as labels need it: 1, or more when any item has a run index above 0."""
+    return 1 + max((i.run_index for i in items), default=0)
+
+
 def flips(previous: ExperimentReport, report: ExperimentReport) -> dict[str, int]:
-    """Per evaluator, the items (paired by index and repeat) whose pass/fail differs from `previous`."""
-    before = {(i.index, i.run_index): i for i in previous.items}
+    """Per evaluator, the items (paired by identity, each with its repeats) that passed it in every repeat
+    in one run and not in the other."""
     counts: dict[str, int] = {name: 0 for name in report.summary.scores}
-    for item in report.items:
-        old = before.get((item.index, item.run_index))
-        if old is None:
-            continue
+    for pair in pair_items(previous.items, report.items)[0]:
         for name in counts:
-            now, then = item.evaluations.get(name), old.evaluations.get(name)
-            if now is not None and then is not None and bool(now.passed) != bool(then.passed):
+            then = [r.evaluations[name] for r in pair.a if name in r.evaluations]
+            now = [r.evaluations[name] for r in pair.b if name in r.evaluations]
+            if now and then and all(e.passed for e in now) != all(e.passed for e in then):
                 counts[name] += 1
     return counts
 
 
 def items_flipped(previous: ExperimentReport, report: ExperimentReport) -> int:
-    """Items (paired by index and repeat) that passed every evaluator in one run and not in the other."""
-    def passed(item: ItemResult) -> bool:
-        return item.status == "ok" and all(ev.passed for ev in item.evaluations.values())
-
-    before = {(i.index, i.run_index): passed(i) for i in previous.items}
-    return sum(1 for i in report.items if (i.index, i.run_index) in before
-               and before[(i.index, i.run_index)] != passed(i))
+    """Items (paired by identity, each with its repeats) that passed in every repeat in one run and not in
+    the other."""
+    return sum(1 for pair in pair_items(previous.items, report.items)[0]
+               if all(map(repeat_passed, pair.a)) != all(map(repeat_passed, pair.b)))
 
 
 _METRIC_UNITS = {"latency": ("latency (ms)", 1), "cost": ("cost (USD)", 6), "tokens": ("tokens", 1)}

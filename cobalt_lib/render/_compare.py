@@ -71,8 +71,27 @@ def ci_text(e: EvaluatorDelta) -> str:
 
 
 def verdict_lines(c: Comparison) -> list[str]:
-    """Each evaluator's verdict with the rule behind it, then what `--fail-on-regression` checks."""
-    return [*(f"{e.evaluator}: {e.why}" for e in c.evaluators if e.why), c.regression_rule]
+    """Each evaluator's verdict with the rule behind it (grading runs: each model's agreement with the human
+    scores), then what `--fail-on-regression` checks."""
+    return [*(f"{e.evaluator}: {e.why}" for e in c.evaluators if e.why), *agreement_lines(c), c.regression_rule]
+
+
+def agreement_lines(c: Comparison) -> list[str]:
+    """Grading runs: per model, `judge: exact 60% -> 90%, within one 80% -> 100%, kappa 0.52 [0.31, 0.70] ->
+    0.88 [0.75, 0.95]; improved: ...`."""
+    return [f"{g.model}: exact {_pct(g.exact_a)} -> {_pct(g.exact_b)}, within one {_pct(g.within_one_a)} -> "
+            f"{_pct(g.within_one_b)}, kappa {_kappa(g.kappa_a, g.kappa_a_ci)} -> {_kappa(g.kappa_b, g.kappa_b_ci)}; "
+            f"{g.why}" for g in c.agreement or []]
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{value:.0%}"
+
+
+def _kappa(value: float | None, interval: tuple[float, float] | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.2f}" + (f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else "")
 
 
 def verdicts_markdown(c: Comparison) -> str:

@@ -232,7 +232,7 @@ def test_an_evaluator_dropped_from_b_has_not_lost_scores_to_errors() -> None:
      ("latency.p95", 0.04213, False, "0.0421ms"), ("latency.p95", -1500.0, True, "-1.50s"),
      ("latency.p95", 295.0, True, "+295ms"), ("cost.mean", 4.2e-5, False, "$0.0000420"),
      ("cost.mean", 0.0123, False, "$0.0123"), ("cost.mean", -4.2e-5, True, "-$0.0000420"),
-     ("cost.mean", None, False, "–"), ("tokens.mean", 12.5, False, "12.5000")],
+     ("cost.mean", None, False, "unknown"), ("latency.p95", None, False, "–"), ("tokens.mean", 12.5, False, "12.5000")],
 )
 def test_run_metrics_are_shown_with_their_units(metric: str, value: float | None, sign: bool, text: str) -> None:
     assert metric_text(metric, value, sign=sign) == text
