@@ -17,6 +17,7 @@ import dagster as dg
 
 from cobalt_lib import Config, ExperimentReport, ItemResult, Store, Summary
 from cobalt_lib.links import run_page_url
+from cobalt_lib.results import item_label
 
 #: Rows of the `items` table on `scores` (Dagster keeps metadata in its event log: keep it bounded).
 TABLE_ROWS = 500
@@ -114,9 +115,11 @@ def items_table(items: Sequence[ItemResult], names: list[str]) -> dg.MetadataVal
     columns += [dg.TableColumn(f"{name}", "float", description=f"score of {name}") for name in names]
     columns += [dg.TableColumn("first_reason", "string"), dg.TableColumn("latency_ms", "float")]
     records = []
+    repeats = _repeats(items)
     for item in heapq.nsmallest(TABLE_ROWS, items, key=lambda i: (i.index, i.run_index)):
         row: dict[str, Any] = {
-            "item": f"#{item.index}.{item.run_index}", "status": item.status, "input": _text(item.input),
+            "item": "#" + item_label(item.index, item.run_index, repeats), "status": item.status,
+            "input": _text(item.input),
             "expected": _text(item.item.get("expected_output")),
             "output": _text(item.error if item.status != "ok" else item.output),
             "first_reason": _text(_first_reason(item)),
@@ -197,6 +200,7 @@ def worst_items_table(report: ExperimentReport, limit: int = WORST_ROWS) -> str:
                 yield item
 
     worst = heapq.nsmallest(limit, worth_showing(), key=_badness)
+    repeats = _repeats(report.items)
     if not worst:
         return "_every item passed every evaluator_"
     lines = ["| item | status | input | expected | output | " + " | ".join(names) + " | first reason |",
@@ -207,7 +211,7 @@ def worst_items_table(report: ExperimentReport, limit: int = WORST_ROWS) -> str:
             ev = item.evaluations.get(name)
             cells.append("–" if ev is None else ("eval-error" if ev.status != "ok" else f"{ev.score:.2f}"))
         output = item.error if item.status != "ok" else item.output
-        lines.append(f"| #{item.index}.{item.run_index} | {item.status} | {_cell(item.input)} | "
+        lines.append(f"| #{item_label(item.index, item.run_index, repeats)} | {item.status} | {_cell(item.input)} | "
                      f"{_cell(item.item.get('expected_output'))} | {_cell(output)} | " + " | ".join(cells)
                      + f" | {_cell(_first_reason(item))} |")
     rest = candidates - len(worst)
@@ -221,6 +225,11 @@ def previous_run(store: Store, experiment: str, run_id: str) -> dict[str, Any] |
     inside the step's `Store.reading()` block)."""
     previous = store.previous_completed_run(experiment, run_id)
     return store.get_run(previous) if previous is not None else None
+
+
+def _repeats(items: Sequence[ItemResult]) -> int:
+    """Repeats per item, as far as labels need it: 1, or more when any item has a run index above 0."""
+    return 1 + max((i.run_index for i in items), default=0)
 
 
 @dataclass(frozen=True)

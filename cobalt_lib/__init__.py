@@ -39,6 +39,8 @@ if TYPE_CHECKING:
         Stats,
         Store,
         Summary,
+        duplicate_ids,
+        item_identity,
         read_results,
     )
     from .run import AgentContext
@@ -56,7 +58,7 @@ _EXPORTS: dict[str, str] = {name: module for module, names in {
     ".graders": "Grader grader load_grader",
     ".llm": "track_usage",
     ".results": "AssertionResult EvalResult Evaluation ExperimentReport ItemResult ItemSpread Stats "
-        "Store Summary read_results",
+        "Store Summary duplicate_ids item_identity read_results",
     ".run": "AgentContext",
 }.items() for name in names.split()}
 
@@ -94,10 +96,12 @@ __all__ = [
     "calibrated",
     "define_config",
     "discover_files",
+    "duplicate_ids",
     "evaluator_kinds",
     "experiment",
     "find_project_root",
     "grader",
+    "item_identity",
     "load_config",
     "load_experiments",
     "load_file",

@@ -15,7 +15,7 @@ EXPECTED = {
     "MissingApiKeyError", "Stats", "Store", "StoreError", "Summary", "TemplateError", "__version__",
     "assertion", "define_config", "discover_files", "experiment", "find_project_root", "load_config",
     "load_experiments", "load_file", "no_regression", "read_results", "threshold",
-    "Grader", "grader", "load_grader", "calibrated", "track_usage",
+    "Grader", "grader", "load_grader", "calibrated", "track_usage", "item_identity", "duplicate_ids",
 }
 
 

@@ -96,7 +96,16 @@ def _fmt(value: float | None, digits: int = 3, sign: bool = False) -> str:
 
 
 def _print_comparison(c: Comparison) -> None:
-    from ..render._compare import ci_text, lost_text, metric_text, scope_note, unpaired_summary, verdict_lines
+    from ..render._compare import (
+        change_item,
+        ci_text,
+        flaky_line,
+        lost_text,
+        metric_text,
+        scope_note,
+        unpaired_summary,
+        verdict_lines,
+    )
 
     out = console()
     out.print(f"compare {c.run_b} ({c.experiment_b}) against baseline {c.run_a} ({c.experiment_a}): "
@@ -122,10 +131,12 @@ def _print_comparison(c: Comparison) -> None:
     for title, rows in (("most regressed", c.regressions), ("most improved", c.improvements)):
         for r in rows:
             text = " ".join(str(r.input).split())[:60]
-            out.print(Text(f"{title}: item {r.index} run {r.run_index} {r.evaluator} {r.score_a:.3f} -> "
+            out.print(Text(f"{title}: item {change_item(r)} {r.evaluator} {r.score_a:.3f} -> "
                            f"{r.score_b:.3f} ({r.delta:+.3f})  {text}"))
     for s in c.status_changes:
-        out.print(f"status changed: item {s.index} run {s.run_index} {s.status_a} -> {s.status_b}")
+        out.print(f"status changed: item {s.index} {s.status_a} -> {s.status_b}")
+    for f in c.flaky:
+        out.print(Text(flaky_line(f)))
     if c.unpaired:
         out.print(unpaired_summary(c.unpaired))
 

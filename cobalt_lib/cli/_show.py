@@ -45,15 +45,28 @@ def _score(ev: Evaluation | None) -> str:
 
 
 def _items_table(shown: ShownRun) -> Table:
+    """One row per item (per repeat: `3:1` is item 3's run index 1), flaky items marked `2 of 3 passed`."""
+    from ..results._repeats import item_label
+
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    for column in ("#", "run", "status", *shown.evaluators, "output"):
-        table.add_column(column, justify="left" if column in ("status", "output") else "right",
-                         overflow="ellipsis", no_wrap=column == "output")
+    columns = ["#", "status", *shown.evaluators, *(["repeats"] if shown.flaky else []), "output"]
+    for column in columns:
+        table.add_column(column, justify="left" if column in ("status", "output", "repeats") else "right",
+                         overflow="ellipsis", no_wrap=column in ("output", "repeats"))
     for item in shown.items:
         output = item.output if item.status == "ok" else (item.error or "").split("\n")[0]
-        table.add_row(str(item.index), str(item.run_index), item.status,
-                      *(_score(item.evaluations.get(name)) for name in shown.evaluators), Text(_short(output)))
+        flaky = [shown.flaky.get(item.index, "")] if shown.flaky else []
+        table.add_row(item_label(item.index, item.run_index, shown.repeats), item.status,
+                      *(_score(item.evaluations.get(name)) for name in shown.evaluators), *flaky,
+                      Text(_short(output)))
     return table
+
+
+def _flaky_line(shown: ShownRun) -> str:
+    """`flaky (passed in some repeats, not all): item 3 (2 of 3 passed), item 7 (1 of 3 passed)`."""
+    listed = [f"item {index} ({text})" for index, text in shown.flaky.items()]
+    return "flaky (passed in some repeats, not all): " + ", ".join(listed[:20]) + (
+        f" and {len(listed) - 20} more" if len(listed) > 20 else "")
 
 
 def _evaluation_lines(name: str, ev: Evaluation, pass_mark: Any) -> list[str]:
@@ -70,8 +83,11 @@ def _evaluation_lines(name: str, ev: Evaluation, pass_mark: Any) -> list[str]:
 
 def _item_text(shown: ShownRun, item: ItemResult) -> str:
     """Everything about one item (x run): input, expected and actual output, every evaluation, the rest."""
+    from ..results._repeats import item_label
+
     latency = "-" if item.latency_ms is None else f"{item.latency_ms:.0f} ms"
-    lines = [f"item {item.index} run {item.run_index}: {item.status}, {latency}"]
+    flaky = f" (flaky: {shown.flaky[item.index]})" if item.index in shown.flaky else ""
+    lines = [f"item {item_label(item.index, item.run_index, shown.repeats)}{flaky}: {item.status}, {latency}"]
     for label, value in (("input", item.input), ("expected output", item.item.get("expected_output")),
                          ("output", item.output)):
         lines += _block(label, value)
@@ -115,6 +131,8 @@ def show(
     if item is None:
         if shown.items:
             out.print(_items_table(shown))
+        if shown.flaky:
+            out.print(Text(_flaky_line(shown), style="yellow"))
         return
     for record in shown.items:
         out.print(Text("\n" + _item_text(shown, record)))

@@ -58,3 +58,11 @@ def dagster_asset_url(config: Config, experiment: str, stage: str = "aggregates"
 def dagster_check_url(config: Config, experiment: str, check: str) -> str:
     """The Dagster page of a gate's asset check (on the experiment's `aggregates`), by its check name."""
     return f"{dagster_asset_url(config, experiment)}?{urlencode({'view': 'checks', 'checkDetail': check})}"
+
+
+def dagster_check_result_url(config: Config, dagster_run_id: str, check: str | None = None) -> str:
+    """One run's result of a gate's check: the Dagster run's page (its run holds one partition) with its log
+    filtered to check evaluations (and to `check` when given). The Dagster UI has no URL for one partition's
+    result in the check's own view: that opens on the latest result, which may be another run's."""
+    logs = "type:ASSET_CHECK_EVALUATION" + (f"|{check}" if check else "")
+    return f"{dagster_url(config)}/runs/{quote(dagster_run_id, safe='')}?{urlencode({'logs': logs})}"

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from .._errors import ConfigError
+from ..calibration._compare import compare_agreement, is_grading_run
 from ..config._config import Config
 from ..render._compare import lost_text
-from ..results._compare import Comparison, compare_reports
+from ..results._compare import GRADING_RULE, Comparison, compare_reports
 from ..results._history import load_report
 from ..results._report import ExperimentReport
 from ._refs import pair_ids, store_with_runs
@@ -40,11 +41,25 @@ def compare_runs(config: Config, run_a: str, run_b: str, *, experiment: str | No
     if unfinished and fail_on_regression:
         raise ConfigError(f"Run {' and run '.join(unfinished)}; --fail-on-regression compares completed runs "
                           "only: wait for it, or finish it with `cobalt run --resume`.")
-    result = compare_reports(reports[0], reports[1], top=top)
+    result = compare_stored(reports[0], reports[1], top=top)
     result.scope = scope
     warnings = [f"run {what}: only its finished items are compared." for what in unfinished]
     warnings += _pairing_warnings(result, (run_a, run_b), reports)
     return CompareOutcome(comparison=result, warnings=warnings, regressions=regression_reasons(result))
+
+
+def compare_stored(a: ExperimentReport, b: ExperimentReport, *, top: int = 5) -> Comparison:
+    """`compare_reports`; two grading runs (`cobalt grade`) are judged by agreement with the human scores:
+    their mean grades are shown, with no verdict (a better grader can grade lower on average)."""
+    result = compare_reports(a, b, top=top)
+    if is_grading_run(a) and is_grading_run(b):
+        result.agreement = compare_agreement(a, b, resamples=result.resamples, seed=result.seed,
+                                             confidence=result.confidence)
+        result.regression_rule = GRADING_RULE
+        for e in result.evaluators:
+            e.verdict = "not comparable"
+            e.why = "a mean grade: grading runs are compared by agreement with the human scores (below)"
+    return result
 
 
 def _pairing_warnings(c: Comparison, refs: tuple[str, str], reports: list[ExperimentReport]) -> list[str]:
@@ -56,7 +71,8 @@ def _pairing_warnings(c: Comparison, refs: tuple[str, str], reports: list[Experi
         warnings.append(f"both ids name the same run {c.run_a}{named}; a run compared with itself shows no change.")
     if c.experiment_a != c.experiment_b:
         warnings.append(f"run {c.run_a} is of experiment {c.experiment_a!r} and run {c.run_b} of "
-                        f"{c.experiment_b!r}; items are paired by index across different experiments.")
+                        f"{c.experiment_b!r}; items are paired by identity (their id, else their content) across "
+                        "different experiments.")
     return warnings
 
 
@@ -64,4 +80,6 @@ def regression_reasons(c: Comparison) -> list[str]:
     """Evaluators whose verdict is `regressed`, and those that scored fewer paired items in B than in A
     because of eval-errors or failed agent calls; empty when there is neither."""
     reasons = [f"regressed: {', '.join(c.regressed)}"] if c.regressed else []
+    if c.agreement is not None:
+        reasons = [f"agreement with the human scores regressed: {', '.join(c.regressed)}"] if c.regressed else []
     return reasons + [f"lost scores: {lost_text(e)}" for e in c.lost_scores]

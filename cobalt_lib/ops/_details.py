@@ -171,7 +171,8 @@ def compare_with_reasons(config: Config, run_a: str, run_b: str, *, experiment: 
     regressed, improved = c.regressions, c.improvements
     c.regressions, c.improvements = regressed[:top], improved[:top]
     store = store_with_runs(config, "runs to compare")
-    items = [{(i.index, i.run_index): i for i in load_report(store, run_id).items} for run_id in (c.run_a, c.run_b)]
+    items = [{i.item_id: i for i in sorted(load_report(store, run_id).items, key=lambda i: -i.run_index)}
+             for run_id in (c.run_a, c.run_b)]
     return ComparedRuns(outcome=outcome, regressed_total=len(regressed), improved_total=len(improved),
                         regressed_indices=ranges(sorted({ch.index for ch in regressed})),
                         improved_indices=ranges(sorted({ch.index for ch in improved})),
@@ -180,10 +181,9 @@ def compare_with_reasons(config: Config, run_a: str, run_b: str, *, experiment: 
                         compare_url=compare_page_url(config, c.run_a, c.run_b))
 
 
-def _changed(change: ItemChange, a: dict[tuple[int, int], ItemResult],
-             b: dict[tuple[int, int], ItemResult]) -> ChangedItem:
-    key = (change.index, change.run_index)
-    item_a, item_b = a.get(key), b.get(key)
+def _changed(change: ItemChange, a: dict[str, ItemResult], b: dict[str, ItemResult]) -> ChangedItem:
+    """The change with the outputs and reasons of the item's first repeat in each run (paired by identity)."""
+    item_a, item_b = a.get(change.item_id), b.get(change.item_id)
 
     def reason(item: ItemResult | None) -> str | None:
         ev = item.evaluations.get(change.evaluator) if item else None

@@ -75,7 +75,8 @@ COLUMN_NOTES: dict[str, dict[str, str]] = {
         "metadata": "JSON: metadata the agent returned", "status": "ok | error | timeout",
         "error": "the agent's error message", "traceback": "the agent's traceback",
         "latency_ms": "agent call time in ms", "tokens": "tokens the agent reported",
-        "cost_usd": "the agent call's cost in US dollars", "input_hash": "hash of the item (pairs runs in compare)",
+        "cost_usd": "the agent call's cost in US dollars", "input_hash": "hash of the whole item's content",
+        "item_id": "the item's identity: its `id` field, else input_hash; compare pairs runs' items by it",
     },
     "scores": {
         "run_id": "the run", "item_index": "the dataset item's index", "run_index": "repetition",

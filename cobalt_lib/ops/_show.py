@@ -11,6 +11,7 @@ from .._errors import ConfigError
 from ..config._config import Config
 from ..render._export import evaluator_names, pass_marks
 from ..results._history import load_report, resolve_run
+from ..results._repeats import by_index, flaky_text, repeat_passed
 from ..results._report import ItemResult
 from ._refs import store_with_runs
 
@@ -26,12 +27,16 @@ class ShownRun(BaseModel):
     evaluators: list[str] = Field(default_factory=list)
     pass_marks: dict[str, Any] = Field(default_factory=dict)
     items: list[ItemResult] = Field(default_factory=list)
+    #: Repeats per item (the run's `runs`); items are labelled `3:1` (index:run_index) when it is over 1.
+    repeats: int = 1
+    #: Items that passed in some repeats and failed in others: `{index: "2 of 3 passed"}`, over the whole run.
+    flaky: dict[int, str] = Field(default_factory=dict)
     warnings: list[str] = Field(default_factory=list)
 
 
 def is_failure(item: ItemResult) -> bool:
     """The agent call failed or timed out, an evaluation is an eval-error, or a score is below its pass mark."""
-    return item.status != "ok" or any(ev.status != "ok" or ev.passed is False for ev in item.evaluations.values())
+    return not repeat_passed(item)
 
 
 def show_run(config: Config, ref: str, item: str | None = None, *, experiment: str | None = None,
@@ -43,9 +48,13 @@ def show_run(config: Config, ref: str, item: str | None = None, *, experiment: s
     items = list(report.items) if item is None else _select(report.id, report.items, item)
     warnings = [] if report.status == "completed" else [
         f"run {report.id} is {report.status}: only its finished items are shown."]
+    groups = by_index(report.items)
+    flaky = {index: text for index, repeats in groups.items() if (text := flaky_text(repeats))}
+    repeats = max([int(report.config.get("runs") or 1), *(len(g) for g in groups.values())])
     return ShownRun(run_id=report.id, experiment=report.name, status=report.status, passed=report.passed,
                     evaluators=evaluator_names(report), pass_marks=pass_marks(report),
-                    items=[i for i in items if is_failure(i)] if failures else items, warnings=warnings)
+                    items=[i for i in items if is_failure(i)] if failures else items, repeats=repeats,
+                    flaky=flaky, warnings=warnings)
 
 
 def _select(run_id: str, items: Sequence[ItemResult], ref: str) -> list[ItemResult]:

@@ -9,11 +9,11 @@ import re
 from typing import Any
 
 from ..config._config import Config
-from ..ops._compare import CompareOutcome, _pairing_warnings, regression_reasons
+from ..ops._compare import CompareOutcome, _pairing_warnings, compare_stored, regression_reasons
 from ..ops._refs import resolve_pair
-from ..results._compare import compare_reports, pair_items
 from ..results._direction import gain
 from ..results._history import load_report
+from ..results._pairing import ItemPair, pair_items
 from ..results._report import ExperimentReport, ItemResult
 from ..results._store import Store
 from ._queries import dagster_run_page
@@ -30,7 +30,7 @@ def compare_view(config: Config, ref_a: str, ref_b: str) -> dict[str, Any]:
     report_a, report_b = load_report(store, pair.a.run_id), load_report(store, pair.b.run_id)
     outcome = _outcome(pair.scope, (ref_a, ref_b), report_a, report_b)
     pairs, unpaired = pair_items(report_a.items, report_b.items)
-    rows = sorted((_row(x, y) for x, y in pairs), key=_rank)
+    rows = sorted((_row(pair) for pair in pairs), key=_rank)
     runs = {side: store.require_run(run_id) for side, run_id in (("a", pair.a.run_id), ("b", pair.b.run_id))}
     held = store.dagster_runs_of([pair.a.run_id, pair.b.run_id])
     return {
@@ -44,7 +44,7 @@ def compare_view(config: Config, ref_a: str, ref_b: str) -> dict[str, Any]:
 def _outcome(scope: str | None, refs: tuple[str, str], a: ExperimentReport, b: ExperimentReport) -> CompareOutcome:
     """What `ops.compare_runs` returns, from the two reports loaded once here (a big run's results
     file takes seconds to read, and the page needs the items too)."""
-    comparison = compare_reports(a, b, top=0)
+    comparison = compare_stored(a, b, top=0)
     comparison.scope = scope
     warnings = [f"run {side} ({r.id}) is {r.status}: only its finished items are compared."
                 for side, r in zip("AB", (a, b), strict=True) if r.status != "completed"]
@@ -52,33 +52,34 @@ def _outcome(scope: str | None, refs: tuple[str, str], a: ExperimentReport, b: E
     return CompareOutcome(comparison=comparison, warnings=warnings, regressions=regression_reasons(comparison))
 
 
-def _score(item: ItemResult, name: str) -> float | None:
-    ev = item.evaluations.get(name)
-    return ev.score if item.status == "ok" and ev is not None and ev.status == "ok" else None
+def _reason(repeats: list[ItemResult], name: str) -> str | None:
+    ev = next((r.evaluations[name] for r in repeats if name in r.evaluations), None)
+    return (ev.reason or ev.error) if ev else None
 
 
-def _row(a: ItemResult, b: ItemResult) -> dict[str, Any]:
-    """One paired item: each evaluator's scores and reasons in both runs, the change that ranks it
-    (the worst gain; a failed agent call in B counts as -1), and both outputs."""
+def _row(pair: ItemPair) -> dict[str, Any]:
+    """One paired item: each evaluator's scores (the mean of its repeats) and reasons (its first repeat's) in
+    both runs, the change that ranks it (the worst gain; a failed agent call in B counts as -1), both
+    outputs (the first repeat's) and the flaky marks (`2 of 3 passed`)."""
     evaluators: list[dict[str, Any]] = []
     gains: list[float] = []
-    for name in dict.fromkeys([*a.evaluations, *b.evaluations]):
-        ev_a, ev_b = a.evaluations.get(name), b.evaluations.get(name)
-        score_a, score_b = _score(a, name), _score(b, name)
+    names = [n for side in (pair.a, pair.b) for r in side for n in r.evaluations]
+    for name in dict.fromkeys(names):
+        score_a, score_b = pair.score("a", name), pair.score("b", name)
         delta = None if score_a is None or score_b is None else score_b - score_a
         gains.append(0.0 if delta is None else gain(name, delta))
-        evaluators.append({
-            "name": name, "a": score_a, "b": score_b, "delta": delta, "gain": gains[-1],
-            "reason_a": (ev_a.reason or ev_a.error) if ev_a else None,
-            "reason_b": (ev_b.reason or ev_b.error) if ev_b else None,
-        })
-    if a.status != b.status:
-        gains.append(-1.0 if a.status == "ok" else 1.0)
+        evaluators.append({"name": name, "a": score_a, "b": score_b, "delta": delta, "gain": gains[-1],
+                           "reason_a": _reason(pair.a, name), "reason_b": _reason(pair.b, name)})
+    status_a, status_b = pair.status("a"), pair.status("b")
+    if status_a != status_b:
+        gains.append(-1.0 if status_a == "ok" else 1.0 if status_b == "ok" else 0.0)
     worst, best = min(gains, default=0.0), max(gains, default=0.0)
-    text_a, text_b = _text(a), _text(b)
-    return {"index": a.index, "run_index": a.run_index, "input": a.input, "status_a": a.status, "status_b": b.status,
+    text_a, text_b = _text(pair.a[0]), _text(pair.b[0])
+    return {"index": pair.index, "index_a": pair.index_a, "item_id": pair.item_id, "input": pair.b[0].input,
+            "status_a": status_a, "status_b": status_b, "repeats_a": len(pair.a), "repeats_b": len(pair.b),
+            "flaky_a": pair.flaky("a"), "flaky_b": pair.flaky("b"),
             "output_a": text_a, "output_b": text_b, "evaluators": evaluators,
-            "change": worst if worst < 0 else best, "changed": worst < 0 or best > 0 or a.status != b.status,
+            "change": worst if worst < 0 else best, "changed": worst < 0 or best > 0 or status_a != status_b,
             "output_changed": text_a != text_b}
 
 
@@ -89,11 +90,11 @@ def _text(item: ItemResult) -> str:
     return out if isinstance(out, str) else json.dumps(out, ensure_ascii=False, indent=1, default=str)
 
 
-def _rank(row: dict[str, Any]) -> tuple[int, float, int, int]:
+def _rank(row: dict[str, Any]) -> tuple[int, float, int]:
     """Regressions first (worst first), then improvements (best first), then the unchanged, by index."""
     change = row["change"]
     group = 0 if change < 0 else 1 if change > 0 else 2
-    return group, -abs(change), row["index"], row["run_index"]
+    return group, -abs(change), row["index"]
 
 
 def with_diff(row: dict[str, Any]) -> dict[str, Any]:

@@ -10,15 +10,10 @@ from urllib.parse import quote
 from pydantic import BaseModel
 
 from ..config._config import Config
-from ..links import (
-    dagster_asset_url,
-    dagster_check_names,
-    dagster_check_url,
-    dagster_url,
-    pages_url,
-)
+from ..links import dagster_asset_url, dagster_check_names, dagster_check_result_url, dagster_url, pages_url
 from ..ops._history import history_entry, run_duration_ms
 from ..ops._refs import resolve_ref
+from ..results._repeats import item_label, stored_flaky
 from ..results._report import ItemResult, Summary
 from ..results._rows import item_from_rows
 from ..results._store import Store
@@ -134,7 +129,7 @@ def run_detail(config: Config, ref: str) -> dict[str, Any]:
         "run": run, "entry": entry, "summary": Summary.model_validate(run.get("summary") or {}),
         "finished": bool(run.get("summary")), "metrics": metrics, "stats": stats,
         "evaluators": names, "pass_marks": marks, "histograms": histograms, "counts": store.live_counts(run_id),
-        "planned": _planned(run), "gates": _gates(config, run, store.rows("verdicts", run_id), dagster_run is not None),
+        "planned": _planned(run), "gates": _gates(config, run, store.rows("verdicts", run_id), dagster_run),
         "previous": store.previous_completed_run(experiment, run_id),
         "duration_ms": run_duration_ms(run), "dagster_links": _run_links(config, run, dagster_run),
     }
@@ -160,16 +155,16 @@ def _histograms(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return found
 
 
-def _gates(config: Config, run: dict[str, Any], verdicts: list[dict[str, Any]], held: bool) -> list[dict[str, Any]]:
-    """Each verdict with the Dagster check of its gate when Dagster holds the run (a gate yielding several
-    verdicts, such as no_regression's one per metric, links the checks tab)."""
-    if not held:
+def _gates(config: Config, run: dict[str, Any], verdicts: list[dict[str, Any]],
+           dagster_run: str | None) -> list[dict[str, Any]]:
+    """Each verdict with a link to this run's result of its Dagster check, when Dagster holds the run: the
+    Dagster run's log filtered to that check's evaluation (a gate yielding several verdicts, such as
+    no_regression's one per metric, to every check evaluation of the run)."""
+    if dagster_run is None:
         return [{**v, "dagster": None} for v in verdicts]
     declared = [g["name"] for g in (run.get("config") or {}).get("assertions") or [] if isinstance(g, dict)]
     checks = dict(zip(declared, dagster_check_names(declared), strict=True))
-    experiment = run["experiment"]
-    return [{**v, "dagster": dagster_check_url(config, experiment, checks[v["name"]]) if v["name"] in checks
-             else f"{dagster_asset_url(config, experiment)}?view=checks"} for v in verdicts]
+    return [{**v, "dagster": dagster_check_result_url(config, dagster_run, checks.get(v["name"]))} for v in verdicts]
 
 
 def _run_links(config: Config, run: dict[str, Any], dagster_run: str | None) -> dict[str, str | None]:
@@ -196,21 +191,35 @@ def _item(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def item_page(config: Config, run_id: str, query: ItemQuery) -> dict[str, Any]:
-    """One page of the run's item table (sorted, filtered and searched in the store) and the live counts."""
+    """One page of the run's item table (sorted, filtered and searched in the store), each item with its
+    label (`3:1` with repeats) and, when it passed in some repeats only, `flaky` (`2 of 3 passed`).
+    An unknown run is an error (404), not an empty page."""
     sort = query.sort if query.sort in SORTS or query.sort.startswith("score:") else "index"
     store = Store.for_config(config)
+    repeats = _repeats(store.require_run(run_id))
     total, rows = store.item_page(run_id, offset=max(query.offset, 0), limit=min(max(query.limit, 1), 500),
                                   sort=sort, descending=query.desc, search=query.q.strip(),
                                   only=query.only if query.only in ONLY else None)
-    return {"total": total, "offset": query.offset, "items": [_item(r) for r in rows]}
+    flaky = stored_flaky(store, run_id, [r["item_index"] for r in rows]) if repeats > 1 else {}
+    items = [_item(r) | {"label": item_label(r["item_index"], r["run_index"], repeats),
+                         "flaky": flaky.get(r["item_index"])} for r in rows]
+    return {"total": total, "offset": query.offset, "repeats": repeats, "items": items}
 
 
 def item_detail(config: Config, run_id: str, index: int) -> list[dict[str, Any]]:
-    """Every repeat of item `index` (one per run index), complete."""
-    return [_item(r) for r in Store.for_config(config).item_records(run_id, index)]
+    """Every repeat of item `index` (one per run index), complete; an unknown run is an error (404)."""
+    store = Store.for_config(config)
+    repeats = _repeats(store.require_run(run_id))
+    return [_item(r) | {"label": item_label(index, r["run_index"], repeats)}
+            for r in store.item_records(run_id, index)]
+
+
+def _repeats(run: dict[str, Any]) -> int:
+    return int((run.get("config") or {}).get("runs") or 1)
 
 
 def live_status(config: Config, run_id: str) -> dict[str, Any]:
-    """What a page in progress polls: the run's status and its counts so far."""
+    """What a page in progress polls: the run's status and its counts so far (404 for an unknown run)."""
     store = Store.for_config(config)
+    store.require_run(run_id)
     return {"status": store.run_status(run_id), **store.live_counts(run_id)}

@@ -10,6 +10,11 @@ from importlib.resources import files
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
+from markupsafe import Markup, escape
+
+from ..render._compare import metric_text
+from ..render._units import money
+
 if TYPE_CHECKING:
     import jinja2
 
@@ -30,8 +35,9 @@ def environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.PackageLoader("cobalt_lib.pages", "templates"),
                              autoescape=True, trim_blocks=True, lstrip_blocks=True,
                              undefined=jinja2.StrictUndefined)
-    env.filters.update(score=fmt_score, ms=fmt_ms, usd=fmt_usd, pct=fmt_pct, num=fmt_num, day=fmt_day)
-    env.globals.update(score_class=score_class)
+    env.filters.update(score=fmt_score, ms=fmt_ms, usd=fmt_usd, pct=fmt_pct, num=fmt_num, day=fmt_day,
+                       metric=fmt_metric)
+    env.globals.update(score_class=score_class, link=link)
     return env
 
 
@@ -52,7 +58,14 @@ def fmt_ms(value: Any) -> str:
 
 
 def fmt_usd(value: Any) -> str:
-    return "–" if value is None else f"${value:.4f}" if value < 1 else f"${value:,.2f}"
+    """Dollars as `cobalt` prints them everywhere (`$0.0000695`, `$12.50`); an unknown cost reads `unknown`."""
+    return money(value) if value is None or value < 1 else f"${value:,.2f}"
+
+
+def fmt_metric(metric: str, value: Any, sign: bool = False) -> str:
+    """A run metric with its unit (`latency.p95` as `420ms`, `cost.mean` as `$0.0000695`), as `cobalt compare`
+    prints it; an unknown cost reads `unknown`."""
+    return metric_text(metric, value, sign=sign)
 
 
 def fmt_pct(value: Any) -> str:
@@ -76,30 +89,41 @@ def score_class(score: Any, mark: Any, name: str = "") -> str:
 
 
 class Links:
-    """Where the pages link each other: paths on the server; in a report file, the served pages'
-    absolute URLs (they open while `cobalt serve` runs)."""
+    """Where the pages link each other: paths on the server. A report file (`static`) links nowhere: it is
+    read where no `cobalt serve` runs (a CI artifact), so its links to other pages are plain text."""
 
-    def __init__(self, base: str = "") -> None:
-        self.base = base
+    def __init__(self, *, static: bool = False) -> None:
+        self.static = static
 
-    def runs(self, **filters: str) -> str:
+    def runs(self, **filters: str) -> str | None:
         query = urlencode({k: v for k, v in filters.items() if v})
-        return f"{self.base}/" + (f"?{query}" if query else "")
+        return self._path("/" + (f"?{query}" if query else ""))
 
-    def run(self, run_id: str) -> str:
-        return f"{self.base}/runs/{quote(run_id, safe='')}"
+    def run(self, run_id: str) -> str | None:
+        return self._path(f"/runs/{quote(run_id, safe='')}")
 
-    def compare(self, a: str, b: str) -> str:
-        return f"{self.base}/compare?{urlencode({'a': a, 'b': b})}"
+    def compare(self, a: str, b: str) -> str | None:
+        return self._path(f"/compare?{urlencode({'a': a, 'b': b})}")
 
-    def trends(self, experiment: str, tag: str = "") -> str:
-        return f"{self.base}/trends?{urlencode({'experiment': experiment, **({'tag': tag} if tag else {})})}"
+    def trends(self, experiment: str, tag: str = "") -> str | None:
+        return self._path(f"/trends?{urlencode({'experiment': experiment, **({'tag': tag} if tag else {})})}")
+
+    def _path(self, path: str) -> str | None:
+        return None if self.static else path
+
+
+def link(href: str | None, text: Any, **attrs: str) -> Markup:
+    """`<a href=...>text</a>`, or the text alone (in a `<span>`) when there is nowhere to link."""
+    extra = "".join(f' {k.rstrip("_")}="{escape(v)}"' for k, v in attrs.items())
+    if href is None:
+        return Markup(f"<span{extra}>{escape(text)}</span>")
+    return Markup(f'<a href="{escape(href)}"{extra}>{escape(text)}</a>')
 
 
 def render(template: str, *, static: bool = False, pages: str = "", **context: Any) -> str:
     """A page; `static`: one self-contained file (stylesheet and script inline, allowed by their hashes)."""
     env = environment()
-    assets: dict[str, Any] = {"static": static, "pages": pages, "links": Links(pages if static else "")}
+    assets: dict[str, Any] = {"static": static, "pages": pages, "links": Links(static=static)}
     if static:
         css, js = static_text("pages.css"), static_text("pages.js")
         if "</" in css + js:  # inline, either would end its <style> or <script> element early

@@ -1,8 +1,9 @@
 """`cobalt report`: the run page (or the compare page) as one self-contained HTML file, its data inside.
 
-The file needs no server and fetches nothing: the stylesheet and the script are inline (allowed by
-their hashes in the page's Content-Security-Policy), and the items are embedded as JSON, so the
-item table, its filters and the item detail work from file:// as a CI artifact.
+The file needs no server, fetches nothing and links to no server (it is read where none runs): the
+stylesheet and the script are inline (allowed by their hashes in the page's Content-Security-Policy),
+and the items are embedded as JSON, so the item table, its filters and the item detail work from
+file:// as a CI artifact.
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..links import dagster_url, pages_url
 from ..results._history import load_report
+from ..results._repeats import by_index, flaky_text, item_label
 from ..results._store import Store
 from ._charts import histogram
 from ._compare import compare_view, with_diff
@@ -27,10 +28,15 @@ def run_report_html(config: Config, ref: str) -> str:
     view = run_detail(config, ref)
     run = view["run"]
     report = load_report(Store.for_config(config), run["run_id"])
+    repeats = int(report.config.get("runs") or 1)
+    flaky = {index: text for index, group in by_index(report.items).items() if (text := flaky_text(group))}
+    items = [item_json(i) | {"label": item_label(i.index, i.run_index, repeats), "flaky": flaky.get(i.index)}
+             for i in report.items]
     data = {"page": "run", "run_id": run["run_id"], "evaluators": view["evaluators"], "pass_marks": view["pass_marks"],
-            "live": False, "api": None, "per_page": ITEMS_PER_PAGE, "items": [item_json(i) for i in report.items]}
-    return render("run.html", static=True, pages=pages_url(config), data=data, hist=histogram,
-                  dagster_home=dagster_url(config), **view)
+            "live": False, "api": None, "per_page": ITEMS_PER_PAGE, "items": items}
+    # A file read anywhere (a CI artifact) links to no server: no Dagster UI, no check, no other page.
+    view["gates"] = [{**g, "dagster": None} for g in view["gates"]]
+    return render("run.html", static=True, data=data, hist=histogram, dagster_home=None, **view)
 
 
 def compare_report_html(config: Config, baseline: str, ref: str) -> str:
@@ -39,8 +45,8 @@ def compare_report_html(config: Config, baseline: str, ref: str) -> str:
     c = view["c"]
     data = {"page": "compare", "run_a": c.run_a, "run_b": c.run_b, "per_page": ITEMS_PER_PAGE, "api": None,
             "rows": [with_diff(r) for r in view["rows"]]}
-    return render("compare.html", static=True, pages=pages_url(config), data=data, rows_total=len(view["rows"]),
-                  dagster_home=dagster_url(config), **view)
+    view["dagster"] = {"a": None, "b": None}
+    return render("compare.html", static=True, data=data, rows_total=len(view["rows"]), dagster_home=None, **view)
 
 
 def write_report(config: Config, ref: str, path: Path, *, compare: str | None = None) -> Path:

@@ -39,8 +39,9 @@ def trends_view(config: Config, experiment: str = "", tag: str = "") -> dict[str
     charts = [{"title": name, "unit": "score", "chart": line_chart(
         [{"name": "mean", "values": values(name, "mean")}, {"name": "pass rate", "values": values(name, "pass_rate")}],
         entries, fixed=(0.0, 1.0))} for name in evaluators]
-    charts.append({"title": "cost (US$ per run, agent + judge)", "unit": "usd", "chart": line_chart(
-        [{"name": "cost", "values": [_cost(e) for e in entries]}], entries)})
+    costs = [_cost(e) for e in entries]
+    charts.append({"title": "cost (US$ per run, agent + judge)", "unit": "usd", "unknown": costs.count(None),
+                   "chart": line_chart([{"name": "cost", "values": costs}], entries)})
     charts.append({"title": "latency p95 (ms)", "unit": "ms", "chart": line_chart(
         [{"name": "latency p95", "values": values("latency", "p95")}], entries)})
     return {"experiment": experiment, "experiments": experiments, "tag": tag, "runs": entries, "charts": charts,
@@ -49,8 +50,6 @@ def trends_view(config: Config, experiment: str = "", tag: str = "") -> dict[str
 
 
 def _cost(entry: dict[str, Any]) -> float | None:
-    """The run's estimated cost, else what is known of it (the judge's, when the agent reports none)."""
-    if entry["cost"] is not None:
-        return float(entry["cost"])
-    known = [c for c in (entry["agent_cost"], entry["judge_cost"]) if c is not None]
-    return sum(known) if known else None
+    """The run's estimated cost (agent + judge); None, no point, when either is unknown: a known judge cost
+    alone (often $0) would pass for the run's, where the runs list and the run page say `unknown`."""
+    return None if entry["cost"] is None else float(entry["cost"])

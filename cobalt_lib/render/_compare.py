@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from ..results._compare import Comparison, EvaluatorDelta, Unpaired
+from ..results._compare import Comparison, EvaluatorDelta, FlakyItem, ItemChange, Unpaired
 from ._units import duration, money
 
 
@@ -17,13 +17,27 @@ def _num(value: float | None, digits: int = 3, sign: bool = False) -> str:
 
 def metric_text(metric: str, value: float | None, *, sign: bool = False, missing: str = "–") -> str:
     """A run metric with its unit: latencies (stored in ms) as `420ms` or `4.24s`, costs as dollars
-    with significant digits (`$0.0000421`, not `0.0000`); `sign` for a delta."""
+    with significant digits (`$0.0000421`, not `0.0000`); `sign` for a delta. An unknown cost reads
+    `unknown` (as on every page), any other missing value `missing`."""
     if value is None:
-        return missing
+        return money(None) if metric.split(".")[0] == "cost" else missing
     kind = metric.split(".")[0]
     size = abs(value)
     text = duration(size) if kind == "latency" else money(size) if kind == "cost" else f"{size:.4f}"
     return ("+" if value >= 0 else "-") + text if sign else ("-" if value < 0 else "") + text
+
+
+def change_item(r: ItemChange) -> str:
+    """`4`, `4 (was 3)` when the item moved in the dataset, `4 (flaky in B: 2 of 3 passed)`."""
+    notes = [f"was {r.index_a}"] if r.index_a != r.index else []
+    notes += [f"flaky in {side}: {text}" for side, text in (("A", r.flaky_a), ("B", r.flaky_b)) if text]
+    return f"{r.index}" + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def flaky_line(f: FlakyItem) -> str:
+    """`item 4 flaky: A 2 of 3 passed, B 1 of 3 passed`."""
+    sides = [f"{side} {text}" for side, text in (("A", f.a), ("B", f.b)) if text]
+    return f"item {f.index} flaky: {', '.join(sides)}"
 
 
 def lost_text(e: EvaluatorDelta) -> str:
@@ -42,7 +56,7 @@ def unpaired_summary(unpaired: list[Unpaired], shown: int = 5) -> str:
     """One line for every unpaired item: how many, why, and the first few (a changed dataset can
     leave hundreds, one line each would bury the comparison)."""
     reasons = ", ".join(f"{count} {reason}" for reason, count in Counter(u.reason for u in unpaired).items())
-    items = [str(u.index) if u.run_index == 0 else f"{u.index} (run {u.run_index})" for u in unpaired[:shown]]
+    items = [str(u.index) for u in unpaired[:shown]]
     more = f" and {len(unpaired) - shown} more" if len(unpaired) > shown else ""
     noun = "item" if len(unpaired) == 1 else "items"
     return f"{len(unpaired)} unpaired {noun}, not compared ({reasons}): {noun} {', '.join(items)}{more}"
@@ -57,8 +71,27 @@ def ci_text(e: EvaluatorDelta) -> str:
 
 
 def verdict_lines(c: Comparison) -> list[str]:
-    """Each evaluator's verdict with the rule behind it, then what `--fail-on-regression` checks."""
-    return [*(f"{e.evaluator}: {e.why}" for e in c.evaluators if e.why), c.regression_rule]
+    """Each evaluator's verdict with the rule behind it (grading runs: each model's agreement with the human
+    scores), then what `--fail-on-regression` checks."""
+    return [*(f"{e.evaluator}: {e.why}" for e in c.evaluators if e.why), *agreement_lines(c), c.regression_rule]
+
+
+def agreement_lines(c: Comparison) -> list[str]:
+    """Grading runs: per model, `judge: exact 60% -> 90%, within one 80% -> 100%, kappa 0.52 [0.31, 0.70] ->
+    0.88 [0.75, 0.95]; improved: ...`."""
+    return [f"{g.model}: exact {_pct(g.exact_a)} -> {_pct(g.exact_b)}, within one {_pct(g.within_one_a)} -> "
+            f"{_pct(g.within_one_b)}, kappa {_kappa(g.kappa_a, g.kappa_a_ci)} -> {_kappa(g.kappa_b, g.kappa_b_ci)}; "
+            f"{g.why}" for g in c.agreement or []]
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{value:.0%}"
+
+
+def _kappa(value: float | None, interval: tuple[float, float] | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.2f}" + (f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else "")
 
 
 def verdicts_markdown(c: Comparison) -> str:
@@ -85,13 +118,15 @@ def comparison_markdown(c: Comparison) -> str:
         parts.append("#### Lost scores\n\n" + "\n".join(f"- {lost_text(e)}" for e in c.lost_scores))
     for title, rows in (("Most regressed", c.regressions), ("Most improved", c.improvements)):
         if rows:
-            parts.append(f"#### {title}\n\n| item | run | evaluator | A | B | B - A | input |\n"
-                         "|---|---|---|---|---|---|---|\n" + "\n".join(
-                             f"| {r.index} | {r.run_index} | {r.evaluator} | {_num(r.score_a)} | {_num(r.score_b)} "
+            parts.append(f"#### {title}\n\n| item | evaluator | A | B | B - A | input |\n"
+                         "|---|---|---|---|---|---|\n" + "\n".join(
+                             f"| {change_item(r)} | {r.evaluator} | {_num(r.score_a)} | {_num(r.score_b)} "
                              f"| {_num(r.delta, sign=True)} | {_cell(r.input)} |" for r in rows))
     if c.status_changes:
         parts.append("#### Status changes\n\n" + "\n".join(
-            f"- item {s.index} run {s.run_index}: {s.status_a} → {s.status_b}" for s in c.status_changes))
+            f"- item {s.index}: {s.status_a} → {s.status_b}" for s in c.status_changes))
+    if c.flaky:
+        parts.append("#### Flaky items\n\n" + "\n".join(f"- {flaky_line(f)}" for f in c.flaky))
     if c.unpaired:
         parts.append(f"#### Unpaired\n\n{unpaired_summary(c.unpaired)}")
     return "\n\n".join(parts) + "\n"

@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..results._direction import mark_words, passes
+from ..results._repeats import item_label
 from ..results._report import ExperimentReport, ItemResult
 from ._units import count, duration, money
 
@@ -34,9 +35,9 @@ def _listed(labels: list[str], limit: int = 20) -> str:
     return ", ".join(labels[:limit]) + more
 
 
-def _label(index: int, run_index: int) -> str:
-    """`#3` for an item's first run, `#3.2` for its third."""
-    return f"#{index}" + (f".{run_index}" if run_index else "")
+def _label(index: int, run_index: int, repeats: int) -> str:
+    """`#3`; with repeats, `#3:2` for item 3's run index 2 (as the pages, Dagster and `cobalt show 3:2`)."""
+    return "#" + item_label(index, run_index, repeats)
 
 
 class _Findings:
@@ -68,6 +69,7 @@ class TerminalReporter:
         self._done = 0
         self._total = 0
         self._reported: set[tuple[int, int]] = set()
+        self._repeats = 1
 
     # -- Observer -------------------------------------------------------------------------------
 
@@ -75,6 +77,7 @@ class TerminalReporter:
         exp = plan.experiment
         self._thresholds = {e.name: e.threshold for e in plan.evaluators}
         self._total = plan.total_items * plan.runs
+        self._repeats = plan.runs
         self._done = 0
         self._reported = set()
         n_eval = len(plan.evaluators)
@@ -131,7 +134,7 @@ class TerminalReporter:
                 and not passes(name, ev.score, self._thresholds.get(name, 0.5))]
 
     def item_line(self, item: ItemResult) -> Text:
-        text = Text(f"{_label(item.index, item.run_index):>6} ")
+        text = Text(f"{_label(item.index, item.run_index, self._repeats):>6} ")
         if item.status != "ok":
             mark = "✗ ERROR" if item.status == "error" else "⏱ TIMEOUT"
             text.append(f"{mark} ", style="bold red")
@@ -201,12 +204,12 @@ class TerminalReporter:
 
     def _print_warnings(self, report: ExperimentReport, found: _Findings) -> None:
         for name, keys in found.low.items():
-            labels = [_label(i, r) for i, r in sorted(set(keys))]
+            labels = [_label(i, r, self._repeats) for i, r in sorted(set(keys))]
             word, sign = mark_words(name)
             self.console.print(Text(f"⚠ {word} {name} ({sign} {self._thresholds[name]:g}): {_listed(labels)}",
                                     style="yellow"))
         # With runs > 1: the items that passed in some runs and not in others are the unreliable ones.
-        flaky = [f"#{spread.index} {name} {round((st.pass_rate or 0) * spread.runs)}/{spread.runs}"
+        flaky = [f"#{spread.index} {name} {round((st.pass_rate or 0) * spread.runs)} of {spread.runs} passed"
                  for spread in report.summary.per_item for name, st in spread.evaluators.items()
                  if st.pass_rate is not None and 0 < st.pass_rate < 1]
         if flaky:

@@ -5,6 +5,9 @@ from __future__ import annotations
 from ._compare import Comparison, EvaluatorDelta, compare_reports
 from ._exchange import Exchange, redact_url
 from ._history import load_report, resolve_run, stored_item_batches, stored_items
+from ._identity import content_hash, duplicate_ids, item_identity
+from ._pairing import ItemPair, Unpaired, pair_items
+from ._repeats import flaky_text, item_label, repeat_passed
 from ._report import AssertionResult, EvalResult, Evaluation, ExperimentReport, ItemResult, ItemSpread, Stats, Summary
 from ._results_file import read_results, results_filename, write_results
 from ._rows import aggregate_rows, item_from_rows, output_row, run_row, score_rows, stats_from_row, verdict_rows
@@ -22,18 +25,27 @@ __all__ = [
     "EvaluatorDelta",
     "Exchange",
     "ExperimentReport",
+    "ItemPair",
     "ItemResult",
     "ItemSpread",
     "Stats",
     "Store",
     "Summary",
+    "Unpaired",
     "aggregate_rows",
     "compare_reports",
+    "content_hash",
+    "duplicate_ids",
+    "flaky_text",
     "item_from_rows",
+    "item_identity",
+    "item_label",
     "load_report",
     "output_row",
+    "pair_items",
     "read_results",
     "redact_url",
+    "repeat_passed",
     "resolve_run",
     "results_filename",
     "run_row",

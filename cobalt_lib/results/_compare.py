@@ -1,23 +1,25 @@
 """Comparing two runs: B - A per evaluator, with a paired bootstrap confidence interval.
 
-Items are paired by (item index, run index) and must have the same input (equal `input_hash`):
-an item whose input changed between the runs is reported as unpaired, never compared. The CLI
-(`cobalt compare`) and the MCP server render the same `Comparison`.
+Items are paired by identity (`item_identity`: the item's `id`, else its content hash), never by
+position, each with all its repeats (`_pairing`). The bootstrap resamples items, each with its
+repeats (a cluster bootstrap): repeats of one item are not independent evidence, so `runs > 1` does
+not narrow the interval. An item's score on each side is the mean of its scored repeats, so a run
+with repeats compares with one without. The CLI (`cobalt compare`), the pages and the MCP server
+render the same `Comparison`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from ._direction import gain, lower_is_better
-from ._report import ExperimentReport, ItemResult
+from ._pairing import ItemPair, Unpaired, mean_score, pair_items
+from ._report import ExperimentReport
 
 Verdict = Literal["improved", "regressed", "no significant change", "not comparable"]
-Key = tuple[int, int]
 
 #: Run metrics compared besides the evaluators (all lower-is-better).
 RUN_METRICS = ("latency.p95", "cost.mean")
@@ -25,6 +27,10 @@ RUN_METRICS = ("latency.p95", "cost.mean")
 REGRESSION_RULE = ("--fail-on-regression fails when an evaluator's verdict is regressed (its paired bootstrap CI "
                    "lies entirely on the worse side of 0) or when B scored fewer of the paired items than A "
                    "because of errors; it does not apply no_regression's tolerance against a baseline file")
+#: Grading runs (`cobalt grade`) are judged by agreement with the human scores instead.
+GRADING_RULE = ("grading runs are compared by agreement with the human scores, not by mean grade: "
+                "--fail-on-regression fails when a model's exact agreement regressed (its paired bootstrap CI "
+                "over the labelled samples lies entirely below 0)")
 #: Resampled means computed per numpy block, to keep memory flat for large runs.
 _BLOCK_CELLS = 1_000_000
 
@@ -66,31 +72,63 @@ class MetricDelta(BaseModel):
 
 
 class ItemChange(BaseModel):
-    """One paired item's score change for one evaluator."""
+    """One paired item's score change for one evaluator; with repeats, each side's mean over them."""
 
+    #: The item's index in B, and in A when it moved (an item inserted before it, say).
     index: int
-    run_index: int
+    index_a: int
+    item_id: str = ""
     evaluator: str
     input: Any = None
     score_a: float
     score_b: float
     delta: float
+    repeats_a: int = 1
+    repeats_b: int = 1
+    #: `2 of 3 passed` when the item passed in some repeats and failed in others on that side.
+    flaky_a: str | None = None
+    flaky_b: str | None = None
 
 
 class StatusChange(BaseModel):
-    """A paired item whose agent call succeeded in one run and not in the other."""
+    """A paired item whose agent calls fared differently: `ok` in one run and `error` in the other, or
+    (with repeats) `2 of 3 ok`."""
 
     index: int
-    run_index: int
+    item_id: str = ""
     status_a: str
     status_b: str
     error: str | None = None
 
 
-class Unpaired(BaseModel):
+class AgreementDelta(BaseModel):
+    """Grading runs: one model's agreement with the human scores in A and B, over the labelled samples both
+    graded. The verdict comes from a paired bootstrap of the exact-agreement difference over those samples."""
+
+    model: str
+    samples: int = 0
+    exact_a: float | None = None
+    exact_b: float | None = None
+    within_one_a: float | None = None
+    within_one_b: float | None = None
+    kappa_a: float | None = None
+    kappa_b: float | None = None
+    kappa_a_ci: tuple[float, float] | None = None
+    kappa_b_ci: tuple[float, float] | None = None
+    exact_delta: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    verdict: Verdict = "not comparable"
+    why: str = ""
+
+
+class FlakyItem(BaseModel):
+    """A paired item that passed in some repeats and failed in others, in A or in B."""
+
     index: int
-    run_index: int
-    reason: Literal["input changed", "only in A", "only in B"]
+    item_id: str = ""
+    a: str | None = None
+    b: str | None = None
 
 
 class Comparison(BaseModel):
@@ -112,6 +150,11 @@ class Comparison(BaseModel):
     improvements: list[ItemChange] = Field(default_factory=list)
     status_changes: list[StatusChange] = Field(default_factory=list)
     unpaired: list[Unpaired] = Field(default_factory=list)
+    #: Paired items whose pass/fail differs across repeats in A or in B (`2 of 3 passed`).
+    flaky: list[FlakyItem] = Field(default_factory=list)
+    #: Grading runs (both made by `cobalt grade`): per model, agreement with the human scores. When set,
+    #: it, not the evaluators' mean grades, decides regressions.
+    agreement: list[AgreementDelta] | None = None
     #: The experiment `latest`/`previous` were looked up in when the caller chose it for the user
     #: (`cobalt compare` without --experiment); None when the runs were named outright.
     scope: str | None = None
@@ -120,7 +163,10 @@ class Comparison(BaseModel):
 
     @property
     def regressed(self) -> list[str]:
-        """Names of the evaluators whose CI lies on the worse side of zero (above it for `*Latency` ones)."""
+        """Names of the evaluators whose CI lies on the worse side of zero (above it for `*Latency` ones);
+        for grading runs, the models whose agreement with the human scores regressed."""
+        if self.agreement is not None:
+            return [g.model for g in self.agreement if g.verdict == "regressed"]
         return [e.evaluator for e in self.evaluators if e.verdict == "regressed"]
 
     @property
@@ -141,7 +187,7 @@ def compare_reports(a: ExperimentReport, b: ExperimentReport, *, top: int = 5, r
     result = Comparison(
         run_a=a.id, run_b=b.id, experiment_a=a.name, experiment_b=b.name, timestamp_a=a.timestamp,
         timestamp_b=b.timestamp, confidence=confidence, resamples=resamples, seed=seed, paired=len(pairs),
-        unpaired=unpaired, status_changes=_status_changes(pairs),
+        unpaired=unpaired, status_changes=_status_changes(pairs), flaky=_flaky(pairs),
         metrics=[_metric_delta(a, b, path) for path in RUN_METRICS],
     )
     for name in _evaluator_names(a, b):
@@ -155,28 +201,10 @@ def compare_reports(a: ExperimentReport, b: ExperimentReport, *, top: int = 5, r
     return result
 
 
-def pair_items(a: Sequence[ItemResult],
-               b: Sequence[ItemResult]) -> tuple[list[tuple[ItemResult, ItemResult]], list[Unpaired]]:
-    """Pairs by (index, run_index) with equal input hashes; everything else is unpaired."""
-    by_key_a = {(i.index, i.run_index): i for i in a}
-    by_key_b = {(i.index, i.run_index): i for i in b}
-    pairs: list[tuple[ItemResult, ItemResult]] = []
-    unpaired: list[Unpaired] = []
-    for key in sorted(by_key_a.keys() | by_key_b.keys()):
-        item_a, item_b = by_key_a.get(key), by_key_b.get(key)
-        if item_a is None or item_b is None:
-            unpaired.append(Unpaired(index=key[0], run_index=key[1], reason="only in B" if item_a is None
-                                     else "only in A"))
-        elif item_a.input_hash != item_b.input_hash:
-            unpaired.append(Unpaired(index=key[0], run_index=key[1], reason="input changed"))
-        else:
-            pairs.append((item_a, item_b))
-    return pairs, unpaired
-
-
 def bootstrap_ci(diffs: list[float], *, resamples: int = 2000, seed: int = 0,
                  confidence: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap CI of the mean of `diffs` (resampling the pairs with replacement)."""
+    """Percentile bootstrap CI of the mean of `diffs`, one per item (resampling the items with replacement;
+    an item with repeats gives the mean of its repeats, so its repeats are resampled together)."""
     import numpy as np  # lazily: `cobalt --help` and the other commands need no numpy
 
     values = np.asarray(diffs, dtype=float)
@@ -191,33 +219,38 @@ def bootstrap_ci(diffs: list[float], *, resamples: int = 2000, seed: int = 0,
     return float(low), float(high)
 
 
-def _largest_first(change: ItemChange) -> tuple[float, int, int, str]:
-    return (-abs(change.delta), change.index, change.run_index, change.evaluator)
+def _largest_first(change: ItemChange) -> tuple[float, int, str]:
+    return (-abs(change.delta), change.index, change.evaluator)
 
 
-def _score(item: ItemResult, evaluator: str) -> float | None:
-    ev = item.evaluations.get(evaluator)
-    if item.status != "ok" or ev is None or ev.status != "ok" or ev.score is None:
-        return None
-    return ev.score
-
-
-def _score_changes(pairs: list[tuple[ItemResult, ItemResult]]) -> list[ItemChange]:
+def _score_changes(pairs: list[ItemPair]) -> list[ItemChange]:
     changes = []
-    for item_a, item_b in pairs:
-        for name in item_a.evaluations.keys() & item_b.evaluations.keys():
-            score_a, score_b = _score(item_a, name), _score(item_b, name)
+    for pair in pairs:
+        names = {n for r in pair.a for n in r.evaluations} & {n for r in pair.b for n in r.evaluations}
+        for name in sorted(names):
+            score_a, score_b = pair.score("a", name), pair.score("b", name)
             if score_a is not None and score_b is not None:
-                changes.append(ItemChange(index=item_a.index, run_index=item_a.run_index, evaluator=name,
-                                          input=item_b.input, score_a=score_a, score_b=score_b,
-                                          delta=score_b - score_a))
+                changes.append(ItemChange(
+                    index=pair.index, index_a=pair.index_a, item_id=pair.item_id, evaluator=name,
+                    input=pair.b[0].input, score_a=score_a, score_b=score_b, delta=score_b - score_a,
+                    repeats_a=len(pair.a), repeats_b=len(pair.b), flaky_a=pair.flaky("a"), flaky_b=pair.flaky("b")))
     return changes
 
 
-def _status_changes(pairs: list[tuple[ItemResult, ItemResult]]) -> list[StatusChange]:
-    return [StatusChange(index=x.index, run_index=x.run_index, status_a=x.status, status_b=y.status,
-                         error=y.error or x.error)
-            for x, y in pairs if x.status != y.status]
+def _status_changes(pairs: list[ItemPair]) -> list[StatusChange]:
+    changes = []
+    for pair in pairs:
+        status_a, status_b = pair.status("a"), pair.status("b")
+        if status_a != status_b:
+            error = next((r.error for r in [*pair.b, *pair.a] if r.error), None)
+            changes.append(StatusChange(index=pair.index, item_id=pair.item_id, status_a=status_a,
+                                        status_b=status_b, error=error))
+    return changes
+
+
+def _flaky(pairs: list[ItemPair]) -> list[FlakyItem]:
+    return [FlakyItem(index=p.index, item_id=p.item_id, a=p.flaky("a"), b=p.flaky("b"))
+            for p in pairs if p.flaky("a") or p.flaky("b")]
 
 
 def _evaluator_names(a: ExperimentReport, b: ExperimentReport) -> list[str]:
@@ -231,10 +264,10 @@ def _ran(report: ExperimentReport, name: str) -> bool:
     return name in report.summary.scores or any(name in item.evaluations for item in report.items)
 
 
-def _count_scored(delta: EvaluatorDelta, pairs: list[tuple[ItemResult, ItemResult]], *, ran_in_b: bool) -> None:
+def _count_scored(delta: EvaluatorDelta, pairs: list[ItemPair], *, ran_in_b: bool) -> None:
     name = delta.evaluator
-    for item_a, item_b in pairs:
-        score_a, score_b = _score(item_a, name), _score(item_b, name)
+    for pair in pairs:
+        score_a, score_b = pair.score("a", name), pair.score("b", name)
         delta.scored_a += score_a is not None
         delta.scored_b += score_b is not None
         # An evaluator dropped from B is not an error of B's; a failed call or an eval-error is.
@@ -245,8 +278,7 @@ def _mean(report: ExperimentReport, name: str) -> float | None:
     stats = report.summary.scores.get(name)
     if stats is not None and stats.avg is not None:
         return stats.avg
-    scores = [s for item in report.items if (s := _score(item, name)) is not None]
-    return math.fsum(scores) / len(scores) if scores else None
+    return mean_score(report.items, name)
 
 
 def _evaluator_delta(a: ExperimentReport, b: ExperimentReport, name: str, diffs: list[float], resamples: int,
@@ -288,7 +320,16 @@ def _signed(value: float | None) -> str:
     return f"{round(value or 0.0, 2) + 0.0:+.2f}"
 
 
+def _run_metric(report: ExperimentReport, path: str) -> float | None:
+    """The metric; a cost is unknown (None) when an answered item's cost is: the mean of the known ones would
+    pass for the run's (the runs list, the run page and trends say `unknown` too)."""
+    stats = report.summary.metrics.get(path.split(".")[0])
+    if path.startswith("cost") and stats is not None and stats.count < report.summary.ok:
+        return None
+    return report.metric(path)
+
+
 def _metric_delta(a: ExperimentReport, b: ExperimentReport, path: str) -> MetricDelta:
-    value_a, value_b = a.metric(path), b.metric(path)
+    value_a, value_b = _run_metric(a, path), _run_metric(b, path)
     delta = None if value_a is None or value_b is None else value_b - value_a
     return MetricDelta(metric=path, a=value_a, b=value_b, delta=delta)

@@ -7,7 +7,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_serializer
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_validator
+
+from ._identity import item_identity
 
 ItemStatus = Literal["ok", "error", "timeout"]
 EvalStatus = Literal["ok", "eval-error"]
@@ -64,6 +66,8 @@ class ItemResult(BaseModel):
     input: Any = None
     item: dict[str, Any] = Field(default_factory=dict)
     input_hash: str = ""
+    #: The item's identity (`item_identity`): its `id`, else its content hash. What pairs it across runs.
+    item_id: str = ""
     output: Any = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     latency_ms: float | None = None
@@ -73,6 +77,17 @@ class ItemResult(BaseModel):
     tokens: int | None = None
     cost_usd: float | None = None
     evaluations: dict[str, Evaluation] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _identify(self) -> ItemResult:
+        """An item read from an older store or results file has no `item_id`: derive it (its `id`, else
+        the stored `input_hash`, else the hash of the stored item)."""
+        if self.item_id or not (self.item or self.input_hash):
+            return self
+        given = self.item.get("id")
+        has_id = given is not None and given != ""
+        self.item_id = item_identity(self.item) if has_id or not self.input_hash else self.input_hash
+        return self
 
 
 class Stats(BaseModel):

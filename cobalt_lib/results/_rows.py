@@ -12,7 +12,7 @@ def output_row(run_id: str, item: ItemResult) -> dict[str, Any]:
         "run_id": run_id, "item_index": item.index, "run_index": item.run_index, "input": item.item,
         "output": item.output, "metadata": item.metadata, "status": item.status, "error": item.error,
         "traceback": item.traceback, "latency_ms": item.latency_ms, "tokens": item.tokens,
-        "cost_usd": item.cost_usd, "input_hash": item.input_hash,
+        "cost_usd": item.cost_usd, "input_hash": item.input_hash, "item_id": item.item_id,
     }
 
 
@@ -67,6 +67,7 @@ def item_from_rows(output: dict[str, Any], scores: list[dict[str, Any]]) -> Item
         index=output["item_index"], run_index=output["run_index"],
         input=item.get("input", item) if isinstance(item, dict) else item,
         item=item if isinstance(item, dict) else {}, input_hash=output.get("input_hash") or "",
+        item_id=output.get("item_id") or "",
         output=output.get("output"), metadata=output.get("metadata") or {},
         latency_ms=output.get("latency_ms"), status=output["status"], error=output.get("error"),
         traceback=output.get("traceback"), tokens=output.get("tokens"), cost_usd=output.get("cost_usd"),

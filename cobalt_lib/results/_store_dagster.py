@@ -107,20 +107,24 @@ class DagsterRuns:
         return outputs, scores
 
     def pass_flips(self, previous_id: str, run_id: str) -> tuple[dict[str, int], int]:
-        """Items (paired by index and repeat) whose pass/fail changed from run `previous_id` to `run_id`:
-        per evaluator, and for the item as a whole (ok and every evaluator passed), counted in SQL so
-        that no run's items are read into memory."""
+        """Items (paired by identity, each with its repeats) that passed in every repeat in one of the runs
+        `previous_id` and `run_id` and not in the other: per evaluator, and for the item as a whole (every
+        repeat ok and passing every evaluator). Counted in SQL, so no run's items are read into memory."""
+        repeats = ("SELECT o.run_id, coalesce(o.item_id, o.input_hash) AS ident, o.item_index, o.run_index, "
+                   "o.status FROM outputs o WHERE o.run_id IN ($1, $2)")
         with self.connect(read_only=True) as con:
             per = con.execute(
-                "SELECT a.evaluator, count(*) FILTER (WHERE coalesce(a.passed, false) <> coalesce(b.passed, false)) "
-                "FROM scores a JOIN scores b USING (item_index, run_index, evaluator) "
-                "WHERE a.run_id = ? AND b.run_id = ? GROUP BY a.evaluator", [run_id, previous_id]).fetchall()
+                f"WITH r AS ({repeats}), ev AS (SELECT r.run_id, r.ident, s.evaluator, "
+                "bool_and(coalesce(s.passed, false)) AS ok FROM scores s JOIN r USING (run_id, item_index, run_index) "
+                "GROUP BY r.run_id, r.ident, s.evaluator) "
+                "SELECT a.evaluator, count(*) FILTER (WHERE a.ok <> b.ok) FROM ev a JOIN ev b USING (ident, evaluator) "
+                "WHERE a.run_id = $2 AND b.run_id = $1 GROUP BY a.evaluator", [previous_id, run_id]).fetchall()
             whole = con.execute(
-                "WITH items AS (SELECT o.run_id, o.item_index, o.run_index, o.status = 'ok' "
-                "AND coalesce(bool_and(coalesce(s.passed, false)), true) AS ok FROM outputs o "
-                "LEFT JOIN scores s USING (run_id, item_index, run_index) WHERE o.run_id IN (?, ?) "
-                "GROUP BY o.run_id, o.item_index, o.run_index, o.status) "
-                "SELECT count(*) FROM items a JOIN items b USING (item_index, run_index) "
-                "WHERE a.run_id = ? AND b.run_id = ? AND a.ok <> b.ok", [run_id, previous_id, run_id, previous_id],
-            ).fetchone()
+                f"WITH r AS ({repeats}), rep AS (SELECT r.run_id, r.ident, r.status = 'ok' "
+                "AND coalesce(bool_and(coalesce(s.passed, false)), true) AS ok FROM r "
+                "LEFT JOIN scores s USING (run_id, item_index, run_index) "
+                "GROUP BY r.run_id, r.ident, r.item_index, r.run_index, r.status), "
+                "items AS (SELECT run_id, ident, bool_and(ok) AS ok FROM rep GROUP BY run_id, ident) "
+                "SELECT count(*) FROM items a JOIN items b USING (ident) "
+                "WHERE a.run_id = $2 AND b.run_id = $1 AND a.ok <> b.ok", [previous_id, run_id]).fetchone()
         return {str(name): int(n) for name, n in per}, int(whole[0] if whole else 0)

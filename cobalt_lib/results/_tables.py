@@ -28,6 +28,8 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("output", "JSON"), ("metadata", "JSON"), ("status", "VARCHAR"), ("error", "VARCHAR"),
         ("traceback", "VARCHAR"), ("latency_ms", "DOUBLE"), ("tokens", "BIGINT"), ("cost_usd", "DOUBLE"),
         ("input_hash", "VARCHAR"),
+        # The item's identity (`item_identity`: its `id`, else its content hash): what compare pairs by.
+        ("item_id", "VARCHAR"),
     ],
     "scores": [
         ("run_id", "VARCHAR"), ("item_index", "INTEGER"), ("run_index", "INTEGER"), ("evaluator", "VARCHAR"),

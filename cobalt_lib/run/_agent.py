@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import inspect
-import json
 import math
 import time
 import traceback
@@ -17,6 +15,7 @@ from .._threads import DaemonThreads
 from .._timeouts import BlockedLoopTimeout, FinishedWhileCancelled, timeout_message, within
 from ..llm._pricing import cost_usd
 from ..llm._usage import UsageMeter, current_meter, tracking
+from ..results._identity import content_hash
 from ..results._report import ItemResult
 
 Runner = Callable[..., Any]
@@ -37,8 +36,7 @@ class AgentContext:
 
 
 def input_hash(item: Mapping[str, Any]) -> str:
-    canonical = json.dumps(item, sort_keys=True, ensure_ascii=False, default=str, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+    return content_hash(item)
 
 
 async def call_agent(runner: Runner, ctx: AgentContext, *, timeout: float, limit: asyncio.Semaphore,

@@ -210,7 +210,9 @@ def test_compare_latest_reports_changed_inputs_as_unpaired(runs: tuple[Path, lis
     root, stored = runs
     data = json.loads(cobalt(root, "compare", "previous", "latest", "--json").stdout)
     assert (data["run_a"], data["run_b"]) == (stored[1]["run_id"], stored[0]["run_id"])
-    assert data["unpaired"] == [{"index": 7, "run_index": 0, "reason": "input changed"}] and data["paired"] == 7
+    [unpaired] = data["unpaired"]
+    assert (unpaired["index"], unpaired["reason"], data["paired"]) == (7, "input changed", 7)
+    assert len(unpaired["item_id"]) == 16  # no `id` in the dataset: the item's content hash
     assert all(e["verdict"] == "no significant change" and e["pairs"] == 7 for e in data["evaluators"])
 
 
@@ -233,8 +235,8 @@ def test_compare_table_and_markdown(runs: tuple[Path, list[dict[str, Any]]]) -> 
     latency = next(ln for ln in table.stdout.splitlines() if ln.startswith("latency.p95")).split()
     assert len(latency) == 4 and all(re.fullmatch(r"[+-]?\d+(\.\d+)?(ms|s)", cell) for cell in latency[1:]), latency
     assert next(ln for ln in table.stdout.splitlines() if ln.startswith("cost.mean")).split() == [
-        "cost.mean", "-", "-", "-"]  # no cost known
-    assert "most regressed: item 0 run 0 exact 1.000 -> 0.000 (-1.000)  q0" in table.stdout
+        "cost.mean", "unknown", "unknown", "unknown"]  # no cost known: as every page says
+    assert "most regressed: item 0 exact 1.000 -> 0.000 (-1.000)  q0" in table.stdout
     # each verdict with its rule, and the rule --fail-on-regression applies (not no_regression's)
     said = " ".join(table.stdout.split())
     assert re.search(r"exact: regressed: paired mean -0\.75, 95% CI \[-\d\.\d\d, -\d\.\d\d\] entirely below 0", said)
@@ -312,8 +314,8 @@ def test_compare_warns_when_two_named_runs_are_of_different_experiments(
     result = cobalt(root, "compare", stored[1]["run_id"], stored[0]["run_id"], "--json")
     assert result.returncode == 0
     assert result.stderr.strip() == (f"warning: run {stored[1]['run_id']} is of experiment 'other' and run "
-                                     f"{stored[0]['run_id']} of 'qa'; items are paired by index across different "
-                                     "experiments.")
+                                     f"{stored[0]['run_id']} of 'qa'; items are paired by identity (their id, else "
+                                     "their content) across different experiments.")
     same = cobalt(root, "compare", stored[2]["run_id"], stored[0]["run_id"], "--json")
     assert same.returncode == 0 and same.stderr == ""
 

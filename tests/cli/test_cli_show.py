@@ -46,14 +46,14 @@ def test_show_prints_the_items_table_one_item_in_full_and_json(project: Path) ->
     assert (table.returncode, table.stderr) == (0, "")
     lines = [line.rstrip() for line in table.stdout.splitlines()]
     assert lines[0] == f"run {run['run_id']} (qa, completed, passed): 3 items"
-    assert re.split(r"\s{2,}", lines[1].strip()) == ["#", "run", "status", "exact", "judge", "output"]
+    assert re.split(r"\s{2,}", lines[1].strip()) == ["#", "status", "exact", "judge", "output"]
     rows = [re.split(r"\s{2,}", line.strip()) for line in lines[3:]]
-    assert rows == [["0", "0", "ok", "0.000 ✗", "0.900", "wrong"], ["1", "0", "ok", "1.000", "0.400 ✗", "a1"],
-                    ["2", "0", "error", "-", "-", "RuntimeError: agent exploded on item 2"]]
+    assert rows == [["0", "ok", "0.000 ✗", "0.900", "wrong"], ["1", "ok", "1.000", "0.400 ✗", "a1"],
+                    ["2", "error", "-", "-", "RuntimeError: agent exploded on item 2"]]
     one = cobalt(project, "show", "latest", "1")
     assert one.returncode == 0
     detail = one.stdout.split("\n\n", 1)[1].splitlines()
-    assert re.fullmatch(r"item 1 run 0: ok, \d+ ms", detail[0])
+    assert re.fullmatch(r"item 1: ok, \d+ ms", detail[0])
     assert detail[1:13] == [
         "input:", "  q1", "expected output:", "  a1", "output:", "  a1", "evaluations:",
         "  exact: 1 pass (pass mark 0.5)", "    reason:", "      exact match",

@@ -48,7 +48,7 @@ def test_comparing_a_run_with_itself_or_another_experiment_warns(
         "change."]
     across = compare_runs(config, qa.id, other.id)
     assert across.warnings == [f"run {qa.id} is of experiment 'qa' and run {other.id} of 'other-agent'; items are "
-                               "paired by index across different experiments."]
+                               "paired by identity (their id, else their content) across different experiments."]
     assert capsys.readouterr() == ("", "")  # warnings are data: nothing printed
 
 

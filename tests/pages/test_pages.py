@@ -76,15 +76,16 @@ def test_run_summary_gates_histograms_and_dagster_links(served: Served, page) ->
     failed = gates.filter(has_text="exact >= 0.86")
     assert "FAILED" in failed.inner_text()
     assert failed.locator("td").nth(2).inner_text() == "0.8571" and failed.locator("td").nth(3).inner_text() == "0.86"
+    from cobalt_lib import Store, load_config
+
+    [dagster_run] = Store.for_config(load_config(served.root)).dagster_runs_of([run]).values()
+    # This run's result of the check (its Dagster run's check evaluation), not the check's latest result.
     assert failed.locator("a").get_attribute("href") == (
-        "http://127.0.0.1:4000/assets/support_bot/aggregates?view=checks&checkDetail=gate_exact_min_0_86")
+        f"http://127.0.0.1:4000/runs/{dagster_run}?logs=type%3AASSET_CHECK_EVALUATION%7Cgate_exact_min_0_86")
     assert page.locator("a", has_text="aggregates partition").get_attribute("href") == (
         f"http://127.0.0.1:4000/assets/support_bot/aggregates?view=partitions&partition={run}")
     assert page.locator(".evaluator[data-evaluator='helpful'] svg rect.bar").count() == 10
     assert "pass rate" in page.locator(".evaluator[data-evaluator='exact']").inner_text()
-    from cobalt_lib import Store, load_config
-
-    [dagster_run] = Store.for_config(load_config(served.root)).dagster_runs_of([run]).values()
     assert page.locator("a", has_text="the run").get_attribute("href") == f"http://127.0.0.1:4000/runs/{dagster_run}"
     screenshot(page, "pages-run")
     # A run Dagster does not hold (yet) links nowhere into it.

@@ -49,6 +49,8 @@ def test_report_file_shows_the_items_from_file_url(served: Served, page, tmp_pat
     assert page.evaluate("window.__xss") is None and "<script>window" not in out.read_text()
     assert "cobalt report" in page.locator(".static-note").inner_text()
     assert fetched == []
+    html = out.read_text()
+    assert ":4000" not in html and page.locator("a[href]").count() == 0
     screenshot(page, "pages-report-run")
 
 
@@ -60,10 +62,14 @@ def test_compare_report_file(served: Served, page, tmp_path: Path) -> None:
     page.goto(out.as_uri())
     first = page.locator(".pair").first
     expect(first).to_have_attribute("data-index", "2")
-    assert page.locator("h1 a").nth(0).inner_text() == served.runs[0]  # --compare names the baseline A
+    assert page.locator("h1 span").nth(1).inner_text() == served.runs[0]  # --compare names the baseline A
     page.check("#changed-only")
     expect(page.locator(".pair")).to_have_count(2)
     assert fetched == []
+    # A file read where no server runs (a CI artifact) links to none: not the pages, not Dagster.
+    html = out.read_text()
+    assert ":4000" not in html and page.locator("a[href]").count() == 0
+    assert page.locator("tr.run-metric[data-metric='latency.p95'] td").count() == 8
     screenshot(page, "pages-report-compare")
 
 

@@ -186,8 +186,8 @@ def test_with_several_runs_low_scores_name_the_run_and_flaky_items_are_listed() 
     reporter.on_start(plan)
     reporter.on_finish(build_report(plan, items, 1.0, "completed"))
     lines = buffer.getvalue().splitlines()
-    assert "⚠ low exact (< 0.5): #0.1" in lines
-    assert "⚠ flaky (passed in some runs, not all): #0 exact 2/3" in lines
+    assert "⚠ low exact (< 0.5): #0:1" in lines
+    assert "⚠ flaky (passed in some runs, not all): #0 exact 2 of 3 passed" in lines
 
 
 def test_an_error_message_keeps_its_whole_first_line_in_the_output_and_the_full_text_in_the_results(

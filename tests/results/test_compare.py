@@ -87,7 +87,7 @@ def test_changed_input_hash_is_unpaired_not_compared() -> None:
     a = make_report("a", {"exact": [1, 1, 1, 1]})
     b = make_report("b", {"exact": [1, 0, 0, 1]}, hashes=["h0", "h1", "CHANGED", "h3"])
     result = compare_reports(a, b)
-    assert [(u.index, u.run_index, u.reason) for u in result.unpaired] == [(2, 0, "input changed")]
+    assert [(u.index, u.item_id, u.reason) for u in result.unpaired] == [(2, "CHANGED", "input changed")]
     assert result.paired == 3 and result.evaluators[0].pairs == 3
     assert [(r.index, r.score_a, r.score_b, r.delta) for r in result.regressions] == [(1, 1.0, 0.0, -1.0)]
     assert result.evaluators[0].paired_delta == pytest.approx(-1 / 3)
@@ -172,7 +172,7 @@ def test_markdown_rendering() -> None:
     text = comparison_markdown(compare_reports(a, b))
     assert text.startswith("### cobalt compare: `b` vs baseline `a`")
     assert "| exact | 1.000 | 0.250 | -0.750 | -1.000 | [-1.000, -1.000] | 3 | regressed |" in text
-    assert "| 0 | 0 | exact | 1.000 | 0.000 | -1.000 | question 0 |" in text
+    assert "| 0 | exact | 1.000 | 0.000 | -1.000 | question 0 |" in text
     assert "#### Unpaired\n\n1 unpaired item, not compared (1 input changed): item 3\n" in text
     assert "latest/previous" not in text  # the runs were named outright: no scope to report
     scoped = compare_reports(a, b)
@@ -188,8 +188,8 @@ def test_unpaired_items_are_summarised_in_one_line() -> None:
     assert unpaired_summary(unpaired) == ("8 unpaired items, not compared (2 input changed, 6 only in B): "
                                           "items 1, 2, 4, 5, 6 and 3 more")
     assert unpaired_summary(unpaired, shown=8).endswith("items 1, 2, 4, 5, 6, 7, 8, 9")
-    one = Unpaired(index=3, run_index=1, reason="only in A")
-    assert unpaired_summary([one]) == "1 unpaired item, not compared (1 only in A): item 3 (run 1)"
+    one = Unpaired(index=3, item_id="q3", reason="only in A")
+    assert unpaired_summary([one]) == "1 unpaired item, not compared (1 only in A): item 3"
 
 
 def test_scores_that_all_became_errors_in_b_are_lost_not_just_not_comparable() -> None:
@@ -232,7 +232,7 @@ def test_an_evaluator_dropped_from_b_has_not_lost_scores_to_errors() -> None:
      ("latency.p95", 0.04213, False, "0.0421ms"), ("latency.p95", -1500.0, True, "-1.50s"),
      ("latency.p95", 295.0, True, "+295ms"), ("cost.mean", 4.2e-5, False, "$0.0000420"),
      ("cost.mean", 0.0123, False, "$0.0123"), ("cost.mean", -4.2e-5, True, "-$0.0000420"),
-     ("cost.mean", None, False, "–"), ("tokens.mean", 12.5, False, "12.5000")],
+     ("cost.mean", None, False, "unknown"), ("latency.p95", None, False, "–"), ("tokens.mean", 12.5, False, "12.5000")],
 )
 def test_run_metrics_are_shown_with_their_units(metric: str, value: float | None, sign: bool, text: str) -> None:
     assert metric_text(metric, value, sign=sign) == text

@@ -124,7 +124,7 @@
       head.replaceChildren(el.apply(null, ["tr", {}].concat(cells)));
     }
     function row(item) {
-      var cells = [el("td", {class: "num"}, item.index + (item.run_index ? ":" + item.run_index : "")),
+      var cells = [el("td", {class: "num"}, label(item), item.flaky ? el("span", {class: "badge flaky", title: "passed in some repeats, not all"}, item.flaky) : null),
         el("td", {class: "text"}, short(item.input, 140)),
         el("td", {class: "text"}, item.status === "ok" ? short(item.output, 180) : el("span", {class: "fail"}, short(item.error, 180))),
         el("td", {class: "text"}, short(item.expected, 100))];
@@ -152,9 +152,15 @@
     }
     root.replaceChildren(el("div", {class: "controls"}, search, only), el("table", {class: "items-table", id: "item-table"}, head, body), footer);
     this.load = load;
-    load();
+    this.ready = load();  // the first page drawn: an item link opens its detail after it (never above a table still loading)
   }
 
+  // An item's repeat is `3:1` (index:run_index, as `cobalt show RUN 3:1`) in a run with repeats, else `3`.
+  function label(item) { return item.label || String(item.index); }
+  function flakyText(repeats) {
+    var passed = repeats.filter(function (r) { return !isFailure(r); }).length;
+    return passed > 0 && passed < repeats.length ? passed + " of " + repeats.length + " passed" : null;
+  }
   function evaluationBlock(name, ev) {
     var parts = [el("h4", {}, name, " ", el("span", {class: "score " + scoreClass(ev, name)}, ev.status === "ok" ? fmt(ev.score) : "eval-error"),
       ev.passed === null || ev.passed === undefined ? null : el("span", {class: "muted"}, ev.passed ? " passed" : " below its pass mark"))];
@@ -168,7 +174,7 @@
   }
   function repeatColumn(item) {
     var col = el("div", {class: "repeat", "data-run-index": item.run_index},
-      el("h3", {}, "Repeat " + item.run_index, " ", el("span", {class: "badge " + item.status}, item.status)),
+      el("h3", {}, "#" + label(item), " ", el("span", {class: "badge " + item.status}, item.status)),
       el("p", {class: "muted"}, "latency " + ms(item.latency_ms) + " · tokens " + (item.tokens == null ? "–" : item.tokens) +
         " · cost " + (item.cost_usd == null ? "–" : "$" + item.cost_usd.toFixed(5))));
     if (item.error) col.append(el("h4", {}, "Error"), el("pre", {class: "fail error"}, item.error));
@@ -186,7 +192,9 @@
     var close = el("button", {type: "button", class: "close", onclick: function () {
       panel.hidden = true; history.replaceState(null, "", location.pathname + location.search);
     }}, "close ✕");
-    var head = el("div", {class: "detail-head"}, el("h2", {}, "Item #" + index), close);
+    var flaky = flakyText(repeats);
+    var head = el("div", {class: "detail-head"}, el("h2", {}, "Item #" + index,
+      flaky ? el("span", {class: "badge flaky", title: "passed in some repeats, not all"}, "flaky: " + flaky) : null), close);
     if (!repeats.length) { panel.replaceChildren(head, el("p", {}, "This run has no item " + index + ".")); }
     else panel.replaceChildren(head, el.apply(null, ["div", {class: "repeats n" + Math.min(repeats.length, 4)}].concat(repeats.map(repeatColumn))));
     panel.hidden = false;
@@ -233,10 +241,12 @@
         el("td", {class: "reason"}, e.reason_a || ""), el("td", {class: "reason"}, e.reason_b || "")));
     });
     return el("article", {class: "pair " + change, "data-index": r.index, "data-change": r.change},
-      el("h3", {}, "Item #" + r.index + (r.run_index ? ":" + r.run_index : "") + " ", el("span", {class: "badge " + change}, change +
+      el("h3", {}, "Item #" + r.index + (r.index_a !== r.index ? " (#" + r.index_a + " in A)" : "") + " ", el("span", {class: "badge " + change}, change +
         (r.change ? " " + (r.change > 0 ? "+" : "") + r.change.toFixed(3) : "")),
         r.status_a !== r.status_b ? el("span", {class: "fail"}, " agent call " + r.status_a + " → " + r.status_b) : null,
-        r.output_changed ? el("span", {class: "muted"}, " · output changed") : null),
+        r.output_changed ? el("span", {class: "muted"}, " · output changed") : null,
+        r.flaky_a ? el("span", {class: "badge flaky"}, "A flaky: " + r.flaky_a) : null,
+        r.flaky_b ? el("span", {class: "badge flaky"}, "B flaky: " + r.flaky_b) : null),
       el("p", {class: "input"}, el("b", {}, "Input: "), short(r.input, 300)),
       scores,
       r.changed || r.output_changed ? outputs : el("details", {}, el("summary", {}, "outputs (the same in both runs)"), outputs));
@@ -277,7 +287,7 @@
     var table = new ItemTable(document.getElementById("items"));
     var fromHash = function () {
       var wanted = /^#item=(\d+)/.exec(location.hash);
-      if (wanted) openDetail(Number(wanted[1]));
+      if (wanted) table.ready.then(function () { openDetail(Number(wanted[1])); });
     };
     window.addEventListener("hashchange", fromHash);
     fromHash();
