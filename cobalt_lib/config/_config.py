@@ -104,9 +104,21 @@ class Bound(_Section):
 
 
 class CIConfig(_Section):
-    fail_on_error: bool = False
-    max_error_rate: float | None = Field(default=None, ge=0, le=1)
+    #: The largest share of errors a run may have and pass: failed or timed-out agent calls, eval-errors and
+    #: items repeating an earlier item's id, over agent calls plus evaluations. 0: any error fails the run.
+    max_error_rate: float = Field(default=0.0, ge=0, le=1)
+    #: Kept so that `fail_on_error = true` (which is now the default) still loads; `false` is refused.
+    fail_on_error: bool = True
     thresholds: dict[str, Bound] = Field(default_factory=dict)
+
+    @field_validator("fail_on_error")
+    @classmethod
+    def _errors_fail_by_default(cls, value: bool) -> bool:
+        if not value:
+            raise ConfigError("ci.fail_on_error = false no longer exists: failed or timed-out agent calls, eval-errors "
+                              "and duplicate item ids fail a run by default; remove the line and set "
+                              "ci.max_error_rate = 0.05 (a share of attempts, 1 allows every error) to let some pass.")
+        return value
 
     @field_validator("thresholds", mode="before")
     @classmethod

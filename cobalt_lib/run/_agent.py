@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._threads import DaemonThreads
+from .._threads import DaemonThreads, UserExit
 from .._timeouts import BlockedLoopTimeout, FinishedWhileCancelled, timeout_message, within
 from ..llm._pricing import cost_usd
 from ..llm._usage import UsageMeter, current_meter, tracking
@@ -90,7 +90,7 @@ async def call_agent(runner: Runner, ctx: AgentContext, *, timeout: float, limit
     except Exception as exc:
         result.latency_ms = (time.perf_counter() - clock[0]) * 1000
         result.status = "error"
-        result.error = f"{type(exc).__name__}: {exc}"
+        result.error = f"SystemExit: {exc}" if isinstance(exc, UserExit) else f"{type(exc).__name__}: {exc}"
         result.traceback = traceback.format_exc(limit=20)
     finally:
         if holding and not release_later:
@@ -134,9 +134,12 @@ def _timed(runner: Runner, ctx: AgentContext, measured: list[float], meter: Usag
 async def _awaitable(runner: Runner, ctx: AgentContext, meter: UsageMeter | None) -> Any:
     if meter is not None:
         current_meter.set(meter)  # this task's own context: gone when the call ends
-    value = runner(ctx)
-    if inspect.isawaitable(value):
-        value = await value
+    try:
+        value = runner(ctx)
+        if inspect.isawaitable(value):
+            value = await value
+    except SystemExit as exc:  # out of a task, it would stop the event loop and with it the run
+        raise UserExit(exc.code) from None
     return value
 
 
