@@ -43,7 +43,7 @@ def test_timed_out_calls_fail_the_run_unless_max_error_rate_allows_them(project:
                          evaluators=[Evaluator(name="exact", type="exact-match")])
     (project / "cobalt.toml").write_text("[ci]\nmax_error_rate = 0\n")
     report = lenient.run(config=load_config())  # the experiment's own setting wins over [ci]
-    assert report.passed is True and [a.name for a in report.assertions][0] == "error rate <= 50%"
+    assert report.passed is True and report.assertions[0].name == "error rate <= 50%"
 
 
 def test_a_duplicate_item_id_fails_the_run(project: Path) -> None:

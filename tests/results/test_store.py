@@ -50,7 +50,8 @@ def test_rows_and_json_agree_with_the_report(judged_project: Path, llm: FakeLLM)
     run = store.runs()[0]
     assert (run["run_id"], run["experiment"], run["status"], run["source"]) == (report.id, "stored", "completed",
                                                                                   "library")
-    assert run["tags"] == ["t1"] and run["passed"] is True and run["results_path"] == report.results_path
+    # an agent call failed, so the default error gate failed the run
+    assert run["tags"] == ["t1"] and run["passed"] is False and run["results_path"] == report.results_path
     assert run["config"]["evaluators"][1]["prompt"] == "{{input}} {{output}}"
 
     outputs = store.rows("outputs", report.id)
@@ -75,7 +76,8 @@ def test_rows_and_json_agree_with_the_report(judged_project: Path, llm: FakeLLM)
         assert aggregates[name]["mean"] == pytest.approx(stats.avg)
         assert aggregates[name]["p95"] == pytest.approx(stats.p95) and aggregates[name]["count"] == stats.count
     verdicts = store.rows("verdicts", report.id)
-    assert [(v["name"], v["passed"]) for v in verdicts] == [("every evaluator scored", True), ("exact >= 0.9", True)]
+    assert [(v["name"], v["passed"]) for v in verdicts] == [
+        ("error rate <= 0%", False), ("every evaluator scored", True), ("exact >= 0.9", True)]
 
     on_disk = read_results(report.results_path or "")
     assert on_disk.model_dump() == report.model_dump()
