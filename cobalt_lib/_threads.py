@@ -66,6 +66,7 @@ class DaemonThreads:
             if job is None:
                 return
             fn, loop, future = job
+            error: BaseException | None
             try:
                 result, error = fn(), None
             except SystemExit as exc:  # settled as an error of this call: it must not end the run's loop

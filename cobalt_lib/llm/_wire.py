@@ -293,10 +293,12 @@ def safe_url(url: str) -> str:
     return f"{parts.scheme}://{parts.hostname or ''}{f':{parts.port}' if parts.port else ''}{parts.path}"
 
 
-async def with_retries(endpoint: Endpoint, call: Callable[[float], Awaitable[T]]) -> T:
+async def with_retries(endpoint: Endpoint, call: Callable[[float], Awaitable[T]], *,
+                       sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep) -> T:
     """`call(deadline)`, retried on retryable failures: at most `max_retries` times, waiting what the
     server's `Retry-After` asks or an exponential backoff with jitter, all (calls included) before the
-    `deadline` of `retry_max_seconds` from now, a `time.monotonic()` value the call must keep to."""
+    `deadline` of `retry_max_seconds` from now, a `time.monotonic()` value the call must keep to.
+    `sleep` does the waiting (a test passes one that records the waits and returns at once)."""
     deadline = time.monotonic() + endpoint.retry_max_seconds
     attempt = 0
     while True:
@@ -316,4 +318,4 @@ async def with_retries(endpoint: Endpoint, call: Callable[[float], Awaitable[T]]
             if attempt > endpoint.max_retries or time.monotonic() + wait > deadline:
                 exc.args = (f"{exc} (gave up after {attempt} attempts)",)
                 raise exc from None
-            await asyncio.sleep(wait)
+            await sleep(wait)

@@ -57,3 +57,41 @@ def test_the_async_form_awaits_in_the_callers_loop(receiver: tuple[str, type[Rec
     assert post_webhooks([f"{url}/again"], REPORT) == []  # and outside a loop, as the CLI calls it
     assert [path for path, _ in handler.bodies] == ["/hook", "/again"]
     assert post_webhooks([], REPORT) == []
+
+
+class Flaky(BaseHTTPRequestHandler):
+    """Answers each POST with the next scripted (status, Retry-After) pair, then 200."""
+
+    script: ClassVar[list[tuple[int, str | None]]] = []
+    posts: ClassVar[int] = 0
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        status, retry_after = self.script.pop(0) if self.script else (200, None)
+        type(self).posts += 1
+        self.send_response(status)
+        if retry_after is not None:
+            self.send_header("Retry-After", retry_after)
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize(("script", "waits", "warning"), [
+    ([(503, None), (500, None)], [0.4, 0.8], None),  # the backoff, then success
+    ([(429, "0"), (429, "3")], [0.0, 3.0], None),  # Retry-After honoured, 0 included
+    ([(500, None)] * 3, [0.4, 0.8], "failed after 3 attempts: HTTP 500"),
+])
+def test_webhook_retries_wait_the_backoff_or_what_the_server_asks(
+        script: list[tuple[int, str | None]], waits: list[float], warning: str | None) -> None:
+    handler = type("Scripted", (Flaky,), {"script": list(script), "posts": 0})
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:  # records the wait instead of taking it
+        slept.append(seconds)
+
+    with http_server(handler) as url:
+        warnings = post_webhooks([f"{url}/hook"], REPORT, sleep=sleep)
+    assert slept == waits and handler.posts == len(waits) + 1
+    assert warnings == ([] if warning is None else [f"webhook {url}/… {warning}"])

@@ -107,6 +107,7 @@ def test_a_judge_that_never_answers_json_fails_the_run(judged_project: Path, llm
     assert "stricter retry" in message and llm.count("chat") == 4
 
 
+@pytest.mark.slow
 def test_cobalt_run_ci_exits_1_and_history_says_failed(project: Path) -> None:
     (project / "experiments").mkdir()
     (project / "experiments" / "qa.cobalt.py").write_text(

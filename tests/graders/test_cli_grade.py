@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from grading_setup import grading_project  # noqa: F401  (the `grading` fixture)
 
 COBALT = [str(Path(sys.executable).parent / "cobalt")]
+
+pytestmark = pytest.mark.slow  # `cobalt grade` as a process
 
 
 def _cobalt(root: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -123,16 +123,45 @@ def test_score_outside_zero_to_one_is_an_eval_error(judged_project: Path, llm: F
     assert ev.status == "eval-error" and "outside 0..1" in (ev.error or "")
 
 
-def test_429_with_retry_after_is_honoured_then_succeeds(judged_project: Path, llm: FakeLLM) -> None:
-    llm.script(error(429, retry_after=0.4), answer(0.5))
+def test_429_with_retry_after_is_retried_then_succeeds(judged_project: Path, llm: FakeLLM) -> None:
+    llm.script(error(429, retry_after=0.001), answer(0.5))
     ev = _run(1).items[0].evaluations["quality"]
-    assert (ev.status, ev.score) == ("ok", 0.5)
-    first, second = llm.requests[0]["time"], llm.requests[1]["time"]
-    assert second - first >= 0.39
+    assert (ev.status, ev.score) == ("ok", 0.5) and llm.count("chat") == 2
+
+
+def test_retries_wait_what_retry_after_asks_else_a_jittered_exponential_backoff() -> None:
+    import asyncio
+
+    from cobalt_lib.llm._providers import Endpoint
+    from cobalt_lib.llm._wire import HTTPStatusError, with_retries
+
+    endpoint = Endpoint(provider="openai", model="m", base_url=None, api_key="k", max_retries=4,
+                        retry_max_seconds=120)
+
+    def waits(*failures: HTTPStatusError) -> tuple[object, list[float]]:
+        pending, slept = list(failures), []
+
+        async def call(deadline: float) -> str:
+            if pending:
+                raise pending.pop(0)
+            return "answered"
+
+        async def sleep(seconds: float) -> None:  # records the wait instead of taking it
+            slept.append(seconds)
+
+        return asyncio.run(with_retries(endpoint, call, sleep=sleep)), slept
+
+    assert waits(HTTPStatusError("429", 429, retry_after=0.4)) == ("answered", [0.4])
+    answered, backoff = waits(*(HTTPStatusError("5xx", 500) for _ in range(3)))
+    assert answered == "answered" and len(backoff) == 3
+    for attempt, seconds in enumerate(backoff):  # 0.5 s doubling, each within +-25% jitter
+        assert 0.375 * 2**attempt <= seconds <= 0.625 * 2**attempt
+    with pytest.raises(HTTPStatusError, match=r"gave up after 5 attempts"):
+        waits(*(HTTPStatusError("5xx", 503) for _ in range(5)))
 
 
 def test_500s_are_retried_then_succeed(judged_project: Path, llm: FakeLLM) -> None:
-    llm.script(error(500), error(503), answer(0.6))
+    llm.script(error(500, retry_after=0), error(503, retry_after=0), answer(0.6))
     ev = _run(1).items[0].evaluations["quality"]
     assert (ev.status, ev.score) == ("ok", 0.6)
     assert llm.count("chat") == 3
