@@ -399,7 +399,7 @@ def test_clean_older_than_deletes_only_old_entries_and_runs(cleanable: tuple[Pat
     assert old_run in old_file.name
     make_old(old_file)
     before = row_counts(root, old_run)
-    assert before == {"runs": 1, "outputs": 4, "scores": 6, "aggregates": 5, "verdicts": 2}
+    assert before == {"runs": 1, "outputs": 4, "scores": 6, "aggregates": 5, "verdicts": 3}
 
     cache = cobalt(root, "clean", "--cache", "--older-than", "30d", "--yes")
     assert cache.returncode == 0, cache.stderr
