@@ -365,6 +365,7 @@ def test_each_provider_gets_its_own_default_model(judged_project: Path, llm: Fak
     assert report.items[0].evaluations["claude"].cost_usd == pytest.approx((20 * 1.0 + 10 * 5.0) / 1e6)
 
 
+@pytest.mark.slow
 def test_the_judge_client_is_imported_before_the_first_agent_call(judged_project: Path, llm: FakeLLM) -> None:
     import subprocess
     import sys

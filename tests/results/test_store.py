@@ -155,6 +155,7 @@ def _start_child(project: Path) -> tuple[subprocess.Popen[str], str]:
     return proc, run_id
 
 
+@pytest.mark.slow
 def test_ctrl_c_keeps_finished_items_and_marks_the_run_incomplete(project: Path) -> None:
     proc, run_id = _start_child(project)
     proc.send_signal(signal.SIGINT)
@@ -171,6 +172,7 @@ def test_ctrl_c_keeps_finished_items_and_marks_the_run_incomplete(project: Path)
     assert any(a.name == "run completed" and not a.passed for a in report.assertions)
 
 
+@pytest.mark.slow
 def test_a_killed_run_keeps_its_written_batches_and_reads_as_incomplete(project: Path) -> None:
     proc, run_id = _start_child(project)
     store = Store(project / ".cobalt" / "cobalt.duckdb")
@@ -207,6 +209,7 @@ _READER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_a_concurrent_reader_never_breaks_a_run(project: Path) -> None:
     Store(project / ".cobalt" / "cobalt.duckdb").ensure_schema()
     reader = project / "reader.py"
@@ -227,6 +230,7 @@ def test_a_concurrent_reader_never_breaks_a_run(project: Path) -> None:
     assert len(store.rows("outputs", report.id)) == 300 and len(store.rows("scores", report.id)) == 300
 
 
+@pytest.mark.slow
 def test_a_batch_that_meets_a_held_lock_is_kept_and_written_once_the_lock_goes(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     from cobalt_lib.results import _store
