@@ -16,7 +16,8 @@ from ._resource import STORE_KEY, CobaltResource, store_resource
 
 def build_experiment_defs(experiments: Sequence[Experiment], config: Config) -> list[ExperimentDefs]:
     check_unique(e.name for e in experiments)
-    return [experiment_defs(e, experiment_gates(config, e.assertions, (v.name for v in e.evaluators)),
+    return [experiment_defs(e, experiment_gates(config, e.assertions, (v.name for v in e.evaluators),
+                                                max_error_rate=e.max_error_rate),
                             judge_pool(e, config)) for e in experiments]
 
 

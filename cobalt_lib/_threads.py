@@ -13,6 +13,15 @@ from typing import Any
 MAX_ABANDONED_CALLS = 32
 
 
+class UserExit(Exception):
+    """User code (an agent or a scoring function) called `sys.exit()`: the error of that one call, never
+    the end of the run. A SystemExit is turned into this where user code is called."""
+
+    def __init__(self, code: object) -> None:
+        self.code = code
+        super().__init__(f"sys.exit({code!r}) was called; raise an exception to fail one item (the run went on)")
+
+
 class DaemonThreads:
     """Worker threads for sync agents and evaluators. Daemon threads, so a call that hangs forever
     cannot keep the process alive after the run has recorded it as a timeout."""
@@ -57,8 +66,11 @@ class DaemonThreads:
             if job is None:
                 return
             fn, loop, future = job
+            error: BaseException | None
             try:
                 result, error = fn(), None
+            except SystemExit as exc:  # settled as an error of this call: it must not end the run's loop
+                result, error = None, UserExit(exc.code)
             except BaseException as exc:
                 result, error = None, exc
             try:

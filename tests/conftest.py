@@ -123,6 +123,42 @@ def instance(tmp_path: Path) -> Iterator[dg.DagsterInstance]:
 
 def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("COBALT_TESTING", "1")
+    sys.addaudithook(_note_processes)
+
+
+# The fast tier is `pytest -m "not slow"`. Tests that start processes (the CLI as a user runs it, servers),
+# run Dagster or drive a browser are `slow`: whole files by where they are, single tests by their own mark.
+# A test outside the slow tier that starts a process fails, saying to mark it.
+TESTS = Path(__file__).parent
+SLOW_FILES = ("dagster_layer/", "mcp/", "cli/", "pages/test_live.py", "test_browser.py", "test_docs.py",
+              "test_examples.py", "test_structure.py", "evaluators/test_plugin_package.py")
+_PROCESS_EVENTS = frozenset({"subprocess.Popen", "os.posix_spawn", "os.fork", "os.exec"})
+_started: list[str] = []
+
+
+def _note_processes(event: str, args: tuple[object, ...]) -> None:
+    if event in _PROCESS_EVENTS:
+        _started.append(event)
+
+
+#: Fixtures that make a test slow wherever it is: a browser, a Dagster instance.
+SLOW_FIXTURES = frozenset({"browser", "page", "instance"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.relative_to(TESTS).as_posix().startswith(SLOW_FILES) or (
+                SLOW_FIXTURES & set(getattr(item, "fixturenames", ()))):
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(autouse=True)
+def _fast_tests_start_no_process(request: pytest.FixtureRequest) -> Iterator[None]:
+    before = len(_started)
+    yield
+    if request.node.get_closest_marker("slow") is None and len(_started) > before:
+        pytest.fail(f"this test started a process ({_started[before]}) but is not marked slow: add "
+                    "@pytest.mark.slow, so that `pytest -m 'not slow'` stays the fast tier", pytrace=False)
 
 
 @pytest.fixture

@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 import cobalt_lib
 
 EXPECTED = {
@@ -32,6 +34,7 @@ def test_errors_form_one_hierarchy() -> None:
     assert issubclass(cobalt_lib.MissingApiKeyError, cobalt_lib.ConfigError)
 
 
+@pytest.mark.slow
 def test_import_is_light() -> None:
     code = ("import sys, cobalt_lib; heavy = [m for m in ('openai', 'anthropic', 'duckdb', 'dagster', 'pandas', "
             "'numpy', 'mcp') if m in sys.modules]; print(','.join(heavy))")

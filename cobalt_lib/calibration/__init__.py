@@ -20,13 +20,22 @@ from ._metrics import (
 )
 from ._models import Agreement, Calibration, Coverage, Disagreement, Grade, ModelCalibration, PairAgreement, Verdict
 from ._stored import EXPERIMENT_PREFIX, StoredCalibration, grading_config, stored_calibrations
-from ._verdict import GATING_KAPPA, MIN_RELIABLE_SAMPLES, MONITORING_KAPPA, verdict
+from ._verdict import (
+    GATING_KAPPA,
+    GATING_WITHIN_ONE,
+    MIN_RELIABLE_SAMPLES,
+    MONITORING_KAPPA,
+    MONITORING_WITHIN_ONE,
+    verdict,
+)
 
 __all__ = [
     "EXPERIMENT_PREFIX",
     "GATING_KAPPA",
+    "GATING_WITHIN_ONE",
     "MIN_RELIABLE_SAMPLES",
     "MONITORING_KAPPA",
+    "MONITORING_WITHIN_ONE",
     "PANEL",
     "SCALE",
     "Agreement",

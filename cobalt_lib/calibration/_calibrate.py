@@ -66,7 +66,7 @@ def model_calibration(model: str, grades: Sequence[Grade], *, resamples: int = 1
         self_consistency=same, mean_stddev=spread, repeated_samples=repeated,
         coverage=Coverage(attempted=len(grades), graded=len(usable), errors=len(grades) - len(usable),
                           rate=len(usable) / len(grades) if grades else None),
-        disagreements=disagreements(scored), verdict=verdict(kappa, len(by_sample)),
+        disagreements=disagreements(scored), verdict=verdict(kappa, within_one_rate(pairs), len(by_sample)),
     )
 
 

@@ -39,7 +39,8 @@ class Coverage(BaseModel):
 
 
 class Verdict(BaseModel):
-    """What the figures support: `gating` (kappa >= 0.7), `monitoring` (0.4 to 0.7), `exploration` (< 0.4)."""
+    """What the figures support: `gating` (kappa >= 0.7 and 90% within one step), `monitoring` (kappa >= 0.4
+    and 70% within one), `exploration` (below)."""
 
     band: Literal["exploration", "monitoring", "gating"] | None = None
     reliable: bool = False

@@ -36,6 +36,7 @@ def grade(
     mean absolute error, signed bias, quadratic weighted kappa with a bootstrap interval, Spearman,
     confusion matrix, self-consistency across iterations, coverage and the disagreements, and a
     verdict. The run is stored like any run: `cobalt history`, `show`, `compare` and `export` see it.
+    Exit codes: 0 graded, 1 a model gave no usable answer (the stored run FAILED), 2 bad usage or input.
     """
     from ..ops._grade import GradeOptions
     from ..ops._grade import grade as run_grade
@@ -49,6 +50,9 @@ def grade(
     else:
         _print(outcome)
     warn(outcome.warnings)
+    if not outcome.passed:
+        typer.echo(f"error: grading run {outcome.run_id} FAILED: {'; '.join(outcome.failures)}", err=True)
+        raise typer.Exit(1)
 
 
 def _print(outcome: GradeOutcome) -> None:

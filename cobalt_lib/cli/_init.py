@@ -29,7 +29,9 @@ enabled = true
 ttl = "7d"
 
 [ci]
-fail_on_error = false
+# Any failed or timed-out agent call, eval-error or duplicate item id fails the run (exit 1).
+# To let some pass, set the largest share of attempts that may fail, e.g. 0.05 for 5%:
+max_error_rate = 0
 '''
 
 EXAMPLE_TEMPLATE = '''\

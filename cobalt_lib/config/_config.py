@@ -115,9 +115,21 @@ class Bound(_Section):
 
 
 class CIConfig(_Section):
-    fail_on_error: bool = False
-    max_error_rate: float | None = Field(default=None, ge=0, le=1)
+    #: The largest share of errors a run may have and pass: failed or timed-out agent calls, eval-errors and
+    #: items repeating an earlier item's id, over agent calls plus evaluations. 0: any error fails the run.
+    max_error_rate: float = Field(default=0.0, ge=0, le=1)
+    #: Kept so that `fail_on_error = true` (which is now the default) still loads; `false` is refused.
+    fail_on_error: bool = True
     thresholds: dict[str, Bound] = Field(default_factory=dict)
+
+    @field_validator("fail_on_error")
+    @classmethod
+    def _errors_fail_by_default(cls, value: bool) -> bool:
+        if not value:
+            raise ConfigError("ci.fail_on_error = false no longer exists: failed or timed-out agent calls, eval-errors "
+                              "and duplicate item ids fail a run by default; remove the line and set "
+                              "ci.max_error_rate = 0.05 (a share of attempts, 1 allows every error) to let some pass.")
+        return value
 
     @field_validator("thresholds", mode="before")
     @classmethod
@@ -186,15 +198,35 @@ def define_config(**options: Any) -> Config:
     return _validate(options, "define_config(...)")
 
 
+#: What marks a project without a config file: its experiments (the default `test_dir`) or its store
+#: (the default `output_dir`).
+_PROJECT_MARKERS = ("experiments", ".cobalt")
+
+
 def find_project_root(start: Path | None = None) -> tuple[Path, Path | None]:
-    """The nearest directory upward from `start` holding a config file, and that file."""
+    """The nearest directory upward from `start` holding a config file, and that file; without one, the
+    nearest holding `experiments/` or `.cobalt/` (so a command run from a subdirectory opens the
+    project's store, not a second one there); else `start` itself."""
     here = (start or Path.cwd()).resolve()
     for directory in (here, *here.parents):
         for name in CONFIG_FILES:
             candidate = directory / name
             if candidate.is_file() and (name != "pyproject.toml" or _has_tool_cobalt(candidate)):
                 return directory, candidate
-    return here, None
+    return _marked_root(here) or here, None
+
+
+def _marked_root(here: Path) -> Path | None:
+    for directory in (here, *here.parents):
+        if any((directory / marker).is_dir() for marker in _PROJECT_MARKERS) and not _is_test_dir(directory):
+            return directory
+    return None
+
+
+def _is_test_dir(directory: Path) -> bool:
+    """`experiments/` itself (a store an earlier run left in it does not make it a project), unless it holds
+    an `experiments/` of its own (a project that happens to be named so)."""
+    return directory.name == _PROJECT_MARKERS[0] and not (directory / _PROJECT_MARKERS[0]).is_dir()
 
 
 def load_config(start: Path | None = None) -> Config:

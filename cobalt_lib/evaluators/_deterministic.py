@@ -45,6 +45,17 @@ class Compared(Deterministic):
     def reference(self, ctx: EvalContext) -> Any:
         return ctx.item.get(self.field)
 
+    def references(self, ctx: EvalContext) -> list[str] | Evaluation:
+        """The reference texts: item[`field`] as one, or a list of several; an empty list is the item's
+        eval-error (there is nothing to score against), never the text "[]"."""
+        value = self.reference(ctx)
+        if not isinstance(value, list):
+            return [as_text(value)]
+        if not value:
+            return Evaluation(status="eval-error", error=f"item field {self.field!r} is an empty list of "
+                                                         "references; give at least one reference text")
+        return [as_text(v) for v in value]
+
 
 def verdict(passed: bool, reason: str) -> Evaluation:
     """A pass/fail score: 1.0 or 0.0 with its reason."""
@@ -86,6 +97,16 @@ def over_budget(name: str, actual: float | None, limit: float, unit: str, unknow
     """The budget kinds' score: 1 at or under `limit`, else 0; an unknown metric is an eval-error."""
     if actual is None:
         return Evaluation(status="eval-error", error=f"the item's {name} is unknown: {unknown}")
+    shown, bound = _distinct(actual, limit)
     if actual <= limit:
-        return verdict(True, f"{name} {actual:g}{unit} within {limit:g}{unit}")
-    return verdict(False, f"{name} {actual:g}{unit} over {limit:g}{unit}")
+        return verdict(True, f"{name} {shown}{unit} within {bound}{unit}")
+    return verdict(False, f"{name} {shown}{unit} over {bound}{unit}")
+
+
+def _distinct(actual: float, limit: float) -> tuple[str, str]:
+    """Both numbers in the fewest significant digits (6 at least) that tell them apart when they differ:
+    1000.0004 over 1000 never reads "1000 over 1000"."""
+    digits = 6
+    while digits < 17 and actual != limit and f"{actual:.{digits}g}" == f"{limit:.{digits}g}":
+        digits += 1
+    return f"{actual:.{digits}g}", f"{limit:.{digits}g}"

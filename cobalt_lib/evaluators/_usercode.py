@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .._aio import is_async_callable
+from .._threads import UserExit
 from .._timeouts import timeout_message, within
 from ..results._report import Evaluation
 from ._context import EvalContext, Scoring
@@ -21,7 +22,7 @@ async def call_user(fn: Callable[..., Any], ctx: EvalContext, scoring: Scoring, 
     call: Awaitable[Any]
     try:
         if is_async_callable(fn):
-            call = fn(ctx, **options)
+            call = _exits_as_errors(fn(ctx, **options))
         elif scoring.threads is not None:
             call = scoring.threads.submit(lambda: fn(ctx, **options))
         else:
@@ -34,6 +35,14 @@ async def call_user(fn: Callable[..., Any], ctx: EvalContext, scoring: Scoring, 
             scoring.threads.abandon()  # its thread is stuck: let another take its place
         return Evaluation(status="eval-error", error=timeout_message("evaluator", scoring.timeout or 0.0, exc))
     except Exception as exc:
-        return Evaluation(status="eval-error", error=f"{type(exc).__name__}: {exc}",
-                          raw_response=traceback.format_exc(limit=8))
+        what = "SystemExit" if isinstance(exc, UserExit) else type(exc).__name__
+        return Evaluation(status="eval-error", error=f"{what}: {exc}", raw_response=traceback.format_exc(limit=8))
     return value
+
+
+async def _exits_as_errors(call: Awaitable[Any]) -> Any:
+    """`await call`, a `sys.exit()` in it raised as UserExit: out of a task, it would stop the run's loop."""
+    try:
+        return await call
+    except SystemExit as exc:
+        raise UserExit(exc.code) from None

@@ -12,12 +12,12 @@ from .._errors import ConfigError
 from ..config._config import Config, load_config
 from ..evaluators._evaluator import Evaluator
 from ..evaluators._itemchecks import with_item_checks
-from ..gates._assertions import RUN_METRICS, Assertion
+from ..gates._assertions import RUN_METRICS, Assertion, ErrorRate
 from ..results._report import ExperimentReport
 from ._dataset import Dataset
 
 _OPTIONS = frozenset({"evaluators", "runs", "concurrency", "judge_concurrency", "timeout", "tags", "assertions",
-                      "description"})
+                      "description", "max_error_rate"})
 
 #: Every declared experiment by name; declaring a name again replaces it (notebooks re-run cells).
 REGISTRY: dict[str, Experiment] = {}
@@ -44,6 +44,7 @@ class Experiment:
         tags: Sequence[str] = (),
         assertions: Sequence[Assertion] = (),
         description: str | None = None,
+        max_error_rate: float | None = None,
     ) -> None:
         where = f"experiment {name!r}"
         if not isinstance(name, str) or not name.strip():
@@ -73,6 +74,8 @@ class Experiment:
             if not isinstance(gate, Assertion):
                 raise ConfigError(f"{where}: assertions must come from threshold(), no_regression() or "
                                   f"assertion(), got {gate!r}.")
+        if max_error_rate is not None:
+            ErrorRate(max_error_rate)  # checks it now, with the sentence that says what it means
         self.name = name
         self.dataset = dataset
         self.runner = runner
@@ -83,6 +86,8 @@ class Experiment:
         self.timeout = timeout
         self.tags = list(tags)
         self.assertions = list(assertions)
+        #: The share of errors this experiment may have and pass; None: `[ci] max_error_rate` (default 0).
+        self.max_error_rate = max_error_rate
         self.description = description or (getattr(runner, "__doc__", None) or "").strip() or None
         self.source_file: str | None = None
         self.source_line: int | None = None
@@ -137,7 +142,8 @@ def experiment(name: str, dataset: Dataset | Iterable[Mapping[str, Any]], runner
     or as a decorator over the agent: `@experiment(name, dataset, evaluators=[...])`.
 
     Options: `evaluators`, `runs`, `concurrency`, `judge_concurrency`, `timeout` (seconds per
-    item), `tags`, `assertions`, `description`.
+    item), `tags`, `assertions`, `description`, `max_error_rate` (the share of errors that may pass;
+    default `[ci] max_error_rate`, 0: any error fails the run).
     """
     unknown = sorted(set(options) - _OPTIONS)
     if unknown:

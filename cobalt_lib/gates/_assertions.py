@@ -163,29 +163,49 @@ class Custom(Assertion):
 
 
 class ErrorRate(Assertion):
-    """Errors over attempts: failed agent calls, timeouts and eval-errors, over the agent calls made plus
-    the evaluations attempted (one per evaluator on each ok output)."""
+    """Errors over attempts. Errors: failed and timed-out agent calls, eval-errors, and items whose `id`
+    repeats an earlier item's; attempts: the agent calls made plus the evaluations attempted (one per
+    evaluator on each ok output). Every experiment has this gate, at `[ci] max_error_rate` (default 0)
+    or the experiment's own `max_error_rate`."""
 
     def __init__(self, max_rate: float) -> None:
-        self.max_rate = max_rate
+        if isinstance(max_rate, bool) or not isinstance(max_rate, int | float) or not 0 <= max_rate <= 1:
+            raise ConfigError(f"max_error_rate={max_rate!r} must be a share of attempts within 0..1 (0.05 means "
+                              "5%; 0, the default, lets no error pass).")
+        self.max_rate = float(max_rate)
         self.name = f"error rate <= {max_rate:.0%}"
 
     def evaluate(self, report: ExperimentReport, config: Config) -> list[AssertionResult]:
         s = report.summary
         agent_errors = s.errors + s.timeouts
         evaluated = eval_errors = 0  # counted in one pass: a run's own report reads its items back from disk
+        ids: set[str] = set()
+        repeated: list[str] = []
         for item in report.items:
             if item.status == "ok":
                 evaluated += len(item.evaluations)
                 eval_errors += sum(ev.status != "ok" for ev in item.evaluations.values())
+            identity = item.item.get("id") if item.run_index == 0 and isinstance(item.item, dict) else None
+            if identity is not None:
+                key = json.dumps(identity, sort_keys=True, default=str)
+                if key in ids:
+                    repeated.append(key)
+                ids.add(key)
         attempts = s.total_runs + evaluated
-        rate = (agent_errors + eval_errors) / attempts if attempts else 0.0
+        errors = agent_errors + eval_errors + len(repeated)
+        rate = errors / attempts if attempts else 0.0
         passed = meets(rate, self.max_rate, lower=True)
-        return [AssertionResult(
-            name=self.name, passed=passed, actual=rate, expected=self.max_rate,
-            message=f"error rate {rate:.1%} ({agent_errors + eval_errors} of {attempts} attempts): {agent_errors} of "
-                    f"{s.total_runs} agent calls failed or timed out, {eval_errors} of {evaluated} "
-                    "evaluations were eval-errors")]
+        message = (f"error rate {rate:.1%} ({errors} of {attempts} attempts): {agent_errors} of "
+                   f"{s.total_runs} agent calls failed or timed out, {eval_errors} of {evaluated} "
+                   "evaluations were eval-errors")
+        if repeated:
+            shown = ", ".join(dict.fromkeys(repeated[:3]))
+            message += (f", {len(repeated)} item{'s' if len(repeated) > 1 else ''} repeated an earlier item's id "
+                        f"({shown}{', ...' if len(repeated) > 3 else ''})")
+        return [AssertionResult(name=self.name, passed=passed, actual=rate, expected=self.max_rate, message=message)]
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "type": "error_rate", "max_rate": self.max_rate}
 
 
 class EvaluatorsScored(Assertion):
@@ -278,12 +298,15 @@ def assertion(name: str, check: Callable[[Mapping[str, Any], Mapping[str, Any]],
     return Custom(name, check, message)
 
 
-def experiment_gates(config: Config, assertions: Iterable[Assertion], evaluators: Iterable[str]) -> list[Assertion]:
+def experiment_gates(config: Config, assertions: Iterable[Assertion], evaluators: Iterable[str], *,
+                     max_error_rate: float | None = None) -> list[Assertion]:
     """An experiment's own gates, plus the `[ci]` ones that apply to it (a project-wide threshold
-    applies to the experiments that produce its metric), plus `EvaluatorsScored`, which every
-    experiment has."""
+    applies to the experiments that produce its metric), plus the two every experiment has: the error
+    rate (the experiment's `max_error_rate`, else `[ci]`'s, default 0) and `EvaluatorsScored`."""
     known = {*evaluators, *RUN_METRICS}
     shared = [g for g in config_assertions(config) if all(split_path(m)[0] in known for m in g.metrics(config))]
+    if max_error_rate is not None:
+        shared = [g for g in shared if not isinstance(g, ErrorRate)] + [ErrorRate(max_error_rate)]
     return [*assertions, *shared, EvaluatorsScored()]
 
 
@@ -295,8 +318,5 @@ def config_assertions(config: Config) -> list[Assertion]:
             gates.append(Threshold(path, bound.min, lower_is_better_=False))
         if bound.max is not None:
             gates.append(Threshold(path, bound.max, lower_is_better_=True))
-    if config.ci.fail_on_error:
-        gates.append(ErrorRate(0.0))
-    elif config.ci.max_error_rate is not None:
-        gates.append(ErrorRate(config.ci.max_error_rate))
+    gates.append(ErrorRate(config.ci.max_error_rate))
     return gates

@@ -2,7 +2,8 @@
 
 The gate passes only when the latest grading run of a grader with the same content hash, for the
 model the experiment grades with, reached `min_kappa` (quadratic weighted kappa against the human
-labels). A changed rubric has a new hash, hence no calibration: the gate fails and says which
+labels) with `min_within_one` of its grades at most one step off (90%), over `min_labels` labelled
+samples (50). A changed rubric has a new hash, hence no calibration: the gate fails and says which
 `cobalt grade` command to run.
 """
 
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._errors import ConfigError, MissingApiKeyError
+from ..calibration._verdict import GATING_KAPPA, GATING_WITHIN_ONE, MIN_RELIABLE_SAMPLES
 from ..config._config import Config
 from ..graders._deck import Grader
 from ..results._report import AssertionResult, ExperimentReport
@@ -22,14 +24,24 @@ if TYPE_CHECKING:
 
 
 class Calibrated(Assertion):
-    def __init__(self, grader: str | Path | Grader, min_kappa: float = 0.7, *, model: str | None = None) -> None:
+    def __init__(self, grader: str | Path | Grader, min_kappa: float = GATING_KAPPA, *, model: str | None = None,
+                 min_within_one: float = GATING_WITHIN_ONE, min_labels: int = MIN_RELIABLE_SAMPLES) -> None:
         if isinstance(min_kappa, bool) or not isinstance(min_kappa, int | float) or not -1 <= min_kappa <= 1:
             raise ConfigError(f"calibrated(min_kappa={min_kappa!r}) must be a number within -1..1 (0.7 is the usual "
                               "bar for gating releases).")
+        if isinstance(min_within_one, bool) or not isinstance(min_within_one, int | float) or not (
+                0 <= min_within_one <= 1):
+            raise ConfigError(f"calibrated(min_within_one={min_within_one!r}) must be a share within 0..1 (0.9: nine "
+                              "grades in ten at most one step from the human's label).")
+        if isinstance(min_labels, bool) or not isinstance(min_labels, int) or min_labels < 1:
+            raise ConfigError(f"calibrated(min_labels={min_labels!r}) must be a positive whole number (50 by default: "
+                              "fewer labels leave the figures unreliable).")
         if not isinstance(grader, str | Path | Grader):
             raise ConfigError(f"calibrated() takes a grader(...) deck or the path of a grader file, got {grader!r}.")
         self.grader = grader
         self.min_kappa = float(min_kappa)
+        self.min_within_one = float(min_within_one)
+        self.min_labels = min_labels
         self.model = model
         label = grader.name if isinstance(grader, Grader) else Path(grader).name
         self.name = f"calibrated {label} kappa >= {self.min_kappa:g}"
@@ -37,7 +49,7 @@ class Calibrated(Assertion):
     def describe(self) -> dict[str, Any]:
         source = self.grader.source or self.grader.name if isinstance(self.grader, Grader) else str(self.grader)
         return {"name": self.name, "type": "calibrated", "grader": source, "min_kappa": self.min_kappa,
-                "model": self.model}
+                "min_within_one": self.min_within_one, "min_labels": self.min_labels, "model": self.model}
 
     def _load(self, config: Config) -> Grader:
         if isinstance(self.grader, Grader):
@@ -69,11 +81,18 @@ class Calibrated(Assertion):
         if kappa is None:
             return self._fail(f"grader {grader.name!r} #{grader.short_hash} for {model}: the weighted kappa of "
                               f"grading run {run.run_id} is undefined ({cal.verdict.text})")
-        passed = kappa >= self.min_kappa - 1e-9
-        return AssertionResult(
-            name=self.name, passed=passed, actual=kappa, expected=self.min_kappa,
-            message=f"grader {grader.name!r} #{grader.short_hash} for {model}, grading run {run.run_id}: kappa "
-                    f"{kappa:.3f} {'>=' if passed else '<'} {self.min_kappa:g} (verdict: {cal.verdict.text})")
+        within = cal.within_one_rate or 0.0
+        short = [f"kappa {kappa:.3f} < {self.min_kappa:g}"] if kappa < self.min_kappa - 1e-9 else []
+        if within < self.min_within_one - 1e-9:
+            short.append(f"{within:.0%} within one step < {self.min_within_one:.0%}")
+        if cal.labelled < self.min_labels:
+            short.append(f"{cal.labelled} labelled samples < {self.min_labels} (label more, or pass min_labels=)")
+        head = f"grader {grader.name!r} #{grader.short_hash} for {model}, grading run {run.run_id}: "
+        figures = (f"kappa {kappa:.3f} >= {self.min_kappa:g}, {within:.0%} within one step >= "
+                   f"{self.min_within_one:.0%}, {cal.labelled} labelled samples >= {self.min_labels}")
+        return AssertionResult(name=self.name, passed=not short, actual=kappa, expected=self.min_kappa,
+                               message=head + ("; ".join(short) if short else figures)
+                               + f" (verdict: {cal.verdict.text})")
 
     def _missing(self, grader: Grader, model: str, stored: list[StoredCalibration]) -> str:
         """Which command would calibrate it, with the samples of the grader's last calibration if any."""
@@ -117,7 +136,10 @@ def _configured_label(config: Config, described: dict[str, Any]) -> str:
         return f"{provider}/{model}"
 
 
-def calibrated(grader: str | Path | Grader, min_kappa: float = 0.7, *, model: str | None = None) -> Calibrated:
+def calibrated(grader: str | Path | Grader, min_kappa: float = GATING_KAPPA, *, model: str | None = None,
+               min_within_one: float = GATING_WITHIN_ONE, min_labels: int = MIN_RELIABLE_SAMPLES) -> Calibrated:
     """Pass only when the latest calibration of this grader's current rubric, for the model the
-    experiment grades with (or `model`), reached `min_kappa`. A relative path is under the project root."""
-    return Calibrated(grader, min_kappa, model=model)
+    experiment grades with (or `model`), reached `min_kappa` with `min_within_one` of its grades at most
+    one step from the human's, over at least `min_labels` labelled samples. A relative path is under the
+    project root."""
+    return Calibrated(grader, min_kappa, model=model, min_within_one=min_within_one, min_labels=min_labels)

@@ -65,7 +65,8 @@ def describe_experiments(config: Config, files: list[str] | None = None) -> Expe
 
 
 def experiment_info(config: Config, exp: Experiment) -> ExperimentInfo:
-    gates = experiment_gates(config, exp.assertions, (e.name for e in exp.evaluators))
+    gates = experiment_gates(config, exp.assertions, (e.name for e in exp.evaluators),
+                             max_error_rate=exp.max_error_rate)
     return ExperimentInfo(
         name=exp.name, file=_relative(config, Path(exp.source_file or "")), line=exp.source_line,
         dataset_size=len(exp.dataset), runs=exp.runs, tags=list(exp.tags),

@@ -81,6 +81,10 @@ class PreviousCalibration(BaseModel):
 class GradeOutcome(BaseModel):
     run_id: str
     status: str
+    #: False when the grading run failed a gate: a model none of whose answers was usable (its run is FAILED).
+    passed: bool = True
+    #: The failed gates' messages.
+    failures: list[str] = Field(default_factory=list)
     grader: str
     grader_hash: str
     results_path: str
@@ -94,7 +98,8 @@ class GradeOutcome(BaseModel):
         """What `cobalt grade --json` prints."""
         cal = self.calibration
         return {
-            "run_id": self.run_id, "status": self.status, "grader": self.grader, "grader_hash": self.grader_hash,
+            "run_id": self.run_id, "status": self.status, "passed": self.passed, "failures": self.failures,
+            "grader": self.grader, "grader_hash": self.grader_hash,
             "results_path": self.results_path, "results": [r.model_dump(mode="json") for r in self.results],
             "calibration": {m: c.model_dump(mode="json") for m, c in cal.models.items()},
             "panel": cal.panel.model_dump(mode="json") if cal.panel else None,
@@ -127,7 +132,9 @@ def grade(config: Config, options: GradeOptions, observer: Observer | None = Non
     warnings = _warnings(calibration)
     if mode == "inline":  # after the grading's own save: the recording shows the calibration too
         record_inline(config, [report.id], [plan.experiment])
-    return GradeOutcome(run_id=report.id, status=report.status, grader=grader.name, grader_hash=grader.hash,
+    return GradeOutcome(run_id=report.id, status=report.status, passed=report.passed,
+                        failures=[a.message for a in report.assertions if not a.passed],
+                        grader=grader.name, grader_hash=grader.hash,
                         results_path=str(jsonl), report_path=report.results_path, results=results,
                         calibration=calibration, previous=previous_calibration(config, grader, report.id),
                         warnings=warnings)
@@ -149,7 +156,10 @@ def grading_experiment(config: Config, options: GradeOptions, grader: Grader, sa
     limit = options.concurrency or config.judge_concurrency or config.concurrency
     return Experiment(f"{EXPERIMENT_PREFIX}{grader.name}", Dataset(items, source=str(options.input)), _respond,
                       evaluators=evaluators, runs=options.iterations, concurrency=limit, judge_concurrency=limit,
-                      tags=["grade"], description=f"grading run of grader {grader.name!r}")
+                      tags=["grade"], description=f"grading run of grader {grader.name!r}",
+                      # unusable answers are the calibration's coverage, reported and left out of every rate;
+                      # the run fails when a model gave none that was usable ("every evaluator scored")
+                      max_error_rate=1.0)
 
 
 async def _respond(ctx: Any) -> Any:

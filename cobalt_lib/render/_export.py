@@ -136,7 +136,7 @@ def _case_outcome(item: ItemResult, ev: Evaluation | None, name: str) -> tuple[s
 
 
 def _errors_failed_the_run(report: ExperimentReport) -> bool:
-    """The run failed an error-rate gate (`[ci] fail_on_error` or `max_error_rate`, named `error rate <= ...`):
+    """The run failed its error-rate gate (`[ci] max_error_rate` or the experiment's, named `error rate <= ...`):
     then its errored items are what failed it."""
     return any(not a.passed and (a.gate or a.name).startswith("error rate") for a in report.assertions)
 

@@ -76,13 +76,33 @@ class ItemSpill:
                            array("q", (self._lengths[p] for p in order)))
 
 
+class StoredItem(ItemResult):
+    """An item of a run's own report, read back from disk: read-only, since a change to it could not
+    stick (the next access reads the item again). Equal to an `ItemResult` with the same fields."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(
+            f"report.items[...].{name} cannot be set: a run's items are read back from its results on each access, "
+            f"so the change would be lost; make a changed copy with item.model_copy(update={{{name!r}: ...}}).")
+
+    def __delattr__(self, name: str) -> None:
+        self.__setattr__(name, None)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ItemResult):
+            return self.__dict__ == other.__dict__
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 class StoredItems(Sequence[ItemResult]):
     """A run's items, read-only, each read back from disk when it is asked for.
 
     Indexing, slicing (a list), iteration and `len` work as on a list; equality compares the items.
-    Each item read is a fresh object (about 15 us to parse one): changing it does not change the
-    run's items, and code that reads one item many times should keep it in a variable. It pickles
-    and serialises as a plain list; a copy is the same sequence.
+    Each item read is a fresh, read-only object (about 15 us to parse one): setting one of its fields
+    raises AttributeError saying so (a change could not stick), and code that reads one item many times
+    should keep it in a variable. It pickles and serialises as a plain list; a copy is the same sequence.
     """
 
     def __init__(self, holder: _Unnamed, offsets: array[int], lengths: array[int]) -> None:
@@ -118,8 +138,12 @@ class StoredItems(Sequence[ItemResult]):
             yield self._parse(position)
 
     def _parse(self, position: int) -> ItemResult:
-        # No cache of parsed items: each read is a fresh object, so changing one never half-sticks.
-        return ItemResult.model_validate_json(self.raw(position))
+        # No cache of parsed items: each read is a fresh, read-only object.
+        return StoredItem.model_validate_json(self.raw(position))
+
+    def __setitem__(self, key: object, value: object) -> None:
+        raise TypeError("report.items cannot be changed: a run's items are read back from its results on each "
+                        "access; build a list of changed copies with item.model_copy(update={...}) instead.")
 
     def raw(self, position: int) -> bytes:
         """Item `position`'s JSON as the results file holds it (indented as a top-level object)."""

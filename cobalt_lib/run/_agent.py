@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._threads import DaemonThreads
+from .._threads import DaemonThreads, UserExit
 from .._timeouts import BlockedLoopTimeout, FinishedWhileCancelled, timeout_message, within
 from ..llm._pricing import cost_usd
 from ..llm._usage import UsageMeter, current_meter, tracking
@@ -40,21 +40,25 @@ def input_hash(item: Mapping[str, Any]) -> str:
 
 
 async def call_agent(runner: Runner, ctx: AgentContext, *, timeout: float, limit: asyncio.Semaphore,
-                     threads: DaemonThreads | None, prices: Mapping[str, tuple[float, float]]) -> ItemResult:
-    """Run the agent on one item under `limit`; exceptions and timeouts become the item's status."""
+                     threads: DaemonThreads | None, prices: Mapping[str, tuple[float, float]],
+                     timer: Callable[[], float] = time.perf_counter) -> ItemResult:
+    """Run the agent on one item under `limit`; exceptions and timeouts become the item's status.
+
+    Its latency is read off `timer` (seconds): a sync agent's around the call in its worker thread, so
+    what the event loop stalls on meanwhile is not in it; an async agent's from its slot to its answer."""
     result = ItemResult(index=ctx.index, run_index=ctx.run_index, input=ctx.item.get("input", ctx.item),
                         item=ctx.item, input_hash=input_hash(ctx.item))
     release_later = False
-    clock = [time.perf_counter()]  # when the call got its slot: its latency and timeout count from there
+    clock = [timer()]  # when the call got its slot: its latency and timeout count from there
     meter = UsageMeter() if tracking[0] else None  # what track_usage()d SDK clients spend in this call
     holding = threads is not None
     if holding:
         await limit.acquire()
-        clock[0] = time.perf_counter()
+        clock[0] = timer()
     try:
         measured: list[float] = []  # the worker thread's own timing of the call: no loop stall in it
         if threads is not None:
-            future = threads.submit(lambda: _timed(runner, ctx, measured, meter))
+            future = threads.submit(lambda: _timed(runner, ctx, measured, meter, timer))
             try:
                 value = await asyncio.wait_for(asyncio.shield(future), timeout)
             except TimeoutError:
@@ -63,32 +67,33 @@ async def call_agent(runner: Runner, ctx: AgentContext, *, timeout: float, limit
                 raise
         else:
             try:
-                value = await within(lambda: _awaitable(runner, ctx, meter), timeout, limit=limit, clock=clock)
+                value = await within(lambda: _awaitable(runner, ctx, meter), timeout, limit=limit, clock=clock,
+                                     timer=timer)
             except FinishedWhileCancelled as stopped:  # answered just as the run was stopped: keep it
-                result.latency_ms = (time.perf_counter() - clock[0]) * 1000
+                result.latency_ms = (timer() - clock[0]) * 1000
                 _fill_output(result, stopped.value, prices, meter)
                 stopped.item = result
                 raise
-            elapsed = time.perf_counter() - clock[0]
+            elapsed = timer() - clock[0]
             if elapsed > timeout + max(0.05, timeout / 20):  # the timer could not fire: the loop was blocked
                 raise BlockedLoopTimeout(elapsed)
-        result.latency_ms = (measured[0] if measured else time.perf_counter() - clock[0]) * 1000
+        result.latency_ms = (measured[0] if measured else timer() - clock[0]) * 1000
         _fill_output(result, value, prices, meter)
     except BlockedLoopTimeout as exc:
-        result.latency_ms = (time.perf_counter() - clock[0]) * 1000
+        result.latency_ms = (timer() - clock[0]) * 1000
         result.status = "timeout"
         result.error = (f"the agent did not answer within {timeout:g} s (it took {exc.elapsed:.1f} s): the event "
                         "loop was blocked, so no timeout could fire; an async agent must not make blocking calls "
                         "(time.sleep, requests): make it a plain def, which cobalt runs in a thread, or use an "
                         "async client")
     except TimeoutError as exc:
-        result.latency_ms = (time.perf_counter() - clock[0]) * 1000
+        result.latency_ms = (timer() - clock[0]) * 1000
         result.status = "timeout"
         result.error = timeout_message("agent", timeout, exc)
     except Exception as exc:
-        result.latency_ms = (time.perf_counter() - clock[0]) * 1000
+        result.latency_ms = (timer() - clock[0]) * 1000
         result.status = "error"
-        result.error = f"{type(exc).__name__}: {exc}"
+        result.error = f"SystemExit: {exc}" if isinstance(exc, UserExit) else f"{type(exc).__name__}: {exc}"
         result.traceback = traceback.format_exc(limit=20)
     finally:
         if holding and not release_later:
@@ -117,13 +122,14 @@ def _hold_slot(future: asyncio.Future[Any], limit: asyncio.Semaphore, threads: D
     asyncio.get_running_loop().call_later(grace, give_up)
 
 
-def _timed(runner: Runner, ctx: AgentContext, measured: list[float], meter: UsageMeter | None) -> Any:
-    """`runner(ctx)` in a worker thread, its duration appended to `measured`."""
+def _timed(runner: Runner, ctx: AgentContext, measured: list[float], meter: UsageMeter | None,
+           timer: Callable[[], float]) -> Any:
+    """`runner(ctx)` in a worker thread, its duration on `timer` appended to `measured`."""
     token = current_meter.set(meter)
     try:
-        started = time.perf_counter()
+        started = timer()
         value = runner(ctx)
-        measured.append(time.perf_counter() - started)
+        measured.append(timer() - started)
         return value
     finally:
         current_meter.reset(token)
@@ -132,9 +138,12 @@ def _timed(runner: Runner, ctx: AgentContext, measured: list[float], meter: Usag
 async def _awaitable(runner: Runner, ctx: AgentContext, meter: UsageMeter | None) -> Any:
     if meter is not None:
         current_meter.set(meter)  # this task's own context: gone when the call ends
-    value = runner(ctx)
-    if inspect.isawaitable(value):
-        value = await value
+    try:
+        value = runner(ctx)
+        if inspect.isawaitable(value):
+            value = await value
+    except SystemExit as exc:  # out of a task, it would stop the event loop and with it the run
+        raise UserExit(exc.code) from None
     return value
 
 

@@ -175,7 +175,8 @@ def _check_items(experiment: Experiment, chosen: list[Evaluator], items: list[Ma
 def _gates(experiment: Experiment, config: Config, *, update_baselines: bool) -> list[Assertion]:
     """The experiment's gates and config's thresholds, each checked to name a metric the run has."""
     known = [*(e.name for e in experiment.evaluators), *RUN_METRICS]
-    assertions = experiment_gates(config, experiment.assertions, (e.name for e in experiment.evaluators))
+    assertions = experiment_gates(config, experiment.assertions, (e.name for e in experiment.evaluators),
+                                  max_error_rate=experiment.max_error_rate)
     if update_baselines:
         assertions = [gate for gate in assertions if not isinstance(gate, NoRegression)]
     for gate in assertions:

@@ -56,9 +56,9 @@ async def score(session: Session, item: ItemResult) -> ItemResult:
     results = [await calls[0]] if len(calls) == 1 else await asyncio.gather(*calls)
     fresh = {e.name: r for e, r in zip(evaluators, results, strict=True)}
     kept = item.evaluations
-    item.evaluations = {e.name: fresh.get(e.name) or kept[e.name] for e in plan.evaluators
-                        if e.name in fresh or e.name in kept}
-    return item
+    merged = {e.name: fresh.get(e.name) or kept[e.name] for e in plan.evaluators if e.name in fresh or e.name in kept}
+    # a copy, not an assignment: a rescore's item may be a stored run's (read-only) item
+    return item.model_copy(update={"evaluations": merged})
 
 
 def item_keys(plan: RunPlan) -> Iterable[tuple[int, int]]:

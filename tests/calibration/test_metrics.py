@@ -110,17 +110,34 @@ def test_self_consistency_and_majority_share() -> None:
     assert majority_share([3, 3, 3, -1]) == (3, 0.75)
 
 
-@pytest.mark.parametrize(("kappa", "labelled", "band", "reliable", "phrase"), [
-    (0.39, 60, "exploration", True, "exploration only"),
-    (0.4, 60, "monitoring", True, "trend monitoring"),
-    (0.7, 60, "gating", True, "fit to gate releases"),
-    (0.9, 49, "gating", False, "not yet reliable: only 49 labelled samples"),
-    (None, 10, None, False, "no verdict"),
+@pytest.mark.parametrize(("kappa", "within_one", "labelled", "band", "reliable", "phrase"), [
+    (0.39, 1.0, 60, "exploration", True, "exploration only"),
+    (0.4, 0.7, 60, "monitoring", True, "trend monitoring"),
+    (0.7, 0.9, 60, "gating", True, "kappa 0.70, 90% within one step: fit to gate releases"),
+    (0.95, 0.89, 60, "monitoring", True, "trend monitoring only (gating needs kappa >= 0.7 and 90% within one step)"),
+    (0.6, 0.69, 60, "exploration", True, "monitoring needs kappa >= 0.4 and 70% within one step"),
+    (0.9, 1.0, 49, "gating", False, "not yet reliable: only 49 labelled samples"),
+    (None, None, 10, None, False, "no verdict"),
 ])
-def test_verdict_bands(kappa: float | None, labelled: int, band: str | None, reliable: bool, phrase: str) -> None:
-    result = verdict(kappa, labelled)
+def test_verdict_bands(kappa: float | None, within_one: float | None, labelled: int, band: str | None,
+                       reliable: bool, phrase: str) -> None:
+    result = verdict(kappa, within_one, labelled)
     assert (result.band, result.reliable) == (band, reliable)
     assert phrase in result.text
+
+
+def test_a_grader_two_steps_off_on_three_of_ten_is_not_fit_to_gate() -> None:
+    """The seed's "60% exact" grader: quadratic kappa forgives two steps off as nearly right (0.81 here),
+    so kappa alone would call it fit to gate releases; 70% within one step keeps it at monitoring."""
+    truths = [-3, -2, -1, 0, 1, 2, 3, 3, -3, 1]
+    grades = [-3, -2, -1, 0, 1, 2, 1, 1, -1, 0]  # 6 exact, 3 two steps off, 1 one step off
+    cal = calibrate([Grade(model="m", id=str(i), iteration=1, score=g, truth=t)
+                     for i, (t, g) in enumerate(zip(truths, grades, strict=True))], grader="g", grader_hash="h" * 64)
+    figures = cal.models["m"]
+    assert (figures.exact_match_rate, figures.within_one_rate) == (0.6, 0.7)
+    assert figures.weighted_kappa == pytest.approx(0.8127, abs=1e-4)
+    assert figures.verdict.band == "monitoring"
+    assert "fit to gate" not in figures.verdict.text
 
 
 def test_calibrate_counts_errors_as_coverage_not_as_rates() -> None:

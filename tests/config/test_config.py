@@ -41,6 +41,42 @@ def test_find_project_root_without_config_is_the_start_dir(project: Path) -> Non
     assert find_project_root() == (project.resolve(), None)
 
 
+def test_without_config_the_root_is_the_nearest_directory_holding_experiments_or_a_store(project: Path) -> None:
+    deep = project / "experiments" / "qa" / "data"
+    deep.mkdir(parents=True)
+    assert find_project_root(deep) == (project.resolve(), None)
+    (deep.parent / ".cobalt").mkdir()  # a store nearer than experiments/: its directory is the root
+    assert find_project_root(deep) == (deep.parent.resolve(), None)
+    (project / "experiments" / ".cobalt").mkdir()  # a store an older cobalt left in experiments/ itself
+    assert find_project_root(project / "experiments") == (project.resolve(), None)
+    named = project / "work" / "experiments"  # a project that happens to be named experiments
+    (named / "experiments").mkdir(parents=True)
+    assert find_project_root(named / "experiments") == (named.resolve(), None)
+
+
+@pytest.mark.slow
+def test_history_from_a_subdirectory_of_a_project_without_config_sees_its_runs(project: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    cobalt = str(Path(sys.executable).parent / "cobalt")
+    (project / "experiments").mkdir()
+    (project / "experiments" / "qa.cobalt.py").write_text(
+        "from cobalt_lib import Evaluator, experiment\n"
+        "experiment('qa', [{'input': 'a', 'expected_output': 'a'}], lambda ctx: ctx.input,\n"
+        "           evaluators=[Evaluator(name='exact', type='exact-match')])\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY")}
+    run = subprocess.run([cobalt, "run", "--no-dagster"], cwd=project / "experiments", capture_output=True,
+                         text=True, timeout=120, env=env)
+    assert run.returncode == 0, run.stderr
+    history = subprocess.run([cobalt, "history", "--json"], cwd=project / "experiments", capture_output=True,
+                             text=True, timeout=120, env=env)
+    assert history.returncode == 0, history.stderr
+    assert [e["experiment"] for e in json.loads(history.stdout)] == ["qa"]
+    assert (project / ".cobalt" / "cobalt.duckdb").is_file() and not (project / "experiments" / ".cobalt").exists()
+
+
 def test_output_path_is_relative_to_root(project: Path) -> None:
     write(project / "cobalt.toml", 'output_dir = "out"\n')
     sub = project / "a" / "b"

@@ -147,7 +147,8 @@ def test_dg_scaffolds_checks_and_lists_the_component(tmp_path: Path) -> None:
     assert {a["asset_key"] for a in listed["assets"]} == {f"{n}/{s}" for n in EXPERIMENTS.values() for s in STAGES}
     assert {c["key"] for c in listed["asset_checks"]} == {
         "support_bot/aggregates:gate_exact_min_0_75", "support_bot/aggregates:gate_every_evaluator_scored",
-        "my_summarizer_agent/aggregates:gate_every_evaluator_scored"}
+        "support_bot/aggregates:gate_error_rate_max_0", "my_summarizer_agent/aggregates:gate_every_evaluator_scored",
+        "my_summarizer_agent/aggregates:gate_error_rate_max_0"}
     assert {j["name"] for j in listed["jobs"]} == {"support_bot_eval", "my_summarizer_agent_eval"}
     assert {s["name"] for s in listed["schedules"]} == {"support_bot_schedule"}
     assert "cobalt_run_requests" in {s["name"] for s in listed["sensors"]}

@@ -34,6 +34,8 @@ GATE = "gate_exact_min_0_75"
 CHECK = dg.AssetCheckKey(AGGREGATES, GATE)
 #: The check every experiment has (`every evaluator scored`), besides its own gates.
 SCORED = "gate_every_evaluator_scored"
+#: The error-rate check every experiment has too (`error rate <= 0%` by default).
+ERRORS = "gate_error_rate_max_0"
 
 
 @dataclass
@@ -131,8 +133,9 @@ def test_definitions_of_the_two_experiment_project(shared: Project) -> None:
     assert keys == {f"{name}/{stage}" for name in (SUPPORT, SUMMARIZER) for stage in STAGES} | {"support_bot/deploy"}
     graph = defs.resolve_asset_graph()
     # one gate (exact >= 0.75), the summarizer none; both have the check that every evaluator scored
-    assert graph.asset_check_keys == {CHECK, dg.AssetCheckKey(AGGREGATES, SCORED),
-                                      dg.AssetCheckKey(dg.AssetKey([SUMMARIZER, "aggregates"]), SCORED)}
+    assert graph.asset_check_keys == {CHECK, dg.AssetCheckKey(AGGREGATES, SCORED), dg.AssetCheckKey(AGGREGATES, ERRORS),
+                                      dg.AssetCheckKey(dg.AssetKey([SUMMARIZER, "aggregates"]), SCORED),
+                                      dg.AssetCheckKey(dg.AssetKey([SUMMARIZER, "aggregates"]), ERRORS)}
     assert graph.get(DEPLOY).parent_keys == {AGGREGATES}
     assert graph.get(dg.AssetKey([SUPPORT, "outputs"])).parent_keys == {dg.AssetKey([SUPPORT, "dataset"])}
     assert {j.name for j in defs.resolve_all_job_defs()} >= {"support_bot_eval", "my_summarizer_agent_eval"}
@@ -245,7 +248,7 @@ def test_a_failing_gate_blocks_deploy_now_and_later(shared: Project, instance: d
     assert len(materialisations(instance, AGGREGATES, partition)) == 1  # the results are kept
     assert materialisations(instance, DEPLOY, partition) == []
     assert sorted((v["name"], v["passed"], v["actual"]) for v in shared.store.rows("verdicts", partition)) == [
-        ("every evaluator scored", True, None), ("exact >= 0.75", False, 0.0)]
+        ("error rate <= 0%", True, 0.0), ("every evaluator scored", True, None), ("exact >= 0.75", False, 0.0)]
 
     # A later run of deploy alone re-reads the stored verdict (the agent is fine again by now).
     monkeypatch.delenv("SUPPORT_BOT_BROKEN")
@@ -624,7 +627,7 @@ def test_config_thresholds_become_checks_only_where_the_metric_exists() -> None:
     config = define_config(ci={"thresholds": {"exact": {"min": 0.9}}})
     defs = {d.experiment.name: d for d in build_experiment_defs([judged, other], config)}
     names = {name: sorted(spec.name for check in d.checks for spec in check.check_specs) for name, d in defs.items()}
-    assert names == {"with-exact": [SCORED, "gate_exact_min_0_9"], "without": [SCORED]}
+    assert names == {"with-exact": [ERRORS, SCORED, "gate_exact_min_0_9"], "without": [ERRORS, SCORED]}
 
 
 def test_clean_removes_the_runs_it_deletes_from_the_dagster_instance(tmp_path: Path) -> None:

@@ -152,8 +152,9 @@ def test_serve_lists_assets_and_checks_and_stops_on_ctrl_c(
     assert expected <= set(nodes)
     assert "support_bot/deploy" in nodes  # the project's own definitions.py, which serve found and loaded
     # its gate, and the check every experiment has (an evaluator that scored nothing fails it)
-    assert sorted(nodes["support_bot/aggregates"]) == ["gate_every_evaluator_scored", "gate_exact_min_0_75"]
-    assert nodes["my_summarizer_agent/aggregates"] == ["gate_every_evaluator_scored"]
+    assert sorted(nodes["support_bot/aggregates"]) == ["gate_error_rate_max_0", "gate_every_evaluator_scored",
+                                                       "gate_exact_min_0_75"]
+    assert sorted(nodes["my_summarizer_agent/aggregates"]) == ["gate_error_rate_max_0", "gate_every_evaluator_scored"]
     assert (root / ".cobalt" / "dagster").is_dir()  # DAGSTER_HOME is the project's local instance
 
     children = descendants(proc.pid)

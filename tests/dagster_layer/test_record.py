@@ -104,7 +104,8 @@ def test_inline_records_each_run_before_the_command_exits(tmp_path: Path) -> Non
         "code_location": "definitions.py",  # the code location `cobalt serve` loads: the UI files it there
         "has_origin": True,
         "materialised": {stage: 1 for stage in STAGES},
-        "checks": [("gate_every_evaluator_scored", True, support, True), (GATE, True, support, True)],
+        "checks": [("gate_error_rate_max_0", True, support, True), ("gate_every_evaluator_scored", True, support, True),
+                   (GATE, True, support, True)],
     }
     assert "support_bot__deploy" not in view["step_keys"]  # a recording never deploys
     held = Store.for_config(config).dagster_runs_of([r["run_id"] for r in runs.values()])

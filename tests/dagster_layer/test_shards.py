@@ -96,7 +96,8 @@ def test_a_sharded_run_survives_a_killed_shard_and_re_executes_only_the_failed_o
     assert {s for s in rerun if SHARD_STEP in s} == {f"{EXPERIMENT}_outputs_scores.{SHARD_STEP}[2]"}
     assert f"{EXPERIMENT}_outputs_scores.{EXPERIMENT}_split" not in rerun
     assert once_each(store, partition) == ([(i, 0) for i in range(ITEMS)], 2 * ITEMS)
-    assert gate_verdicts(instance, second.run_id) == sorted([(CHECK, True), ("gate_every_evaluator_scored", True)])
+    assert gate_verdicts(instance, second.run_id) == sorted([(CHECK, True), ("gate_every_evaluator_scored", True),
+                                                             ("gate_error_rate_max_0", True)])
     assert store.run_status(partition) == "completed"
 
 

@@ -124,7 +124,8 @@ def test_a_sharded_run_on_the_celery_executor_runs_each_shard_in_a_worker(
     assert os.getpid() not in where.values()
     assert once_each(Store.for_config(load_config(sharded)), partition) == ([(i, 0) for i in range(ITEMS)], 2 * ITEMS)
     assert gate_verdicts(instance, result.run_id) == sorted([("gate_exact_min_0_75", True),
-                                                             ("gate_every_evaluator_scored", True)])
+                                                             ("gate_every_evaluator_scored", True),
+                                                             ("gate_error_rate_max_0", True)])
 
 
 @pytest.fixture

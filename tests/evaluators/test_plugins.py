@@ -67,6 +67,7 @@ def _cobalt(cwd: Path, site: Path, *args: str) -> subprocess.CompletedProcess[st
     return subprocess.run([COBALT, *args], cwd=cwd, capture_output=True, text=True, timeout=120, env=env)
 
 
+@pytest.mark.slow
 def test_cobalt_evaluators_lists_plugin_kinds_with_their_options(project: Path, plugin_path: Path) -> None:
     listed = _cobalt(project, plugin_path, "evaluators", "--json")
     assert listed.returncode == 0, listed.stderr
@@ -81,6 +82,7 @@ def test_cobalt_evaluators_lists_plugin_kinds_with_their_options(project: Path, 
     assert ("evaluator plugin 'broken' from cobalt-loud 1.2 (cobalt_loud:missing): AttributeError" in listed.stderr)
 
 
+@pytest.mark.slow
 def test_a_run_uses_plugin_kinds_and_a_broken_plugin_is_named_where_used(project: Path, plugin_path: Path) -> None:
     (project / "experiments").mkdir()
     (project / "experiments" / "loud.cobalt.py").write_text(EXPERIMENT)

@@ -296,6 +296,7 @@ def test_sample_is_reproducible_by_default() -> None:
     assert list(data.sample(10, seed=1)) != list(data.sample(10))
 
 
+@pytest.mark.slow
 def test_a_relative_path_is_also_found_beside_the_calling_file(tmp_path: Path, monkeypatch) -> None:
     import subprocess
     import sys

@@ -127,9 +127,14 @@ def test_config_thresholds_and_error_rate_become_gates() -> None:
     assert results[2].actual == pytest.approx(0.2)
 
 
-def test_fail_on_error_means_zero_errors() -> None:
-    [gate] = config_assertions(define_config(ci={"fail_on_error": True}))
-    assert gate.evaluate(_report(), CONFIG)[0].passed is False
+def test_errors_fail_by_default_and_fail_on_error_false_is_refused() -> None:
+    [gate] = config_assertions(define_config())
+    assert gate.name == "error rate <= 0%" and gate.evaluate(_report(), CONFIG)[0].passed is False
+    assert [g.name for g in config_assertions(define_config(ci={"fail_on_error": True}))] == ["error rate <= 0%"]
+    with pytest.raises(ConfigError, match=r"ci\.fail_on_error = false no longer exists: failed or timed-out agent "
+                                          r"calls, eval-errors and duplicate item ids fail a run by default; remove "
+                                          r"the line and set ci\.max_error_rate = 0\.05"):
+        define_config(ci={"fail_on_error": False})
 
 
 @pytest.mark.parametrize("value", [0.35, 0.1, 0.7, 0.45])
@@ -137,7 +142,7 @@ def test_a_mean_of_repeated_scores_at_the_limit_passes(project: Path, value: flo
     exp = experiment("edge", Dataset([{"i": i} for i in range(3)]), lambda ctx: "x",
                      evaluators=[Evaluator(name="quality", type="function", fn=lambda ctx: value)],
                      assertions=[threshold("quality", value), threshold("quality", value + 1e-6)])
-    verdicts = [a.passed for a in exp.run().assertions if a.gate != "every evaluator scored"]
+    verdicts = [a.passed for a in exp.run().assertions if a.name.startswith("quality")]
     assert verdicts == [True, False]
 
 
@@ -177,7 +182,7 @@ def test_config_thresholds_apply_to_the_experiments_that_produce_the_metric(proj
     with_exact = experiment("has-exact", data, lambda ctx: "b",
                             evaluators=[Evaluator(name="exact", type="exact-match")])
     report = with_exact.run(config=load_config())  # `relevance` is another experiment's: no usage error
-    assert [(a.name, a.passed) for a in report.assertions] == [("exact >= 0.9", False),
+    assert [(a.name, a.passed) for a in report.assertions] == [("exact >= 0.9", False), ("error rate <= 0%", True),
                                                                ("every evaluator scored", True)]
 
 

@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from grading_setup import grading_project  # noqa: F401  (the `grading` fixture)
 
 COBALT = [str(Path(sys.executable).parent / "cobalt")]
+
+pytestmark = pytest.mark.slow  # `cobalt grade` as a process
 
 
 def _cobalt(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -33,3 +36,19 @@ def test_grade_json_and_bad_input(grading: Path) -> None:
     bad = _cobalt(grading, "grade", "--input", "samples.jsonl", "--grader", "graders/numbers.py", "--model", "gpt-4o")
     assert bad.returncode == 2 and bad.stderr.strip() == (
         "error: Model 'gpt-4o' must be provider/name, e.g. openai/gpt-4o or anthropic/claude-sonnet-4-5.")
+
+
+def test_grade_exits_1_when_no_answer_was_usable_and_its_stored_run_failed(grading: Path) -> None:
+    from cobalt_lib import load_config
+    from cobalt_lib.ops import run_history
+
+    done = _cobalt(grading, "grade", "--input", "samples.jsonl", "--grader", "graders/numbers.py", "--model",
+                   "openai/garbage", "--json")
+    assert done.returncode == 1, done.stderr
+    data = json.loads(done.stdout)
+    assert data["passed"] is False and data["calibration"]["openai/garbage"]["coverage"]["graded"] == 0
+    [entry] = run_history(load_config(grading))
+    assert (entry.run_id, entry.verdict) == (data["run_id"], "FAILED")
+    assert done.stderr.strip().endswith(
+        f"error: grading run {data['run_id']} FAILED: evaluator 'openai/garbage' scored none of the 10 items: "
+        + data["results"][0]["error"].splitlines()[0])

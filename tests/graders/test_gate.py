@@ -43,9 +43,13 @@ def test_grader_as_evaluator_gated_by_its_calibration(grading: Path) -> None:
            f"{grading / 'graders' / 'numbers.py'} --model openai/agree" in failed.message  # type: ignore[attr-defined]
 
     run_id = _grade(grading, "openai/agree", "openai/off")
+    few = _gate(_run(grading, gate))  # perfect agreement, but on 10 labels: 50 by default
+    assert not few.passed and "10 labelled samples < 50 (label more" in few.message  # type: ignore[attr-defined]
+    gate = calibrated("graders/numbers.py", min_kappa=0.7, min_labels=10)
     passed = _gate(_run(grading, gate))
     assert passed.passed and passed.actual == 1.0 and run_id in passed.message  # type: ignore[attr-defined]
-    strict = _gate(_run(grading, calibrated("graders/numbers.py", min_kappa=0.95, model="openai/off")))
+    assert "kappa 1.000 >= 0.7, 100% within one step >= 90%, 10 labelled samples >= 10" in passed.message  # type: ignore[attr-defined]
+    strict = _gate(_run(grading, calibrated("graders/numbers.py", min_kappa=0.95, model="openai/off", min_labels=10)))
     assert not strict.passed and "kappa 0.922 < 0.95" in strict.message  # type: ignore[attr-defined]
     assert strict.actual == pytest.approx(0.9223, abs=1e-4)  # type: ignore[attr-defined]
 

@@ -119,6 +119,7 @@ _WRITER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_two_processes_writing_at_once_lose_nothing(judged_project: Path, llm: FakeLLM) -> None:
     llm.respond = score_from_prompt
     script = judged_project / "writer.py"

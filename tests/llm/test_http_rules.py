@@ -23,6 +23,9 @@ from cobalt_lib.llm._retry import Timing
 from cobalt_lib.llm._wire import Clients
 from cobalt_lib.results._report import Evaluation
 
+# Rows with TLS make a test CA with `openssl` in a subprocess: the table is in the slow tier.
+pytestmark = pytest.mark.slow
+
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy",
                    "no_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR", "AZURE_OPENAI_API_KEY")
 PATHS = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}

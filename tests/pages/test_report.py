@@ -73,6 +73,7 @@ def test_compare_report_file(served: Served, page, tmp_path: Path) -> None:
     screenshot(page, "pages-report-compare")
 
 
+@pytest.mark.slow
 def test_report_of_an_unknown_run_is_a_usage_error(served: Served, tmp_path: Path) -> None:
     done = cobalt(served.root, "report", "nope", "-o", str(tmp_path / "r.html"))
     assert done.returncode == 2

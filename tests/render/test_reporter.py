@@ -70,6 +70,8 @@ tokens 0 (agent 0, judge 0)  |  cost: agent unknown, judge $0.0000  |  judge cal
 ⚠ low exact (< 0.5): #1
 ✗ 1 agent call failed: #2
 ✗ style: 1 evaluation error (#1); first: ValueError: no style in style()
+gate FAIL error rate <= 0%  error rate 28.6% (2 of 7 attempts): 1 of 3 agent calls failed or timed out, \
+1 of 4 evaluations were eval-errors
 gate PASS every evaluator scored  scored: exact 2/2, style 1/2
 results: .cobalt/results/x.json
 run id:  run-1

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import pickle
+import re
 from pathlib import Path
 
 import pytest
@@ -57,7 +58,14 @@ def test_stored_items_behave_as_the_sorted_list_of_the_same_items(tmp_path: Path
         stored[-5]
     assert stored == expected and expected == stored and stored != expected[:3]
     assert stored.index(expected[2]) == 2 and expected[3] in stored
-    stored[0].error = "changed"  # read-only: what is read is a fresh copy, not the run's item
+    # read-only: a change to a fresh copy could not stick, so it is refused with the way to get a changed copy
+    message = ("report.items[...].error cannot be set: a run's items are read back from its results on each access, "
+               "so the change would be lost; make a changed copy with item.model_copy(update={'error': ...}).")
+    with pytest.raises(AttributeError, match=f"^{re.escape(message)}$"):
+        stored[0].error = "changed"
+    with pytest.raises(TypeError, match=r"^report\.items cannot be changed"):
+        stored[0] = expected[0]  # type: ignore[index]
+    assert stored[0].model_copy(update={"error": "changed"}).error == "changed"
     assert stored[0].error == "ValueError: boom" and stored[0] is not stored[0]
     # nothing named is left in the results directory: the spill file is unlinked from the start
     assert list((tmp_path / "results").iterdir()) == []

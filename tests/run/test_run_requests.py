@@ -46,8 +46,8 @@ def test_a_fresh_run_needs_its_baselines_unless_it_is_about_to_write_them(projec
     plan = prepare(_exp(gated=True), config, FreshRun(update_baselines=True, concurrency=7, timeout=2.5, runs=1,
                                                       tags=["extra", "base"], run_id="r-1"))
     assert (plan.run_id, plan.concurrency, plan.timeout, plan.runs, plan.tags) == ("r-1", 7, 2.5, 1, ["base", "extra"])
-    # the no_regression gate is dropped; the gate every experiment has stays
-    assert [a.name for a in plan.assertions] == ["every evaluator scored"]
+    # the no_regression gate is dropped; the gates every experiment has stay
+    assert [a.name for a in plan.assertions] == ["error rate <= 0%", "every evaluator scored"]
     assert (plan.source, plan.parent_run_id, plan.total_items) == ("library", None, 3)
     assert isinstance(plan.request, FreshRun)
 

@@ -23,9 +23,9 @@ class Bleu(Compared):
     def check(self, ctx: EvalContext) -> Evaluation:
         from sacrebleu.metrics import BLEU
 
-        reference = self.reference(ctx)
-        references = [as_text(r) for r in reference] if isinstance(reference, list) and reference else [
-            as_text(reference)]
+        references = self.references(ctx)
+        if isinstance(references, Evaluation):
+            return references
         bleu = BLEU(tokenize=self.tokenize, lowercase=self.lowercase, effective_order=True)
         result = bleu.sentence_score(as_text(ctx.output), references)
         precisions = ", ".join(f"{p:.1f}" for p in result.precisions)

@@ -9,11 +9,12 @@ from pydantic import Field
 
 from ...results._report import Evaluation
 from .._context import EvalContext
-from .._deterministic import Compared, verdict
+from .._deterministic import Compared, as_text, verdict
 
 
 class ExactMatch(Compared):
-    """1 when the output equals item[`field`] (text compared as written, or normalised), else 0."""
+    """1 when the output equals item[`field`] (text compared as written, or normalised; any other value as
+    its JSON text, so True equals "true"), else 0."""
 
     kind = "exact-match"
 
@@ -26,7 +27,7 @@ class ExactMatch(Compared):
         return verdict(matched, "exact match" if matched else f"expected {expected[:80]!r}, got {actual[:80]!r}")
 
     def _normalise(self, value: Any) -> str:
-        text = value if isinstance(value, str) else "" if value is None else str(value)
+        text = as_text(value)
         if self.ignore_whitespace:
             text = re.sub(r"\s+", " ", text).strip()
         return text.casefold() if self.ignore_case else text

@@ -14,8 +14,11 @@ from .._context import EvalContext
 from .._deterministic import Compared, as_text, quote, verdict
 
 # A number with optional sign, thousands groups (comma, no-break or thin space, apostrophe, underscore;
-# not a plain space, which also separates two numbers) and decimals: "1,234.50", "-3", "2.5e3".
-_NUMBER = re.compile(r"[-+−]?(?:\d{1,3}(?:[,'_\u00a0\u202f\u2009]\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?|[-+−]?\.\d+")
+# not a plain space, which also separates two numbers) and decimals: "1,234.50", "-3", "2.5e3". A sign
+# right after a letter or digit is a hyphen, not a minus: "pages 10-20", "2024-01-02", "555-1234", "COVID-19".
+_SIGN = r"(?:(?<![\w.])[-+−])?"
+_NUMBER = re.compile(_SIGN + r"(?:\d{1,3}(?:[,'_\u00a0\u202f\u2009]\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?|"
+                     + _SIGN + r"\.\d+")
 _SEPARATORS = re.compile(r"[,'_\u00a0\u202f\u2009]")
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
@@ -35,15 +35,11 @@ class Rouge(Compared):
         from rouge_score import rouge_scorer
 
         scorer = rouge_scorer.RougeScorer([self.variant], tokenizer=_UnicodeWords())
-        references = _references(self.reference(ctx))
+        references = self.references(ctx)
+        if isinstance(references, Evaluation):
+            return references
         scores = [scorer.score(reference, as_text(ctx.output))[self.variant] for reference in references]
         best = max(scores, key=lambda s: s.fmeasure)
         return Evaluation(score=float(best.fmeasure), reason=(
             f"{self.variant} F {best.fmeasure:.3f} (precision {best.precision:.3f}, recall {best.recall:.3f})"))
 
-
-def _references(value: Any) -> list[str]:
-    """One reference text, or the best of several given as a list."""
-    if isinstance(value, list) and value:
-        return [as_text(v) for v in value]
-    return [as_text(value)]

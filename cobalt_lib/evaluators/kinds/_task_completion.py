@@ -43,6 +43,9 @@ class TaskCompletion(Judged):
     task: str | None = Field(None, description="the goal (default: the item's 'task' field, else its 'input')")
 
     def check_item(self, item: Mapping[str, Any], index: int, evaluator: Evaluator) -> None:
+        if self.task is None and "task" in item and not as_prompt_text(item["task"]).strip():
+            raise EvaluatorError(f"Evaluator {evaluator.name!r}: dataset item {index} has an empty 'task' "
+                                 f"({item['task']!r}); give it the agent's goal, or remove the field to use 'input'.")
         if self.task is None and item.get("task") is None and item.get("input") is None:
             raise EvaluatorError(f"Evaluator {evaluator.name!r} needs the agent's goal: pass task='...', or give "
                                  f"dataset item {index} a 'task' or 'input' field.")

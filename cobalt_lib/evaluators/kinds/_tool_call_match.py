@@ -27,8 +27,9 @@ class ToolCallMatch(Deterministic):
     field: str = Field("expected_tool_calls", description="the item field listing the expected calls "
                                                           "[{name, arguments?}]")
     order: Literal["in-order", "any", "lcs"] = Field(
-        "in-order", description="in-order: matched in sequence; any: in any order; lcs: F1 of the longest "
-                                "common subsequence of tool names")
+        "in-order", description="in-order: the most expected calls made in their order (longest common "
+                                "subsequence); any: in any order; lcs: F1 of the longest common subsequence of tool "
+                                "names")
     arguments: Literal["subset", "exact"] = Field(
         "subset", description="subset: the expected arguments are contained in the actual ones; exact: equal")
 
@@ -56,33 +57,70 @@ class ToolCallMatch(Deterministic):
 
     def _match(self, expected: list[ToolCall], actual: list[ToolCall]) -> tuple[int, list[str]]:
         """How many expected calls were matched, and what went wrong with the others."""
-        used: set[int] = set()
-        position = 0
-        matched, problems = 0, []
-        for call in expected:
-            start = position if self.order == "in-order" else 0
-            hit = next((i for i in range(start, len(actual)) if i not in used and self._same(call, actual[i])), None)
-            if hit is not None:
-                used.add(hit)
-                matched += 1
-                position = hit + 1
-                continue
-            problems.append(_problem(call, actual, used, start, exact=self.arguments == "exact"))
-        return matched, problems
+        pairs = self._in_order(expected, actual) if self.order == "in-order" else self._any_order(expected, actual)
+        used = set(pairs.values())
+        problems = [_problem(call, actual, used, _window(pairs, k, len(actual)), exact=self.arguments == "exact")
+                    for k, call in enumerate(expected) if k not in pairs]
+        return len(pairs), problems
+
+    def _in_order(self, expected: list[ToolCall], actual: list[ToolCall]) -> dict[int, int]:
+        """The longest common subsequence of expected and actual calls (a call matches by name and
+        arguments), as expected index -> actual index; on ties the earlier expected calls are kept."""
+        table = [[0] * (len(actual) + 1) for _ in range(len(expected) + 1)]
+        for i, call in enumerate(expected):
+            for j, made in enumerate(actual):
+                table[i + 1][j + 1] = (table[i][j] + 1 if self._same(call, made)
+                                       else max(table[i][j + 1], table[i + 1][j]))
+        pairs: dict[int, int] = {}
+        i, j = len(expected), len(actual)
+        while i and j:
+            if self._same(expected[i - 1], actual[j - 1]) and table[i][j] == table[i - 1][j - 1] + 1:
+                pairs[i - 1] = j - 1
+                i, j = i - 1, j - 1
+            elif table[i - 1][j] >= table[i][j - 1]:
+                i -= 1
+            else:
+                j -= 1
+        return pairs
+
+    def _any_order(self, expected: list[ToolCall], actual: list[ToolCall]) -> dict[int, int]:
+        """A largest matching of expected to actual calls in any order (augmenting paths)."""
+        owner: dict[int, int] = {}  # actual index -> expected index
+
+        def place(k: int, seen: set[int]) -> bool:
+            for j, made in enumerate(actual):
+                if j not in seen and self._same(expected[k], made):
+                    seen.add(j)
+                    if j not in owner or place(owner[j], seen):
+                        owner[j] = k
+                        return True
+            return False
+
+        for k in range(len(expected)):
+            place(k, set())
+        return {k: j for j, k in owner.items()}
 
     def _same(self, expected: ToolCall, actual: ToolCall) -> bool:
         return expected.name == actual.name and arguments_match(expected.arguments, actual.arguments,
                                                                 exact=self.arguments == "exact")
 
 
-def _problem(call: ToolCall, actual: list[ToolCall], used: set[int], start: int, *, exact: bool) -> str:
+def _window(pairs: dict[int, int], k: int, size: int) -> range:
+    """The actual calls an unmatched expected call `k` could have taken in order: between its matched
+    neighbours' calls."""
+    before = max((j for e, j in pairs.items() if e < k), default=-1)
+    after = min((j for e, j in pairs.items() if e > k), default=size)
+    return range(before + 1, after)
+
+
+def _problem(call: ToolCall, actual: list[ToolCall], used: set[int], window: range, *, exact: bool) -> str:
     same_name = [a for i, a in enumerate(actual) if a.name == call.name and i not in used]
-    later = [a for i, a in enumerate(actual) if a.name == call.name and i not in used and i >= start]
+    in_place = [a for i, a in enumerate(actual) if a.name == call.name and i not in used and i in window]
     if not same_name:
         return f"missing {call.show()}"
-    if not later and any(arguments_match(call.arguments, a.arguments, exact=exact) for a in same_name):
+    if not in_place and any(arguments_match(call.arguments, a.arguments, exact=exact) for a in same_name):
         return f"{call.show()} out of order"
-    return f"{call.show()}: arguments differ, got {(later or same_name)[0].show()}"
+    return f"{call.show()}: arguments differ, got {(in_place or same_name)[0].show()}"
 
 
 def _lcs(expected: list[ToolCall], actual: list[ToolCall]) -> Evaluation:

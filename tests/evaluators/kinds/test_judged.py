@@ -130,4 +130,9 @@ def test_judged_kinds_check_their_items_and_options_at_declaration(judged_projec
                         evaluators=[Evaluator(name="recall", type="context_recall")])
     with pytest.raises(EvaluatorError, match="needs the item field 'expected_output'"):
         recall.run(config=load_config())
+    done = experiment("done", [{"input": "book a flight", "task": None}], lambda ctx: "a",
+                      evaluators=[Evaluator(name="done", type="task_completion")])
+    with pytest.raises(EvaluatorError, match=r"Evaluator 'done': dataset item 0 has an empty 'task' \(None\); "
+                                             "give it the agent's goal, or remove the field to use 'input'"):
+        done.run(config=load_config())
     assert llm.count() == 0

@@ -47,6 +47,18 @@ CASES = [
     ("numeric_match", "−12 degrees", -12, {}, 1.0, "-12 matches -12"),
     ("numeric_match", 42, "£42", {}, 1.0, "42 matches 42"),
     ("numeric_match", "no idea", "7", {}, 0.0, "the output holds no number: 'no idea'"),
+    # a hyphen between numbers is not a minus
+    ("numeric_match", "see pages 10-20", 20, {}, 1.0, "20 matches 20"),
+    ("numeric_match", "5-7", 7, {}, 1.0, "7 matches 7"),
+    ("numeric_match", "due 2024-01-02", 2, {}, 1.0, "2 matches 2"),
+    ("numeric_match", "call 555-1234", "1234", {}, 1.0, "1234 matches 1234"),
+    ("numeric_match", "it fell to -4.5 (from 3)", "it is -3 now", {}, 0.0, "3 differs from -3 (by 6)"),
+    ("numeric_match", "a drop of -4.5", -4.5, {}, 1.0, "-4.5 matches -4.5"),
+    ("exact-match", {"a": 1, "b": "é"}, '{"a": 1, "b": "é"}', {}, 1.0, "exact match"),
+    ("exact-match", True, "true", {}, 1.0, "exact match"),
+    ("exact-match", [1, 2], "[1,2]", {}, 0.0, "expected '[1,2]', got '[1, 2]'"),
+    ("exact-match", 3, "3", {}, 1.0, "exact match"),
+    ("exact-match", None, "", {}, 1.0, "exact match"),
     ("json_valid", '{"a": [1, 2]}', None, {}, 1.0, "valid JSON"),
     ("json_valid", "{'a': 1}", None, {}, 0.0,
      "the output is not valid JSON (Expecting property name enclosed in double quotes at line 1, column 2)"),
@@ -85,6 +97,14 @@ def test_hand_checked_cases(kind: str, output: Any, expected: Any, options: dict
     assert result.score == pytest.approx(value)
     negated = score(kind, output, expected, negate=True, **options)
     assert negated.score == pytest.approx(1 - value) and negated.reason == f"not wanted: {reason}"
+
+
+@pytest.mark.parametrize("kind", ["bleu", "rouge"])
+def test_an_empty_reference_list_is_the_items_eval_error_not_the_text_of_the_list(kind: str) -> None:
+    result = score(kind, "[]", [])
+    assert (result.status, result.score) == ("eval-error", None)
+    assert result.error == ("item field 'expected_output' is an empty list of references; give at least one "
+                            "reference text")
 
 
 def test_bleu_matches_sacrebleu_on_a_partial_match() -> None:
@@ -139,6 +159,11 @@ def test_budgets_read_the_items_own_metrics() -> None:
     assert (budget("max_cost", cost_usd=0.02).score, budget("max_cost", cost_usd=0.02).reason) == (
         0.0, "cost 0.02 USD over 0.01 USD")
     assert budget("max_tokens", tokens=100).score == 1.0
+    # "over" is strictly over, and a reason never shows two equal numbers as over
+    assert budget("max_latency", latency_ms=500).reason == "latency 500 ms within 500 ms"
+    assert budget("max_latency", latency_ms=500.0004).reason == "latency 500.0004 ms over 500 ms"
+    assert budget("max_latency", latency_ms=499.99999).reason == "latency 499.99999 ms within 500 ms"
+    assert budget("max_cost", cost_usd=0.0100000001).reason == "cost 0.0100000001 USD over 0.01 USD"
     unknown = budget("max_cost")
     assert unknown.status == "eval-error" and "cost is unknown: report metadata cost_usd" in (unknown.error or "")
 

@@ -4,7 +4,9 @@ max_tool_calls, and the expected calls checked before any agent call."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
+import random
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +55,40 @@ def test_tool_call_match(shape: Any, calls: list[tuple[str, dict[str, Any]]], op
     result = score([shape(name, **args) for name, args in calls], **options)
     assert (result.status, result.reason) == ("ok", reason)
     assert result.score == pytest.approx(value)
+
+
+def test_in_order_takes_the_longest_common_subsequence_not_the_first_match() -> None:
+    result = score([plain("b"), plain("c"), plain("a")], [{"name": "a"}, {"name": "b"}, {"name": "c"}])
+    assert (result.score, result.reason) == (pytest.approx(2 / 3), "2/3 matched: a out of order")
+    repeated = score([plain("a", n=2), plain("a", n=1)], [{"name": "a", "arguments": {"n": 1}},
+                                                            {"name": "a", "arguments": {"n": 2}}])
+    assert (repeated.score, repeated.reason) == (0.5, "1/2 matched: a(n=2) out of order")
+
+
+def best_in_order(expected: list[tuple[str, int]], calls: list[tuple[str, int]]) -> int:
+    """Brute force: the most expected calls that appear, as a subsequence, in the calls."""
+
+    def embeds(sub: tuple[tuple[str, int], ...]) -> bool:
+        it = iter(calls)
+        return all(any(c == e for c in it) for e in sub)
+
+    return max(r for r in range(len(expected) + 1) for sub in itertools.combinations(expected, r) if embeds(sub))
+
+
+def test_in_order_and_any_order_match_brute_force_on_random_trajectories() -> None:
+    rng = random.Random(7)
+    for _ in range(300):
+        expected = [(rng.choice("abc"), rng.randint(1, 2)) for _ in range(rng.randint(0, 5))]
+        calls = [(rng.choice("abcd"), rng.randint(1, 2)) for _ in range(rng.randint(0, 6))]
+        as_dicts = [{"name": n, "arguments": {"v": v}} for n, v in expected]
+        made = [plain(n, v=v) for n, v in calls]
+        in_order, any_order = score(made, as_dicts), score(made, as_dicts, order="any")
+        want = best_in_order(expected, calls)
+        unordered = sum(min(expected.count(c), calls.count(c)) for c in set(expected))
+        if expected:
+            assert in_order.score == pytest.approx(want / len(expected)), (expected, calls, in_order.reason)
+            assert any_order.score == pytest.approx(unordered / len(expected)), (expected, calls)
+            assert in_order.reason.count(";") + 1 == len(expected) - want or want == len(expected)
 
 
 def test_unicode_arguments_a_json_string_of_expected_calls_and_no_reported_calls() -> None:
