@@ -82,7 +82,8 @@ def make_project(root: Path, llm: FakeLLM) -> list[str]:
     (root / "experiments" / "support.cobalt.py").write_text(EXPERIMENT, encoding="utf-8")
     (root / "cobalt.toml").write_text(
         f'[judge]\nprovider = "openai"\nmodel = "gpt-4o-mini"\nbase_url = "{llm.openai_url}"\n'
-        "max_retries = 1\ntimeout = 5\n", encoding="utf-8")
+        # the runs carry a failed agent call and an eval-error on purpose: the pages must show them
+        "max_retries = 1\ntimeout = 5\n\n[ci]\nmax_error_rate = 0.5\n", encoding="utf-8")
     runs = []
     # The first run is recorded in Dagster as the command ends; the others wait for a record sensor.
     for version, tag, items, record in (("v1", "baseline", "8", "inline"), ("v2", "candidate", "9", "daemon"),
