@@ -13,6 +13,7 @@ from mcp.server.mcpserver import MCPServer
 from .. import __version__
 from . import _model_tools, _prompts, _read_tools, _resources, _run_tool
 from ._common import CobaltServer, Project
+from ._http_cancel import CancelOnDisconnect
 from ._http_guard import LOOPBACK, BearerToken, needs_token, security_settings, server_token
 
 INSTRUCTIONS = """cobalt evaluates AI agents: experiments run the agent over a dataset, score every output with
@@ -66,7 +67,9 @@ def serve_http(root: Path, host: str = "127.0.0.1", port: int = DEFAULT_PORT) ->
         _say(f"warning: {warning}")
     sock = _bind(host, port)
     bound = sock.getsockname()[1]
-    app = build_server(root).streamable_http_app(host=host, transport_security=security_settings(host, bound))
+    # A client that drops a request's connection cancels it (the SDK does so itself for 2026-07-28 clients).
+    app = CancelOnDisconnect(build_server(root).streamable_http_app(host=host,
+                                                                    transport_security=security_settings(host, bound)))
     shown = f"[{host}]" if ":" in host else host
     _say(f"cobalt mcp: serving MCP over streamable HTTP at http://{shown}:{bound}/mcp (Ctrl-C stops it)")
     if token is not None:

@@ -1,5 +1,6 @@
-"""A client that goes away mid-`cobalt_run` stops its run as cancellation does: the SDK's client runs in a
-process of its own, `cobalt mcp` over stdio beneath it, and the test kills the client (SIGKILL)."""
+"""A client that goes away mid-`cobalt_run` stops its run as cancellation does: over stdio (the SDK's client
+in a process of its own, `cobalt mcp` beneath it, the client killed with SIGKILL) and over streamable
+HTTP (a client of the newest revision killed, and a 2025-era session that hangs up)."""
 
 from __future__ import annotations
 
@@ -74,3 +75,113 @@ def test_a_client_killed_mid_run_stops_the_run_and_keeps_what_finished(tmp_path:
     [run] = store.runs()
     assert [r["item_index"] for r in store.rows("outputs", run["run_id"])] == [0, 1, 2]
     assert run["passed"] is not True
+
+
+#: The HTTP client: connect to `cobalt mcp --http`, call cobalt_run, say each progress notification.
+HTTP_CLIENT = '''
+import sys
+import anyio
+from mcp import Client
+
+async def main():
+    async with Client(sys.argv[1], read_timeout_seconds=300) as client:
+        async def heard(done, total, message):
+            print(f"progress {done:g}", flush=True)
+        await client.call_tool("cobalt_run", {"filter": "slow", "no_dagster": True}, progress_callback=heard)
+
+anyio.run(main)
+'''
+
+
+def test_a_client_dropping_its_http_connection_mid_run_stops_the_run(tmp_path: Path) -> None:
+    """Streamable HTTP: the close of the request's stream is its cancellation (MCP 2026-07-28). The SDK's
+    client speaks that revision, whose requests the SDK's server watches itself; a 2025-era session
+    is the next test's."""
+    root = tmp_path / "proj"
+    (root / "experiments").mkdir(parents=True)
+    (root / "experiments" / "slow.cobalt.py").write_text(SLOW)
+    os.mkfifo(root / "go")
+    env = {**server_env(), "COBALT_LEASE_SECONDS": "3600"}  # so only the server's stop can end the run
+    server = subprocess.Popen([COBALT, "mcp", "--http", "--port", "0"], cwd=root, env=env, text=True,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        assert server.stderr is not None
+        line = server.stderr.readline()
+        while "serving MCP over streamable HTTP at " not in line:
+            assert line, "the server ended before it served"
+            line = server.stderr.readline()
+        url = line.split(" at ", 1)[1].split(" ", 1)[0]
+        client = subprocess.Popen([sys.executable, "-c", HTTP_CLIENT, url], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        assert client.stdout is not None
+        heard = [client.stdout.readline().strip() for _ in range(3)]
+        assert heard == ["progress 1", "progress 2", "progress 3"], client.stderr.read() if client.stderr else ""
+        os.kill(client.pid, signal.SIGKILL)  # its connection closes without a word
+        client.communicate(timeout=30)
+        store = Store(root / ".cobalt" / "cobalt.duckdb")
+        deadline = time.monotonic() + 120  # a condition to reach, not a timer
+        status = "running"
+        while status == "running" and time.monotonic() < deadline:
+            status = store.runs()[0]["status"]
+        assert status == "incomplete"  # an hour of lease left: the server stopped the run
+        [run] = store.runs()
+        assert [r["item_index"] for r in store.rows("outputs", run["run_id"])] == [0, 1, 2]
+        assert server.poll() is None  # the server itself serves on
+    finally:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
+
+
+def _legacy_session_drops_mid_run(url: str) -> None:
+    """A 2025-06-18 client by hand (the SDK's client speaks the newest revision): initialize, call
+    cobalt_run on the session, read three progress notifications off its stream, then hang up."""
+    import httpx
+
+    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+    with httpx.Client(timeout=60) as http:
+        hello = http.post(url, headers=headers, json={
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "legacy", "version": "1"}}})
+        assert hello.status_code == 200, hello.text
+        session = {**headers, "mcp-session-id": hello.headers["mcp-session-id"],
+                   "mcp-protocol-version": "2025-06-18"}
+        http.post(url, headers=session, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": "cobalt_run", "arguments": {"filter": "slow", "no_dagster": True},
+                           "_meta": {"progressToken": "p"}}}
+        with http.stream("POST", url, headers=session, json=call) as stream:
+            heard = 0
+            for line in stream.iter_lines():
+                heard += line.startswith("data:") and "notifications/progress" in line
+                if heard == 3:
+                    break
+    # leaving both blocks closed the stream and the connection, with no cancellation sent
+
+
+def test_a_2025_session_dropping_its_http_connection_mid_run_stops_the_run(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    (root / "experiments").mkdir(parents=True)
+    (root / "experiments" / "slow.cobalt.py").write_text(SLOW)
+    os.mkfifo(root / "go")
+    env = {**server_env(), "COBALT_LEASE_SECONDS": "3600"}
+    server = subprocess.Popen([COBALT, "mcp", "--http", "--port", "0"], cwd=root, env=env, text=True,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        assert server.stderr is not None
+        line = server.stderr.readline()
+        while "serving MCP over streamable HTTP at " not in line:
+            assert line, "the server ended before it served"
+            line = server.stderr.readline()
+        _legacy_session_drops_mid_run(line.split(" at ", 1)[1].split(" ", 1)[0])
+        store = Store(root / ".cobalt" / "cobalt.duckdb")
+        deadline = time.monotonic() + 120  # a condition to reach, not a timer
+        status = "running"
+        while status == "running" and time.monotonic() < deadline:
+            status = store.runs()[0]["status"]
+        assert status == "incomplete"
+        [run] = store.runs()
+        assert [r["item_index"] for r in store.rows("outputs", run["run_id"])] == [0, 1, 2]
+    finally:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
