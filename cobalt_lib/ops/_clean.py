@@ -1,4 +1,5 @@
-"""Cleaning up: cached judge answers, results files and stored runs, older than an age or all."""
+"""Cleaning up: cached judge answers, results files and stored runs (with their shard files and side
+files), older than an age or all."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from ..config._config import Config, parse_duration
+from ..results._exchange import Exchange
 from ..results._store import Store
+from ..results._values import VALUES_DIR, orphans
 
 #: A temporary file younger than this may belong to a write in progress: leave it.
 TMP_GRACE_SECONDS = 3600.0
@@ -60,7 +63,20 @@ def clean_up(config: Config, plan: Cleanup) -> Cleanup:
         path.unlink(missing_ok=True)
     if plan.cache_files:
         _remove_empty_dirs(config.output_path / "cache")
+    if plan.run_ids:
+        _forget_files(config, plan.run_ids)
     return plan
+
+
+def _forget_files(config: Config, run_ids: list[str]) -> None:
+    """What deleted runs leave besides their rows: their shards' files in the exchange (when Dagster
+    launched them) and the side files of values too long for a row that no remaining run points to."""
+    exchange = Exchange.for_config(config)
+    if not exchange.remote:  # object storage expires its files by its own lifecycle rule (docs/dagster.md)
+        for run_id in run_ids:
+            exchange.clear(run_id)
+    for path in orphans(Store.for_config(config), config.output_path / VALUES_DIR):
+        path.unlink(missing_ok=True)
 
 
 def _plan_results(config: Config, store: Store, cutoff: float, plan: Cleanup) -> None:

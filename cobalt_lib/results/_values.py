@@ -93,3 +93,30 @@ def restore(rows: Iterable[dict[str, Any]], values: Path) -> None:
                 continue
             with contextlib.suppress(OSError, ValueError):
                 row[column] = json.loads((values / f"{found.group(3)}.json").read_bytes())
+
+
+def referenced(store: Any) -> set[str]:
+    """The side files (by digest) that some stored row still points to: a value cut in `CAPPED`."""
+    import duckdb
+
+    if not store.path.exists():
+        return set()
+    found: set[str] = set()
+    for table, columns in CAPPED.items():
+        for column in columns:
+            try:
+                rows = store.query(f"SELECT DISTINCT regexp_extract(CAST({column} AS VARCHAR), "
+                                   f"'whole value in values/([0-9a-f]{{64}})\\.json', 1) AS digest FROM {table} "
+                                   f"WHERE CAST({column} AS VARCHAR) LIKE '%[cobalt: cut at %'")
+            except duckdb.CatalogException:  # a store without the table yet
+                continue
+            found.update(str(r["digest"]) for r in rows if r["digest"])
+    return found
+
+
+def orphans(store: Any, values: Path) -> list[Path]:
+    """Side files under `values` that no stored row points to any more (what a clean may remove)."""
+    if not values.is_dir():
+        return []
+    kept = referenced(store)
+    return sorted(p for p in values.glob("*.json") if p.stem not in kept)

@@ -43,3 +43,33 @@ def test_clean_deletes_old_cache_entries_and_the_folders_they_leave_empty(projec
     assert (plan.cache_files, plan.cache_bytes, plan.run_ids) == ([old], 2, [])
     clean_up(config, plan)
     assert not old.exists() and not old.parent.exists() and new.exists()
+
+
+def test_clean_removes_the_runs_shard_files_and_the_side_files_no_run_points_to(project: Path) -> None:
+    from cobalt_lib import Dataset, Evaluator, experiment, load_config
+
+    (project / "cobalt.toml").write_text("[store]\nmax_value_bytes = 1024\n")
+    config = load_config(project)
+    answers = {"text": "a" * 5000}
+    long = experiment("long", Dataset([{"input": "q"}]), lambda ctx: answers["text"],
+                      evaluators=[Evaluator(name="one", type="function", fn=lambda ctx: 1.0)])
+    gone = long.run(config=config)
+    shared = long.run(config=config)  # the same long answer: the same side file as `gone`
+    answers["text"] = "b" * 5000
+    kept = long.run(config=config)
+    values = config.output_path / "values"
+    assert len(list(values.glob("*.json"))) == 2  # content-addressed: one per distinct long value
+    exchange = config.output_path / "exchange"
+    for run_id in (gone.id, kept.id):  # as a Dagster-launched run's shards leave them
+        (exchange / run_id / "shard-00000").mkdir(parents=True)
+        (exchange / run_id / "shard-00000" / "part-000000-0.json").write_text("{}")
+    plan = plan_cleanup(config, cache=False, results=True)
+    plan.run_ids = [gone.id]
+    clean_up(config, plan)
+    assert sorted(p.name for p in exchange.iterdir()) == [kept.id]
+    assert len(list(values.glob("*.json"))) == 2  # `shared` still points to the first
+    plan.run_ids = [shared.id]
+    clean_up(config, plan)
+    [left] = values.glob("*.json")
+    assert "b" * 100 in left.read_text()  # only `kept`'s side file is left
+    assert Store.for_config(config).rows("outputs", kept.id)[0]["output"] == "b" * 5000  # read back whole
