@@ -56,6 +56,8 @@ class Judge(BaseHTTPRequestHandler):
     script: ClassVar[list[Script]]
     received: ClassVar[list[dict[str, Any]]]
     sent: ClassVar[list[int]]
+    #: Set once an endless body's client has hung up (and `sent` says how much got out).
+    hung_up: ClassVar[threading.Event]
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -90,6 +92,7 @@ class Judge(BaseHTTPRequestHandler):
         except OSError:
             pass
         type(self).sent.append(sent)
+        type(self).hung_up.set()
 
     def log_message(self, *args: object) -> None:
         pass
@@ -109,7 +112,8 @@ class Server:
 @contextmanager
 def judge_server(*script: Script, tls: ssl.SSLContext | None = None) -> Iterator[Server]:
     """A scripted judge on 127.0.0.1 (HTTPS with `tls`); its URL has no path."""
-    handler = type("Scripted", (Judge,), {"script": list(script), "received": [], "sent": []})
+    handler = type("Scripted", (Judge,), {"script": list(script), "received": [], "sent": [],
+                                               "hung_up": threading.Event()})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     if tls is not None:
         server.socket = tls.wrap_socket(server.socket, server_side=True)

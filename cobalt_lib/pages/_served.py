@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from abc import ABC, abstractmethod
 
 from aiohttp import web
 
 from .._errors import ConfigError
 
 
-class ThreadedServer:
+class ThreadedServer(ABC):
     """Subclasses say what they serve (`application`) and what to do when the port is taken (`taken`)."""
 
     thread_name = "cobalt-server"
@@ -27,8 +28,9 @@ class ThreadedServer:
         shown = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{shown}:{self.port}"
 
+    @abstractmethod
     def application(self) -> web.Application:
-        raise NotImplementedError
+        """The aiohttp application this server serves."""
 
     def taken(self, error: BaseException) -> str:
         """The one sentence when the port cannot be bound."""

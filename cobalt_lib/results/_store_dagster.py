@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._tables import COLUMNS
 from ._tables import fetch as _fetch
@@ -17,17 +17,11 @@ class DagsterRuns:
 
     path: Path
 
-    def _transaction(self, *, ensure_schema: bool = False) -> AbstractContextManager[Any]:
-        raise NotImplementedError
-
-    def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
-        raise NotImplementedError
-
-    def _runs(self, sql: str, params: Sequence[Any], *, missing_ok: bool) -> list[dict[str, Any]]:
-        raise NotImplementedError
-
-    def connect(self, *, read_only: bool = False) -> AbstractContextManager[Any]:
-        raise NotImplementedError
+    if TYPE_CHECKING:  # what `Store` brings, for the type checker alone
+        def _transaction(self, *, ensure_schema: bool = False) -> AbstractContextManager[Any]: ...
+        def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]: ...
+        def _runs(self, sql: str, params: Sequence[Any], *, missing_ok: bool) -> list[dict[str, Any]]: ...
+        def connect(self, *, read_only: bool = False) -> AbstractContextManager[Any]: ...
 
     def mark_in_dagster(self, run_id: str, dagster_run_id: str | None, how: str) -> None:
         """Note how Dagster holds the run `run_id`: `executed` (Dagster launched it) or `recorded` (replayed

@@ -94,3 +94,21 @@ async def served(tmp_path_factory: pytest.TempPathFactory, _llm_server: FakeLLM)
     params = StdioServerParameters(command=COBALT, args=["mcp"], cwd=str(root), env=server_env())
     async with Client(params, read_timeout_seconds=120) as client:
         yield Served(client, root)
+
+
+#: `slow`: item 3 reads the named pipe `go` in the project root, which blocks until the test writes to it,
+#: so the test decides when the run ends (one item at a time: items 4-11 wait behind it).
+SLOW = '''
+from pathlib import Path
+from cobalt_lib import Dataset, Evaluator, experiment
+
+GO = Path(__file__).resolve().parents[1] / "go"
+
+def agent(ctx):
+    if ctx.index == 3:
+        GO.read_text()
+    return ctx.item["expected_output"]
+
+experiment("slow", Dataset([{"input": f"q{i}", "expected_output": f"a{i}"} for i in range(12)]), agent,
+           evaluators=[Evaluator(name="exact", type="exact-match")], concurrency=1)
+'''

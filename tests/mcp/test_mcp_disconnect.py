@@ -10,30 +10,18 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
-from mcp_project import COBALT, server_env
+from mcp_project import COBALT, SLOW, server_env
 
 from cobalt_lib import Store
 
 pytestmark = pytest.mark.slow
 
-#: Item 3 waits on the named pipe `go`, which nobody writes: the run cannot finish by itself.
-SLOW = '''
-from pathlib import Path
-from cobalt_lib import Dataset, Evaluator, experiment
-
-GO = Path(__file__).resolve().parents[1] / "go"
-
-def agent(ctx):
-    if ctx.index == 3:
-        GO.read_text()
-    return ctx.item["expected_output"]
-
-experiment("slow", Dataset([{"input": f"q{i}", "expected_output": f"a{i}"} for i in range(12)]), agent,
-           evaluators=[Evaluator(name="exact", type="exact-match")], concurrency=1)
-'''
 
 #: The client: connect over stdio, call cobalt_run, say each progress notification on stdout.
 CLIENT = '''
@@ -52,12 +40,50 @@ anyio.run(main)
 '''
 
 
-def test_a_client_killed_mid_run_stops_the_run_and_keeps_what_finished(tmp_path: Path) -> None:
+def slow_project(tmp_path: Path) -> Path:
+    """A project whose `slow` experiment cannot finish by itself: item 3 waits on the pipe `go`."""
     root = tmp_path / "proj"
     (root / "experiments").mkdir(parents=True)
     (root / "experiments" / "slow.cobalt.py").write_text(SLOW)
     os.mkfifo(root / "go")
-    env = {**server_env(), "COBALT_LEASE_SECONDS": "3600"}  # so only the server's stop can end the run
+    return root
+
+
+#: A lease of an hour: only the server's stop can end the run.
+LONG_LEASE = {"COBALT_LEASE_SECONDS": "3600"}
+
+
+def stopped(root: Path) -> dict[str, Any]:
+    """The run once it is no longer `running` (a condition to reach, within a deadline, not a timer)."""
+    store = Store(root / ".cobalt" / "cobalt.duckdb")
+    deadline = time.monotonic() + 120
+    while store.runs()[0]["status"] == "running" and time.monotonic() < deadline:
+        pass
+    [run] = store.runs()
+    return {"status": run["status"], "passed": run["passed"],
+            "outputs": [r["item_index"] for r in store.rows("outputs", run["run_id"])]}
+
+
+@contextmanager
+def http_server(root: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """`cobalt mcp --http` on a free port in `root`; yields its URL and process, killed at the end."""
+    server = subprocess.Popen([COBALT, "mcp", "--http", "--port", "0"], cwd=root, env={**server_env(), **LONG_LEASE},
+                              text=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        assert server.stderr is not None
+        line = server.stderr.readline()
+        while "serving MCP over streamable HTTP at " not in line:
+            assert line, "the server ended before it served"
+            line = server.stderr.readline()
+        yield line.split(" at ", 1)[1].split(" ", 1)[0], server
+    finally:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
+
+
+def test_a_client_killed_mid_run_stops_the_run_and_keeps_what_finished(tmp_path: Path) -> None:
+    root = slow_project(tmp_path)
+    env = {**server_env(), **LONG_LEASE}
     client = subprocess.Popen([sys.executable, "-c", CLIENT, COBALT, str(root), json.dumps(env)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert client.stdout is not None
@@ -65,15 +91,9 @@ def test_a_client_killed_mid_run_stops_the_run_and_keeps_what_finished(tmp_path:
     assert heard == ["progress 1", "progress 2", "progress 3"], client.stderr.read() if client.stderr else ""
     os.kill(client.pid, signal.SIGKILL)  # the client goes away without a word: its end of the server's stdin closes
     client.communicate(timeout=30)
-    store = Store(root / ".cobalt" / "cobalt.duckdb")
-    deadline = time.monotonic() + 120  # a condition to reach, not a timer
-    status = "running"
-    while status == "running" and time.monotonic() < deadline:
-        status = store.runs()[0]["status"]
+    run = stopped(root)
     # `incomplete` with an hour of lease left: the server stopped the run as Ctrl-C would.
-    assert status == "incomplete"
-    [run] = store.runs()
-    assert [r["item_index"] for r in store.rows("outputs", run["run_id"])] == [0, 1, 2]
+    assert (run["status"], run["outputs"]) == ("incomplete", [0, 1, 2])
     assert run["passed"] is not True
 
 
@@ -97,20 +117,8 @@ def test_a_client_dropping_its_http_connection_mid_run_stops_the_run(tmp_path: P
     """Streamable HTTP: the close of the request's stream is its cancellation (MCP 2026-07-28). The SDK's
     client speaks that revision, whose requests the SDK's server watches itself; a 2025-era session
     is the next test's."""
-    root = tmp_path / "proj"
-    (root / "experiments").mkdir(parents=True)
-    (root / "experiments" / "slow.cobalt.py").write_text(SLOW)
-    os.mkfifo(root / "go")
-    env = {**server_env(), "COBALT_LEASE_SECONDS": "3600"}  # so only the server's stop can end the run
-    server = subprocess.Popen([COBALT, "mcp", "--http", "--port", "0"], cwd=root, env=env, text=True,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
-    try:
-        assert server.stderr is not None
-        line = server.stderr.readline()
-        while "serving MCP over streamable HTTP at " not in line:
-            assert line, "the server ended before it served"
-            line = server.stderr.readline()
-        url = line.split(" at ", 1)[1].split(" ", 1)[0]
+    root = slow_project(tmp_path)
+    with http_server(root) as (url, server):
         client = subprocess.Popen([sys.executable, "-c", HTTP_CLIENT, url], stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True)
         assert client.stdout is not None
@@ -118,18 +126,9 @@ def test_a_client_dropping_its_http_connection_mid_run_stops_the_run(tmp_path: P
         assert heard == ["progress 1", "progress 2", "progress 3"], client.stderr.read() if client.stderr else ""
         os.kill(client.pid, signal.SIGKILL)  # its connection closes without a word
         client.communicate(timeout=30)
-        store = Store(root / ".cobalt" / "cobalt.duckdb")
-        deadline = time.monotonic() + 120  # a condition to reach, not a timer
-        status = "running"
-        while status == "running" and time.monotonic() < deadline:
-            status = store.runs()[0]["status"]
-        assert status == "incomplete"  # an hour of lease left: the server stopped the run
-        [run] = store.runs()
-        assert [r["item_index"] for r in store.rows("outputs", run["run_id"])] == [0, 1, 2]
+        run = stopped(root)
+        assert (run["status"], run["outputs"]) == ("incomplete", [0, 1, 2])  # the server stopped the run
         assert server.poll() is None  # the server itself serves on
-    finally:
-        os.killpg(server.pid, signal.SIGKILL)
-        server.wait()
 
 
 def _legacy_session_drops_mid_run(url: str) -> None:
@@ -160,28 +159,8 @@ def _legacy_session_drops_mid_run(url: str) -> None:
 
 
 def test_a_2025_session_dropping_its_http_connection_mid_run_stops_the_run(tmp_path: Path) -> None:
-    root = tmp_path / "proj"
-    (root / "experiments").mkdir(parents=True)
-    (root / "experiments" / "slow.cobalt.py").write_text(SLOW)
-    os.mkfifo(root / "go")
-    env = {**server_env(), "COBALT_LEASE_SECONDS": "3600"}
-    server = subprocess.Popen([COBALT, "mcp", "--http", "--port", "0"], cwd=root, env=env, text=True,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
-    try:
-        assert server.stderr is not None
-        line = server.stderr.readline()
-        while "serving MCP over streamable HTTP at " not in line:
-            assert line, "the server ended before it served"
-            line = server.stderr.readline()
-        _legacy_session_drops_mid_run(line.split(" at ", 1)[1].split(" ", 1)[0])
-        store = Store(root / ".cobalt" / "cobalt.duckdb")
-        deadline = time.monotonic() + 120  # a condition to reach, not a timer
-        status = "running"
-        while status == "running" and time.monotonic() < deadline:
-            status = store.runs()[0]["status"]
-        assert status == "incomplete"
-        [run] = store.runs()
-        assert [r["item_index"] for r in store.rows("outputs", run["run_id"])] == [0, 1, 2]
-    finally:
-        os.killpg(server.pid, signal.SIGKILL)
-        server.wait()
+    root = slow_project(tmp_path)
+    with http_server(root) as (url, _):
+        _legacy_session_drops_mid_run(url)
+        run = stopped(root)
+        assert (run["status"], run["outputs"]) == ("incomplete", [0, 1, 2])

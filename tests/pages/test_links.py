@@ -35,6 +35,7 @@ def test_dagster_urls_follow_the_dagster_ui_scheme(tmp_path: Path, monkeypatch: 
     assert pages_url(config) == "http://127.0.0.1:9999"
 
 
+@pytest.mark.slow  # imports Dagster (`cobalt_dagster`), which may start a process the first time
 @pytest.mark.parametrize(("gate", "check"), [
     ("exact >= 0.75", "gate_exact_min_0_75"),
     ("latency.p95 <= 5000", "gate_latency_p95_max_5000"),
