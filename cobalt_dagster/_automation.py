@@ -10,7 +10,7 @@ from typing import Any
 import dagster as dg
 
 from cobalt_lib import Config, ConfigError
-from cobalt_lib.links import dagster_tags
+from cobalt_lib.links import JUDGE_BATCH_TAG, dagster_tags
 from cobalt_lib.run import new_run_id
 
 from ._assets import ExperimentDefs
@@ -27,12 +27,14 @@ def build_schedules(config: Config, defs: list[ExperimentDefs]) -> list[dg.Sched
         if target is None:
             raise ConfigError(f"[schedules] names experiment {name!r}, which does not exist; "
                               f"experiments: {', '.join(sorted(d.experiment.name for d in defs)) or 'none'}.")
-        schedules.append(_schedule(target, spec.cron, spec.timezone))
+        schedules.append(_schedule(target, spec.cron, spec.timezone, spec.judge_batch))
     return schedules
 
 
-def _schedule(target: ExperimentDefs, cron: str, timezone: str) -> dg.ScheduleDefinition:
+def _schedule(target: ExperimentDefs, cron: str, timezone: str, judge_batch: bool | None) -> dg.ScheduleDefinition:
     parts = target.partitions
+    tags = {"cobalt/trigger": "schedule",
+            **({JUDGE_BATCH_TAG: str(judge_batch).lower()} if judge_batch is not None else {})}
 
     # RUNNING by default: listing an experiment under [schedules] is the user's request to run it, and
     # `cobalt serve` promises that schedules run while it is up (a STOPPED default needs a UI click).
@@ -43,7 +45,7 @@ def _schedule(target: ExperimentDefs, cron: str, timezone: str) -> dg.ScheduleDe
         # A schedule cannot return dynamic-partition requests, so the partition is added here.
         run_id = new_run_id()
         context.instance.add_dynamic_partitions(parts.name, [run_id])  # type: ignore[arg-type]
-        return dg.RunRequest(run_key=run_id, partition_key=run_id, tags={"cobalt/trigger": "schedule"})
+        return dg.RunRequest(run_key=run_id, partition_key=run_id, tags=tags)
 
     return schedule
 

@@ -10,7 +10,7 @@ from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
 from cobalt_lib import Config, ConfigError, Experiment, Store, load_config
-from cobalt_lib.links import cobalt_tags
+from cobalt_lib.links import cobalt_tags, judge_batch_of
 from cobalt_lib.run import PartitionRun, RunPlan, prepare, run_coroutine
 
 T = TypeVar("T")
@@ -43,7 +43,7 @@ class CobaltResource(dg.ConfigurableResource):
         started = run.get("started_at") if run else None
         concurrency = int(tags["cobalt/concurrency"]) if tags.get("cobalt/concurrency") else None
         request = PartitionRun(run_id=run_id, timestamp=started.isoformat() if started is not None else None,
-                               concurrency=concurrency, tags=cobalt_tags(tags))
+                               concurrency=concurrency, tags=cobalt_tags(tags), judge_batch=judge_batch_of(tags))
         return prepare(experiment, config, request)
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._errors import (
+        BatchPending,
         CobaltError,
         ConfigError,
         DatasetError,
@@ -49,7 +50,7 @@ __version__ = "0.1.0"
 
 #: Where each public name lives; `__getattr__` imports it on first use.
 _EXPORTS: dict[str, str] = {name: module for module, names in {
-    "._errors": "CobaltError ConfigError DatasetError EvaluatorError JudgeError MissingApiKeyError "
+    "._errors": "BatchPending CobaltError ConfigError DatasetError EvaluatorError JudgeError MissingApiKeyError "
         "StoreError TemplateError",
     ".config": "Config define_config find_project_root load_config",
     ".evaluators": "EVALUATOR_TYPES EvalContext Evaluator EvaluatorKind evaluator_kinds",
@@ -68,6 +69,7 @@ __all__ = [
     "AgentContext",
     "Assertion",
     "AssertionResult",
+    "BatchPending",
     "CobaltError",
     "Config",
     "ConfigError",

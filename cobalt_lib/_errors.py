@@ -7,6 +7,7 @@
     │   └── MissingApiKeyError  the provider's key is not set
     ├── DatasetError         a malformed dataset file, line or row
     ├── JudgeError           a judge call failed after its retries
+    ├── BatchPending         a judge batch outlived `[judge] batch_deadline`: the run stops, resumable
     └── StoreError           the DuckDB store or results directory cannot be used
         └── StoreLocked      another process held the store for longer than the wait
 
@@ -43,6 +44,11 @@ class DatasetError(CobaltError):
 
 class JudgeError(CobaltError):
     """A judge or embeddings call failed after every retry."""
+
+
+class BatchPending(CobaltError):
+    """A judge batch had not ended by `[judge] batch_deadline`: the run stops (incomplete, resumable),
+    not one item's evaluation: every item waiting on the batch would fail the same way."""
 
 
 class StoreError(CobaltError):

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+from fakebatch import BatchAPI
 
 
 @dataclass
@@ -105,6 +106,8 @@ class FakeLLM:
         self.max_inflight = 0
         #: Bumped by reset(): a slow request left over from an earlier test does not count as in flight.
         self._generation = 0
+        #: The batch endpoints (OpenAI Batch, Anthropic Message Batches), answering as the chat endpoints do.
+        self.batches = BatchAPI(self)
 
     # -- urls -----------------------------------------------------------------------------------
 
@@ -141,6 +144,7 @@ class FakeLLM:
             self.max_inflight = 0
             self._inflight = 0
             self._generation += 1
+        self.batches.reset()
 
     def count(self, kind: str | None = None) -> int:
         with self._lock:
@@ -227,6 +231,7 @@ class FakeLLM:
     async def _start(self, port: int = 0) -> None:
         app = web.Application()
         app.router.add_get("/fakellm/stats", self._stats)
+        self.batches.install(app)
         app.router.add_post("/{tail:.*}", self._handle)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()

@@ -13,7 +13,7 @@ EXPECTED = {
     "EVALUATOR_TYPES", "REGISTRY", "AgentContext", "Assertion", "AssertionResult", "CobaltError", "Config",
     "ConfigError", "Dataset", "DatasetError", "EvalContext", "EvalResult", "Evaluation", "Evaluator",
     "EvaluatorError", "EvaluatorKind", "evaluator_kinds", "Experiment", "ExperimentReport", "ItemResult",
-    "ItemSpread", "JudgeError",
+    "ItemSpread", "JudgeError", "BatchPending",
     "MissingApiKeyError", "Stats", "Store", "StoreError", "Summary", "TemplateError", "__version__",
     "assertion", "define_config", "discover_files", "experiment", "find_project_root", "load_config",
     "load_experiments", "load_file", "no_regression", "read_results", "threshold",
@@ -29,7 +29,7 @@ def test_public_names_are_pinned() -> None:
 
 def test_errors_form_one_hierarchy() -> None:
     for name in ("ConfigError", "DatasetError", "JudgeError", "StoreError", "EvaluatorError", "TemplateError",
-                 "MissingApiKeyError"):
+                 "MissingApiKeyError", "BatchPending"):
         assert issubclass(getattr(cobalt_lib, name), cobalt_lib.CobaltError)
     assert issubclass(cobalt_lib.MissingApiKeyError, cobalt_lib.ConfigError)
 

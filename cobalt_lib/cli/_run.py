@@ -45,6 +45,9 @@ def run(
     update_baselines: Annotated[bool, typer.Option(
         "--update-baselines", help="Skip the no_regression gates and, when the other gates pass, write "
         "their baseline files from this run (first run, or an accepted change in quality).")] = False,
+    judge_batch: Annotated[bool | None, typer.Option(
+        "--judge-batch/--no-judge-batch", help="Send the judge calls through the provider's batch API (half "
+        "price, answers within hours; resumable with --resume) or online; default: [judge] batch.")] = None,
     progress_jsonl: Annotated[Path | None, typer.Option(
         "--progress-jsonl", metavar="FILE", help="Also write one JSON line per started run, finished item and "
         "finished run to FILE (a file, or a pipe such as /dev/fd/3), flushed as each happens.")] = None,
@@ -71,7 +74,7 @@ def run(
     progress = None if progress_jsonl is None else open(progress_jsonl, "w", encoding="utf-8")  # noqa: SIM115
     reporter = _observer(json_output, ci, progress)
     options = RunOptions(concurrency=concurrency, add_tags=add_tag or [], dagster=not no_dagster,
-                         update_baselines=update_baselines)
+                         update_baselines=update_baselines, judge_batch=judge_batch)
     try:
         # With --json, stdout carries the JSON alone: what the experiment files and agents print goes to stderr.
         user_output = contextlib.redirect_stdout(sys.stderr) if json_output else contextlib.nullcontext()
@@ -121,10 +124,11 @@ def _start(config: Config, resume: str | None, only_failed: str | None, selectio
 
     if resume:
         return resume_run(config, resume, selection, concurrency=options.concurrency, record=options.dagster,
-                          observer=reporter)
+                          observer=reporter, judge_batch=options.judge_batch)
     if only_failed:
         return rerun_failed(config, only_failed, selection, concurrency=options.concurrency,
-                            add_tags=options.add_tags, record=options.dagster, observer=reporter)
+                            add_tags=options.add_tags, record=options.dagster, observer=reporter,
+                            judge_batch=options.judge_batch)
     return _fresh_runs(config, selection, options, reporter)
 
 

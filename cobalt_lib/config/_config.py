@@ -37,6 +37,44 @@ class JudgeConfig(_Section):
     max_retries: int = Field(default=4, ge=0, le=20, description="retries on 429, 5xx, connection errors")
     retry_max_seconds: float = Field(default=120.0, gt=0, description="total time budget for retries")
     timeout: float = Field(default=60.0, gt=0, description="seconds per judge request")
+    #: Send the run's judge calls through the provider's batch API (OpenAI Batch, Anthropic Message Batches)
+    #: at half the price, answers within hours instead of seconds: for scheduled runs (docs/judge.md).
+    batch: bool = False
+    #: How long a run waits on a batch before it stops, resumable (the providers' own window is 24 h).
+    batch_deadline: str | int = "24h"
+    #: A batch goes out once no judge call has joined it for this long (or it is full).
+    batch_window: str | float = "2s"
+
+    @field_validator("batch_deadline", "batch_window", mode="before")
+    @classmethod
+    def _check_durations(cls, value: Any, info: Any) -> Any:
+        parse_duration(value, field=f"judge.{info.field_name}")
+        return value
+
+    @property
+    def batch_window_seconds(self) -> float:
+        return parse_duration(self.batch_window, field="judge.batch_window")
+
+    @property
+    def batch_deadline_seconds(self) -> float:
+        return parse_duration(self.batch_deadline, field="judge.batch_deadline")
+
+    def batch_mode(self) -> bool:
+        """`batch`, unless COBALT_JUDGE_BATCH (1/true/yes or 0/false/no) says otherwise."""
+        import os
+
+        value = os.environ.get(BATCH_VARIABLE, "").strip().lower()
+        if not value:
+            return self.batch
+        if value in ("1", "true", "yes", "on"):
+            return True
+        if value in ("0", "false", "no", "off"):
+            return False
+        raise ConfigError(f"{BATCH_VARIABLE}={value!r} is not a yes or no; set it to 1 or 0.")
+
+
+#: The environment variable that overrides `[judge] batch` (a schedule's or a CI job's runs, say).
+BATCH_VARIABLE = "COBALT_JUDGE_BATCH"
 
 
 class EmbeddingsConfig(_Section):
@@ -144,6 +182,9 @@ class CIConfig(_Section):
 class Schedule(_Section):
     cron: str
     timezone: str = "UTC"
+    #: Judge this schedule's runs through the provider's batch API (half price, answers within hours);
+    #: unset: as `[judge] batch` says.
+    judge_batch: bool | None = None
 
 
 class Price(_Section):

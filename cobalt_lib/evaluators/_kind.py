@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.fields import FieldInfo
 
-from .._errors import EvaluatorError, JudgeError, TemplateError
+from .._errors import BatchPending, EvaluatorError, JudgeError, TemplateError
 from ..results._direction import passes
 from ..results._report import Evaluation
 from ._context import EvalContext, Scoring
@@ -132,6 +132,8 @@ class EvaluatorKind(BaseModel, abc.ABC):
             if inspect.isawaitable(value):
                 value = await value
             result = to_evaluation(value, scoring.evaluator)
+        except BatchPending:  # stops the run (resumable), not one item's evaluation
+            raise
         except (TemplateError, JudgeError) as exc:
             result = Evaluation(status="eval-error", error=str(exc))
         except Exception as exc:  # a bug in a kind, cobalt or a provider SDK: one eval-error, not a stopped run

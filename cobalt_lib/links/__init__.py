@@ -9,7 +9,7 @@ without importing one another.
 from __future__ import annotations
 
 from ._names import dagster_check_name, dagster_check_names, dagster_name
-from ._tags import TAG_PREFIX, cobalt_tags, dagster_tags, tag_key
+from ._tags import JUDGE_BATCH_TAG, TAG_PREFIX, cobalt_tags, dagster_tags, judge_batch_of, tag_key
 from ._urls import (
     DAGSTER_URL_VARIABLE,
     PAGES_URL_VARIABLE,
@@ -26,6 +26,7 @@ from ._urls import (
 
 __all__ = [
     "DAGSTER_URL_VARIABLE",
+    "JUDGE_BATCH_TAG",
     "PAGES_URL_VARIABLE",
     "TAG_PREFIX",
     "cobalt_tags",
@@ -39,6 +40,7 @@ __all__ = [
     "dagster_run_url",
     "dagster_tags",
     "dagster_url",
+    "judge_batch_of",
     "pages_url",
     "run_page_url",
     "tag_key",

@@ -12,6 +12,14 @@ import re
 from collections.abc import Iterable, Mapping
 
 TAG_PREFIX = "cobalt.tag/"
+#: The Dagster run tag that says how the run judges: `true` through the provider's batch API, `false`
+#: online; absent, as `[judge] batch` says (a schedule's `judge_batch` sets it).
+JUDGE_BATCH_TAG = "cobalt/judge-batch"
+
+
+def judge_batch_of(run_tags: Mapping[str, str]) -> bool | None:
+    """What the run's `JUDGE_BATCH_TAG` asks: True, False, or None when it asks nothing."""
+    return {"true": True, "false": False}.get(run_tags.get(JUDGE_BATCH_TAG, "").strip().lower())
 
 
 def tag_key(tag: str) -> str:

@@ -13,6 +13,7 @@ from typing import Any, Generic, NamedTuple, TypeVar
 
 from .._errors import JudgeError
 from ..results._report import Evaluation
+from ._batch import BATCH_PRICE_FACTOR, BatchJudging
 from ._cache import ResponseCache, cache_key
 from ._pricing import cost_usd
 from ._providers import Endpoint
@@ -92,13 +93,18 @@ class Judge:
     """Judge and embeddings calls of one run: shared clients, cache, concurrency limit and prices."""
 
     def __init__(self, cache: ResponseCache, concurrency: int,
-                 prices: Mapping[str, tuple[float, float]] | None = None, *, clients: Clients | None = None) -> None:
+                 prices: Mapping[str, tuple[float, float]] | None = None, *, clients: Clients | None = None,
+                 batch: Callable[[Clients], BatchJudging] | None = None) -> None:
         self.clients = clients or Clients()
         self.cache = cache
         self.prices = dict(prices or {})
         self._limit = asyncio.Semaphore(concurrency)
+        #: Set for a run that judges through the provider's batch API (`[judge] batch`).
+        self.batch = batch(self.clients) if batch is not None else None
 
     async def aclose(self) -> None:
+        if self.batch is not None:
+            await self.batch.aclose()
         await self.clients.aclose()
 
     async def score(self, endpoint: Endpoint, prompt: str, *, system: str = SYSTEM_PROMPT,
@@ -139,12 +145,17 @@ class Judge:
         messages = [{"role": "user", "content": prompt}]
         usage = [0, 0]
         calls = 0
+        batched = False
         raw = ""
         answers: list[str] = []
         try:
             for attempt in range(2):
-                async with self._limit:
-                    completion = await self.clients.complete(endpoint, system, messages)
+                if self.batch is not None:  # waits for hours, holding no slot: the batch is the limit
+                    completion = await self.batch.complete(endpoint, system, messages)
+                    batched = True
+                else:
+                    async with self._limit:
+                        completion = await self.clients.complete(endpoint, system, messages)
                 calls += 1
                 usage[0] += completion.input_tokens
                 usage[1] += completion.output_tokens
@@ -153,25 +164,27 @@ class Judge:
                 parsed = parse(raw)
                 if not isinstance(parsed, str):
                     self.cache.put(key, {"raw": raw})
-                    return Answer(parsed, self._record(endpoint, started, usage, calls, raw_response=raw))
+                    return Answer(parsed, self._record(endpoint, started, usage, calls, raw_response=raw,
+                                                       batched=batched))
                 if attempt == 0:
                     messages = [*messages, {"role": "assistant", "content": raw},
                                 {"role": "user", "content": retry.format(problem=parsed)}]
-            return Answer(None, self._record(endpoint, started, usage, calls, status="eval-error",
+            return Answer(None, self._record(endpoint, started, usage, calls, status="eval-error", batched=batched,
                                              raw_response=RETRY_SEPARATOR.join(answers),
                                              error=f"unusable judge answer after a stricter retry: {parsed}"))
         except JudgeError as exc:
-            return Answer(None, self._record(endpoint, started, usage, calls, status="eval-error",
+            return Answer(None, self._record(endpoint, started, usage, calls, status="eval-error", batched=batched,
                                              error=str(exc), raw_response=raw or None))
 
-    def _record(self, endpoint: Endpoint, started: float, usage: list[int], calls: int,
+    def _record(self, endpoint: Endpoint, started: float, usage: list[int], calls: int, *, batched: bool = False,
                 **fields: Any) -> Evaluation:
+        cost = cost_usd(endpoint.model, usage[0], usage[1], self.prices)
         return Evaluation(
             judge_model=endpoint.label,
             latency_ms=(time.perf_counter() - started) * 1000,
             input_tokens=usage[0],
             output_tokens=usage[1],
-            cost_usd=cost_usd(endpoint.model, usage[0], usage[1], self.prices),
+            cost_usd=cost * BATCH_PRICE_FACTOR if cost is not None and batched else cost,
             judge_calls=calls,
             **fields,
         )

@@ -85,7 +85,35 @@ class Completion:
     input_tokens: int
     output_tokens: int
     model: str
+    #: Answered through the provider's batch API (billed at its discount).
+    batched: bool = False
 
+
+
+def chat_request(endpoint: Endpoint, system: str, messages: list[dict[str, str]]) -> tuple[str, dict[str, Any]]:
+    """The path (under the base URL) and body of one chat call in the endpoint's wire format."""
+    if endpoint.provider == "anthropic":
+        return "/v1/messages", {"model": endpoint.model, "system": system, "messages": messages,
+                                **endpoint.sampling()}
+    return "/chat/completions", {"model": endpoint.model,
+                                 "messages": [{"role": "system", "content": system}, *messages],
+                                 **endpoint.sampling()}
+
+
+def chat_answer(endpoint: Endpoint, data: Mapping[str, Any], *, batched: bool = False) -> Completion:
+    """The text and token usage of one chat answer (a message, or a chat completion)."""
+    if endpoint.provider == "anthropic":
+        text = "".join(block.get("text", "") for block in data.get("content") or []
+                       if isinstance(block, dict) and block.get("type") == "text")
+        tokens = _usage(data, "input_tokens", "output_tokens")
+    else:
+        choices = data.get("choices") or [{}]
+        message = choices[0].get("message") if isinstance(choices[0], dict) else None
+        text = (message or {}).get("content") or ""
+        tokens = _usage(data, "prompt_tokens", "completion_tokens")
+    # A proxy or a debugging server can echo the request, headers included: the answer is kept
+    # (raw_response, reason, cache), so no secret may survive in it.
+    return Completion(redact(str(text), endpoint), *tokens, str(data.get("model") or endpoint.model), batched)
 
 
 def request_headers(endpoint: Endpoint) -> dict[str, str]:
@@ -177,24 +205,8 @@ class Clients:
 
     async def complete(self, endpoint: Endpoint, system: str, messages: list[dict[str, str]]) -> Completion:
         """One chat call with bounded retries; returns the text and token usage."""
-        if endpoint.provider == "anthropic":
-            body: dict[str, Any] = {"model": endpoint.model, "system": system, "messages": messages,
-                                    **endpoint.sampling()}
-            data = await self._post_retrying(endpoint, "/v1/messages", body)
-            text = "".join(block.get("text", "") for block in data.get("content") or []
-                           if isinstance(block, dict) and block.get("type") == "text")
-            tokens = _usage(data, "input_tokens", "output_tokens")
-        else:
-            body = {"model": endpoint.model, "messages": [{"role": "system", "content": system}, *messages],
-                    **endpoint.sampling()}
-            data = await self._post_retrying(endpoint, "/chat/completions", body)
-            choices = data.get("choices") or [{}]
-            message = choices[0].get("message") if isinstance(choices[0], dict) else None
-            text = (message or {}).get("content") or ""
-            tokens = _usage(data, "prompt_tokens", "completion_tokens")
-        # A proxy or a debugging server can echo the request, headers included: the answer is kept
-        # (raw_response, reason, cache), so no secret may survive in it.
-        return Completion(redact(str(text), endpoint), *tokens, str(data.get("model") or endpoint.model))
+        path, body = chat_request(endpoint, system, messages)
+        return chat_answer(endpoint, await self._post_retrying(endpoint, path, body))
 
     async def embed(self, endpoint: Endpoint, texts: list[str]) -> tuple[list[list[float]], int]:
         data = await self._post_retrying(endpoint, "/embeddings", {"model": endpoint.model, "input": texts})

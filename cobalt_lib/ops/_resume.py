@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 
 def resume_run(config: Config, ref: str, selection: Selection | None = None, *, concurrency: int | None = None,
-               record: bool = False, observer: Observer | None = None) -> RunOutcome:
+               record: bool = False, observer: Observer | None = None, judge_batch: bool | None = None) -> RunOutcome:
     """Finish stored run `ref` on the library path: its rows say which agent calls and scores are done.
 
     `selection` gives the experiment files and, when its name filter or tags pick one experiment, the
@@ -37,12 +37,14 @@ def resume_run(config: Config, ref: str, selection: Selection | None = None, *, 
     """
     problems: list[str] = []
     experiment, run_id = _stored_run(config, ref, selection, "resume it", problems)
-    plan = prepare(experiment, config, resume_request(experiment, config, run_id, concurrency=concurrency))
+    plan = prepare(experiment, config, resume_request(experiment, config, run_id, concurrency=concurrency,
+                                                      judge_batch=judge_batch))
     return RunOutcome(reports=[run_plan(plan, observer, record=record)], warnings=problems)
 
 
 def rerun_failed(config: Config, ref: str, selection: Selection | None = None, *, concurrency: int | None = None,
-                 add_tags: Sequence[str] = (), record: bool = False, observer: Observer | None = None) -> RunOutcome:
+                 add_tags: Sequence[str] = (), record: bool = False, observer: Observer | None = None,
+                 judge_batch: bool | None = None) -> RunOutcome:
     """Run again, as a new run linked by `parent_run_id`, the items that failed in stored run `ref`
     (agent error or timeout, eval-error, score below its pass mark), with their dataset indices.
 
@@ -51,7 +53,8 @@ def rerun_failed(config: Config, ref: str, selection: Selection | None = None, *
     """
     problems: list[str] = []
     experiment, run_id = _stored_run(config, ref, selection, "re-run its failed items", problems)
-    request = failed_request(experiment, config, run_id, concurrency=concurrency, tags=add_tags)
+    request = failed_request(experiment, config, run_id, concurrency=concurrency, tags=add_tags,
+                             judge_batch=judge_batch)
     return RunOutcome(reports=[run_plan(prepare(experiment, config, request), observer, record=record)],
                       warnings=problems)
 

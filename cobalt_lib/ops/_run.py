@@ -39,6 +39,8 @@ class RunOptions(BaseModel):
     dagster: bool = True
     #: Skip the no_regression gates and, when the other gates pass, write their baselines from the run.
     update_baselines: bool = False
+    #: Judge through the provider's batch API (True), online (False), or as `[judge] batch` says (None).
+    judge_batch: bool | None = None
 
 
 class BaselineUpdate(BaseModel):
@@ -83,8 +85,9 @@ class PreparedRuns:
 def prepare_runs(config: Config, selection: Selection, options: RunOptions) -> PreparedRuns:
     """Select and validate every experiment before running any: a usage error means nothing runs."""
     request = FreshRun(concurrency=options.concurrency, tags=options.add_tags,
-                       update_baselines=options.update_baselines)
+                       update_baselines=options.update_baselines, judge_batch=options.judge_batch)
     config.dagster.record_mode()  # a bad COBALT_DAGSTER_RECORD is a usage error before anything runs
+    config.judge.batch_mode()  # and so is a bad COBALT_JUDGE_BATCH
     problems: list[str] = []
     plans = [prepare(exp, config, request) for exp in select_experiments(config, selection, problems)]
     return PreparedRuns(config, plans, options, problems + unused_thresholds(config, plans))

@@ -56,6 +56,11 @@ TABLES: dict[str, list[tuple[str, str]]] = {
     "dagster_runs": [
         ("run_id", "VARCHAR"), ("dagster_run_id", "VARCHAR"), ("how", "VARCHAR"), ("recorded_at", "TIMESTAMPTZ"),
     ],
+    # The provider batches a run's judge calls went out in (`[judge] batch`): a resumed run waits on them.
+    "judge_batches": [
+        ("run_id", "VARCHAR"), ("batch_id", "VARCHAR"), ("endpoint", "VARCHAR"), ("status", "VARCHAR"),
+        ("requests", "JSON"), ("counts", "JSON"), ("created_at", "TIMESTAMPTZ"), ("ended_at", "TIMESTAMPTZ"),
+    ],
 }
 COLUMNS = {table: [name for name, _ in cols] for table, cols in TABLES.items()}
 JSON_COLUMNS = {name for cols in TABLES.values() for name, kind in cols if kind == "JSON"}

@@ -177,7 +177,7 @@ async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Seq
             async with Session(plan) as session:
                 if "outputs" in tables:
                     session.output_sink = lambda item: rows.add("outputs", output_row(plan.run_id, item))
-                await bounded(keys, 2 * (plan.concurrency + plan.judge_concurrency), one)
+                await bounded(keys, in_flight(plan, session), one)
     finally:
         work = (plan.run_id, (time.perf_counter() - started) * 1000)
         total = None
@@ -189,6 +189,18 @@ async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Seq
             elif worked is not None and to_store:
                 worked.clear()  # unknown now (the rows wait in a journal): finish works it out
     return items
+
+
+#: Items in flight at most while their judge calls wait on a batch: as many as one batch should hold.
+BATCH_IN_FLIGHT = 10_000
+
+
+def in_flight(plan: RunPlan, session: Session) -> int:
+    """How many items a stage keeps in flight: enough to keep agents and judge busy, or, when the judge
+    sends batches, enough to fill one (the agents' own limit still holds within)."""
+    if session.judge.batch is not None:
+        return BATCH_IN_FLIGHT
+    return 2 * (plan.concurrency + plan.judge_concurrency)
 
 
 async def agent_step(session: Session, key: tuple[int, int]) -> ItemResult:

@@ -12,6 +12,7 @@ from .._errors import ConfigError
 from ..config._config import Config
 from ..evaluators._evaluator import Evaluator
 from ..gates._assertions import RUN_METRICS, Assertion, NoRegression, check_metric, experiment_gates
+from ..llm._batch_wire import supports_batches
 from ..llm._cache import ResponseCache
 from ..llm._providers import Endpoint
 from ..results._report import ItemResult
@@ -48,6 +49,8 @@ class RunPlan:
     request: RunRequest = field(default_factory=FreshRun)
     #: The dataset indices this run covers, when only some (the failed items of its parent); None: all.
     indices: tuple[int, ...] | None = None
+    #: Judge through the provider's batch API (`[judge] batch`, or the run's request).
+    judge_batch: bool = False
 
     @property
     def store(self) -> Store:
@@ -65,6 +68,7 @@ class RunPlan:
             "assertions": [a.describe() for a in self.assertions],
             **({"rescored": sorted(self.scored)} if isinstance(self.request, RescoreRun) else {}),
             **({"indices": list(self.indices)} if self.indices is not None else {}),
+            **({"judge_batch": True} if self.judge_batch else {}),
             "dataset": {"source": exp.dataset.source,
                         "size": self.total_items if self.indices is None else len(exp.dataset)},
             "runner": getattr(exp.runner, "__qualname__", repr(exp.runner)),
@@ -139,6 +143,9 @@ def prepare(experiment: Experiment, config: Config, request: RunRequest | None =
     agent_limit = shape.concurrency or experiment.concurrency or config.concurrency
     if agent_limit < 1:
         raise ConfigError(f"concurrency must be 1 or more, got {agent_limit}.")
+    judge_batch = config.judge.batch_mode() if request.judge_batch is None else request.judge_batch
+    if judge_batch:
+        _check_batchable(endpoints)
     return RunPlan(
         experiment=experiment, config=config, run_id=shape.run_id, timestamp=shape.timestamp,
         runs=shape.runs or experiment.runs, concurrency=agent_limit,
@@ -148,8 +155,17 @@ def prepare(experiment: Experiment, config: Config, request: RunRequest | None =
         tags=list(dict.fromkeys([*experiment.tags, *shape.tags])), source=shape.source,
         parent_run_id=shape.parent_run_id, prices={name: (p.input, p.output) for name, p in config.prices.items()},
         evaluators=list(experiment.evaluators), scored=frozenset(e.name for e in chosen), total_items=total,
-        request=request, indices=shape.indices,
+        request=request, indices=shape.indices, judge_batch=judge_batch,
     )
+
+
+def _check_batchable(endpoints: Mapping[str, Endpoint | None]) -> None:
+    """Batch judging needs a provider with a batch API: say which evaluator's has none."""
+    for name, endpoint in endpoints.items():
+        if endpoint is not None and not supports_batches(endpoint):
+            raise ConfigError(f"evaluator {name!r} judges with {endpoint.label}, and {endpoint.provider} has no batch "
+                              "API; judge it with provider openai or anthropic, or run without batch judging "
+                              "([judge] batch = false, COBALT_JUDGE_BATCH=0 or --no-judge-batch).")
 
 
 def _check_items(experiment: Experiment, chosen: list[Evaluator], items: list[Mapping[str, Any]] | None,

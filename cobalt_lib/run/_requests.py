@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 class _Tagged:
     #: Tags added to the experiment's own.
     tags: Sequence[str] = ()
+    #: Judge through the provider's batch API (True), online (False), or as `[judge] batch` says (None).
+    judge_batch: bool | None = None
 
     def __post_init__(self) -> None:
         # Frozen and hashable whatever sequence the caller passed (a list from the CLI, say).
@@ -69,6 +71,7 @@ class RescoreRun:
     parent_run_id: str
     outputs: Sequence[ItemResult] = field(repr=False)
     evaluators: Sequence[str] = ()
+    judge_batch: bool | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "evaluators", tuple(self.evaluators))

@@ -35,7 +35,10 @@ def resume_request(experiment: Experiment, config: Config, ref: str, **options: 
         raise _still_running(run_id, experiment.name, run)
     items = stored_items(store, run_id)
     _refuse_changed_dataset(experiment, run_id, run, items)
-    indices = (run.get("config") or {}).get("indices")  # a run of some items (--only-failed) resumes those
+    stored = run.get("config") or {}
+    indices = stored.get("indices")  # a run of some items (--only-failed) resumes those
+    if stored.get("judge_batch") and options.get("judge_batch") is None:
+        options = {**options, "judge_batch": True}  # a run started judging in batches finishes that way
     return ResumeRun(run_id=run_id, timestamp=run["started_at"].isoformat(), items=items,
                      indices=None if indices is None else tuple(indices), **options)
 

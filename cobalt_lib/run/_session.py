@@ -8,14 +8,17 @@ from typing import TYPE_CHECKING, Protocol
 
 from .._aio import is_async_callable
 from .._threads import DaemonThreads
+from ..llm._batch import BatchJudging
 from ..llm._judge import Judge
 from ..llm._providers import import_sdks
 from ..results._report import ExperimentReport, ItemResult
 
 if TYPE_CHECKING:
-    pass
+    from ..llm._wire import Clients
 
+from ._ledger import StoreLedger
 from ._plan import RunPlan
+from ._requests import FailedItemsRun, FreshRun, RescoreRun
 
 
 class Observer(Protocol):
@@ -35,7 +38,7 @@ class Session:
     def __init__(self, plan: RunPlan) -> None:
         self.plan = plan
         import_sdks(plan.endpoints[e.name] for e in plan.evaluators if e.name in plan.scored)
-        self.judge = Judge(plan.cache(), plan.judge_concurrency, plan.prices)
+        self.judge = Judge(plan.cache(), plan.judge_concurrency, plan.prices, batch=judge_batches(plan))
         self.agent_limit = asyncio.Semaphore(plan.concurrency)
         runner = plan.experiment.runner
         self.threads = None if is_async_callable(runner) else DaemonThreads(plan.concurrency)
@@ -52,3 +55,17 @@ class Session:
             self.threads.shutdown()
         self.eval_threads.shutdown()
         await self.judge.aclose()
+
+
+def judge_batches(plan: RunPlan) -> Callable[[Clients], BatchJudging] | None:
+    """How the run's judge sends its calls through batches, when it does: the run asked for it, or an
+    earlier attempt of the run left batches open (a resumed run waits on them)."""
+    ledger = StoreLedger(plan.store, plan.run_id)
+    # Only a run that ran before (resumed, or a retried Dagster partition) can have batches open.
+    if not plan.judge_batch and (isinstance(plan.request, FreshRun | RescoreRun | FailedItemsRun)
+                                 or not ledger.open_batches()):
+        return None
+    judge = plan.config.judge
+    deadline, window = judge.batch_deadline_seconds, judge.batch_window_seconds
+    return lambda clients: BatchJudging(clients, deadline=deadline, window=window, ledger=ledger,
+                                        run_id=plan.run_id)
