@@ -95,9 +95,12 @@ class BatchJudging:
     """One run's judge calls through batches. `complete` is the judge's `Clients.complete` for a batch."""
 
     def __init__(self, clients: Clients, *, deadline: float, window: float = 2.0,
-                 timing: PollTiming | None = None, ledger: BatchLedger | None = None, run_id: str = "RUN_ID") -> None:
+                 timing: PollTiming | None = None, ledger: BatchLedger | None = None, run_id: str = "RUN_ID",
+                 say: Callable[[str], None] | None = None) -> None:
         self.clients = clients
         self.run_id = run_id
+        #: Where a batch's news goes (sent, ended): the run's stderr, since items are quiet while it waits.
+        self.say = say or (lambda message: None)
         self.deadline = deadline
         self.window = window
         self.timing = timing or PollTiming()
@@ -174,6 +177,8 @@ class BatchJudging:
         self.stats.requests += len(ids)
         if self.ledger is not None:
             self.ledger.opened(StoredBatch(batch_id, endpoint_key(endpoint), tuple(ids)))
+        self.say(f"judge batch {batch_id}: {len(ids)} requests sent to {endpoint.label}; waiting for its answers "
+                 f"(up to {_hours(self.deadline)})")
         await self._wait(endpoint, batch_id, ids)
 
     async def _wait(self, endpoint: Endpoint, batch_id: str, ids: Sequence[str]) -> None:
@@ -206,6 +211,8 @@ class BatchJudging:
             with contextlib.suppress(CobaltError):  # the answers matter more than the note that it ended
                 self.ledger.ended(batch_id, state.status, state.counts)
         why = f"; {state.error}" if state.error else ""
+        answered = sum(1 for cid in ids if isinstance(answers.get(cid), Completion))
+        self.say(f"judge batch {batch_id}: {state.status}, {answered} of {len(ids)} requests answered{why}")
         for cid in ids:
             outcome = answers.get(cid) or ProviderError(
                 f"{endpoint.label} batch {batch_id} ended {state.status} without an answer to this request{why}")
@@ -243,6 +250,8 @@ class BatchJudging:
                 for cid in batch.custom_ids:
                     if cid not in self._waiting or self._waiting[cid].done():
                         self._waiting[cid] = loop.create_future()
+                self.say(f"judge batch {batch.batch_id}: sent by an earlier attempt of the run; waiting for its "
+                         "answers")
                 self._spawn(self._wait(endpoint, batch.batch_id, batch.custom_ids))
             return True
         return False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
@@ -68,4 +69,4 @@ def judge_batches(plan: RunPlan) -> Callable[[Clients], BatchJudging] | None:
     judge = plan.config.judge
     deadline, window = judge.batch_deadline_seconds, judge.batch_window_seconds
     return lambda clients: BatchJudging(clients, deadline=deadline, window=window, ledger=ledger,
-                                        run_id=plan.run_id)
+                                        run_id=plan.run_id, say=lambda news: print(f"cobalt: {news}", file=sys.stderr))
