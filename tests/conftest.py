@@ -123,6 +123,11 @@ def instance(tmp_path: Path) -> Iterator[dg.DagsterInstance]:
 
 def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("COBALT_TESTING", "1")
+    # Python's platform.processor() runs `uname -p` once per process, and the openai SDK asks on its first
+    # client: asked here, before the hook, so whichever test builds the first client starts no process.
+    import platform
+
+    platform.uname().processor  # noqa: B018
     sys.addaudithook(_note_processes)
 
 
