@@ -45,7 +45,7 @@ HELP = """Commands (each is also a plain command, shown on the right):
   use N            go back to version N
   models M [M...]  grade with these models (provider/name)
   iterations N     gradings of each sample by each model
-  export [FILE]    write the grader file and its samples                         cobalt grader export
+  export [FILE] [--overwrite]  write the grader file and its samples            cobalt grader export
   help, quit"""
 
 
@@ -352,7 +352,8 @@ class Repl:
     def export(self, args: list[str]) -> None:
         from ._grader import print_exported
 
-        output = Path(args[0]) if args else None
+        paths = [a for a in args if a != "--overwrite"]
+        output = Path(paths[0]) if paths else None
         print_exported(self.studio.export(output, overwrite="--overwrite" in args))
 
 
@@ -387,11 +388,12 @@ def _side_by_side(rows: list[SampleGrades], models: list[str], *, full: bool) ->
     from rich import box
     from rich.table import Table
 
-    table = Table("id", "sample", "truth", *models, box=box.SIMPLE_HEAD, show_edge=False)
+    heads = ["id", "truth", *models] if full else ["id", "sample", "truth", *models]
+    table = Table(*heads, box=box.SIMPLE_HEAD, show_edge=False)
     for column in table.columns[1:]:
         column.overflow = "fold"
     for row in rows:
-        sample = f"{_clip(row.user_message, 60)} → {_clip(row.assistant_response, 80)}"
+        sample = [] if full else [f"{_clip(row.user_message, 60)} → {_clip(row.assistant_response, 80)}"]
         cells = []
         for model in models:
             grades = [g for g in row.grades if g.model == model]
@@ -399,6 +401,5 @@ def _side_by_side(rows: list[SampleGrades], models: list[str], *, full: bool) ->
                 f"{'' if len(grades) == 1 else f'#{g.iteration} '}"
                 f"{'error' if g.grade is None else f'{g.grade:+d}'}: "
                 f"{g.notes if full else _clip(g.notes or g.error or '', 90)}" for g in grades))
-        table.add_row(row.id, row.user_message + "\n" + row.assistant_response if full else sample,
-                      _signed(row.truth), *cells)
+        table.add_row(row.id, *sample, _signed(row.truth), *cells)
     return table

@@ -7,6 +7,7 @@ The studio keeps each version of a grader in such a file, `cobalt grader draft` 
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 from typing import Any
 
 from .._errors import ConfigError
@@ -45,3 +46,24 @@ def grader_source(grader: Grader) -> str:
     body = f"\n{_INDENT}".join(lines)
     return (f"# Grader {grader.name!r}: edit its spec and cards, then `cobalt grade` it against labelled samples.\n\n"
             f"from cobalt_lib import grader\n\ngrader = (\n{_INDENT}{body}\n)\n")
+
+
+def deck_payload(grader: Grader) -> dict[str, Any]:
+    """The grader's content as JSON (name, specs, cards, context), stored with each grading run so that any
+    version graded can be rebuilt, whatever became of its file."""
+    return {"name": grader.name, "specs": list(grader.specs), "cards": [c.payload() for c in grader.cards],
+            "context": [[c.name, c.value] for c in grader.contexts]}
+
+
+def _card_from(payload: dict[str, Any]) -> Card:
+    card = Card(payload["title"], specs=tuple(payload.get("specs", ())))
+    return replace(card, cards=tuple(_card_from(child) for child in payload.get("cards", ())))
+
+
+def deck_from_payload(payload: dict[str, Any]) -> Grader:
+    """The grader `deck_payload` described."""
+    built = Grader(payload["name"], specs=tuple(payload.get("specs", ())),
+                   cards=tuple(_card_from(c) for c in payload.get("cards", ())))
+    for name, value in payload.get("context", ()):
+        built = built.context(name, value)
+    return built

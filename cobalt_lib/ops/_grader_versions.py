@@ -94,16 +94,24 @@ def pick_version(config: Config, name: str, number: int | None = None, samples: 
     raise ConfigError(f"Grader {name!r} has versions v1 to v{len(versions)}{where}; there is no v{number}.")
 
 
-def version_grader(version: GraderVersion) -> Grader:
-    """The grader of a stored version, loaded from the file it was graded from and checked against its hash."""
-    if not version.source or not Path(version.source).is_file():
-        raise ConfigError(f"{version.label} of grader {version.grader!r} was graded from {version.source}, which is "
-                          "gone; export another version, or grade the file again.")
-    loaded = load_grader(version.source)
-    if loaded.hash != version.grader_hash:
-        raise ConfigError(f"{version.source} no longer holds {version.label} of grader {version.grader!r} (its rubric "
-                          f"changed since grading run {version.run_id}); grade it again to make it a version.")
-    return loaded
+def version_grader(config: Config, version: GraderVersion) -> Grader:
+    """The grader of a stored version: from the file it was graded from while that still holds it, else
+    rebuilt from the rubric its grading run stored; checked against the version's hash either way."""
+    from ..graders._source import deck_from_payload
+    from ..results._store import Store
+
+    if version.source and Path(version.source).is_file():
+        loaded = load_grader(version.source)
+        if loaded.hash == version.grader_hash:
+            return loaded
+    run = Store.for_config(config).get_run(version.run_id) or {}
+    deck = ((run.get("config") or {}).get("grading") or {}).get("deck")
+    rebuilt = deck_from_payload(deck) if isinstance(deck, dict) else None
+    if rebuilt is None or rebuilt.hash != version.grader_hash:
+        raise ConfigError(f"{version.label} of grader {version.grader!r} cannot be rebuilt: {version.source} holds "
+                          f"another rubric now and grading run {version.run_id} did not store its own; export "
+                          "another version, or grade that rubric again.")
+    return rebuilt
 
 
 class Exported(BaseModel):
@@ -171,7 +179,7 @@ def export_version(config: Config, name: str, number: int | None = None, *, samp
                    overwrite: bool = False) -> Exported:
     """`cobalt grader export`: a stored version's grader and the samples it was graded on."""
     version = pick_version(config, name, number, samples)
-    grader = version_grader(version)
+    grader = version_grader(config, version)
     rows = load_samples(version.input) if version.input and Path(version.input).is_file() else None
     return export_grader(config, grader, rows, output=output, samples_output=samples_output, overwrite=overwrite)
 

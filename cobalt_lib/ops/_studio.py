@@ -21,7 +21,7 @@ from ..config._config import Config
 from ..graders._deck import Grader
 from ..graders._files import load_grader
 from ..graders._outline import Line, add_card, add_spec, delete_line, outline, set_line
-from ..graders._samples import Sample, load_samples
+from ..graders._samples import Sample, load_samples, route_model
 from ..graders._source import grader_source
 from ..run._session import Observer
 from ._grade import GradeOptions, GradeOutcome, grade
@@ -78,7 +78,9 @@ class Studio:
         self.config = config
         self.samples_path = samples.resolve()
         self.samples: list[Sample] = load_samples(samples)
-        self.models: list[str] = list(models or [default_model(config)])
+        self.models: list[str] = list(dict.fromkeys(models or [default_model(config)]))
+        for model in self.models:
+            route_model(model, config.judge.provider)  # a bad model is said now, not at the first grading
         self.iterations = iterations
         self.current: Grader | None = None
         self.outcomes: dict[str, GradeOutcome] = {}
@@ -115,7 +117,7 @@ class Studio:
         found = next((v for v in self.versions() if v.number == number), None)
         if found is None:
             raise ConfigError(f"There is no v{number}; `versions` lists them.")
-        self.current = self.keep(version_grader(found))
+        self.current = self.keep(version_grader(self.config, found))
         return self.current
 
     # -- the loop -------------------------------------------------------------------------------
