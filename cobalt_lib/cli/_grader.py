@@ -177,17 +177,32 @@ def export_(
     print_exported(written)
 
 
+def _shown(path: str) -> str:
+    """`path` relative to the working directory when inside it, as a user would type it."""
+    try:
+        return Path(path).relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return path
+
+
 def print_exported(written: Exported) -> None:
+    from ..calibration._verdict import MIN_RELIABLE_SAMPLES
+
     out = console()
-    out.print(f"Grader {written.grader} #{written.grader_hash[:12]}: {written.grader_path}", markup=False)
+    path = _shown(written.grader_path)
+    out.print(f"Grader {written.grader} #{written.grader_hash[:12]}: {path}", markup=False)
     if written.samples_path:
-        out.print(f"Samples ({written.samples}): {written.samples_path}", markup=False)
+        out.print(f"Samples ({written.samples}, {written.labelled} labelled): {_shown(written.samples_path)}",
+                  markup=False)
     model = written.calibrated_models[0] if written.calibrated_models else "PROVIDER/NAME"
     vendor, _, bare = model.partition("/")
-    out.print(f'Use it: Evaluator(name="{written.grader}", type="grader", grader="{written.grader_path}", '
+    out.print(f'Use it: Evaluator(name="{written.grader}", type="grader", grader="{path}", '
               f'provider="{vendor}", model="{bare}")', markup=False)
-    if written.calibrated_models:
-        out.print(f'Gate on it: calibrated("{written.grader_path}", min_kappa=0.7)  (calibrated for '
-                  f"{', '.join(written.calibrated_models)})", markup=False)
-    else:
+    if not written.calibrated_models:
         out.print("Not calibrated yet: cobalt grade it against labelled samples before gating on it.")
+        return
+    out.print(f'Gate on it: calibrated("{path}", min_kappa=0.7)  (calibrated for '
+              f"{', '.join(written.calibrated_models)})", markup=False)
+    if written.samples_path and written.labelled < MIN_RELIABLE_SAMPLES:
+        out.print(f"  {written.labelled} labelled samples: the gate asks for {MIN_RELIABLE_SAMPLES} before it "
+                  "trusts a calibration; label more, or pass min_labels=.", markup=False)

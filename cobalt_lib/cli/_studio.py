@@ -108,6 +108,7 @@ class Prompt:
             line = sys.stdin.readline()
             if not line:
                 raise EOFError
+            print(line.rstrip("\n"), flush=True)  # echoed: a piped session's output reads as a transcript
             return line.rstrip("\n") or default
         if history:
             return str(self.session.prompt(message, default=default))

@@ -122,6 +122,8 @@ class Exported(BaseModel):
     grader_path: str
     samples_path: str | None = None
     samples: int = 0
+    #: The samples carrying a human score (`calibrated()` asks for 50 by default).
+    labelled: int = 0
     #: The models this rubric has a stored calibration for (what `calibrated()` can gate on).
     calibrated_models: list[str] = Field(default_factory=list)
 
@@ -162,6 +164,7 @@ def export_grader(config: Config, grader: Grader, samples: list[Sample] | None, 
         _write(written, text, overwrite, "samples")
     return Exported(grader=grader.name, grader_hash=grader.hash, grader_path=str(target),
                     samples_path=str(written) if written else None, samples=len(samples or []),
+                    labelled=sum(s.score is not None for s in samples or []),
                     calibrated_models=calibrated_models(config, grader))
 
 

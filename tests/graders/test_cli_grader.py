@@ -56,8 +56,9 @@ def test_every_studio_step_is_a_plain_command(studio_root: Path, llm: FakeLLM) -
     exported = _cobalt(studio_root, "grader", "export", "dates", "--version", "1", "-o", "out/v1.py")
     assert exported.returncode == 0, exported.stderr
     assert load_grader(studio_root / "out" / "v1.py").hash == v1.hash  # the file graded as v1, though edited since
-    assert "Samples (10): " + str(studio_root / "out" / "dates.samples.jsonl") in exported.stdout
-    assert 'calibrated("' + str(studio_root / "out" / "v1.py") + '", min_kappa=0.7)' in exported.stdout
+    assert "Samples (10, 10 labelled): out/dates.samples.jsonl" in exported.stdout
+    assert 'calibrated("out/v1.py", min_kappa=0.7)  (calibrated for openai/a, openai/b)' in exported.stdout
+    assert "10 labelled samples: the gate asks for 50 before it trusts a calibration" in exported.stdout
 
 
 def test_the_studio_reads_commands_from_a_pipe(studio_root: Path, llm: FakeLLM) -> None:

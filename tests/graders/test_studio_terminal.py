@@ -109,8 +109,8 @@ def test_studio_session_in_a_terminal(studio_root: Path, llm: FakeLLM, tmp_path:
 
         llm.requests.clear()
         exported = screen.command("export")
-        assert f"{studio_root / 'graders' / 'dates.py'}" in exported
-        assert "Samples (10):" in exported and 'calibrated("' in exported
+        assert ": graders/dates.py" in exported and "Samples (10, 10 labelled): graders/dates.samples.jsonl" in exported
+        assert 'Gate on it: calibrated("graders/dates.py", min_kappa=0.7)' in exported
         child.sendline("quit")
         child.expect(pexpect.EOF)
     finally:
