@@ -154,7 +154,7 @@ def _grader_name(name: str, root: Path) -> str:
 @grader_app.command("export")
 def export_(
     name: Annotated[str, typer.Argument(metavar="GRADER", help="The grader's name, or its file.")],
-    version: Annotated[int | None, typer.Option("--version", "-v", min=1, help="The version (default: newest).")]
+    version: Annotated[int | None, typer.Option("--version", min=1, help="The version number (default: the newest).")]
     = None,
     input: Annotated[Path | None, typer.Option("--input", "-i", metavar="SAMPLES.jsonl",
                                                help="Only versions graded on this samples file.")] = None,

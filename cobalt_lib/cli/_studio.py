@@ -51,7 +51,7 @@ HELP = """Commands (each is also a plain command, shown on the right):
 
 @app.command()
 def studio(
-    samples: Annotated[Path | None, typer.Argument(metavar="[SAMPLES.jsonl]", help="Labelled samples: userMessage, "
+    samples: Annotated[Path | None, typer.Argument(metavar="SAMPLES.jsonl", help="Labelled samples: userMessage, "
                                                    "assistantResponse, score -3..3 (default: those the "
                                                    "grader was last graded on).")] = None,
     grader: Annotated[Path | None, typer.Option("--grader", "-g", metavar="GRADER.py",
@@ -181,6 +181,8 @@ class Repl:
                 self.say(f"error: {exc}")
             except KeyboardInterrupt:
                 self.say("interrupted; what finished is kept")
+            except EOFError:  # the input ended inside a command's own question
+                break
         self.say("bye")
 
     def banner(self) -> None:
@@ -292,6 +294,7 @@ class Repl:
         self._changed(self.studio.edit("delete", _number(_one(args, "N"))))
 
     def _in_editor(self) -> None:
+        from .._errors import CobaltError
         from ..graders._source import grader_source
 
         current = self.studio.require()
@@ -302,12 +305,20 @@ class Repl:
         try:
             with os.fdopen(handle, "w", encoding="utf-8") as fh:
                 fh.write(grader_source(current))
-            # EDITOR may carry arguments ("code --wait"), split as a shell would
-            done = subprocess.run([*shlex.split(editor), str(path)], check=False)
-            if done.returncode != 0:
-                self.say(f"{editor} exited with {done.returncode}; the grader is unchanged")
-                return
-            self._changed(self.studio.load_edited(path))
+            while True:
+                # EDITOR may carry arguments ("code --wait"), split as a shell would
+                done = subprocess.run([*shlex.split(editor), str(path)], check=False)
+                if done.returncode != 0:
+                    self.say(f"{editor} exited with {done.returncode}; the grader is unchanged")
+                    return
+                try:
+                    self._changed(self.studio.load_edited(path))
+                    return
+                except CobaltError as exc:  # a typo must not cost the edit: back to the editor, or give up
+                    self.say(f"error: {exc}")
+                    if self.prompt.ask("edit it again? [Y/n] ", history=False).strip().lower() in ("n", "no"):
+                        self.say("the grader is unchanged")
+                        return
         finally:
             path.unlink(missing_ok=True)
 

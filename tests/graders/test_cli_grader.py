@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -85,3 +86,26 @@ def test_bad_input_is_one_line_and_exit_2(studio_root: Path) -> None:
     assert bad.returncode == 2 and "must be provider/name" in bad.stderr
     none = _cobalt(studio_root, "grader", "versions", "nothing")
     assert none.returncode == 0 and "No grading run of this grader yet" in none.stdout
+
+
+#: $EDITOR that breaks the file the first time it is opened and makes a real edit the second time.
+TWO_TRIES = """import pathlib, sys
+path, tries = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[0]).with_suffix(".tries")
+first = not tries.exists()
+tries.write_text("1")
+text = path.read_text()
+fixed = text.replace("grader = ((", "grader = (").replace("polite.", "polite and short.")
+path.write_text(text.replace("grader = (", "grader = ((") if first else fixed)
+"""
+
+
+def test_a_broken_edit_in_the_editor_goes_back_to_the_editor(studio_root: Path, llm: FakeLLM, tmp_path: Path) -> None:
+    editor = tmp_path / "editor.py"
+    editor.write_text(TWO_TRIES, encoding="utf-8")
+    done = subprocess.run([COBALT, "studio", "labelled.jsonl", "--model", "openai/a"], cwd=studio_root, text=True,
+                          capture_output=True, timeout=120, input="draft\nedit\ny\nquit\n",
+                          env={**os.environ, "EDITOR": f"{sys.executable} {editor}"})
+    assert done.returncode == 0, done.stderr
+    assert "failed to load: SyntaxError: " in done.stdout  # said, and the editor opens again
+    assert "edit it again? [Y/n] y" in done.stdout and "- The answer is polite and short." in done.stdout
+    assert not list((studio_root / ".cobalt" / "studio" / "dates").glob("editing-*"))  # no leftover
