@@ -222,6 +222,10 @@ class Repl:
         self.say(f"graded {self.studio.require().name} #{outcome.grader_hash[:12]}: {len(outcome.results)} gradings, "
                  f"{calls} new calls ({len(outcome.results) - calls} from the cache); grading run {outcome.run_id}")
         self.out.print(rich_table(summary_table(cal)))
+        for warning in outcome.warnings:
+            self.say(f"warning: {warning}")
+        if not outcome.passed:
+            self.say(f"grading run {outcome.run_id} FAILED: {'; '.join(outcome.failures)}")
         self.say(self._versions_line(outcome))
         disagreeing = len(self.studio.sample_grades())
         self.say(f"{disagreeing} sample{'s' if disagreeing != 1 else ''} with a disagreement: `dis` shows them; "

@@ -64,11 +64,16 @@ def test_every_studio_step_is_a_plain_command(studio_root: Path, llm: FakeLLM) -
 
 def test_the_studio_reads_commands_from_a_pipe(studio_root: Path, llm: FakeLLM) -> None:
     done = _cobalt(studio_root, "studio", "labelled.jsonl", "--model", "openai/a",
-                   stdin="draft\ngrade\nedit 99\nversions\nquit\n")
+                   stdin="draft\ngrade\nedit 99\nversions\nsample d7\ncal\niterations 2\ngrade\ndis\nquit\n")
     assert done.returncode == 0, done.stderr
-    assert "drafted by openai/gpt-4o-mini" in done.stdout and llm.count() == 11
+    assert "drafted by openai/gpt-4o-mini" in done.stdout
     assert "versions (openai/a): v1: 60% exact, within one 70%, MAE 0.70" in done.stdout
     assert "error: Grader 'dates' has lines 1 to 5; there is no line 99" in done.stdout  # the session goes on
+    assert "sample d7 (line 8), truth -3\nuser message:\nWhat is the date for d7?" in done.stdout
+    assert "openai/a: confusion, truth (rows) x grade" in done.stdout  # `cal`: the whole calibration
+    # the draft, 10 gradings, then with 2 iterations 10 more: iteration 1 came from the cache
+    assert llm.count() == 1 + 10 + 10 and "10 new calls (10 from the cache)" in done.stdout
+    assert "#1 -1: a gives d7 -1" in done.stdout and "#2 -1: a gives d7 -1" in done.stdout
     assert done.stdout.rstrip().endswith("bye")
 
 
