@@ -83,6 +83,14 @@ def draft_request(samples: Sequence[Sample], name: str | None = None, guidance: 
 _NAME = re.compile(r"[^a-z0-9]+")
 
 
+def file_stem(name: str) -> str:
+    """A grader's name made safe as a file or folder name (no separators, no `..`)."""
+    try:
+        return grader_name(name)
+    except ConfigError:
+        return "grader"
+
+
 def grader_name(text: str) -> str:
     """`text` as a grader name: lower-case words joined by hyphens (it names the studio's folder)."""
     name = _NAME.sub("-", text.lower()).strip("-")[:48].strip("-")

@@ -18,6 +18,7 @@ from .._files import write_atomically
 from ..calibration._stored import StoredCalibration, stored_calibrations
 from ..config._config import Config
 from ..graders._deck import Grader
+from ..graders._draft import file_stem
 from ..graders._files import load_grader
 from ..graders._samples import Sample, load_samples
 from ..graders._source import grader_source
@@ -153,13 +154,13 @@ def export_grader(config: Config, grader: Grader, samples: list[Sample] | None, 
                   samples_output: Path | None = None, overwrite: bool = False) -> Exported:
     """Write the grader as a builder file (default `graders/<name>.py` in the project) and the samples as
     JSONL beside it (`<name>.samples.jsonl`); an existing different file needs `overwrite`."""
-    target = (output or config.root / "graders" / f"{grader.name}.py").resolve()
+    target = (output or config.root / "graders" / f"{file_stem(grader.name)}.py").resolve()
     if target.suffix != ".py":
         raise ConfigError(f"The grader file {target} must end in .py (a grader is a Python module).")
     _write(target, grader_source(grader), overwrite, "grader")
     written = None
     if samples:
-        written = (samples_output or target.with_name(f"{grader.name}.samples.jsonl")).resolve()
+        written = (samples_output or target.with_name(f"{file_stem(grader.name)}.samples.jsonl")).resolve()
         text = "".join(json.dumps(sample_row(s), ensure_ascii=False) + "\n" for s in samples)
         _write(written, text, overwrite, "samples")
     return Exported(grader=grader.name, grader_hash=grader.hash, grader_path=str(target),

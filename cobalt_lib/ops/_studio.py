@@ -10,6 +10,7 @@ file that holds its rubric, and going back to a version re-grades from the cache
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Literal
 
@@ -19,6 +20,7 @@ from .._errors import ConfigError
 from .._files import write_atomically
 from ..config._config import Config
 from ..graders._deck import Grader
+from ..graders._draft import file_stem
 from ..graders._files import load_grader
 from ..graders._outline import Line, add_card, add_spec, delete_line, outline, set_line
 from ..graders._samples import Sample, load_samples, route_model
@@ -63,8 +65,6 @@ class SampleGrades(BaseModel):
 
 
 def _as_text(value: object) -> str:
-    import json
-
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
@@ -90,7 +90,8 @@ class Studio:
     # -- versions -------------------------------------------------------------------------------
 
     def directory(self, name: str) -> Path:
-        return self.config.output_path / "studio" / name
+        """Where the versions of grader `name` are kept (its name made safe as a folder name)."""
+        return self.config.output_path / "studio" / file_stem(name)
 
     def keep(self, grader: Grader) -> Grader:
         """The grader saved as its version file (named by its hash: never overwritten), as loaded from it."""

@@ -126,3 +126,12 @@ def test_a_draft_that_is_not_a_grader_is_retried_once_then_an_error(studio_root:
                                           r"non-empty list"):
         _studio(studio_root).draft()
     assert llm.count() == 2 and "could not be used" in llm.requests[1]["body"]["messages"][-1]["content"]
+
+
+def test_a_grader_name_never_leaves_the_studio_folder(studio_root: Path, llm: FakeLLM) -> None:
+    hostile = studio_root / "hostile.py"
+    hostile.write_text("from cobalt_lib import grader\ngrader = grader('../../Escape Me').spec('x')\n")
+    studio = Studio(load_config(studio_root), studio_root / "labelled.jsonl", grader=hostile, models=MODELS)
+    kept = Path(studio.require().source)  # type: ignore[arg-type]
+    assert kept.parent == studio_root / ".cobalt" / "studio" / "escape-me"
+    assert Path(studio.export().grader_path) == studio_root / "graders" / "escape-me.py"
