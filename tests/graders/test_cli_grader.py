@@ -61,6 +61,10 @@ def test_every_studio_step_is_a_plain_command(studio_root: Path, llm: FakeLLM) -
     assert 'calibrated("out/v1.py", min_kappa=0.7)  (calibrated for openai/a, openai/b)' in exported.stdout
     assert "10 labelled samples: the gate asks for 50 before it trusts a calibration" in exported.stdout
 
+    reopened = _cobalt(studio_root, "studio", "--grader", "graders/dates.py", stdin="versions\nquit\n")
+    assert f"10 samples from {studio_root / 'labelled.jsonl'}" in reopened.stdout  # those it was graded on
+    assert f"grader dates #{v2.short_hash}" in reopened.stdout and "v2  #" in reopened.stdout
+
 
 def test_the_studio_reads_commands_from_a_pipe(studio_root: Path, llm: FakeLLM) -> None:
     done = _cobalt(studio_root, "studio", "labelled.jsonl", "--model", "openai/a",
