@@ -35,6 +35,8 @@ from ._export import Export, export_format, export_run
 from ._fresh import in_fresh_process
 from ._generate import Generated, generate_experiment, project_path
 from ._grade import GradeOptions, GradeOutcome, GradeResult, grade
+from ._grader_draft import Drafted, default_model, draft_grader
+from ._grader_versions import Exported, GraderVersion, comparison, export_grader, export_version, grader_versions
 from ._history import HistoryEntry, check_stored_experiment, history_entry, run_duration_ms, run_history
 from ._project import RunRequested, config_warnings, request_experiment
 from ._query import QueryResult, TableInfo, check_select, run_query, store_schema
@@ -53,6 +55,7 @@ from ._run import (
 )
 from ._select import Selection, resume_scope, select_experiments, unused_thresholds
 from ._show import ShownRun, is_failure, show_run
+from ._studio import Studio
 
 __all__ = [
     "BaselineUpdate",
@@ -60,14 +63,17 @@ __all__ = [
     "Cleanup",
     "CompareOutcome",
     "ComparedRuns",
+    "Drafted",
     "Evaluated",
     "ExperimentCatalog",
     "ExperimentInfo",
     "Export",
+    "Exported",
     "Generated",
     "GradeOptions",
     "GradeOutcome",
     "GradeResult",
+    "GraderVersion",
     "HistoryEntry",
     "PreparedRuns",
     "QueryResult",
@@ -80,6 +86,7 @@ __all__ = [
     "RunRequested",
     "Selection",
     "ShownRun",
+    "Studio",
     "TableInfo",
     "check_select",
     "check_stored_experiment",
@@ -87,6 +94,7 @@ __all__ = [
     "compare_page_url",
     "compare_runs",
     "compare_with_reasons",
+    "comparison",
     "config_warnings",
     "dagster_asset_url",
     "dagster_check_name",
@@ -95,13 +103,18 @@ __all__ = [
     "dagster_name",
     "dagster_run_url",
     "dagster_url",
+    "default_model",
     "describe_experiments",
+    "draft_grader",
     "evaluate_output",
     "execute_runs",
     "export_format",
+    "export_grader",
     "export_run",
+    "export_version",
     "generate_experiment",
     "grade",
+    "grader_versions",
     "history_entry",
     "in_fresh_process",
     "is_failure",

@@ -124,7 +124,8 @@ def grade(config: Config, options: GradeOptions, observer: Observer | None = Non
     jsonl = options.output or Path(str(report.results_path or plan.run_id)).with_suffix(".jsonl")
     _write_jsonl(jsonl, results)
     report.config["grading"] = {
-        "grader": grader.describe(), "input": str(options.input.resolve()), "iterations": options.iterations,
+        "grader": grader.describe(), "deck": _deck(grader), "input": str(options.input.resolve()),
+        "iterations": options.iterations,
         "models": {m: {"judge_model": _label(plan, m)} for m in options.models},
         "results_jsonl": str(jsonl), "calibration": calibration.model_dump(mode="json"),
     }
@@ -193,6 +194,18 @@ def grades(report: ExperimentReport, samples: list[Sample]) -> list[Grade]:
                   score=int(ev.raw_score) if ev.status == "ok" and ev.raw_score is not None else None,
                   notes=ev.reason or "", truth=samples[item.index].score)
             for item, model, ev in _graded(report)]
+
+
+def _deck(grader: Grader) -> dict[str, Any] | None:
+    """The rubric itself, so any graded version can be rebuilt (None when a context value is not JSON)."""
+    from ..graders._source import deck_payload
+
+    payload = deck_payload(grader)
+    try:
+        json.dumps(payload)
+    except (TypeError, ValueError):
+        return None
+    return payload
 
 
 def _label(plan: RunPlan, model: str) -> str:

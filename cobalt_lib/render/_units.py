@@ -31,3 +31,16 @@ def duration(ms: float | None) -> str:
 def count(n: int, noun: str) -> str:
     """`1 item`, `3 items`, `0 errors`: the noun agrees with the number."""
     return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def percent(rate: float | None) -> str:
+    """A rate 0..1 as `90%`, or `92.5%` when a whole percent would round it; `–` for none."""
+    if rate is None:
+        return "–"
+    whole = round(rate * 100, 1)
+    return f"{whole:.0f}%" if whole == int(whole) else f"{whole:.1f}%"
+
+
+def decimal(value: float | None, digits: int = 2) -> str:
+    """A plain figure such as a mean absolute error or a kappa, `digits` after the point; `–` for none."""
+    return "–" if value is None else f"{value:.{digits}f}"
