@@ -20,6 +20,23 @@ if TYPE_CHECKING:
     from ..run._session import Observer
 
 
+Resume = Annotated[str | None, typer.Option(
+    "--resume", metavar="RUN", help="Finish an interrupted run (its id, a prefix or `latest`; with --filter, "
+    "`latest` of that experiment): only what is missing runs.")]
+OnlyFailed = Annotated[str | None, typer.Option(
+    "--only-failed", metavar="RUN", help="Run again, as a new run, the items that failed in this run (its id, "
+    "a prefix, its random suffix or `latest`): agent errors, timeouts, eval-errors, scores below a pass mark.")]
+UpdateBaselines = Annotated[bool, typer.Option(
+    "--update-baselines", help="Skip the no_regression gates and, when the other gates pass, write "
+    "their baseline files from this run (first run, or an accepted change in quality).")]
+JudgeBatch = Annotated[bool | None, typer.Option(
+    "--judge-batch/--no-judge-batch", help="Send the judge calls through the provider's batch API (half "
+    "price, answers within hours; resumable with --resume) or online; default: [judge] batch.")]
+ProgressJsonl = Annotated[Path | None, typer.Option(
+    "--progress-jsonl", metavar="FILE", help="Also write one JSON line per started run, finished item and "
+    "finished run to FILE (a file, or a pipe such as /dev/fd/3), flushed as each happens.")]
+
+
 @app.command()
 def run(
     files: Annotated[list[Path] | None, typer.Argument(
@@ -34,23 +51,11 @@ def run(
     json_output: Annotated[bool, typer.Option("--json", help="Print the run summaries as JSON instead.")] = False,
     ui: Annotated[bool, typer.Option("--ui", help="Open the dashboard after the run.")] = False,
     no_dagster: Annotated[bool, typer.Option("--no-dagster", help="Run the plain library path.")] = False,
-    resume: Annotated[str | None, typer.Option(
-        "--resume", metavar="RUN", help="Finish an interrupted run (its id, a prefix or `latest`; with --filter, "
-        "`latest` of that experiment): only what is missing runs.")
-    ] = None,
-    only_failed: Annotated[str | None, typer.Option(
-        "--only-failed", metavar="RUN", help="Run again, as a new run, the items that failed in this run (its id, "
-        "a prefix, its random suffix or `latest`): agent errors, timeouts, eval-errors, scores below a pass mark.")
-    ] = None,
-    update_baselines: Annotated[bool, typer.Option(
-        "--update-baselines", help="Skip the no_regression gates and, when the other gates pass, write "
-        "their baseline files from this run (first run, or an accepted change in quality).")] = False,
-    judge_batch: Annotated[bool | None, typer.Option(
-        "--judge-batch/--no-judge-batch", help="Send the judge calls through the provider's batch API (half "
-        "price, answers within hours; resumable with --resume) or online; default: [judge] batch.")] = None,
-    progress_jsonl: Annotated[Path | None, typer.Option(
-        "--progress-jsonl", metavar="FILE", help="Also write one JSON line per started run, finished item and "
-        "finished run to FILE (a file, or a pipe such as /dev/fd/3), flushed as each happens.")] = None,
+    resume: Resume = None,
+    only_failed: OnlyFailed = None,
+    update_baselines: UpdateBaselines = False,
+    judge_batch: JudgeBatch = None,
+    progress_jsonl: ProgressJsonl = None,
 ) -> None:
     """Run experiments and report each item as it finishes.
 
