@@ -16,6 +16,7 @@ from ..llm._cache import ResponseCache
 from ..llm._providers import Endpoint
 from ..results._report import ItemResult
 from ..results._store import Store
+from ._conversation import check_conversations
 from ._requests import FailedItemsRun, FreshRun, PartitionRun, RescoreRun, ResumeRun, RunRequest
 
 if TYPE_CHECKING:
@@ -48,6 +49,8 @@ class RunPlan:
     request: RunRequest = field(default_factory=FreshRun)
     #: The dataset indices this run covers, when only some (the failed items of its parent); None: all.
     indices: tuple[int, ...] | None = None
+    #: Who plays the simulated users of the run's conversation items; None when no item has one.
+    simulator: Endpoint | None = None
 
     @property
     def store(self) -> Store:
@@ -135,6 +138,8 @@ def prepare(experiment: Experiment, config: Config, request: RunRequest | None =
     chosen = _choose_evaluators(experiment, shape.evaluators)
     total = _check_items(experiment, chosen, shape.items, shape.indices)
     endpoints = {e.name: e.endpoint(config) for e in chosen}
+    played = range(len(experiment.dataset)) if shape.indices is None else shape.indices
+    simulator = None if shape.items is not None else check_conversations(experiment, config, played)
     assertions = _gates(experiment, config, update_baselines=shape.update_baselines)
     agent_limit = shape.concurrency or experiment.concurrency or config.concurrency
     if agent_limit < 1:
@@ -148,7 +153,7 @@ def prepare(experiment: Experiment, config: Config, request: RunRequest | None =
         tags=list(dict.fromkeys([*experiment.tags, *shape.tags])), source=shape.source,
         parent_run_id=shape.parent_run_id, prices={name: (p.input, p.output) for name, p in config.prices.items()},
         evaluators=list(experiment.evaluators), scored=frozenset(e.name for e in chosen), total_items=total,
-        request=request, indices=shape.indices,
+        request=request, indices=shape.indices, simulator=simulator,
     )
 
 

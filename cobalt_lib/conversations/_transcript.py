@@ -1,0 +1,65 @@
+"""A conversation item's stored form, and where two transcripts of one conversation part.
+
+A conversation's output is its transcript, the OpenAI-style message list `[{"role": "user", "content":
+...}, {"role": "assistant", "content": ...}, ...]`, one user and one assistant message per turn; its
+metadata holds `conversation`: per turn the agent call's latency, tokens, cost, metadata (and its raw
+output when that was not a string), how the conversation stopped and what the simulated user cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+#: The metadata key holding a conversation's per-turn records.
+META = "conversation"
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """The first turn (1-based) where two transcripts differ, whose message it was, and both versions
+    (None where one conversation had already ended)."""
+
+    turn: int
+    role: str
+    a: str | None
+    b: str | None
+
+
+def transcript_of(output: Any, metadata: Mapping[str, Any] | None) -> list[dict[str, Any]] | None:
+    """The item's transcript when it is a conversation's (its metadata says so), else None."""
+    if not isinstance(metadata, Mapping) or not isinstance(metadata.get(META), Mapping):
+        return None
+    if not isinstance(output, list) or not all(isinstance(m, Mapping) and "role" in m for m in output):
+        return None
+    return [dict(m) for m in output]
+
+
+def turn_records(metadata: Mapping[str, Any]) -> list[dict[str, Any]]:
+    records = metadata.get(META, {}).get("turns") if isinstance(metadata.get(META), Mapping) else None
+    return [dict(r) for r in records] if isinstance(records, list) else []
+
+
+def first_divergence(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]]) -> Divergence | None:
+    """Where transcripts `a` and `b` first differ (None: identical). A message counts as turn
+    `position // 2 + 1`: each turn is one user message and the assistant's answer."""
+    for position in range(max(len(a), len(b))):
+        left = a[position] if position < len(a) else None
+        right = b[position] if position < len(b) else None
+        if left is not None and right is not None and _same(left, right):
+            continue
+        role = str((left or right or {}).get("role", "user"))
+        return Divergence(turn=position // 2 + 1, role=role, a=_content(left), b=_content(right))
+    return None
+
+
+def _same(left: Mapping[str, Any], right: Mapping[str, Any]) -> bool:
+    return left.get("role") == right.get("role") and left.get("content") == right.get("content")
+
+
+def _content(message: Mapping[str, Any] | None) -> str | None:
+    if message is None:
+        return None
+    content = message.get("content")
+    return content if isinstance(content, str) else str(content)
