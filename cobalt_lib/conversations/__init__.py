@@ -2,7 +2,6 @@
 
 from ._simulator import SimulatedUser
 from ._spec import Scenario, Script, ScriptedTurn, conversation_of, is_conversation, read_conversation
-from ._transcript import first_divergence
 
-__all__ = ["Scenario", "Script", "ScriptedTurn", "SimulatedUser", "conversation_of", "first_divergence",
-           "is_conversation", "read_conversation"]
+__all__ = ["Scenario", "Script", "ScriptedTurn", "SimulatedUser", "conversation_of", "is_conversation",
+           "read_conversation"]

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from .._errors import EvaluatorError
 from ..conversations._spec import is_conversation
-from ..conversations._transcript import transcript_of
+from ..results._conversation import transcript_of
 from ..results._report import Evaluation, TurnScore
 from ._context import EvalContext
 from ._judged import Calls, Judged, flag, read_list, truthy

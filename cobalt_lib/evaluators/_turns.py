@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import EvaluatorError
 from ..conversations._spec import FIELD, Script, conversation_of, is_conversation
-from ..conversations._transcript import transcript_of, turn_records
+from ..results._conversation import transcript_of, turn_records
 from ..results._direction import passes
 from ..results._report import Evaluation, TurnScore
 from ._context import EvalContext

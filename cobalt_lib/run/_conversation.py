@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 from .._timeouts import FinishedWhileCancelled
 from ..conversations._simulator import SimulatedUser, next_turn
 from ..conversations._spec import Conversation, Scenario, Script, conversation_of
-from ..conversations._transcript import META
 from ..llm._providers import Endpoint, import_sdks
+from ..results._conversation import META
 from ..results._report import Evaluation, ItemResult
 from ._agent import AgentContext, call_agent, input_hash
 

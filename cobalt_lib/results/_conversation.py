@@ -1,4 +1,4 @@
-"""A conversation item's stored form, and where two transcripts of one conversation part.
+"""A conversation item's stored form, and where two runs' transcripts of one conversation part.
 
 A conversation's output is its transcript, the OpenAI-style message list `[{"role": "user", "content":
 ...}, {"role": "assistant", "content": ...}, ...]`, one user and one assistant message per turn; its
@@ -9,22 +9,28 @@ output when that was not a string), how the conversation stopped and what the si
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from ._pairing import ItemPair
 
 #: The metadata key holding a conversation's per-turn records.
 META = "conversation"
 
 
-@dataclass(frozen=True)
-class Divergence:
-    """The first turn (1-based) where two transcripts differ, whose message it was, and both versions
-    (None where one conversation had already ended)."""
+class Divergence(BaseModel):
+    """Where a paired conversation's transcripts first differ: the turn (from 1), whose message it was
+    (`user`: the simulated user answered differently, `assistant`: the agent did), and both versions
+    (None where that run's conversation had already ended)."""
 
+    index: int = 0
+    item_id: str = ""
     turn: int
     role: str
-    a: str | None
-    b: str | None
+    a: str | None = None
+    b: str | None = None
 
 
 def transcript_of(output: Any, metadata: Mapping[str, Any] | None) -> list[dict[str, Any]] | None:
@@ -37,8 +43,10 @@ def transcript_of(output: Any, metadata: Mapping[str, Any] | None) -> list[dict[
 
 
 def turn_records(metadata: Mapping[str, Any]) -> list[dict[str, Any]]:
-    records = metadata.get(META, {}).get("turns") if isinstance(metadata.get(META), Mapping) else None
-    return [dict(r) for r in records] if isinstance(records, list) else []
+    """The conversation's per-turn records (`turn`, `status`, `latency_ms`, `tokens`, `cost_usd`, ...)."""
+    meta = metadata.get(META)
+    records = meta.get("turns") if isinstance(meta, Mapping) else None
+    return [dict(r) for r in records if isinstance(r, Mapping)] if isinstance(records, list) else []
 
 
 def first_divergence(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]]) -> Divergence | None:
@@ -52,6 +60,21 @@ def first_divergence(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, An
         role = str((left or right or {}).get("role", "user"))
         return Divergence(turn=position // 2 + 1, role=role, a=_content(left), b=_content(right))
     return None
+
+
+def diverged(pairs: Sequence[ItemPair]) -> tuple[int, list[Divergence]]:
+    """How many paired items are conversations in both runs, and where those that differ first part
+    (each side's first repeat), in B's order."""
+    count, found = 0, []
+    for pair in pairs:
+        a, b = pair.a[0], pair.b[0]
+        left, right = transcript_of(a.output, a.metadata), transcript_of(b.output, b.metadata)
+        if left is None or right is None:
+            continue
+        count += 1
+        if (where := first_divergence(left, right)) is not None:
+            found.append(where.model_copy(update={"index": pair.index, "item_id": pair.item_id}))
+    return count, found
 
 
 def _same(left: Mapping[str, Any], right: Mapping[str, Any]) -> bool:
