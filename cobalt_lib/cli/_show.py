@@ -83,18 +83,22 @@ def _evaluation_lines(name: str, ev: Evaluation, pass_mark: Any) -> list[str]:
 
 def _item_text(shown: ShownRun, item: ItemResult) -> str:
     """Everything about one item (x run): input, expected and actual output, every evaluation, the rest."""
+    from ..render._transcript import transcript_lines
     from ..results._repeats import item_label
 
     latency = "-" if item.latency_ms is None else f"{item.latency_ms:.0f} ms"
     flaky = f" (flaky: {shown.flaky[item.index]})" if item.index in shown.flaky else ""
     lines = [f"item {item_label(item.index, item.run_index, shown.repeats)}{flaky}: {item.status}, {latency}"]
+    transcript = transcript_lines(item)  # a conversation: its turns, each with its scores, for its output
     for label, value in (("input", item.input), ("expected output", item.item.get("expected_output")),
-                         ("output", item.output)):
+                         *([] if transcript else [("output", item.output)])):
         lines += _block(label, value)
+    lines += transcript or []
     lines.append("evaluations:" if item.evaluations else "evaluations: none")
     for name, ev in item.evaluations.items():
         lines += _evaluation_lines(name, ev, shown.pass_marks.get(name))
-    for label, value in (("metadata", item.metadata), ("error", item.error), ("traceback", item.traceback)):
+    metadata = {k: v for k, v in item.metadata.items() if not (transcript and k == "conversation")}
+    for label, value in (("metadata", metadata), ("error", item.error), ("traceback", item.traceback)):
         if value:
             lines += _block(label, value)
     return "\n".join(lines)

@@ -31,3 +31,8 @@ def duration(ms: float | None) -> str:
 def count(n: int, noun: str) -> str:
     """`1 item`, `3 items`, `0 errors`: the noun agrees with the number."""
     return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def score(value: float | None) -> str:
+    """A 0..1 score as `0.750` (three decimals, as every table shows scores); `-` for none."""
+    return "-" if value is None else f"{value:.3f}"
