@@ -180,7 +180,7 @@
     if (item.error) col.append(el("h4", {}, "Error"), el("pre", {class: "fail error"}, item.error));
     if (item.traceback) col.append(el("details", {open: true}, el("summary", {}, "Traceback"), el("pre", {class: "traceback"}, item.traceback)));
     col.append(el("h4", {}, "Input"), el("pre", {class: "input"}, text(item.input)),
-      el("h4", {}, "Output"), el("pre", {class: "output"}, text(item.output)));
+      el("h4", {}, "Output"), (window.cobaltConversation && window.cobaltConversation.transcript(item)) || el("pre", {class: "output"}, text(item.output)));
     if (item.expected !== null && item.expected !== undefined) col.append(el("h4", {}, "Expected output"), el("pre", {class: "expected"}, text(item.expected)));
     col.append(el("h4", {}, "Evaluations"));
     Object.keys(item.evaluations).forEach(function (n) { col.append(evaluationBlock(n, item.evaluations[n])); });
