@@ -268,3 +268,13 @@ def test_a_simulated_conversation_without_the_models_key_stops_before_any_agent_
                                                  r"not set"):
         exp.run(config=load_config())
     assert calls == []
+
+
+def test_the_simulated_users_prompt_is_the_one_documented() -> None:
+    from cobalt_lib.conversations import _simulator
+
+    doc = (Path(__file__).parents[2] / "docs" / "conversations.md").read_text(encoding="utf-8")
+    block = re.search(r"<!-- prompt: conversations._simulator.PROMPT -->\n```text\n(.*?)\n```", doc, re.DOTALL)
+    assert block is not None, "docs/conversations.md must show the simulated user's prompt"
+    assert block.group(1) == _simulator.PROMPT.replace("{{", "{").replace("}}", "}")
+    assert f'(system prompt: "{_simulator.SYSTEM_PROMPT}")' in doc
