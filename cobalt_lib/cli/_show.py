@@ -46,6 +46,7 @@ def _score(ev: Evaluation | None) -> str:
 
 def _items_table(shown: ShownRun) -> Table:
     """One row per item (per repeat: `3:1` is item 3's run index 1), flaky items marked `2 of 3 passed`."""
+    from ..render._transcript import transcript_summary
     from ..results._repeats import item_label
 
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
@@ -54,7 +55,8 @@ def _items_table(shown: ShownRun) -> Table:
         table.add_column(column, justify="left" if column in ("status", "output", "repeats") else "right",
                          overflow="ellipsis", no_wrap=column in ("output", "repeats"))
     for item in shown.items:
-        output = item.output if item.status == "ok" else (item.error or "").split("\n")[0]
+        output = (transcript_summary(item) or item.output) if item.status == "ok" else \
+            (item.error or "").split("\n")[0]
         flaky = [shown.flaky.get(item.index, "")] if shown.flaky else []
         table.add_row(item_label(item.index, item.run_index, shown.repeats), item.status,
                       *(_score(item.evaluations.get(name)) for name in shown.evaluators), *flaky,

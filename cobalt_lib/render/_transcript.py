@@ -39,6 +39,16 @@ def transcript_lines(item: ItemResult) -> list[str] | None:
     return lines
 
 
+def transcript_summary(item: ItemResult) -> str | None:
+    """`2 turns · last answer: ...` for a conversation (a table's output cell), else None."""
+    transcript = transcript_of(item.output, item.metadata)
+    if transcript is None:
+        return None
+    last = next((m for m in reversed(transcript) if m.get("role") == "assistant"), None)
+    turns = count((len(transcript) + 1) // 2, "turn")
+    return f"{turns} · last answer: {last.get('content')}" if last else f"{turns} · no answer"
+
+
 def turn_score_text(name: str, t: TurnScore) -> str:
     """`has-answer: 0.000 FAIL (lacks '4')`, or `has-answer: eval-error (...)`."""
     if t.status != "ok":

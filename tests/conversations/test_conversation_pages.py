@@ -88,7 +88,9 @@ def _check_transcript(page: Any) -> None:
 
 def test_the_item_detail_draws_a_conversation_as_its_transcript_with_per_turn_scores(runs: Runs, page: Any) -> None:
     page.goto(f"{runs.url}/runs/{runs.b}")
-    page.locator("#item-table tr.item-row[data-index='0']").click()
+    row = page.locator("#item-table tr.item-row[data-index='0']")
+    assert "2 turns · last answer: It is sunny today." in row.inner_text()
+    row.click()
     _check_transcript(page)
     assert page.locator("#detail .evaluation[data-evaluator='relevant'] .reason").inner_text() == (
         "1/2 answers are relevant; not in turn 2")

@@ -104,6 +104,7 @@ def test_a_scripted_conversation_calls_the_agent_per_turn_and_scores_per_turn_an
     assert stored.output == item.output
     assert stored.evaluations["in-role"].turns == role.turns
 
+    assert "2 turns · last answer: 5" in cli("show", "latest")
     shown = cli("show", "latest", "0")
     assert "turn 2 (" in shown and "    user: What is 2+2?" in shown and "    assistant: 5" in shown
     assert "    exact: 0.000 FAIL (" in shown and "    in-role: 0.000 FAIL (rude)" in shown

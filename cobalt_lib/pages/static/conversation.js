@@ -64,5 +64,13 @@
     return root;
   }
 
-  window.cobaltConversation = {transcript: transcript};
+  // The item table's output cell: `2 turns · last answer: ...`; null: not a conversation.
+  function summary(item) {
+    if (!isTranscript(item)) return null;
+    var turns = Math.ceil(item.output.length / 2);
+    var last = item.output.filter(function (m) { return m.role === "assistant"; }).pop();
+    return turns + (turns === 1 ? " turn" : " turns") + " · " + (last ? "last answer: " + last.content : "no answer");
+  }
+
+  window.cobaltConversation = {transcript: transcript, summary: summary};
 })();

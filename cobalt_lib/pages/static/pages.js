@@ -126,7 +126,7 @@
     function row(item) {
       var cells = [el("td", {class: "num"}, label(item), item.flaky ? el("span", {class: "badge flaky", title: "passed in some repeats, not all"}, item.flaky) : null),
         el("td", {class: "text"}, short(item.input, 140)),
-        el("td", {class: "text"}, item.status === "ok" ? short(item.output, 180) : el("span", {class: "fail"}, short(item.error, 180))),
+        el("td", {class: "text"}, item.status === "ok" ? short((window.cobaltConversation && window.cobaltConversation.summary(item)) || item.output, 180) : el("span", {class: "fail"}, short(item.error, 180))),
         el("td", {class: "text"}, short(item.expected, 100))];
       data.evaluators.forEach(function (n) {
         var ev = item.evaluations[n];
