@@ -10,44 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakellm import FakeLLM, Reply, text
+from chats import SCENARIO, USER_LINES, agent_v1, agent_v2, route, simulator_calls
+from fakellm import FakeLLM
 from typer.testing import CliRunner
 
 from cobalt_lib import ConversationContext, Dataset, Evaluator, SimulatedUser, Store, experiment, load_config
 from cobalt_lib.cli import app
 from cobalt_lib.ops import compare_runs
 from cobalt_lib.results._history import stored_items
-
-USER_PROMPT = "You are role-playing a user"
-#: What the simulated user says after k assistant answers; after the last it ends the conversation.
-USER_LINES = ["I was charged twice for order 1234.", "Yes, card ending 42.", "Thanks, that is all."]
-
-
-def assistant_answers(prompt: str) -> int:
-    return len(re.findall(r"^assistant: ", prompt, flags=re.MULTILINE))
-
-
-def route(llm: FakeLLM, judge: dict[str, Any] | None = None, *, end_after: int = 99) -> None:
-    """The simulated user's turns by how many answers its prompt holds (it ends after `end_after`), and the
-    judge's answers by a marker of their prompt."""
-
-    def respond(kind: str, body: dict[str, Any]) -> Reply:
-        prompt = next(m["content"] for m in body["messages"] if m["role"] == "user")
-        if USER_PROMPT in prompt:
-            k = assistant_answers(prompt)
-            done = k >= min(end_after, len(USER_LINES))
-            return text(json.dumps({"message": "" if done else USER_LINES[k], "done": done}))
-        for marker, value in (judge or {}).items():
-            if marker in prompt:
-                return text(json.dumps(value))
-        return text("no route for this prompt")
-
-    llm.respond = respond
-
-
-def simulator_calls(llm: FakeLLM) -> int:
-    return sum(1 for r in llm.requests if r["kind"] == "chat"
-               and any(USER_PROMPT in str(m.get("content")) for m in r["body"]["messages"]))
 
 
 def cli(*args: str) -> str:
@@ -108,18 +78,6 @@ def test_a_scripted_conversation_calls_the_agent_per_turn_and_scores_per_turn_an
     shown = cli("show", "latest", "0")
     assert "turn 2 (" in shown and "    user: What is 2+2?" in shown and "    assistant: 5" in shown
     assert "    exact: 0.000 FAIL (" in shown and "    in-role: 0.000 FAIL (rude)" in shown
-
-
-SCENARIO = {"id": "double-charge", "conversation": {
-    "goal": "get the double charge on order 1234 refunded", "persona": "a hurried customer", "max_turns": 3}}
-
-
-def agent_v1(ctx: ConversationContext) -> str:
-    return f"Answer {ctx.turn}: noted."
-
-
-def agent_v2(ctx: ConversationContext) -> str:
-    return f"Answer {ctx.turn}: noted." if ctx.turn == 1 else f"Answer {ctx.turn}: refunded!"
 
 
 def test_a_simulated_conversation_replays_from_the_cache_and_a_changed_agent_diverges_from_its_changed_turn(
