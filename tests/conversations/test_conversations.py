@@ -237,3 +237,53 @@ def test_the_simulated_users_prompt_is_the_one_documented() -> None:
     assert block is not None, "docs/conversations.md must show the simulated user's prompt"
     assert block.group(1) == _simulator.PROMPT.replace("{{", "{").replace("}}", "}")
     assert f'(system prompt: "{_simulator.SYSTEM_PROMPT}")' in doc
+
+
+def test_knowledge_retention_counts_the_answers_that_forget_and_a_short_verdict_list_is_an_eval_error(
+        judged_project: Path, llm: FakeLLM) -> None:
+    route(llm, {"remembers what the user told it": {"verdicts": [
+        {"turn": 1, "forgets": False, "reason": "first answer"},
+        {"turn": 2, "forgets": "yes", "reason": "asked for the order number again"}]}})
+    exp = experiment("support", [SCRIPTED], lambda ctx: "What is your order number?",
+                     evaluators=[Evaluator("memory", type="knowledge_retention")])
+    memory = exp.run(config=load_config()).items[0].evaluations["memory"]
+    assert (memory.score, memory.reason) == (0.5, "1/2 answers retain what the user said; not in turn 2")
+    assert [(t.turn, t.score, t.passed, t.reason) for t in memory.turns or []] == [
+        (1, 1.0, True, "first answer"), (2, 0.0, False, "asked for the order number again")]
+    prompt = next(m["content"] for r in llm.requests for m in r["body"]["messages"]
+                  if "remembers what the user told it" in str(m["content"]))
+    assert "Turn 1\nuser: Hello\nassistant: What is your order number?\nTurn 2\nuser: What is 2+2?" in prompt
+    assert "with exactly 2 verdicts" in prompt
+
+    route(llm, {"relevant: it addresses": {"verdicts": [{"turn": 1, "relevant": True}]}})
+    relevant = experiment("support", [SCRIPTED], lambda ctx: "Sure.",
+                          evaluators=[Evaluator("relevant", type="turn_relevancy")]).run(config=load_config())
+    ev = relevant.items[0].evaluations["relevant"]
+    assert ev.status == "eval-error" and ev.judge_calls == 2  # one verdict for two answers, then the stricter retry
+    assert "'verdicts' has 1 entries where 2 were asked for" in (ev.error or "")
+
+
+def test_a_per_turn_llm_judge_reads_each_turns_message_and_answer(judged_project: Path, llm: FakeLLM) -> None:
+    route(llm, {"Judge the answer": {"score": 0.9, "reason": "on topic"}})
+    judge = Evaluator("on-topic", prompt="Judge the answer.\nUser: {{input}}\nAnswer: {{output}}", per_turn=True)
+    exp = experiment("support", [SCRIPTED], lambda ctx: f"re: {ctx.input}", evaluators=[judge])
+    ev = exp.run(config=load_config()).items[0].evaluations["on-topic"]
+    assert (ev.score, ev.judge_calls, [t.reason for t in ev.turns or []]) == (0.9, 2, ["on topic", "on topic"])
+    prompts = sorted(str(m["content"]) for r in llm.requests for m in r["body"]["messages"]
+                     if "Judge the answer" in str(m["content"]))
+    assert prompts == ["Judge the answer.\nUser: Hello\nAnswer: re: Hello",
+                       "Judge the answer.\nUser: What is 2+2?\nAnswer: re: What is 2+2?"]
+    again = exp.run(config=load_config()).items[0].evaluations["on-topic"]
+    assert (again.score, again.cached, again.judge_calls) == (0.9, True, 0)
+
+
+def test_an_agent_answering_with_a_json_value_is_held_as_text_and_scored_as_the_value(project: Path) -> None:
+    def agent(ctx: ConversationContext) -> dict[str, Any]:
+        return {"output": {"answer": ctx.turn}, "metadata": {"model": "m1", "tokens": 5}}
+
+    exact = Evaluator("answer", type="function", per_turn=True,
+                      fn=lambda ctx: ctx.output == {"answer": ctx.item["turn"]})
+    item = experiment("json", [SCRIPTED], agent, evaluators=[exact]).run(config=load_config()).items[0]
+    assert item.output[1] == {"role": "assistant", "content": '{"answer": 1}'}
+    assert item.evaluations["answer"].score == 1.0
+    assert item.tokens == 10 and item.metadata["conversation"]["turns"][0]["metadata"] == {"model": "m1", "tokens": 5}
