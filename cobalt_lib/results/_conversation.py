@@ -49,6 +49,18 @@ def turn_records(metadata: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [dict(r) for r in records if isinstance(r, Mapping)] if isinstance(records, list) else []
 
 
+def simulator_spend(metadata: Mapping[str, Any]) -> tuple[int, int, float | None] | None:
+    """What the item's simulated user cost: (model calls, tokens, cost in dollars or None when unknown);
+    None when the item had no simulated user."""
+    meta = metadata.get(META) if isinstance(metadata, Mapping) else None
+    spent = meta.get("simulator") if isinstance(meta, Mapping) else None
+    if not isinstance(spent, Mapping):
+        return None
+    tokens = int(spent.get("input_tokens") or 0) + int(spent.get("output_tokens") or 0)
+    cost = spent.get("cost_usd")
+    return int(spent.get("calls") or 0), tokens, float(cost) if isinstance(cost, int | float) else None
+
+
 def first_divergence(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]]) -> Divergence | None:
     """Where transcripts `a` and `b` first differ (None: identical). A message counts as turn
     `position // 2 + 1`: each turn is one user message and the assistant's answer."""

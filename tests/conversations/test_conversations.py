@@ -92,6 +92,8 @@ def test_a_simulated_conversation_replays_from_the_cache_and_a_changed_agent_div
     assert item.metadata["conversation"]["stopped"] == "the turn limit (3) was reached"
     assert item.metadata["conversation"]["simulator"]["calls"] == 3
     assert simulator_calls(llm) == 3
+    # the simulated user's calls are cobalt's own spend: counted with the judge's (3 turns + 1 goal judgement)
+    assert (first.summary.judge_calls, first.summary.judge_tokens) == (4, 4 * 30)
     assert (item.evaluations["goal"].score, item.evaluations["goal"].reason) == (0.75, "refund promised")
     assert [t.score for t in item.evaluations["short"].turns or []] == [1.0, 1.0, 1.0]
     goal_prompt = next(m["content"] for r in llm.requests for m in r["body"]["messages"]
@@ -105,6 +107,7 @@ def test_a_simulated_conversation_replays_from_the_cache_and_a_changed_agent_div
                                                                     "calls": 0, "cached": 3, "input_tokens": 0,
                                                                     "output_tokens": 0, "cost_usd": None}
     assert json.dumps(again.items[0].output).encode() == json.dumps(item.output).encode()
+    assert (again.summary.judge_calls, again.summary.judge_tokens) == (0, 0)
     store = Store.for_config(load_config())
     assert json.dumps(stored_items(store, again.id)[0].output) == json.dumps(stored_items(store, first.id)[0].output)
 
