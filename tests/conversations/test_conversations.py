@@ -290,3 +290,19 @@ def test_an_agent_answering_with_a_json_value_is_held_as_text_and_scored_as_the_
     assert item.output[1] == {"role": "assistant", "content": '{"answer": 1}'}
     assert item.evaluations["answer"].score == 1.0
     assert item.tokens == 10 and item.metadata["conversation"]["turns"][0]["metadata"] == {"model": "m1", "tokens": 5}
+
+
+def test_cobalt_run_on_a_bad_conversation_file_exits_2_with_the_sentence(project: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    from cobalt_lib.cli import main
+
+    (project / "chats.jsonl").write_text(json.dumps({"conversation": {"goal": "refund", "max_turns": 99}}) + "\n")
+    (project / "chats.cobalt.py").write_text(
+        "from cobalt_lib import Dataset, experiment\n"
+        "experiment('chats', Dataset.from_file('chats.jsonl'), lambda ctx: 'x')\n")
+    with pytest.raises(SystemExit) as exited:
+        main(["run", "chats.cobalt.py"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.strip().endswith(
+        "chats.jsonl, line 1: field 'conversation.max_turns' must be a whole number from 1 to 50 (the most user "
+        "turns), got 99.")
