@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from .._timeouts import FinishedWhileCancelled
 from ..conversations._simulator import SimulatedUser, next_turn
 from ..conversations._spec import Conversation, Scenario, Script, conversation_of
+from ..llm._judge import Judge
 from ..llm._providers import Endpoint, import_sdks
 from ..results._conversation import META
 from ..results._report import Evaluation, ItemResult
@@ -122,7 +123,7 @@ async def _user_message(session: Session, conversation: Conversation, turn: int,
         return conversation.opening, ""
     endpoint = spend.endpoint
     assert endpoint is not None, "a simulated conversation's plan resolves the simulated user's endpoint"
-    asked = await next_turn(session.judge, endpoint, conversation, messages)
+    asked = await next_turn(interactive_judge(session), endpoint, conversation, messages)
     spend.asked.append(asked.evaluation)
     if asked.done:
         if turn == 1:
@@ -131,6 +132,20 @@ async def _user_message(session: Session, conversation: Conversation, turn: int,
     if asked.message is None:
         return None, f"the simulated user gave no usable message: {asked.evaluation.error}"
     return asked.message, ""
+
+
+def interactive_judge(session: Session) -> Judge:
+    """The judge that asks the simulated user: the run's own, but never through a provider's batch API (a
+    run judging in batches): each turn of a conversation waits on the user's answer, so it is asked at
+    once, through the run's cache and clients."""
+    judge = session.judge
+    if getattr(judge, "batch", None) is None:
+        return judge
+    own: Judge | None = vars(judge).get("_simulated_user")
+    if own is None:  # kept on the run's judge: it lives as long as the run's clients
+        own = vars(judge)["_simulated_user"] = Judge(judge.cache, session.plan.judge_concurrency, judge.prices,
+                                                     clients=judge.clients)
+    return own
 
 
 def _record(turn: int, answer: ItemResult) -> dict[str, Any]:

@@ -43,14 +43,14 @@ class RunPlan:
     source: Literal["library", "dagster"] = "library"
     parent_run_id: str | None = None
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
+    #: Who plays the simulated users of the run's conversation items; None when no item has one.
+    simulator: Endpoint | None = None
     #: The evaluators this run calls; the others keep the scores an item arrives with (a partial rescore).
     scored: frozenset[str] = frozenset()
     #: How the run started: what `execute` does besides a fresh run (resume the stored items, rescore outputs).
     request: RunRequest = field(default_factory=FreshRun)
     #: The dataset indices this run covers, when only some (the failed items of its parent); None: all.
     indices: tuple[int, ...] | None = None
-    #: Who plays the simulated users of the run's conversation items; None when no item has one.
-    simulator: Endpoint | None = None
 
     @property
     def store(self) -> Store:
@@ -149,11 +149,11 @@ def prepare(experiment: Experiment, config: Config, request: RunRequest | None =
         runs=shape.runs or experiment.runs, concurrency=agent_limit,
         judge_concurrency=experiment.judge_concurrency or config.judge_concurrency or agent_limit,
         timeout=shape.timeout or experiment.timeout or config.timeout,
-        endpoints=endpoints, assertions=assertions,
+        endpoints=endpoints, assertions=assertions, simulator=simulator,
         tags=list(dict.fromkeys([*experiment.tags, *shape.tags])), source=shape.source,
         parent_run_id=shape.parent_run_id, prices={name: (p.input, p.output) for name, p in config.prices.items()},
         evaluators=list(experiment.evaluators), scored=frozenset(e.name for e in chosen), total_items=total,
-        request=request, indices=shape.indices, simulator=simulator,
+        request=request, indices=shape.indices,
     )
 
 

@@ -306,3 +306,19 @@ def test_cobalt_run_on_a_bad_conversation_file_exits_2_with_the_sentence(project
     assert capsys.readouterr().err.strip().endswith(
         "chats.jsonl, line 1: field 'conversation.max_turns' must be a whole number from 1 to 50 (the most user "
         "turns), got 99.")
+
+
+def test_a_run_judging_in_batches_still_asks_the_simulated_user_at_once(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from cobalt_lib.llm._cache import ResponseCache
+    from cobalt_lib.llm._judge import Judge
+    from cobalt_lib.run._conversation import interactive_judge
+
+    judge = Judge(ResponseCache(tmp_path, 60.0), 2)
+    session: Any = SimpleNamespace(judge=judge, plan=SimpleNamespace(judge_concurrency=2))
+    assert interactive_judge(session) is judge  # no batch: the run's judge itself
+    judge.batch = object()  # type: ignore[attr-defined]  # what a run with `[judge] batch` sets
+    asking = interactive_judge(session)
+    assert asking is not judge and getattr(asking, "batch", None) is None
+    assert (asking.cache, asking.clients) == (judge.cache, judge.clients) and interactive_judge(session) is asking
