@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from chats import SCENARIO, USER_LINES, agent_v1, agent_v2, route, simulator_calls
-from fakellm import FakeLLM
+from fakellm import FakeLLM, text
 from typer.testing import CliRunner
 
 from cobalt_lib import ConversationContext, Dataset, Evaluator, SimulatedUser, Store, experiment, load_config
@@ -322,3 +322,15 @@ def test_a_run_judging_in_batches_still_asks_the_simulated_user_at_once(tmp_path
     asking = interactive_judge(session)
     assert asking is not judge and getattr(asking, "batch", None) is None
     assert (asking.cache, asking.clients) == (judge.cache, judge.clients) and interactive_judge(session) is asking
+
+
+def test_a_simulated_user_that_gives_no_usable_message_ends_the_conversation_as_the_items_error(
+        judged_project: Path, llm: FakeLLM) -> None:
+    llm.respond = lambda kind, body: text("I would say hello, I guess.")
+    report = experiment("billing", [SCENARIO], agent_v1, max_error_rate=1.0).run(config=load_config())
+    item = report.items[0]
+    assert (item.status, item.output) == ("error", [])
+    assert item.error == ("turn 1: the simulated user gave no usable message: unusable judge answer after a stricter "
+                          "retry: no JSON object with a 'message' field was found")
+    assert llm.count("chat") == 2  # the answer, then the stricter retry; nothing cached
+    assert item.metadata["conversation"]["simulator"]["calls"] == 2
