@@ -122,8 +122,11 @@ def combine(evaluator: Evaluator, scored: list[tuple[int, Evaluation]]) -> Evalu
     scores = [(e.score, n) for n, e in scored if e.score is not None]
     how = evaluator.per_turn or "mean"
     value = min(s for s, _ in scores) if how == "min" else math.fsum(s for s, _ in scores) / len(scores)
-    _, worst = min(scores)
+    (low, worst), high = min(scores), max(s for s, _ in scores)
     worst_reason = dict(scored)[worst].reason
-    reason = (f"{how} of {len(scores)} turns; lowest: turn {worst}"
-              + (f" ({worst_reason})" if worst_reason else ""))
+    reason = f"{how} of {len(scores)} turns; "
+    if low == high:
+        reason += "every turn scored the same"
+    else:
+        reason += f"lowest: turn {worst}" + (f" ({worst_reason})" if worst_reason else "")
     return Evaluation(score=value, reason=reason, passed=passes(evaluator.name, value, evaluator.threshold), **usage)

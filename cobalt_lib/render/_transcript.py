@@ -39,6 +39,20 @@ def transcript_lines(item: ItemResult) -> list[str] | None:
     return lines
 
 
+def transcript_text(item: ItemResult) -> str | None:
+    """A conversation's transcript as plain text, a `turn N` line before each turn's messages (what the
+    compare page diffs word by word); None when the item is not a conversation."""
+    transcript = transcript_of(item.output, item.metadata)
+    if transcript is None:
+        return None
+    lines = []
+    for position, message in enumerate(transcript):
+        if position % 2 == 0:
+            lines.append(f"turn {position // 2 + 1}")
+        lines.append(f"{message.get('role')}: {message.get('content', '')}")
+    return "\n".join(lines)
+
+
 def transcript_summary(item: ItemResult) -> str | None:
     """`2 turns · last answer: ...` for a conversation (a table's output cell), else None."""
     transcript = transcript_of(item.output, item.metadata)

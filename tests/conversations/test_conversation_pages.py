@@ -111,4 +111,8 @@ def test_compare_shows_from_which_turn_two_runs_conversations_diverged(runs: Run
     assert cells.nth(2).inner_text() == "turn 2, the assistant's answer"
     assert cells.nth(3).inner_text() == "Order 77 is at the depot, please collect it."
     assert cells.nth(4).inner_text() == "It is sunny today."
+    pair = page.locator(".pair[data-index='0']")
+    assert pair.locator(".badge.diverged").inner_text() == "diverged at turn 2"
+    assert "sunny" in " ".join(pair.locator("pre.output.b ins").all_inner_texts())  # the changed answer, marked
+    assert "turn 2\nuser: Order 77." in pair.locator("pre.output.a").inner_text()  # turns, not JSON
     screenshot(page, "conversation-compare")

@@ -245,6 +245,7 @@
         (r.change ? " " + (r.change > 0 ? "+" : "") + r.change.toFixed(3) : "")),
         r.status_a !== r.status_b ? el("span", {class: "fail"}, " agent call " + r.status_a + " → " + r.status_b) : null,
         r.output_changed ? el("span", {class: "muted"}, " · output changed") : null,
+        r.diverged ? el("span", {class: "badge diverged", "data-turn": r.diverged}, "diverged at turn " + r.diverged) : null,
         r.flaky_a ? el("span", {class: "badge flaky"}, "A flaky: " + r.flaky_a) : null,
         r.flaky_b ? el("span", {class: "badge flaky"}, "B flaky: " + r.flaky_b) : null),
       el("p", {class: "input"}, el("b", {}, "Input: "), short(r.input, 300)),
