@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         TemplateError,
     )
     from .config import Config, define_config, find_project_root, load_config
+    from .conversations import SimulatedUser
     from .evaluators import EVALUATOR_TYPES, EvalContext, Evaluator, EvaluatorKind, evaluator_kinds
     from .experiments import REGISTRY, Dataset, Experiment, discover_files, experiment, load_experiments, load_file
     from .gates import Assertion, assertion, calibrated, no_regression, threshold
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
         item_identity,
         read_results,
     )
-    from .run import AgentContext
+    from .run import AgentContext, ConversationContext
 
 __version__ = "0.1.0"
 
@@ -53,6 +54,7 @@ _EXPORTS: dict[str, str] = {name: module for module, names in {
     "._errors": "BatchPending CobaltError ConfigError DatasetError EvaluatorError JudgeError MissingApiKeyError "
         "StoreError TemplateError",
     ".config": "Config define_config find_project_root load_config",
+    ".conversations": "SimulatedUser",
     ".evaluators": "EVALUATOR_TYPES EvalContext Evaluator EvaluatorKind evaluator_kinds",
     ".experiments": "Dataset Experiment REGISTRY discover_files experiment load_experiments load_file",
     ".gates": "Assertion assertion calibrated no_regression threshold",
@@ -60,7 +62,7 @@ _EXPORTS: dict[str, str] = {name: module for module, names in {
     ".llm": "track_usage",
     ".results": "AssertionResult EvalResult Evaluation ExperimentReport ItemResult ItemSpread Stats "
         "Store Summary duplicate_ids item_identity read_results",
-    ".run": "AgentContext",
+    ".run": "AgentContext ConversationContext",
 }.items() for name in names.split()}
 
 __all__ = [
@@ -73,6 +75,7 @@ __all__ = [
     "CobaltError",
     "Config",
     "ConfigError",
+    "ConversationContext",
     "Dataset",
     "DatasetError",
     "EvalContext",
@@ -88,6 +91,7 @@ __all__ = [
     "ItemSpread",
     "JudgeError",
     "MissingApiKeyError",
+    "SimulatedUser",
     "Stats",
     "Store",
     "StoreError",

@@ -15,9 +15,9 @@ from cobalt_lib import Store, read_results
 EXAMPLES = Path(__file__).parent.parent / "examples"
 
 
-def _run(script: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+def _run(script: str, cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
-    return subprocess.run([sys.executable, str(cwd / "examples" / script)], cwd=cwd, env={**clean, **env},
+    return subprocess.run([sys.executable, str(cwd / "examples" / script), *args], cwd=cwd, env={**clean, **env},
                           capture_output=True, text=True, timeout=120)
 
 
@@ -52,3 +52,43 @@ def test_llm_example_against_an_openai_compatible_server(project: Path, llm: Fak
     assert result.returncode == 0, result.stderr
     assert "relevance: mean 0.80 over 6 scores (0 judge errors)" in result.stdout
     assert llm.count("chat") == 6
+
+
+def test_conversations_example_runs_its_scripted_chats_offline(project: Path) -> None:
+    _copy_examples(project)
+    result = _run("conversations.py", project)
+    assert result.returncode == 0, result.stderr
+    assert "  assistant: The refund for order 1234 reaches your account within 5 working days." in result.stdout
+    assert "  polite: 0.67 (turn 1 1.00, turn 2 1.00, turn 3 0.00)" in result.stdout
+    assert "lost-parcel" not in result.stdout  # the simulated user's chat needs a model: --simulate
+
+
+def test_conversations_example_simulates_a_user_and_replays_it_from_the_cache(project: Path, llm: FakeLLM) -> None:
+    import json
+    import re
+
+    from fakellm import Reply, text
+
+    def respond(kind: str, body: dict[str, object]) -> Reply:
+        prompt = str(next(m["content"] for m in body["messages"] if m["role"] == "user"))  # type: ignore[attr-defined]
+        if "role-playing a user" in prompt:
+            k = len(re.findall(r"^assistant: ", prompt, flags=re.MULTILINE))
+            lines = ["Hello, my parcel is late.", "It is order 9012. Where is my parcel?"]
+            return text(json.dumps({"message": lines[k] if k < 2 else "", "done": k >= 2}))
+        if "stays in the role" in prompt:
+            n = prompt.count("\nassistant: ")
+            return text(json.dumps({"verdicts": [{"turn": i + 1, "adheres": True, "reason": "polite"}
+                                                 for i in range(n)]}))
+        return text(json.dumps({"score": 1.0, "reason": "the user learnt where the parcel is"}))
+
+    llm.respond = respond
+    _copy_examples(project)
+    first = _run("conversations.py", project, "--simulate", OPENAI_BASE_URL=llm.openai_url)
+    assert first.returncode == 0, first.stderr
+    assert "  assistant: Order 9012 is at the local depot and arrives tomorrow." in first.stdout
+    assert "  simulated user: 3 turns, 3 model calls, 0 from the cache" in first.stdout
+    calls = llm.count("chat")
+    again = _run("conversations.py", project, "--simulate", OPENAI_BASE_URL=llm.openai_url)
+    assert again.returncode == 0, again.stderr
+    assert "  simulated user: 3 turns, 0 model calls, 3 from the cache" in again.stdout
+    assert llm.count("chat") == calls  # the user replayed and the judge's answers cached: no request at all

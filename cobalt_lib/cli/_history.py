@@ -106,6 +106,7 @@ def _print_comparison(c: Comparison) -> None:
         unpaired_summary,
         verdict_lines,
     )
+    from ..render._transcript import divergence_lines
 
     out = console()
     out.print(f"compare {c.run_b} ({c.experiment_b}) against baseline {c.run_a} ({c.experiment_a}): "
@@ -137,6 +138,8 @@ def _print_comparison(c: Comparison) -> None:
         out.print(f"status changed: item {s.index} {s.status_a} -> {s.status_b}")
     for f in c.flaky:
         out.print(Text(flaky_line(f)))
+    for line in divergence_lines(c):
+        out.print(Text(line))
     if c.unpaired:
         out.print(unpaired_summary(c.unpaired))
 

@@ -46,6 +46,7 @@ def _score(ev: Evaluation | None) -> str:
 
 def _items_table(shown: ShownRun) -> Table:
     """One row per item (per repeat: `3:1` is item 3's run index 1), flaky items marked `2 of 3 passed`."""
+    from ..render._transcript import transcript_summary
     from ..results._repeats import item_label
 
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
@@ -54,7 +55,8 @@ def _items_table(shown: ShownRun) -> Table:
         table.add_column(column, justify="left" if column in ("status", "output", "repeats") else "right",
                          overflow="ellipsis", no_wrap=column in ("output", "repeats"))
     for item in shown.items:
-        output = item.output if item.status == "ok" else (item.error or "").split("\n")[0]
+        output = (transcript_summary(item) or item.output) if item.status == "ok" else \
+            (item.error or "").split("\n")[0]
         flaky = [shown.flaky.get(item.index, "")] if shown.flaky else []
         table.add_row(item_label(item.index, item.run_index, shown.repeats), item.status,
                       *(_score(item.evaluations.get(name)) for name in shown.evaluators), *flaky,
@@ -83,18 +85,22 @@ def _evaluation_lines(name: str, ev: Evaluation, pass_mark: Any) -> list[str]:
 
 def _item_text(shown: ShownRun, item: ItemResult) -> str:
     """Everything about one item (x run): input, expected and actual output, every evaluation, the rest."""
+    from ..render._transcript import transcript_lines
     from ..results._repeats import item_label
 
     latency = "-" if item.latency_ms is None else f"{item.latency_ms:.0f} ms"
     flaky = f" (flaky: {shown.flaky[item.index]})" if item.index in shown.flaky else ""
     lines = [f"item {item_label(item.index, item.run_index, shown.repeats)}{flaky}: {item.status}, {latency}"]
+    transcript = transcript_lines(item)  # a conversation: its turns, each with its scores, for its output
     for label, value in (("input", item.input), ("expected output", item.item.get("expected_output")),
-                         ("output", item.output)):
+                         *([] if transcript else [("output", item.output)])):
         lines += _block(label, value)
+    lines += transcript or []
     lines.append("evaluations:" if item.evaluations else "evaluations: none")
     for name, ev in item.evaluations.items():
         lines += _evaluation_lines(name, ev, shown.pass_marks.get(name))
-    for label, value in (("metadata", item.metadata), ("error", item.error), ("traceback", item.traceback)):
+    metadata = {k: v for k, v in item.metadata.items() if not (transcript and k == "conversation")}
+    for label, value in (("metadata", metadata), ("error", item.error), ("traceback", item.traceback)):
         if value:
             lines += _block(label, value)
     return "\n".join(lines)

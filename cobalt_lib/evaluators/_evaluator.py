@@ -10,6 +10,7 @@ from .._errors import EvaluatorError
 from ..results._report import Evaluation
 from ._catalog import find_kind
 from ._context import EvalContext, Scoring
+from ._turns import check_turns, is_conversation, turn_aggregate
 
 if TYPE_CHECKING:
     from .._threads import DaemonThreads
@@ -26,10 +27,14 @@ class Evaluator:
     for `similarity` it is also the cosine similarity that counts as a full match, default 0.85).
     `cobalt evaluators` lists every kind and its options; an option the kind does not take is an
     error here, at declaration, not during the run.
+
+    `per_turn` scores a conversation item turn by turn (each assistant answer, with the user's message
+    as its input) and gives the item the turns' mean (`True` or `"mean"`) or lowest score (`"min"`);
+    otherwise a conversation item is scored once, its transcript as the output.
     """
 
     def __init__(self, name: str, type: str = "llm-judge", *, threshold: float | None = None,
-                 description: str | None = None, **options: Any) -> None:
+                 description: str | None = None, per_turn: bool | str = False, **options: Any) -> None:
         if not isinstance(name, str) or not name.strip():
             raise EvaluatorError(f"Evaluator name must be a non-empty string, got {name!r}.")
         where = f"Evaluator {name!r}"
@@ -42,6 +47,7 @@ class Evaluator:
         self.type = type
         self.threshold = float(kind.default_threshold if threshold is None else threshold)
         self.description = description
+        self.per_turn = turn_aggregate(per_turn, where)
 
     def __repr__(self) -> str:
         return f"Evaluator(name={self.name!r}, type={self.type!r})"
@@ -56,10 +62,14 @@ class Evaluator:
 
     def describe(self) -> dict[str, Any]:
         """The evaluator's name, type, pass mark and options, as stored with every run."""
-        return {"name": self.name, "type": self.type, "threshold": self.threshold, **self.kind.describe()}
+        described = {"name": self.name, "type": self.type, "threshold": self.threshold, **self.kind.describe()}
+        return {**described, "per_turn": self.per_turn} if self.per_turn else described
 
     def check_item(self, item: Mapping[str, Any], index: int) -> None:
-        """Raise before any agent call if this evaluator cannot score `item`."""
+        """Raise before any agent call if this evaluator cannot score `item` (each turn, when per turn)."""
+        if self.per_turn and is_conversation(item):
+            check_turns(self, item, index)
+            return
         self.kind.check_item(item, index, self)
 
     @property

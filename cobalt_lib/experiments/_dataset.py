@@ -169,6 +169,9 @@ def _parse_json(text: str, where: str) -> list[Item]:
     if any(_CHECKS in item for item in data):
         for item, line in zip(data, _item_lines(text), strict=True):
             _declare_checks(item, f"{where}, line {line}")
+    if any(_CONVERSATION in item for item in data):
+        for item, line in zip(data, _item_lines(text), strict=True):
+            _declare_conversation(item, f"{where}, line {line}")
     return data
 
 
@@ -229,6 +232,24 @@ def _declare_checks(item: Item, where: str) -> None:
         item[_CHECKS] = json.loads(value)
 
 
+#: The item field that makes an item a conversation (see cobalt_lib.conversations).
+_CONVERSATION = "conversation"
+
+
+def _declare_conversation(item: Item, where: str) -> None:
+    """Validate an item's conversation where it was read, so a bad one names the file, line and field.
+    A CSV cell holds it as JSON text: it is parsed, and an empty cell means none."""
+    from ..conversations._spec import read_conversation
+
+    value = item[_CONVERSATION]
+    if value is None or (isinstance(value, str) and not value.strip()):
+        del item[_CONVERSATION]
+        return
+    read_conversation(value, where)
+    if isinstance(value, str):
+        item[_CONVERSATION] = json.loads(value)
+
+
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
 
@@ -251,6 +272,8 @@ def _parse_jsonl(text: str, where: str) -> list[Item]:
         check_item(item, f"{where}, line {lineno}")
         if _CHECKS in item:
             _declare_checks(item, f"{where}, line {lineno}")
+        if _CONVERSATION in item:
+            _declare_conversation(item, f"{where}, line {lineno}")
         items.append(item)
     return items
 
@@ -301,6 +324,8 @@ def _parse_csv(text: str, where: str) -> list[Item]:
             item = dict(zip(header, row, strict=True))
             if _CHECKS in item:
                 _declare_checks(item, f"{where}, line {row_line}")
+            if _CONVERSATION in item:
+                _declare_conversation(item, f"{where}, line {row_line}")
             items.append(item)
     except csv.Error as exc:
         raise DatasetError(f"{where}, line {reader.line_num}: malformed CSV ({exc}).") from None

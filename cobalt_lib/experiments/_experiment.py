@@ -10,6 +10,7 @@ from typing import Any, overload
 from .._aio import run_anywhere
 from .._errors import ConfigError
 from ..config._config import Config, load_config
+from ..conversations._simulator import SimulatedUser
 from ..evaluators._evaluator import Evaluator
 from ..evaluators._itemchecks import with_item_checks
 from ..gates._assertions import RUN_METRICS, Assertion, ErrorRate
@@ -17,7 +18,7 @@ from ..results._report import ExperimentReport
 from ._dataset import Dataset
 
 _OPTIONS = frozenset({"evaluators", "runs", "concurrency", "judge_concurrency", "timeout", "tags", "assertions",
-                      "description", "max_error_rate"})
+                      "description", "max_error_rate", "simulator"})
 
 #: Every declared experiment by name; declaring a name again replaces it (notebooks re-run cells).
 REGISTRY: dict[str, Experiment] = {}
@@ -45,6 +46,7 @@ class Experiment:
         assertions: Sequence[Assertion] = (),
         description: str | None = None,
         max_error_rate: float | None = None,
+        simulator: SimulatedUser | None = None,
     ) -> None:
         where = f"experiment {name!r}"
         if not isinstance(name, str) or not name.strip():
@@ -88,6 +90,11 @@ class Experiment:
         self.assertions = list(assertions)
         #: The share of errors this experiment may have and pass; None: `[ci] max_error_rate` (default 0).
         self.max_error_rate = max_error_rate
+        if simulator is not None and not isinstance(simulator, SimulatedUser):
+            raise ConfigError(f"{where}: simulator must be a SimulatedUser(model=..., provider=...), got "
+                              f"{simulator!r}.")
+        #: Who plays the simulated users of conversation items (None: the judge's model and provider).
+        self.simulator = simulator
         self.description = description or (getattr(runner, "__doc__", None) or "").strip() or None
         self.source_file: str | None = None
         self.source_line: int | None = None
@@ -143,7 +150,8 @@ def experiment(name: str, dataset: Dataset | Iterable[Mapping[str, Any]], runner
 
     Options: `evaluators`, `runs`, `concurrency`, `judge_concurrency`, `timeout` (seconds per
     item), `tags`, `assertions`, `description`, `max_error_rate` (the share of errors that may pass;
-    default `[ci] max_error_rate`, 0: any error fails the run).
+    default `[ci] max_error_rate`, 0: any error fails the run), `simulator` (a `SimulatedUser`: the model
+    playing conversation items' simulated users; default the judge's).
     """
     unknown = sorted(set(options) - _OPTIONS)
     if unknown:

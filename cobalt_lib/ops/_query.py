@@ -87,6 +87,8 @@ COLUMN_NOTES: dict[str, dict[str, str]] = {
         "cached": "answer came from the judge cache", "judge_model": "provider/model of the judge",
         "latency_ms": "evaluation time in ms", "tokens": "judge tokens", "cost_usd": "judge cost in US dollars",
         "judge_calls": "model calls made for this score",
+        "turns": "JSON: a conversation item's per-turn verdicts [{turn, score, reason, status, passed, error}], "
+                 "else NULL",
     },
     "aggregates": {
         "run_id": "the run", "metric": "an evaluator's name, or latency / cost / tokens",

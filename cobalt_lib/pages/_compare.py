@@ -11,6 +11,8 @@ from typing import Any
 from ..config._config import Config
 from ..ops._compare import CompareOutcome, _pairing_warnings, compare_stored, regression_reasons
 from ..ops._refs import resolve_pair
+from ..render._transcript import transcript_text
+from ..results._conversation import first_divergence, transcript_of
 from ..results._direction import gain
 from ..results._history import load_report
 from ..results._pairing import ItemPair, pair_items
@@ -80,13 +82,22 @@ def _row(pair: ItemPair) -> dict[str, Any]:
             "flaky_a": pair.flaky("a"), "flaky_b": pair.flaky("b"),
             "output_a": text_a, "output_b": text_b, "evaluators": evaluators,
             "change": worst if worst < 0 else best, "changed": worst < 0 or best > 0 or status_a != status_b,
-            "output_changed": text_a != text_b}
+            "output_changed": text_a != text_b, "diverged": _diverged_at(pair)}
+
+
+def _diverged_at(pair: ItemPair) -> int | None:
+    """The turn from which a paired conversation's transcripts differ (None: not a conversation, or the same)."""
+    a, b = (transcript_of(side[0].output, side[0].metadata) for side in (pair.a, pair.b))
+    parted = first_divergence(a, b) if a is not None and b is not None else None
+    return parted.turn if parted else None
 
 
 def _text(item: ItemResult) -> str:
     if item.status != "ok":
         return f"[{item.status}] {item.error or ''}".strip()
     out = item.output
+    if (transcript := transcript_text(item)) is not None:  # a conversation: its turns, not its JSON
+        return transcript
     return out if isinstance(out, str) else json.dumps(out, ensure_ascii=False, indent=1, default=str)
 
 

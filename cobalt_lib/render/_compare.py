@@ -127,6 +127,11 @@ def comparison_markdown(c: Comparison) -> str:
             f"- item {s.index}: {s.status_a} → {s.status_b}" for s in c.status_changes))
     if c.flaky:
         parts.append("#### Flaky items\n\n" + "\n".join(f"- {flaky_line(f)}" for f in c.flaky))
+    if c.conversations:
+        from ._transcript import divergence_lines
+
+        head, *parted = divergence_lines(c)
+        parts.append("#### Conversations\n\n" + head + "".join(f"\n- {line}" for line in parted))
     if c.unpaired:
         parts.append(f"#### Unpaired\n\n{unpaired_summary(c.unpaired)}")
     return "\n\n".join(parts) + "\n"

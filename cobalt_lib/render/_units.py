@@ -14,6 +14,11 @@ def money(value: float | None) -> str:
     return f"${value:.{2 - math.floor(math.log10(abs(value)))}f}"
 
 
+def score(value: float | None) -> str:
+    """A 0..1 score as `0.750` (three decimals, as every table shows scores); `-` for none."""
+    return "-" if value is None else f"{value:.3f}"
+
+
 def duration(ms: float | None) -> str:
     """Milliseconds as `4.24s`, `420ms`, `0.042ms` or `0.0000347ms`: three significant digits below 10 ms
     without trailing zeros, never a bare `0ms` for a fast call nor an exponent; `-` for none."""

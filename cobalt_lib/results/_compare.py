@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from ._conversation import Divergence, diverged
 from ._direction import gain, lower_is_better
 from ._pairing import ItemPair, Unpaired, mean_score, pair_items
 from ._report import ExperimentReport
@@ -152,6 +153,9 @@ class Comparison(BaseModel):
     unpaired: list[Unpaired] = Field(default_factory=list)
     #: Paired items whose pass/fail differs across repeats in A or in B (`2 of 3 passed`).
     flaky: list[FlakyItem] = Field(default_factory=list)
+    #: Paired items that are conversations in both runs, and those whose transcripts differ: from which turn.
+    conversations: int = 0
+    diverged: list[Divergence] = Field(default_factory=list)
     #: Grading runs (both made by `cobalt grade`): per model, agreement with the human scores. When set,
     #: it, not the evaluators' mean grades, decides regressions.
     agreement: list[AgreementDelta] | None = None
@@ -184,10 +188,12 @@ def compare_reports(a: ExperimentReport, b: ExperimentReport, *, top: int = 5, r
         raise ValueError(f"confidence must be between 0 and 1, got {confidence}.")
     pairs, unpaired = pair_items(a.items, b.items)
     changes = _score_changes(pairs)
+    conversations, parted = diverged(pairs)
     result = Comparison(
         run_a=a.id, run_b=b.id, experiment_a=a.name, experiment_b=b.name, timestamp_a=a.timestamp,
         timestamp_b=b.timestamp, confidence=confidence, resamples=resamples, seed=seed, paired=len(pairs),
         unpaired=unpaired, status_changes=_status_changes(pairs), flaky=_flaky(pairs),
+        conversations=conversations, diverged=parted,
         metrics=[_metric_delta(a, b, path) for path in RUN_METRICS],
     )
     for name in _evaluator_names(a, b):

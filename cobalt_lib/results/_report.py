@@ -35,6 +35,17 @@ class EvalResult(BaseModel):
     reason: str | None = None
 
 
+class TurnScore(BaseModel):
+    """One turn's verdict within a conversation item's evaluation (turns count from 1)."""
+
+    turn: int
+    score: float | None = None
+    reason: str | None = None
+    status: EvalStatus = "ok"
+    passed: bool | None = None
+    error: str | None = None
+
+
 class Evaluation(BaseModel):
     """One evaluator's verdict on one output."""
 
@@ -52,6 +63,8 @@ class Evaluation(BaseModel):
     output_tokens: int = 0
     cost_usd: float | None = None
     judge_calls: int = 0
+    #: A conversation item's per-turn verdicts (a per-turn evaluator's, or a conversational kind's); None otherwise.
+    turns: list[TurnScore] | None = None
 
     @property
     def tokens(self) -> int:

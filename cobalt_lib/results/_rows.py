@@ -24,6 +24,7 @@ def score_rows(run_id: str, item: ItemResult) -> list[dict[str, Any]]:
             "passed": ev.passed, "error": ev.error, "raw_response": ev.raw_response, "cached": ev.cached,
             "judge_model": ev.judge_model, "latency_ms": ev.latency_ms, "tokens": ev.tokens,
             "cost_usd": ev.cost_usd, "judge_calls": ev.judge_calls,
+            "turns": None if ev.turns is None else [t.model_dump(mode="json") for t in ev.turns],
         }
         for name, ev in item.evaluations.items()
     ]
@@ -77,7 +78,7 @@ def item_from_rows(output: dict[str, Any], scores: list[dict[str, Any]]) -> Item
                 passed=row["passed"], error=row["error"], raw_response=row["raw_response"],
                 cached=bool(row["cached"]), judge_model=row["judge_model"], latency_ms=row["latency_ms"],
                 cost_usd=row["cost_usd"], input_tokens=int(row["tokens"] or 0),
-                judge_calls=int(row.get("judge_calls") or 0))
+                judge_calls=int(row.get("judge_calls") or 0), turns=row.get("turns"))
             for row in scores
         },
     )

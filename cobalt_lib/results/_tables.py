@@ -37,6 +37,8 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("passed", "BOOLEAN"), ("error", "VARCHAR"), ("raw_response", "VARCHAR"), ("cached", "BOOLEAN"),
         ("judge_model", "VARCHAR"), ("latency_ms", "DOUBLE"), ("tokens", "BIGINT"), ("cost_usd", "DOUBLE"),
         ("judge_calls", "INTEGER"),
+        # A conversation item's per-turn verdicts ([{turn, score, reason, status, passed, error}]), else NULL.
+        ("turns", "JSON"),
     ],
     "aggregates": [
         ("run_id", "VARCHAR"), ("metric", "VARCHAR"), ("kind", "VARCHAR"), ("mean", "DOUBLE"),

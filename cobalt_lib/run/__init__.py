@@ -24,6 +24,7 @@ from .._aio import run_anywhere as run_coroutine
 from .._testing import pause_point
 from ._agent import AgentContext, call_agent
 from ._aggregate import summarise
+from ._conversation import ConversationContext
 from ._execute import RunInterrupted, agent_step, execute, finish, full_step, rescore_step, start_run, stream
 from ._lease import LeaseRenewer, lease
 from ._plan import RunPlan, new_run_id, prepare
@@ -36,6 +37,7 @@ from ._stored import finish_from_store
 
 __all__ = [
     "AgentContext",
+    "ConversationContext",
     "FailedItemsRun",
     "FreshRun",
     "LeaseRenewer",

@@ -11,6 +11,7 @@ from array import array
 from collections.abc import Iterable
 
 from ..results import _stats
+from ..results._conversation import simulator_spend
 from ..results._report import ItemResult, ItemSpread, Stats, Summary
 from ._plan import RunPlan
 from ._requests import RescoreRun
@@ -95,6 +96,8 @@ class Tally:
                 self.ok_costs.append(item.cost_usd)
             if item.tokens is not None:
                 self.ok_tokens.append(float(item.tokens))
+        if item.metadata and (simulated := simulator_spend(item.metadata)) is not None:
+            self._add_simulated(*simulated)
         for name, ev in item.evaluations.items():
             self.judge_calls += ev.judge_calls
             if ev.cached:
@@ -114,6 +117,16 @@ class Tally:
                 verdicts.kind.append(_NO_SCORE if ev.score is None else _SCORED)
             verdicts.score.append(0.0 if ev.score is None else ev.score)
             verdicts.passed.append(1 if ev.passed else 0)
+
+
+    def _add_simulated(self, calls: int, tokens: int, cost: float | None) -> None:
+        """A simulated user's model calls are cobalt's own spend, as the judge's are: counted with them."""
+        self.judge_calls += calls
+        self.judge_tokens += tokens
+        if calls and cost is None:
+            self.judge_costs_unknown = True
+        elif calls and cost is not None:
+            self.judge_costs.append(cost)
 
 
 def summarise(plan: RunPlan, items: Iterable[ItemResult] | Tally, duration_ms: float) -> Summary:

@@ -17,6 +17,7 @@ from ..llm._cache import ResponseCache
 from ..llm._providers import Endpoint
 from ..results._report import ItemResult
 from ..results._store import Store
+from ._conversation import check_conversations
 from ._requests import FailedItemsRun, FreshRun, PartitionRun, RescoreRun, ResumeRun, RunRequest
 
 if TYPE_CHECKING:
@@ -43,6 +44,8 @@ class RunPlan:
     source: Literal["library", "dagster"] = "library"
     parent_run_id: str | None = None
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
+    #: Who plays the simulated users of the run's conversation items; None when no item has one.
+    simulator: Endpoint | None = None
     #: The evaluators this run calls; the others keep the scores an item arrives with (a partial rescore).
     scored: frozenset[str] = frozenset()
     #: How the run started: what `execute` does besides a fresh run (resume the stored items, rescore outputs).
@@ -139,6 +142,8 @@ def prepare(experiment: Experiment, config: Config, request: RunRequest | None =
     chosen = _choose_evaluators(experiment, shape.evaluators)
     total = _check_items(experiment, chosen, shape.items, shape.indices)
     endpoints = {e.name: e.endpoint(config) for e in chosen}
+    played = range(len(experiment.dataset)) if shape.indices is None else shape.indices
+    simulator = None if shape.items is not None else check_conversations(experiment, config, played)
     assertions = _gates(experiment, config, update_baselines=shape.update_baselines)
     agent_limit = shape.concurrency or experiment.concurrency or config.concurrency
     if agent_limit < 1:
@@ -151,7 +156,7 @@ def prepare(experiment: Experiment, config: Config, request: RunRequest | None =
         runs=shape.runs or experiment.runs, concurrency=agent_limit,
         judge_concurrency=experiment.judge_concurrency or config.judge_concurrency or agent_limit,
         timeout=shape.timeout or experiment.timeout or config.timeout,
-        endpoints=endpoints, assertions=assertions,
+        endpoints=endpoints, assertions=assertions, simulator=simulator,
         tags=list(dict.fromkeys([*experiment.tags, *shape.tags])), source=shape.source,
         parent_run_id=shape.parent_run_id, prices={name: (p.input, p.output) for name, p in config.prices.items()},
         evaluators=list(experiment.evaluators), scored=frozenset(e.name for e in chosen), total_items=total,

@@ -7,11 +7,14 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Literal
 
+from ..conversations._spec import conversation_of
 from ..evaluators._context import EvalContext
+from ..evaluators._turns import evaluate_item
 from ..results._report import AssertionResult, ExperimentReport, ItemResult
 from ..results._spill import ItemSpill, StoredItems
 from ._agent import AgentContext, call_agent
 from ._aggregate import Tally, summarise
+from ._conversation import converse
 from ._plan import RunPlan
 from ._session import Session
 
@@ -38,6 +41,8 @@ async def produce(session: Session, index: int, run_index: int) -> ItemResult:
     """Stage 1 for one item: call the agent."""
     plan = session.plan
     ctx = AgentContext(item=plan.experiment.dataset[index], index=index, run_index=run_index)
+    if (conversation := conversation_of(ctx.item, f"dataset item {index}")) is not None:
+        return await converse(session, ctx, conversation)  # the agent once per turn
     return await call_agent(plan.experiment.runner, ctx, timeout=plan.timeout, limit=session.agent_limit,
                             threads=session.threads, prices=plan.prices)
 
@@ -50,8 +55,8 @@ async def score(session: Session, item: ItemResult) -> ItemResult:
     evaluators = [e for e in plan.evaluators if e.name in plan.scored]
     ctx = EvalContext(item=item.item, output=item.output, metadata=item.metadata, index=item.index,
                       run_index=item.run_index, latency_ms=item.latency_ms, tokens=item.tokens, cost_usd=item.cost_usd)
-    calls = [e.evaluate(ctx, session.judge, plan.endpoints[e.name], threads=session.eval_threads,
-                        timeout=plan.timeout) for e in evaluators]
+    calls = [evaluate_item(e, ctx, session.judge, plan.endpoints[e.name], threads=session.eval_threads,
+                           timeout=plan.timeout) for e in evaluators]
     # gather wraps each call in a task of its own: one evaluator is awaited in place
     results = [await calls[0]] if len(calls) == 1 else await asyncio.gather(*calls)
     fresh = {e.name: r for e, r in zip(evaluators, results, strict=True)}

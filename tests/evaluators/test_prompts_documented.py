@@ -12,7 +12,7 @@ import pytest
 DOC = Path(__file__).parents[2] / "docs" / "evaluators.md"
 BLOCK = re.compile(r"<!-- prompt: (?P<name>[\w.]+) -->\n```text\n(?P<text>.*?)\n```", re.DOTALL)
 JUDGED = ("_faithfulness", "_answer_relevancy", "_context_precision", "_context_recall", "_factuality", "_g_eval",
-          "_task_completion")
+          "_task_completion", "_goal_completion", "_role_adherence", "_knowledge_retention", "_turn_relevancy")
 
 
 def _constant(name: str) -> str:

@@ -29,7 +29,8 @@ from cobalt_lib.evaluators._registry import KINDS
 BUILT_IN = {"llm-judge", "function", "exact-match", "similarity", "contains", "regex", "starts_with", "equals_json",
             "numeric_match", "json_valid", "json_schema", "levenshtein", "rouge", "bleu", "max_latency", "max_cost",
             "max_tokens", "tool_call_match", "tool_calls_valid", "max_tool_calls", "faithfulness", "answer_relevancy",
-            "context_precision", "context_recall", "factuality", "g_eval", "task_completion", "checks"}
+            "context_precision", "context_recall", "factuality", "g_eval", "task_completion", "checks",
+            "goal_completion", "role_adherence", "knowledge_retention", "turn_relevancy"}
 
 
 @pytest.fixture

@@ -126,7 +126,7 @@
     function row(item) {
       var cells = [el("td", {class: "num"}, label(item), item.flaky ? el("span", {class: "badge flaky", title: "passed in some repeats, not all"}, item.flaky) : null),
         el("td", {class: "text"}, short(item.input, 140)),
-        el("td", {class: "text"}, item.status === "ok" ? short(item.output, 180) : el("span", {class: "fail"}, short(item.error, 180))),
+        el("td", {class: "text"}, item.status === "ok" ? short((window.cobaltConversation && window.cobaltConversation.summary(item)) || item.output, 180) : el("span", {class: "fail"}, short(item.error, 180))),
         el("td", {class: "text"}, short(item.expected, 100))];
       data.evaluators.forEach(function (n) {
         var ev = item.evaluations[n];
@@ -180,7 +180,7 @@
     if (item.error) col.append(el("h4", {}, "Error"), el("pre", {class: "fail error"}, item.error));
     if (item.traceback) col.append(el("details", {open: true}, el("summary", {}, "Traceback"), el("pre", {class: "traceback"}, item.traceback)));
     col.append(el("h4", {}, "Input"), el("pre", {class: "input"}, text(item.input)),
-      el("h4", {}, "Output"), el("pre", {class: "output"}, text(item.output)));
+      el("h4", {}, "Output"), (window.cobaltConversation && window.cobaltConversation.transcript(item)) || el("pre", {class: "output"}, text(item.output)));
     if (item.expected !== null && item.expected !== undefined) col.append(el("h4", {}, "Expected output"), el("pre", {class: "expected"}, text(item.expected)));
     col.append(el("h4", {}, "Evaluations"));
     Object.keys(item.evaluations).forEach(function (n) { col.append(evaluationBlock(n, item.evaluations[n])); });
@@ -245,6 +245,7 @@
         (r.change ? " " + (r.change > 0 ? "+" : "") + r.change.toFixed(3) : "")),
         r.status_a !== r.status_b ? el("span", {class: "fail"}, " agent call " + r.status_a + " → " + r.status_b) : null,
         r.output_changed ? el("span", {class: "muted"}, " · output changed") : null,
+        r.diverged ? el("span", {class: "badge diverged", "data-turn": r.diverged}, "diverged at turn " + r.diverged) : null,
         r.flaky_a ? el("span", {class: "badge flaky"}, "A flaky: " + r.flaky_a) : null,
         r.flaky_b ? el("span", {class: "badge flaky"}, "B flaky: " + r.flaky_b) : null),
       el("p", {class: "input"}, el("b", {}, "Input: "), short(r.input, 300)),
