@@ -31,3 +31,20 @@ def duration(ms: float | None) -> str:
 def count(n: int, noun: str) -> str:
     """`1 item`, `3 items`, `0 errors`: the noun agrees with the number."""
     return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def score(value: float | None) -> str:
+    """A score or statistic with three significant digits and no exponent (`0.55`, `1`, `0.0123`); `-` for none."""
+    if value is None:
+        return "-"
+    if value == 0 or abs(value) >= 0.001:
+        return f"{value:.3g}" if abs(value) < 1000 else f"{value:.0f}"
+    return f"{value:.{2 - math.floor(math.log10(abs(value)))}f}"
+
+
+def percent(fraction: float | None) -> str:
+    """A fraction 0..1 as a whole percentage (`80%`), one decimal under 10% (`2.5%`); `-` for none."""
+    if fraction is None:
+        return "-"
+    value = fraction * 100
+    return f"{value:.1f}%" if 0 < abs(value) < 10 else f"{value:.0f}%"
