@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import fnmatch
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -57,12 +57,22 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(RunsSummary(), "cobalt-runs")
     if not _enabled(config):
         return
-    project = _project(config)
-    _add_experiment_dir(config, project.experiment_dir())
-    if _items(config) and config.getoption("dist", "no") in ("load", "worksteal"):
-        # A run of an experiment is one unit: its item tests must share a worker (they are grouped by
-        # experiment with xdist_group, which only --dist loadgroup honours).
-        config.option.dist = "loadgroup"
+    _add_experiment_dir(config, _project(config).experiment_dir())
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Items mode under `-n` (xdist's `--dist load`): an experiment's item tests share a worker, where its one
+    run happens; every other test is spread as `load` spreads it. `--dist loadscope`, `loadfile` and
+    `loadgroup` keep them together already (the items carry an `xdist_group` of their experiment)."""
+    if config.getoption("dist") != "load" or not (_enabled(config) and _items(config)):
+        return None
+    from ._xdist import ExperimentScheduling
+
+    root = config.rootpath.resolve()
+    files = [path.relative_to(root).as_posix() for path in _project(config).experiment_files()
+             if path.is_relative_to(root)]
+    return ExperimentScheduling(config, log, files)
 
 
 def _enabled(config: pytest.Config) -> bool:
