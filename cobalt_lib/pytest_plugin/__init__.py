@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from ._fixture import CobaltRunner
     from ._session import ProjectSession
 
+__all__ = ["CobaltRunner"]
+
 _PROJECT = pytest.StashKey["ProjectSession"]()
 #: The user property a test carries each of its runs under: `experiment|run id|verdict|results file`.
 RUN_PROPERTY = "cobalt_run"
@@ -181,3 +183,12 @@ class RunsSummary:
         for name, run_id, verdict, results in self.runs.values():
             where = f", results {results}" if results else ""
             terminalreporter.write_line(f"{name}: run {run_id} {verdict}{where}")
+
+
+def __getattr__(name: str) -> object:
+    """`CobaltRunner` (the fixture's type, for annotations) loads on first use, like cobalt_lib's names."""
+    if name == "CobaltRunner":
+        from ._fixture import CobaltRunner
+
+        return CobaltRunner
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

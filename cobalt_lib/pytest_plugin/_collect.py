@@ -114,16 +114,21 @@ class ExperimentItems(pytest.Collector):
 
     def collect(self) -> Iterator[pytest.Item]:
         seen: set[str] = set()
+        # With an explicit --dist loadgroup, xdist keeps a group on one worker (the plugin's own scheduler does
+        # it under the default --dist load); without xdist the mark would be unknown to --strict-markers.
+        group = [pytest.mark.xdist_group(self.nodeid)] if self.config.pluginmanager.hasplugin("xdist") else []
         for index, item in enumerate(self.experiment.dataset):
             name = _item_name(item, index)
             if name in seen or name == GATES:
                 name = f"{name}-{index}"
             seen.add(name)
             case = ItemTest.from_parent(self, name=name, index=index)
-            case.add_marker(pytest.mark.xdist_group(self.nodeid))  # with --dist loadgroup: one worker
+            for mark in group:
+                case.add_marker(mark)
             yield case
         gates = GatesTest.from_parent(self, name=GATES)
-        gates.add_marker(pytest.mark.xdist_group(self.nodeid))
+        for mark in group:
+            gates.add_marker(mark)
         yield gates
 
     def setup(self) -> None:
