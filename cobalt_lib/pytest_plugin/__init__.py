@@ -37,7 +37,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--no-cobalt", action="store_false", dest="cobalt",
                     help="Do not collect experiments, whatever cobalt_experiments says.")
     group.addoption("--cobalt-items", action="store_true", dest="cobalt_items", default=None,
-                    help="With --cobalt: one test per dataset item (select them with -k) and one for the gates.")
+                    help="Experiments as tests, one per dataset item (select them with -k) and one for the gates.")
     group.addoption("--cobalt-tag", action="append", dest="cobalt_tags", default=[], metavar="TAG",
                     help="Only experiments with this tag (repeatable), as `cobalt run --tag`.")
     group.addoption("--cobalt-add-tag", action="append", dest="cobalt_add_tags", default=[], metavar="TAG",
@@ -78,7 +78,11 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 
 def _enabled(config: pytest.Config) -> bool:
+    """`--cobalt` / `--no-cobalt`, else `--cobalt-items` (asking for item tests asks for experiments), else the
+    `cobalt_experiments` ini key."""
     given = config.getoption("cobalt")
+    if given is None and config.getoption("cobalt_items"):
+        return True
     return bool(config.getini("cobalt_experiments")) if given is None else bool(given)
 
 

@@ -141,7 +141,7 @@ def test_items_mode_makes_each_item_a_test_and_k_runs_only_those(pytester: pytes
     assert [line for line in listed.outlines if "capitals" in line] == [
         "experiments/qa.cobalt.py::capitals::france", "experiments/qa.cobalt.py::capitals::spain",
         "experiments/qa.cobalt.py::capitals::italy", "experiments/qa.cobalt.py::capitals::gates"]
-    result = pytester.runpytest("-p", "no:cacheprovider", "--cobalt", "--cobalt-items", "-k", "capitals and spain")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--cobalt-items", "-k", "capitals and spain")
     result.assert_outcomes(failed=1, deselected=8)
     result.stdout.fnmatch_lines([
         "item 1 ?spain? of 'capitals' failed (run *):",
