@@ -59,7 +59,15 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(RunsSummary(), "cobalt-runs")
     if not _enabled(config):
         return
-    _add_experiment_dir(config, _project(config).experiment_dir())
+    try:
+        directory = _project(config).experiment_dir()
+    except Exception as exc:
+        from .._errors import CobaltError
+
+        if isinstance(exc, CobaltError):  # a bad cobalt.toml: its one sentence, as a usage error (exit 4)
+            raise pytest.UsageError(f"cobalt: {exc}") from None
+        raise
+    _add_experiment_dir(config, directory)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -136,6 +136,16 @@ def test_run_options_land_on_the_stored_runs(pytester: pytest.Pytester, project:
     assert "--cobalt-concurrency must be 1 or more, got 0." in bad.stderr.str()
 
 
+def test_a_bad_cobalt_config_is_a_usage_error(pytester: pytest.Pytester, project: Path) -> None:
+    (project / "cobalt.toml").write_text("concurency = 3\n", encoding="utf-8")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--cobalt")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "cobalt: " in result.stderr.str() and "'concurency'" in result.stderr.str()
+    assert "Traceback" not in result.stderr.str()
+    plain = pytester.runpytest("-p", "no:cacheprovider", "-q")  # off: the config is not even read
+    plain.assert_outcomes(passed=1)
+
+
 def test_items_mode_makes_each_item_a_test_and_k_runs_only_those(pytester: pytest.Pytester, project: Path) -> None:
     listed = pytester.runpytest("-p", "no:cacheprovider", "--cobalt", "--cobalt-items", "--collect-only", "-q")
     assert [line for line in listed.outlines if "capitals" in line] == [
