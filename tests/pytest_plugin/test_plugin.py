@@ -253,3 +253,36 @@ def test_a_judged_experiment_fails_with_the_judges_reasons(pytester: pytest.Pyte
     ])
     assert "sk-test-pytest-plugin" not in result.stdout.str()
     assert llm.count() == 4
+
+
+BROKEN = '''
+from cobalt_lib import Dataset, Evaluator, experiment
+
+data = Dataset([{"id": f"q{i}", "input": f"q{i}", "expected_output": f"a{i}"} for i in range(3)])
+
+@experiment("no-key", data, evaluators=[Evaluator(name="relevance", prompt="Is {{output}} right?")])
+def no_key(ctx):
+    return "x"
+
+@experiment("crashes", data, evaluators=[Evaluator(name="exact", type="exact-match")])
+def crashes(ctx):
+    if ctx.index == 1:
+        raise ValueError("the tool timed out upstream")
+    return ctx.item["expected_output"]
+'''
+
+
+def test_bad_input_and_agent_errors_say_what_happened(pytester: pytest.Pytester) -> None:
+    (pytester.path / "experiments").mkdir()
+    (pytester.path / "experiments" / "broken.cobalt.py").write_text(BROKEN, encoding="utf-8")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--cobalt", "-q")
+    result.assert_outcomes(failed=2)
+    out = result.stdout.str()
+    assert "OPENAI_API_KEY" in out and "Traceback" not in out
+    result.stdout.fnmatch_lines([
+        "*cobalt experiment 'crashes' failed 1 of 2 gates*",
+        "  error rate <= 0%: *",
+        "  #1 [q1] input: q1",
+        "    the agent call error: ValueError: the tool timed out upstream",
+    ])
+    assert [r["experiment"] for r in runs(pytester.path)] == ["crashes"]  # no-key stopped before its run
