@@ -13,6 +13,7 @@ fixture is used (docs/pytest.md; `benchmarks/pytest_startup.py` measures it).
 from __future__ import annotations
 
 import fnmatch
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -181,6 +182,7 @@ class RunsSummary:
 
     def __init__(self) -> None:
         self.runs: dict[str, list[str]] = {}
+        self.interrupted: str | None = None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         for key, value in report.user_properties:
@@ -188,13 +190,24 @@ class RunsSummary:
                 fields = value.split("|")
                 self.runs.setdefault(fields[1], fields)
 
-    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        if not self.runs:
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        """Ctrl-C in a run: say which run keeps the finished items and how to finish it, as `cobalt run` does."""
+        execute = sys.modules.get("cobalt_lib.run._execute")  # loaded if a run was going on
+        if execute is None or not isinstance(excinfo.value, execute.RunInterrupted):
             return
-        terminalreporter.section("cobalt runs")
-        for name, run_id, verdict, results in self.runs.values():
-            where = f", results {results}" if results else ""
-            terminalreporter.write_line(f"{name}: run {run_id} {verdict}{where}")
+        run_id, status = excinfo.value.run_id, excinfo.value.status
+        self.interrupted = (f"interrupted before run {run_id} started; nothing was stored" if status == "not started"
+                            else f"interrupted: finished items kept in run {run_id} ({status}); finish it with "
+                                 f"`cobalt run --resume {run_id}`")
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        lines = [self.interrupted] if self.interrupted else []
+        lines += [f"{name}: run {run_id} {verdict}" + (f", results {results}" if results else "")
+                  for name, run_id, verdict, results in self.runs.values()]
+        if lines:
+            terminalreporter.section("cobalt runs")
+            for line in lines:
+                terminalreporter.write_line(line)
 
 
 def __getattr__(name: str) -> object:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -145,3 +146,38 @@ def test_a_plain_pytest_start_loads_nothing_of_cobalt_but_the_plugin(tmp_path: P
     assert "1 test collected" in result.stdout, result.stdout + result.stderr
     assert "LOADED ['cobalt_lib', 'cobalt_lib.pytest_plugin']" in result.stdout
     assert not (root / ".cobalt").exists()
+
+
+STUCK = '''
+import asyncio, sys
+from cobalt_lib import Dataset, Evaluator, experiment
+
+@experiment("stoppable", Dataset([{"input": f"q{i}", "expected_output": f"a{i}"} for i in range(4)]), concurrency=1,
+            evaluators=[Evaluator(name="exact", type="exact-match")])
+async def agent(ctx):
+    if ctx.index == 2:
+        print("cobalt-testing: paused at stuck", file=sys.stderr, flush=True)
+        await asyncio.sleep(600)
+    return ctx.item["expected_output"]
+'''
+
+
+def test_ctrl_c_in_a_run_names_the_run_to_resume(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    (root / "experiments").mkdir(parents=True)
+    (root / "experiments" / "stoppable.cobalt.py").write_text(STUCK, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "PYTEST_", "COBALT_DAGSTER"))}
+    proc = subprocess.Popen([str(BIN / "pytest"), "-p", "no:cacheprovider", "--cobalt", "-s"], cwd=root, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**env, "COBALT_TESTING": "1"})
+    assert proc.stderr is not None
+    seen = []
+    while "paused at stuck" not in (line := proc.stderr.readline()):  # the agent is stuck: the condition, no sleep
+        assert line, f"pytest ended before the agent got stuck: {''.join(seen)}"
+        seen.append(line)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
+    (run_row,) = stored(root).runs()
+    assert run_row["status"] == "incomplete"
+    assert (f"interrupted: finished items kept in run {run_row['run_id']} (incomplete); finish it with "
+            f"`cobalt run --resume {run_row['run_id']}`") in out
