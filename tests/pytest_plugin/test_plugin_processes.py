@@ -115,19 +115,27 @@ def results_file(run_row: dict[str, Any]) -> dict[str, Any]:
         "items": report["items"]}
 
 
-@pytest.mark.parametrize("dagster", [[], ["--no-dagster"]], ids=["record-daemon", "no-dagster"])
-def test_a_pytest_run_is_stored_as_cobalt_run_stores_it(tmp_path: Path, dagster: list[str]) -> None:
+RECORDS = {"daemon": ([], [], []), "no-dagster": (["--no-dagster"], ["--cobalt-no-dagster"], [{"how": "skipped"}]),
+           "inline": ([], [], [{"how": "recorded"}])}
+
+
+@pytest.mark.parametrize("record", list(RECORDS))
+def test_a_pytest_run_is_stored_as_cobalt_run_stores_it(tmp_path: Path, record: str) -> None:
+    """The same experiment by `cobalt run` and by `pytest --cobalt`: equal rows in every table, equal results
+    files, the same Dagster recording (left to the daemon's sensor, skipped, or recorded before the command ends)."""
     root = make_project(tmp_path / "proj")
-    by_cli = run(root, str(BIN / "cobalt"), "run", "--filter", "wrong-2-a", "--ci", *dagster)
+    if record == "inline":
+        (root / "cobalt.toml").write_text('[dagster]\nrecord = "inline"\n', encoding="utf-8")
+    cli_flags, pytest_flags, dagster = RECORDS[record]
+    by_cli = run(root, str(BIN / "cobalt"), "run", "--filter", "wrong-2-a", "--ci", *cli_flags)
     assert by_cli.returncode == 1, by_cli.stdout + by_cli.stderr
-    flag = ["--cobalt-no-dagster"] if dagster else []
     by_pytest = run(root, str(BIN / "pytest"), "-p", "no:cacheprovider", "--cobalt",
-                    "experiments/all.cobalt.py::wrong-2-a", *flag)
+                    "experiments/all.cobalt.py::wrong-2-a", *pytest_flags)
     assert by_pytest.returncode == 1, by_pytest.stdout + by_pytest.stderr
     store = stored(root)
     cli_run, pytest_run = sorted(store.runs(), key=lambda r: r["started_at"])
     assert comparable(store, cli_run["run_id"]) == comparable(store, pytest_run["run_id"])
-    assert comparable(store, cli_run["run_id"])["dagster"] == ([{"how": "skipped"}] if dagster else [])
+    assert comparable(store, cli_run["run_id"])["dagster"] == dagster
     assert results_file(cli_run) == results_file(pytest_run)
     assert Path(pytest_run["results_path"]).parent == root / ".cobalt" / "results"
 
