@@ -286,3 +286,28 @@ def test_bad_input_and_agent_errors_say_what_happened(pytester: pytest.Pytester)
         "    the agent call error: ValueError: the tool timed out upstream",
     ])
     assert [r["experiment"] for r in runs(pytester.path)] == ["crashes"]  # no-key stopped before its run
+
+
+REPEATED = '''
+from cobalt_lib import Dataset, Evaluator, experiment
+
+@experiment("flaky", Dataset([{"input": f"q{i}", "expected_output": f"a{i}"} for i in range(3)]), runs=2,
+            evaluators=[Evaluator(name="exact", type="exact-match")])
+def flaky(ctx):
+    if ctx.index == 1 and ctx.run_index == 1:
+        raise RuntimeError("rate limited")
+    return ctx.item["expected_output"]
+'''
+
+
+def test_items_without_ids_and_repeats(pytester: pytest.Pytester) -> None:
+    (pytester.path / "experiments").mkdir()
+    (pytester.path / "experiments" / "flaky.cobalt.py").write_text(REPEATED, encoding="utf-8")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--cobalt-items", "-v")
+    result.assert_outcomes(passed=2, failed=2)  # item-0, item-2; item-1 and the gates (its error rate)
+    result.stdout.fnmatch_lines([
+        "*::flaky::item-0 PASSED*", "*::flaky::item-1 FAILED*", "*::flaky::item-2 PASSED*", "*::flaky::gates FAILED*",
+        "item 1 ?*? of 'flaky' failed 1 of 2 repeats (run *):",
+        "  repeat 1: the agent call error: RuntimeError: rate limited",
+        "  #1:1 ?*? input: q1",
+    ])
