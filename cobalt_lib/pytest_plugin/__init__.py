@@ -13,6 +13,7 @@ fixture is used (docs/pytest.md; `benchmarks/pytest_startup.py` measures it).
 from __future__ import annotations
 
 import fnmatch
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,7 +58,7 @@ def pytest_configure(config: pytest.Config) -> None:
     concurrency = config.getoption("cobalt_concurrency")
     if concurrency is not None and concurrency < 1:
         raise pytest.UsageError(f"--cobalt-concurrency must be 1 or more, got {concurrency}.")
-    config.pluginmanager.register(RunsSummary(), "cobalt-runs")
+    config.pluginmanager.register(RunsSummary(config), "cobalt-runs")
     if not _enabled(config):
         return
     try:
@@ -178,9 +179,11 @@ def cobalt(request: pytest.FixtureRequest) -> CobaltRunner:
 
 class RunsSummary:
     """Notes each run a test made (under xdist too: user properties travel with the report) and lists them
-    after the tests: experiment, run id, verdict, results file."""
+    after the tests: experiment, run id, verdict, results file. Under GitHub Actions, then writes the step
+    summary, the HTML reports and the `::error` annotations, as `cobalt run` does."""
 
-    def __init__(self) -> None:
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
         self.runs: dict[str, list[str]] = {}
         self.interrupted: str | None = None
 
@@ -204,9 +207,14 @@ class RunsSummary:
         lines = [self.interrupted] if self.interrupted else []
         lines += [f"{name}: run {run_id} {verdict}" + (f", results {results}" if results else "")
                   for name, run_id, verdict, results in self.runs.values()]
-        if lines:
-            terminalreporter.section("cobalt runs")
-            for line in lines:
+        if not lines:
+            return
+        terminalreporter.section("cobalt runs")
+        for line in lines:
+            terminalreporter.write_line(line)
+        if os.environ.get("GITHUB_ACTIONS") == "true" and self.runs:  # as after `cobalt run`
+            printed, warnings = _project(self.config).github_outputs([run[3] for run in self.runs.values()])
+            for line in [*printed, *(f"warning: {w}" for w in warnings)]:
                 terminalreporter.write_line(line)
 
 

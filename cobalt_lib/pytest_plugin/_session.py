@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import io
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -107,3 +109,16 @@ class ProjectSession:
         for warning in post_webhooks(config.webhooks, report):
             warnings.warn(warning, CobaltWarning, stacklevel=2)
         return report
+
+    def github_outputs(self, results_files: Sequence[str]) -> tuple[list[str], list[str]]:
+        """Under GitHub Actions, what `cobalt run` adds after its runs, for the runs whose results files are
+        given: the step summary, each run's HTML report, one `::error` per failed gate. Returns the workflow
+        command lines to print and the warnings (a summary or report that cannot be written)."""
+        from ..ci._github import github_outputs
+        from ..results._results_file import read_results
+
+        reports = [read_results(path) for path in results_files if path]
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            warnings = github_outputs(reports, self.config)
+        return printed.getvalue().splitlines(), warnings

@@ -46,6 +46,13 @@ def echo(ctx):
 ORDINARY_TEST = "def test_ordinary():\n    assert 1 + 1 == 2\n"
 
 
+@pytest.fixture(autouse=True)
+def _not_in_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runs pytester makes here would write the step summary of a GitHub job running these tests."""
+    for name in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "COBALT_REPORT_DIR", "COBALT_DAGSTER_RECORD"):
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> Path:
     """A project with one experiment file (two experiments) and one ordinary test file."""
@@ -311,3 +318,18 @@ def test_items_without_ids_and_repeats(pytester: pytest.Pytester) -> None:
         "  repeat 1: the agent call error: RuntimeError: rate limited",
         "  #1:1 ?*? input: q1",
     ])
+
+
+def test_under_github_actions_the_runs_get_the_summary_reports_and_annotations(
+        pytester: pytest.Pytester, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    summary = project / "summary.md"
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    result = pytester.runpytest("-p", "no:cacheprovider", "--cobalt", "-q")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["::error title=cobalt gate failed%3A capitals::exact >= 0.9: exact = 0.6667, must be "
+                                 "at least 0.9"])
+    text = summary.read_text(encoding="utf-8")
+    assert "capitals" in text and "echo" in text
+    reports = sorted(p.name.split("-")[0] for p in (project / ".cobalt" / "reports").glob("*.html"))
+    assert reports == ["capitals", "echo"]
