@@ -165,7 +165,7 @@ def _experiment_file(path: Path, parent: pytest.Collector) -> ExperimentFile | N
         return None
     from ._collect import ExperimentFile
 
-    return ExperimentFile.from_parent(parent, path=path, session_state=project,
+    return ExperimentFile.from_parent(parent, path=path, project=project,
                                       tags=list(parent.config.getoption("cobalt_tags")), items=_items(parent.config))
 
 

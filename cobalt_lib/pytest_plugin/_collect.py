@@ -37,7 +37,7 @@ def project_of(node: pytest.Item | pytest.Collector) -> ProjectSession:
     while found is not None and not isinstance(found, ExperimentFile):
         found = found.parent
     assert found is not None, f"{node.nodeid} is not inside an experiment file"
-    return found.session_state
+    return found.project
 
 
 def _said(excinfo: ExceptionInfo[BaseException]) -> str | None:
@@ -50,9 +50,9 @@ def _said(excinfo: ExceptionInfo[BaseException]) -> str | None:
 class ExperimentFile(pytest.File):
     """A file of the project's experiments (`test_dir` matching `test_match`), loaded as `cobalt run` loads it."""
 
-    def __init__(self, *, session_state: ProjectSession, tags: list[str], items: bool, **kwargs: Any) -> None:
+    def __init__(self, *, project: ProjectSession, tags: list[str], items: bool, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.session_state = session_state
+        self.project = project
         self.tags = tags
         self.items_mode = items
 
@@ -70,7 +70,8 @@ class ExperimentFile(pytest.File):
 
 
 class _RunsExperiment:
-    """What an experiment's test nodes share: where it was declared, and the run it carries."""
+    """What an experiment's tests share: the experiment, and a note of the run each reports on (the session's
+    "cobalt runs" summary lists them, from any xdist worker)."""
 
     experiment: Experiment
     user_properties: list[tuple[str, object]]
