@@ -14,6 +14,11 @@ def money(value: float | None) -> str:
     return f"${value:.{2 - math.floor(math.log10(abs(value)))}f}"
 
 
+def score(value: float | None) -> str:
+    """A 0..1 score as `0.750` (three decimals, as every table shows scores); `-` for none."""
+    return "-" if value is None else f"{value:.3f}"
+
+
 def duration(ms: float | None) -> str:
     """Milliseconds as `4.24s`, `420ms`, `0.042ms` or `0.0000347ms`: three significant digits below 10 ms
     without trailing zeros, never a bare `0ms` for a fast call nor an exponent; `-` for none."""
@@ -33,18 +38,14 @@ def count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def score(value: float | None) -> str:
-    """A score or statistic with three significant digits and no exponent (`0.55`, `1`, `0.0123`); `-` for none."""
-    if value is None:
-        return "-"
-    if value == 0 or abs(value) >= 0.001:
-        return f"{value:.3g}" if abs(value) < 1000 else f"{value:.0f}"
-    return f"{value:.{2 - math.floor(math.log10(abs(value)))}f}"
+def percent(rate: float | None) -> str:
+    """A rate 0..1 as `90%`, or `92.5%` when a whole percent would round it; `–` for none."""
+    if rate is None:
+        return "–"
+    whole = round(rate * 100, 1)
+    return f"{whole:.0f}%" if whole == int(whole) else f"{whole:.1f}%"
 
 
-def percent(fraction: float | None) -> str:
-    """A fraction 0..1 as a whole percentage (`80%`), one decimal under 10% (`2.5%`); `-` for none."""
-    if fraction is None:
-        return "-"
-    value = fraction * 100
-    return f"{value:.1f}%" if 0 < abs(value) < 10 else f"{value:.0f}%"
+def decimal(value: float | None, digits: int = 2) -> str:
+    """A plain figure such as a mean absolute error or a kappa, `digits` after the point; `–` for none."""
+    return "–" if value is None else f"{value:.{digits}f}"

@@ -92,11 +92,11 @@ def test_each_experiment_is_a_test_failing_with_its_gates_values_and_worst_items
         "failed gates:",
         "  exact >= 0.9: exact = 0.6667, must be at least 0.9",
         "evaluators:",
-        "  exact: mean 0.667, min 0, p50 1, max 1, 3 scored, pass rate 67%",
+        "  exact: mean 0.667, min 0.000, p50 1.000, max 1.000, 3 scored, pass rate 66.7%",
         "worst items (1 shown):",
         "  #1 [spain] input: Capital of Spain?",
         "    output: Lisbon",
-        "    exact 0 (below its pass mark 0.5): expected 'Madrid', got 'Lisbon'",
+        "    exact 0.000 (below its pass mark 0.500): expected 'Madrid', got 'Lisbon'",
         "results: *.cobalt/results/*_capitals_*.json",
     ])
     assert "Traceback" not in out and "[france]" not in out  # the items that passed are not listed
@@ -162,7 +162,7 @@ def test_items_mode_makes_each_item_a_test_and_k_runs_only_those(pytester: pytes
     result.assert_outcomes(failed=1, deselected=8)
     result.stdout.fnmatch_lines([
         "item 1 ?spain? of 'capitals' failed (run *):",
-        "  exact 0 (below its pass mark 0.5): expected 'Madrid', got 'Lisbon'",
+        "  exact 0.000 (below its pass mark 0.500): expected 'Madrid', got 'Lisbon'",
     ])
     (run,) = runs(project)  # one run, of the selected item alone, keeping its dataset index
     config = run["config"]
@@ -253,10 +253,10 @@ def test_a_judged_experiment_fails_with_the_judges_reasons(pytester: pytest.Pyte
     result.stdout.fnmatch_lines([
         "*cobalt experiment 'judged' failed 1 of 3 gates*",
         "  relevance >= 0.8: relevance = 0.7, must be at least 0.8",
-        "  relevance: mean 0.7, min 0.1, p50 0.9, max 0.9, 4 scored, pass rate 75%",
+        "  relevance: mean 0.700, min 0.100, p50 0.900, max 0.900, 4 scored, pass rate 75%",
         "  #2 [q2] input: question 2",
         "    output: answer 2",
-        "    relevance 0.1 (below its pass mark 0.5): it answers another question",
+        "    relevance 0.100 (below its pass mark 0.500): it answers another question",
     ])
     assert "sk-test-pytest-plugin" not in result.stdout.str()
     assert llm.count() == 4
