@@ -110,7 +110,8 @@ class Experiment:
     def run(self, *, config: Config | None = None, observer: Any = None, **overrides: Any) -> ExperimentReport:
         """Run every item through the agent and the evaluators; store and return the report.
 
-        Overrides: `concurrency`, `timeout`, `runs`, `tags`, `run_id`. A Ctrl-C keeps what finished
+        Overrides: `concurrency`, `timeout`, `runs`, `tags`, `run_id`, `indices` (only the dataset items at these
+        indices, keeping them). A Ctrl-C keeps what finished
         (the run is stored as `incomplete`) and then raises KeyboardInterrupt; `resume=<run id>`
         then finishes that run, doing only the missing items and scores.
         """

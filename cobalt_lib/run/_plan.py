@@ -50,7 +50,8 @@ class RunPlan:
     scored: frozenset[str] = frozenset()
     #: How the run started: what `execute` does besides a fresh run (resume the stored items, rescore outputs).
     request: RunRequest = field(default_factory=FreshRun)
-    #: The dataset indices this run covers, when only some (the failed items of its parent); None: all.
+    #: The dataset indices this run covers, when only some (the failed items of its parent, the items a
+    #: pytest -k selected); None: all.
     indices: tuple[int, ...] | None = None
     #: Judge through the provider's batch API (`[judge] batch`, or the run's request).
     judge_batch: bool = False
@@ -105,7 +106,7 @@ def _shape(request: RunRequest) -> _Shape:
     match request:
         case FreshRun():
             return _Shape(request.run_id or new_run_id(), now, request.concurrency, request.timeout, request.runs,
-                          tuple(request.tags), update_baselines=request.update_baselines)
+                          tuple(request.tags), update_baselines=request.update_baselines, indices=request.indices)
         case ResumeRun():
             return _Shape(request.run_id, request.timestamp, request.concurrency, request.timeout, request.runs,
                           tuple(request.tags), indices=request.indices)

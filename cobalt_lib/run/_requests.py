@@ -2,6 +2,7 @@
 
     FreshRun()                                  a new run of the dataset (`.run()`, `cobalt run`)
     FreshRun(update_baselines=True)             ... about to become its no_regression baselines
+    FreshRun(indices=(0, 3))                    a new run of some of its items (pytest -k on item tests)
     ResumeRun(run_id, timestamp, items)         finish a stored run: only what is missing runs
     RescoreRun(parent_run_id, outputs)          a stored run's outputs scored again, as a new run
     FailedItemsRun(parent_run_id, indices)      a stored run's failed items run again, as a new run
@@ -43,11 +44,18 @@ class _Options(_Tagged):
 
 @dataclass(frozen=True, kw_only=True)
 class FreshRun(_Options):
-    """A new run of every item of the dataset."""
+    """A new run of every item of the dataset (or of the items at `indices`: a run of some items)."""
 
     run_id: str | None = None
     #: Leave the no_regression gates out: this run is about to become their baseline.
     update_baselines: bool = False
+    #: The dataset indices to run (the items a `pytest -k` selected), keeping their indices; None: all.
+    indices: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.indices is not None:
+            object.__setattr__(self, "indices", tuple(self.indices))
 
 
 @dataclass(frozen=True, kw_only=True)

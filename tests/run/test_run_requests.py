@@ -75,3 +75,13 @@ def test_a_resume_and_a_dagster_partition_keep_their_run_id_and_start_time(proje
     assert dated.timestamp == "2026-02-02T00:00:00+00:00"
     with pytest.raises(TypeError, match="Not a run request"):
         prepare(exp, config, {"run_id": "r"})  # type: ignore[arg-type]
+
+
+def test_a_fresh_run_of_some_items_keeps_their_indices(project: Path) -> None:
+    config = define_config(output_dir=str(project / ".cobalt"))
+    assert FreshRun(indices=[2, 0]).indices == (2, 0)
+    plan = prepare(_exp(), config, FreshRun(indices=[0, 2]))
+    assert (plan.indices, plan.total_items, plan.parent_run_id) == ((0, 2), 2, None)
+    assert plan.describe()["indices"] == [0, 2] and plan.describe()["dataset"]["size"] == 3
+    report = _exp().run(config=config, indices=(2,), runs=1)
+    assert [(i.index, i.output) for i in report.items] == [(2, "a2")] and report.config["indices"] == [2]
