@@ -21,21 +21,13 @@ from ._assertions import Assertion
 
 if TYPE_CHECKING:
     from ..calibration._stored import StoredCalibration
+    from ._calibrated_judge import Described
 
 
 class Calibrated(Assertion):
     def __init__(self, grader: str | Path | Grader, min_kappa: float = GATING_KAPPA, *, model: str | None = None,
                  min_within_one: float = GATING_WITHIN_ONE, min_labels: int = MIN_RELIABLE_SAMPLES) -> None:
-        if isinstance(min_kappa, bool) or not isinstance(min_kappa, int | float) or not -1 <= min_kappa <= 1:
-            raise ConfigError(f"calibrated(min_kappa={min_kappa!r}) must be a number within -1..1 (0.7 is the usual "
-                              "bar for gating releases).")
-        if isinstance(min_within_one, bool) or not isinstance(min_within_one, int | float) or not (
-                0 <= min_within_one <= 1):
-            raise ConfigError(f"calibrated(min_within_one={min_within_one!r}) must be a share within 0..1 (0.9: nine "
-                              "grades in ten at most one step from the human's label).")
-        if isinstance(min_labels, bool) or not isinstance(min_labels, int) or min_labels < 1:
-            raise ConfigError(f"calibrated(min_labels={min_labels!r}) must be a positive whole number (50 by default: "
-                              "fewer labels leave the figures unreliable).")
+        check_options(min_kappa, min_within_one, min_labels)
         if not isinstance(grader, str | Path | Grader):
             raise ConfigError(f"calibrated() takes a grader(...) deck or the path of a grader file, got {grader!r}.")
         self.grader = grader
@@ -110,6 +102,20 @@ class Calibrated(Assertion):
         return AssertionResult(name=self.name, passed=False, expected=self.min_kappa, message=message)
 
 
+def check_options(min_kappa: float, min_within_one: float, min_labels: int) -> None:
+    """One ConfigError for a `calibrated(...)` option out of its range."""
+    if isinstance(min_kappa, bool) or not isinstance(min_kappa, int | float) or not -1 <= min_kappa <= 1:
+        raise ConfigError(f"calibrated(min_kappa={min_kappa!r}) must be a number within -1..1 (0.7 is the usual "
+                          "bar for gating releases).")
+    if isinstance(min_within_one, bool) or not isinstance(min_within_one, int | float) or not (
+            0 <= min_within_one <= 1):
+        raise ConfigError(f"calibrated(min_within_one={min_within_one!r}) must be a share within 0..1 (0.9: nine "
+                          "grades in ten at most one step from the human's label).")
+    if isinstance(min_labels, bool) or not isinstance(min_labels, int) or min_labels < 1:
+        raise ConfigError(f"calibrated(min_labels={min_labels!r}) must be a positive whole number (50 by default: "
+                          "fewer labels leave the figures unreliable).")
+
+
 def experiment_models(report: ExperimentReport, config: Config, grader_hash: str) -> list[str]:
     """The models the run's grader evaluators with this content hash graded with (as endpoint labels)."""
     evaluators = [e for e in report.config.get("evaluators") or []
@@ -136,10 +142,25 @@ def _configured_label(config: Config, described: dict[str, Any]) -> str:
         return f"{provider}/{model}"
 
 
-def calibrated(grader: str | Path | Grader, min_kappa: float = GATING_KAPPA, *, model: str | None = None,
-               min_within_one: float = GATING_WITHIN_ONE, min_labels: int = MIN_RELIABLE_SAMPLES) -> Calibrated:
-    """Pass only when the latest calibration of this grader's current rubric, for the model the
-    experiment grades with (or `model`), reached `min_kappa` with `min_within_one` of its grades at most
-    one step from the human's, over at least `min_labels` labelled samples. A relative path is under the
-    project root."""
-    return Calibrated(grader, min_kappa, model=model, min_within_one=min_within_one, min_labels=min_labels)
+def calibrated(grader: str | Path | Grader | Described, min_kappa: float = GATING_KAPPA, *, model: str | None = None,
+               min_within_one: float = GATING_WITHIN_ONE, min_labels: int = MIN_RELIABLE_SAMPLES) -> Assertion:
+    """Pass only when the evaluator behind a gate was measured against human labels and agreed well enough.
+
+    - A grader (a `grader(...)` deck, or the path of a grader file, `*.py`): its latest grading run
+      (`cobalt grade`) for its current rubric and the model the experiment grades with (or `model`).
+    - Any evaluator (its name in the experiment, or the `Evaluator`): its latest calibration against the
+      labels (`cobalt calibrate`) for its current prompt and model.
+
+    Either reached `min_kappa` (with `min_within_one` of its grades at most one step from the human's, on
+    the -3..3 scale) over at least `min_labels` labelled items. A relative path is under the project root."""
+    from ._calibrated_judge import CalibratedJudge
+
+    check_options(min_kappa, min_within_one, min_labels)
+    if isinstance(grader, Grader | Path) or (isinstance(grader, str) and grader.endswith(".py")):
+        return Calibrated(grader, min_kappa, model=model, min_within_one=min_within_one, min_labels=min_labels)
+    if isinstance(grader, str) or (callable(getattr(grader, "describe", None)) and isinstance(
+            getattr(grader, "name", None), str)):
+        return CalibratedJudge(grader, float(min_kappa), model=model, min_within_one=float(min_within_one),
+                               min_labels=min_labels)
+    raise ConfigError(f"calibrated() takes an evaluator's name, an Evaluator, a grader(...) deck or the path of a "
+                      f"grader file (*.py), got {grader!r}.")

@@ -31,3 +31,28 @@ def duration(ms: float | None) -> str:
 def count(n: int, noun: str) -> str:
     """`1 item`, `3 items`, `0 errors`: the noun agrees with the number."""
     return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def percent(share: float | None) -> str:
+    """A share 0..1 as a whole percentage (`67%`), one decimal below 1% and above 99% where it matters
+    (`99.5%`, never a rounded `100%` for a share short of 1); `-` for none."""
+    if share is None:
+        return "-"
+    value = share * 100
+    if 0 < abs(value) < 1 or 99 < abs(value) < 100:
+        return f"{value:.1f}%"
+    return f"{value:.0f}%"
+
+
+def statistic(value: float | None, *, signed: bool = False) -> str:
+    """An agreement statistic (kappa, rho, MAE, bias) to two decimals; `-` for none."""
+    if value is None:
+        return "-"
+    return f"{value:+.2f}" if signed else f"{value:.2f}"
+
+
+def interval(low: float | None, high: float | None, *, share: bool = False) -> str:
+    """A 95% interval as `[0.41, 0.78]` (or `[41%, 78%]` for shares); empty when there is none."""
+    if low is None or high is None:
+        return ""
+    return f"[{percent(low)}, {percent(high)}]" if share else f"[{statistic(low)}, {statistic(high)}]"
