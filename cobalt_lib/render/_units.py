@@ -56,3 +56,8 @@ def interval(low: float | None, high: float | None, *, share: bool = False) -> s
     if low is None or high is None:
         return ""
     return f"[{percent(low)}, {percent(high)}]" if share else f"[{statistic(low)}, {statistic(high)}]"
+
+
+def points(delta: float | None) -> str:
+    """A change between two shares in percentage points (`+30 points`); `-` for none."""
+    return "-" if delta is None else f"{delta * 100:+.0f} points"

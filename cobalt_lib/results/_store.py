@@ -165,7 +165,11 @@ class Store(DagsterRuns, LabelRows):
                     _OPENED[0] += 1
                 break
             except duckdb.Error as exc:
-                if not (isinstance(exc, duckdb.IOException) and any(word in str(exc) for word in _LOCK_WORDS)):
+                # Another thread of this process holds the file read-only while this one wants to write (or
+                # the reverse): DuckDB refuses until that connection closes, as it would a lock.
+                locked = isinstance(exc, duckdb.IOException) and any(word in str(exc) for word in _LOCK_WORDS)
+                mixed = isinstance(exc, duckdb.ConnectionException) and "different configuration" in str(exc)
+                if not (locked or mixed):
                     raise unusable(self.path, exc) from None
                 if time.monotonic() > deadline:
                     raise StoreLocked(f"Cannot open the results store {self.path}: {exc}", _holder(str(exc))) from None
