@@ -116,7 +116,7 @@ def set_label(config: Config, run_id: str, index: int, evaluator: str, value: An
 
 
 def identity_of(record: dict[str, Any]) -> str:
-    return str(record.get("item_id") or item_identity(record.get("input") or {}))
+    return str(record.get("item_id") or record.get("input_hash") or item_identity(record.get("input") or {}))
 
 
 def current_labels(config: Config, experiment: str, evaluator: str | None = None) -> list[Label]:
@@ -153,11 +153,8 @@ def run_labels(config: Config, run_id: str, indices: list[int] | None = None) ->
 
 
 def _identities(store: Store, run_id: str) -> dict[int, str]:
-    """`{item_index: identity}` of the run's items (the first repeat's)."""
-    found: dict[int, str] = {}
-    for row in store.rows("outputs", run_id):
-        found.setdefault(int(row["item_index"]), identity_of(row))
-    return found
+    """`{item_index: identity}` of the run's items."""
+    return store.item_identities(run_id)
 
 
 def label_queue(config: Config, run_id: str, evaluator: str) -> LabelQueue:
@@ -170,11 +167,10 @@ def label_queue(config: Config, run_id: str, evaluator: str) -> LabelQueue:
     identities = _identities(store, run_id)
     labelled = {label.item_id for label in current_labels(config, run["experiment"], evaluator)}
     judged: dict[int, float] = {}
-    for row in store.rows("scores", run_id):
-        if row["evaluator"] == evaluator and row["run_index"] == 0 and row["status"] == "ok":
-            value = judged_value(scale, row.get("score"), row.get("raw_score"), row.get("passed"))
-            if value is not None:
-                judged[int(row["item_index"])] = value
+    for row in store.evaluator_scores(run_id, evaluator):
+        value = judged_value(scale, row.get("score"), row.get("raw_score"), row.get("passed"))
+        if value is not None:
+            judged[int(row["item_index"])] = value
     bands: dict[int, list[int]] = {}
     for index in sorted(i for i in identities if identities[i] not in labelled and i in judged):
         bands.setdefault(category(scale, judged[index]), []).append(index)

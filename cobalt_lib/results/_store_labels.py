@@ -73,6 +73,19 @@ class LabelRows:
         sql = f"SELECT * FROM labels{where}" if history else _CURRENT.format(where=where)
         return self._label_query(sql + " ORDER BY seq", params)
 
+    def item_identities(self, run_id: str) -> dict[int, str]:
+        """`{item_index: identity}` of a run's items (its `id`, else its content hash), read without the
+        items' values."""
+        rows = self._label_query("SELECT item_index, any_value(coalesce(item_id, input_hash)) AS ident FROM outputs "
+                                 "WHERE run_id = ? GROUP BY item_index ORDER BY item_index", [run_id])
+        return {int(r["item_index"]): str(r["ident"]) for r in rows if r["ident"] is not None}
+
+    def evaluator_scores(self, run_id: str, evaluator: str) -> list[dict[str, Any]]:
+        """The first repeat's usable scores of one evaluator (item_index, score, raw_score, passed)."""
+        return self._label_query("SELECT item_index, score, raw_score, passed FROM scores WHERE run_id = ? AND "
+                                 "evaluator = ? AND run_index = 0 AND status = 'ok' ORDER BY item_index",
+                                 [run_id, evaluator])
+
     def save_calibration(self, row: dict[str, Any]) -> None:
         """Store one calibration (its figures as JSON), replacing one of the same id."""
         names = [n for n, _ in LABEL_TABLES["calibrations"]]
