@@ -21,6 +21,7 @@ from ._assertions import Assertion
 
 if TYPE_CHECKING:
     from ..calibration._stored import StoredCalibration
+    from ..results._store import Store
     from ._calibrated_judge import Described
 
 
@@ -60,14 +61,16 @@ class Calibrated(Assertion):
             return [self._fail(f"the experiment has no grader evaluator using {grader.name!r} as it is now "
                                f"(#{grader.short_hash}); use it as Evaluator(type='grader', grader=...) or pass "
                                "model= to calibrated(...)")]
-        stored = stored_calibrations(Store.for_config(config))
-        return [self._check(grader, model, stored) for model in models]
+        store = Store.for_config(config)
+        stored = stored_calibrations(store)
+        return [self._check(grader, model, stored, store) for model in models]
 
-    def _check(self, grader: Grader, model: str, stored: list[StoredCalibration]) -> AssertionResult:
+    def _check(self, grader: Grader, model: str, stored: list[StoredCalibration], store: Store) -> AssertionResult:
         same = [(run, run.for_model(model)) for run in stored if run.grader_hash == grader.hash]
         found = next(((run, cal) for run, cal in same if cal is not None), None)
         if found is None:
-            return self._fail(self._missing(grader, model, stored))
+            labelled = self._from_labels(grader, model, store)
+            return labelled if labelled is not None else self._fail(self._missing(grader, model, stored))
         run, cal = found
         kappa = cal.weighted_kappa
         if kappa is None:
@@ -85,6 +88,19 @@ class Calibrated(Assertion):
         return AssertionResult(name=self.name, passed=not short, actual=kappa, expected=self.min_kappa,
                                message=head + ("; ".join(short) if short else figures)
                                + f" (verdict: {cal.verdict.text})")
+
+    def _from_labels(self, grader: Grader, model: str, store: Store) -> AssertionResult | None:
+        """Without a grading run of this rubric: its calibration against the labels people set on the items of
+        an experiment using it (`cobalt calibrate`, keyed by the same content hash), if one is stored."""
+        from ._calibrated_judge import CalibratedJudge, stored_calibration
+
+        cal = stored_calibration(store, grader.hash, model)
+        if cal is None:
+            return None
+        judge = CalibratedJudge(grader.name, self.min_kappa, model=model, min_within_one=self.min_within_one,
+                                min_labels=self.min_labels)
+        judge.name = self.name
+        return judge.verdict(f"grader {grader.name!r} #{grader.short_hash} for {model}", cal)
 
     def _missing(self, grader: Grader, model: str, stored: list[StoredCalibration]) -> str:
         """Which command would calibrate it, with the samples of the grader's last calibration if any."""

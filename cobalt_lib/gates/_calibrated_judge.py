@@ -62,11 +62,8 @@ class CalibratedJudge(Assertion):
         return next((e for e in declared if e.get("name") == self.evaluator), None)
 
     def _check(self, report: ExperimentReport, store: Store, digest: str, model: str | None) -> AssertionResult:
-        rows = store.calibrations(prompt_hash=digest)
-        found = next((JudgeCalibration.model_validate(r["figures"]) for r in rows if _same(r.get("model"), model)),
-                     None)
-        on = f" on {model}" if model else ""
-        head = f"evaluator {self.evaluator_name!r} #{digest[:12]}{on}"
+        found = stored_calibration(store, digest, model)
+        head = f"evaluator {self.evaluator_name!r} #{digest[:12]}" + (f" on {model}" if model else "")
         command = f"cobalt calibrate {report.name} --evaluator {self.evaluator_name}"
         if found is None:
             earlier = store.calibrations(evaluator=self.evaluator_name)
@@ -75,9 +72,11 @@ class CalibratedJudge(Assertion):
                                   f"#{str(earlier[0]['prompt_hash'])[:12]}); label its items and run: {command}")
             return self._fail(f"{head} has never been calibrated against human labels; label its items (the run's "
                               f"page in `cobalt serve`, or `cobalt labels import`) and run: {command}")
-        return self._verdict(head, found, command)
+        return self.verdict(head, found)
 
-    def _verdict(self, head: str, cal: JudgeCalibration, command: str) -> AssertionResult:
+    def verdict(self, head: str, cal: JudgeCalibration) -> AssertionResult:
+        """The gate's verdict on a stored calibration `cal` (`head` names what was measured)."""
+        command = f"cobalt calibrate {cal.experiment} --evaluator {cal.evaluator}"
         if cal.labelled < self.min_labels:
             more = self.min_labels - cal.labelled
             return self._fail(f"{head}: only {cal.labelled} labelled items in calibration {cal.run_id}, too few to "
@@ -96,6 +95,12 @@ class CalibratedJudge(Assertion):
 
     def _fail(self, message: str, actual: float | None = None) -> AssertionResult:
         return AssertionResult(name=self.name, passed=False, actual=actual, expected=self.min_kappa, message=message)
+
+
+def stored_calibration(store: Store, digest: str, model: str | None) -> JudgeCalibration | None:
+    """The newest calibration stored for this prompt hash and judge model."""
+    rows = store.calibrations(prompt_hash=digest)
+    return next((JudgeCalibration.model_validate(r["figures"]) for r in rows if _same(r.get("model"), model)), None)
 
 
 def _same(stored: str | None, wanted: str | None) -> bool:

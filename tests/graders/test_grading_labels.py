@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -109,3 +110,33 @@ def test_import_names_every_bad_line_and_writes_nothing(grading: Path, tmp_path:
     with pytest.raises(SystemExit) as exited:
         main(["labels", "import", str(bad)])
     assert exited.value.code == 2 and f"{bad}:3:" in capsys.readouterr().err
+
+
+def test_a_grader_gated_on_labels_set_on_an_experiments_items(grading: Path) -> None:
+    from cobalt_lib import Evaluator, calibrated, experiment
+
+    items = [{"id": key, "input": f"question {key}", "answer": answer} for key, (answer, _) in list(TRUTH.items())[:6]]
+
+    def run(gate: object) -> Any:
+        exp = experiment("graded", items, lambda ctx: ctx.item["answer"],
+                         evaluators=[Evaluator("numbers", type="grader", grader="graders/numbers.py", model="agree")],
+                         assertions=[gate])  # type: ignore[list-item]
+        return exp.run(config=load_config(grading))
+
+    gate = calibrated("graders/numbers.py", min_labels=6)
+    never = run(gate)
+    assert "has never been calibrated" in _calibrated(never).message
+    config = load_config(grading)
+    for index, truth in enumerate(TRUTHS[:6]):
+        set_label(config, never.id, index, "numbers", truth)
+    calibrate_evaluator(config, "graded", "numbers", resamples=100)
+    passed = _calibrated(run(gate))
+    assert passed.passed and passed.actual == 1.0, passed.message
+    assert "weighted kappa 1.000 >= 0.7 over 6 labelled items" in passed.message
+    few = _calibrated(run(calibrated("graders/numbers.py")))
+    assert not few.passed and "label 44 more" in few.message and "cobalt calibrate graded --evaluator numbers" \
+        in few.message
+
+
+def _calibrated(report: Any) -> Any:
+    return next(a for a in report.assertions if a.name.startswith("calibrated"))
