@@ -248,9 +248,9 @@ def scale_verdict(scale: Scale, kappa: float | None, within_one: float | None, l
         return Verdict(labelled=labelled, text=f"no verdict: {kappa_name} is undefined (every label and every "
                                                "verdict is the same one value)")
     figures = f"{kappa_name} {kappa:.2f}"
-    if kappa >= GATING_KAPPA:
+    if kappa >= GATING_KAPPA - 1e-9:  # 0.7 computed as 0.6999999999 is 0.7
         band, text = "gating", f"{figures}: fit to gate releases"
-    elif kappa >= MONITORING_KAPPA:
+    elif kappa >= MONITORING_KAPPA - 1e-9:
         band, text = "monitoring", f"{figures}: trend monitoring only (gating needs {GATING_KAPPA})"
     else:
         band, text = "exploration", f"{figures}: exploration only (monitoring needs {MONITORING_KAPPA})"

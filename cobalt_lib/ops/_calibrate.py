@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from .._errors import ConfigError
 from ..calibration._judge import JudgeCalibration, Observation, calibrate_judge, prompt_hash
 from ..calibration._scales import judged_value, label_value, scale_of
+from ..calibration._stored import EXPERIMENT_PREFIX
 from ..config._config import Config
 from ..results._history import resolve_run
 from ..results._store import Store
@@ -53,8 +54,9 @@ def calibrate_evaluator(config: Config, experiment: str, evaluator: str, *, run:
         raise ConfigError(f"Run {row['run_id']} is of experiment {row['experiment']!r}, not {experiment!r}.")
     described = _described(row, evaluator)
     scale = scale_of(described)
-    observations, scored, models = _observations(config, store, row, evaluator, scale)
-    labels = len(current_labels(config, experiment, evaluator))
+    with store.reading():  # one connection for the reads
+        observations, scored, models = _observations(config, store, row, evaluator, scale)
+        labels = len(current_labels(config, experiment, evaluator))
     cal = calibrate_judge(scale, observations, resamples=resamples, experiment=experiment, evaluator=evaluator,
                           evaluator_type=str(described.get("type")), run_id=row["run_id"],
                           prompt_hash=prompt_hash(described), model=models.most_common(1)[0][0] if models else None,
@@ -90,24 +92,29 @@ def _described(run: dict[str, Any], evaluator: str) -> dict[str, Any]:
 def _observations(config: Config, store: Store, run: dict[str, Any], evaluator: str,
                   scale: Any) -> tuple[list[Observation], int, Counter[str]]:
     """(label, verdict) of every usable score of a labelled item; how many items were scored usably; the
-    judge models seen."""
+    judge models seen. Only the labelled items' values are read (a grading run's: every item's, as each
+    sample carries its truth)."""
     labels = {label.item_id: label for label in current_labels(config, run["experiment"], evaluator)}
-    outputs = {(r["item_index"], r["run_index"]): r for r in store.rows("outputs", run["run_id"])}
-    found, scored, models = [], set(), Counter[str]()
-    for score in store.rows("scores", run["run_id"]):
-        if score["evaluator"] != evaluator or score["status"] != "ok":
-            continue
-        output = outputs.get((score["item_index"], score["run_index"]))
-        judged = judged_value(scale, score.get("score"), score.get("raw_score"), score.get("passed"))
-        if output is None or output["status"] != "ok" or judged is None:
-            continue
-        ident = identity_of(output)
-        scored.add(ident)
+    keys = {(k["item_index"], k["run_index"]): k for k in store.output_keys(run["run_id"])}
+    scores = [s for s in store.evaluator_rows(run["run_id"], evaluator)
+              if keys.get((s["item_index"], s["run_index"]), {}).get("status") == "ok"
+              and judged_value(scale, s.get("score"), s.get("raw_score"), s.get("passed")) is not None]
+    grading = str(run["experiment"]).startswith(EXPERIMENT_PREFIX)
+    wanted = [s["item_index"] for s in scores
+              if grading or str(keys[(s["item_index"], s["run_index"])]["ident"]) in labels]
+    outputs = {(o["item_index"], o["run_index"]): o for o in store.outputs_of(run["run_id"], wanted)}
+    found, models = [], Counter[str]()
+    for score in scores:
         if score.get("judge_model"):
             models[str(score["judge_model"])] += 1
+        output = outputs.get((score["item_index"], score["run_index"]))
+        if output is None:
+            continue
+        ident = identity_of(output)
         label = labels.get(ident)
         truth = label.value if label else _sample_truth(scale, output.get("input"))
-        if truth is None:
+        judged = judged_value(scale, score.get("score"), score.get("raw_score"), score.get("passed"))
+        if truth is None or judged is None:
             continue
         found.append(Observation(item_id=ident, item_index=score["item_index"], run_index=score["run_index"],
                                  label=truth, judged=judged, score=score.get("score"),
@@ -115,6 +122,7 @@ def _observations(config: Config, store: Store, run: dict[str, Any], evaluator: 
                                  note=label.note if label else "from the samples file",
                                  who=label.who if label else "", input=output.get("input"),
                                  output=output.get("output")))
+    scored = {str(keys[(s["item_index"], s["run_index"])]["ident"]) for s in scores}
     return found, len(scored), models
 
 

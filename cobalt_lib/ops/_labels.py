@@ -97,7 +97,9 @@ def set_label(config: Config, run_id: str, index: int, evaluator: str, value: An
               who: str | None = None) -> Label | None:
     """Label item `index` of run `run_id` for `evaluator` (value None clears it); returns the label now set."""
     store = Store.for_config(config)
-    run = store.require_run(run_id)
+    with store.reading():  # one read-only connection for both reads; the write opens its own
+        run = store.require_run(run_id)
+        records = store.item_records(run_id, index)
     scale = _evaluator(run, evaluator).scale
     stored = None if value is None else label_value(scale, value)
     if value is not None and stored is None:
@@ -105,7 +107,6 @@ def set_label(config: Config, run_id: str, index: int, evaluator: str, value: An
                           f"{SCALE_TEXT[scale]}.")
     if not isinstance(note, str) or len(note) > MAX_NOTE:
         raise ConfigError(f"A label's note must be text of at most {MAX_NOTE} characters.")
-    records = store.item_records(run_id, index)
     if not records:
         raise ConfigError(f"Run {run_id} has no item {index}; `cobalt show {run_id}` lists its items.")
     row = {"experiment": run["experiment"], "evaluator": evaluator, "item_id": identity_of(records[0]),
@@ -137,6 +138,11 @@ def run_labels(config: Config, run_id: str, indices: list[int] | None = None) ->
     """The labels of a run's items: `{"scales": {evaluator: scale}, "labels": {index: {evaluator: label}}}`,
     for the items `indices` (default: every item)."""
     store = Store.for_config(config)
+    with store.reading():  # one read-only connection for every read
+        return _run_labels(config, store, run_id, indices)
+
+
+def _run_labels(config: Config, store: Store, run_id: str, indices: list[int] | None) -> dict[str, Any]:
     run = store.require_run(run_id)
     scales = evaluator_scales(run)
     identities = _identities(store, run_id)
@@ -162,6 +168,11 @@ def label_queue(config: Config, run_id: str, evaluator: str) -> LabelQueue:
     taken in turn from each of the scale's score bands (so the first labels span the range), then
     unlabelled items without a usable score, then the labelled ones (by index)."""
     store = Store.for_config(config)
+    with store.reading():  # one read-only connection for every read
+        return _label_queue(config, store, run_id, evaluator)
+
+
+def _label_queue(config: Config, store: Store, run_id: str, evaluator: str) -> LabelQueue:
     run = store.require_run(run_id)
     scale = _evaluator(run, evaluator).scale
     identities = _identities(store, run_id)

@@ -45,7 +45,7 @@ def print_judge_calibration(console: Console, cal: JudgeCalibration, previous: s
         console.print(f"  {previous}")
     if cal.pairs:
         matrix = Table("label \\ verdict", *cal.categories, box=box.SIMPLE_HEAD, show_edge=False,
-                       title="Confusion: label (rows) x verdict", title_justify="left")
+                       title="Confusion: label x verdict", title_justify="left")
         for name, row in zip(cal.categories, cal.confusion, strict=True):
             matrix.add_row(name, *(str(n) if n else "·" for n in row))
         console.print(matrix)

@@ -86,6 +86,30 @@ class LabelRows:
                                  "evaluator = ? AND run_index = 0 AND status = 'ok' ORDER BY item_index",
                                  [run_id, evaluator])
 
+    def output_keys(self, run_id: str) -> list[dict[str, Any]]:
+        """Every agent call of a run as (item_index, run_index, ident, status), without its values."""
+        return self._label_query("SELECT item_index, run_index, coalesce(item_id, input_hash) AS ident, status "
+                                 "FROM outputs WHERE run_id = ? ORDER BY item_index, run_index", [run_id])
+
+    def outputs_of(self, run_id: str, indices: Sequence[int]) -> list[dict[str, Any]]:
+        """The `outputs` rows of some items of a run (every repeat), values whole."""
+        from ._tables import decode
+        from ._values import VALUES_DIR, restore
+
+        if not indices:
+            return []
+        rows = [decode(r) for r in self._label_query(
+            "SELECT * FROM outputs WHERE run_id = ? AND item_index IN (SELECT unnest(?)) ORDER BY item_index, "
+            "run_index", [run_id, sorted(set(indices))])]
+        restore(rows, self.path.parent / VALUES_DIR)
+        return rows
+
+    def evaluator_rows(self, run_id: str, evaluator: str) -> list[dict[str, Any]]:
+        """One evaluator's usable scores in a run (every repeat), without the raw judge answers."""
+        return self._label_query("SELECT item_index, run_index, score, raw_score, passed, reason, judge_model FROM "
+                                 "scores WHERE run_id = ? AND evaluator = ? AND status = 'ok' ORDER BY item_index, "
+                                 "run_index", [run_id, evaluator])
+
     def save_calibration(self, row: dict[str, Any]) -> None:
         """Store one calibration (its figures as JSON), replacing one of the same id."""
         names = [n for n, _ in LABEL_TABLES["calibrations"]]
