@@ -140,3 +140,32 @@ def test_a_grader_gated_on_labels_set_on_an_experiments_items(grading: Path) -> 
 
 def _calibrated(report: Any) -> Any:
     return next(a for a in report.assertions if a.name.startswith("calibrated"))
+
+
+@pytest.mark.slow
+def test_a_grade_labelled_by_keyboard_on_the_grading_runs_page(grading: Path, page: Any) -> None:
+    from playwright.sync_api import expect
+
+    run_id = _grade(grading, "openai/off")
+    server = PagesServer(load_config(grading))
+    url = server.start()
+    try:
+        page.goto(f"{url}/runs/{run_id}")
+        expect(page.locator("#label-progress")).to_contain_text("0 of 50 (this run has 10 items) labelled for "
+                                                                 "openai/off (scale -3..3)")
+        page.locator("#item-table tr.item-row").first.wait_for()
+        page.keyboard.press("q")  # the first of the queue: the lowest grade band first (-2: item 0)
+        widget = page.locator(".label-widget[data-evaluator='openai/off']")
+        expect(page.locator("#detail .labels-panel")).to_have_attribute("data-index", "0")
+        page.keyboard.press("-")
+        page.keyboard.press("3")
+        expect(widget.locator(".label-option.chosen")).to_have_attribute("data-value", "-3")
+        page.keyboard.press("n")
+        expect(page.locator("#detail .labels-panel")).to_have_attribute("data-index", "3")  # the -1 band next
+        page.keyboard.press("2")
+        expect(widget.locator(".label-option.chosen")).to_have_attribute("data-value", "2")
+        expect(page.locator("#label-progress")).to_contain_text("2 of 50")
+    finally:
+        server.stop()
+    rows = Store.for_config(load_config(grading)).labels("grade:numbers", "openai/off")
+    assert sorted((r["item_id"], r["value"]) for r in rows) == [("1", -3.0), ("s3", 2.0)]
