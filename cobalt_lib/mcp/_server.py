@@ -21,7 +21,8 @@ evaluators (LLM judges, code, exact match...), aggregate the scores and apply qu
 The improvement loop: cobalt_run, then cobalt_results(only_failures=true) to read why items failed, change the
 agent's code, cobalt_run again, cobalt_compare(run_a="previous", run_b="latest"). cobalt://experiments lists the
 experiments, cobalt://schema the tables cobalt_query reads. Runs are named by id, unique prefix, "latest" or
-"previous"."""
+"previous". Before trusting an LLM judge, cobalt_calibration shows how far it agrees with the people who labelled
+its items, and where it does not."""
 
 #: The port `cobalt mcp --http` listens on when given none.
 DEFAULT_PORT = 8765
