@@ -36,12 +36,12 @@ def calibrate(
                     "previous": prev.model_dump(mode="json") if prev else None, "warnings": outcome.warnings})
     else:
         from ..render._judge_calibration import print_judge_calibration
-        from ..render._units import statistic
+        from ..render._units import decimal
 
         line = None
         if prev is not None:
             prompt = "same prompt" if prev.same_prompt else f"prompt #{prev.prompt_hash[:12]}"
-            line = (f"previous calibration (run {prev.run_id}, {prompt}): {cal.kappa_name} {statistic(prev.kappa)} "
-                    f"-> {statistic(cal.kappa)}")
+            line = (f"previous calibration (run {prev.run_id}, {prompt}): {cal.kappa_name} {decimal(prev.kappa)} "
+                    f"-> {decimal(cal.kappa)}")
         print_judge_calibration(console(), cal, line)
     warn(outcome.warnings)

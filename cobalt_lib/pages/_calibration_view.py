@@ -13,7 +13,7 @@ from ..calibration._stored import EXPERIMENT_PREFIX, grading_config, stored_cali
 from ..config._config import Config
 from ..ops._calibrate import stored_judge_calibrations
 from ..render._judge_calibration import figure_text
-from ..render._units import interval, percent, points, statistic
+from ..render._units import decimal, interval, percent, points, signed
 from ..results._store import Store
 
 #: Disagreements shown per model on the page.
@@ -75,7 +75,7 @@ def _model(c: ModelCalibration, samples: dict[str, dict[str, Any]], earlier: Any
     rates = [("exact", c.exact_match_rate), ("within one step", c.within_one_rate)]
     change = []
     if before is not None:
-        change = [(name, statistic(getattr(before, key)), statistic(getattr(c, key)), _delta(getattr(before, key),
+        change = [(name, decimal(getattr(before, key)), decimal(getattr(c, key)), _delta(getattr(before, key),
                                                                                                getattr(c, key)))
                   for name, key in (("weighted kappa", "weighted_kappa"), ("MAE", "mean_absolute_error"))]
         change += [(name, percent(getattr(before, key)), percent(getattr(c, key)),
@@ -83,13 +83,13 @@ def _model(c: ModelCalibration, samples: dict[str, dict[str, Any]], earlier: Any
                    for name, key in (("exact", "exact_match_rate"), ("within one step", "within_one_rate"))]
     rows = [{"d": d, "sample": samples.get(d.id, {}), "note": samples.get(d.id, {}).get("notes", {}).get(c.model, "")}
             for d in c.disagreements[:SHOWN]]
-    return {"c": c, "kappa": f"{statistic(c.weighted_kappa)} {interval(c.kappa_ci_low, c.kappa_ci_high)}".strip(),
+    return {"c": c, "kappa": f"{decimal(c.weighted_kappa)} {interval(c.kappa_ci_low, c.kappa_ci_high)}".strip(),
             "rates": [(name, percent(value)) for name, value in rates],
-            "mae": statistic(c.mean_absolute_error), "bias": statistic(c.signed_bias, signed=True),
+            "mae": decimal(c.mean_absolute_error), "bias": signed(c.signed_bias),
             "disagreements": rows, "more": max(0, len(c.disagreements) - SHOWN), "change": change}
 
 
 def _delta(before: float | None, now: float | None, *, share: bool = False) -> str:
     if before is None or now is None:
         return "-"
-    return points(now - before) if share else statistic(now - before, signed=True)
+    return points(now - before) if share else signed(now - before)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..calibration._judge import Figure, JudgeCalibration
-from ._units import interval, percent, statistic
+from ._units import decimal, interval, percent, signed
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -17,8 +17,9 @@ SHOWN_DISAGREEMENTS = 10
 def figure_text(f: Figure) -> str:
     """`71% [52%, 85%]`, `0.64 [0.41, 0.80]`, `bias +0.20 [...]`."""
     if f.kind == "rate":
-        return f"{percent(f.value)} {interval(f.low, f.high, share=True)}".rstrip()
-    return f"{statistic(f.value, signed=f.name == 'bias')} {interval(f.low, f.high)}".rstrip()
+        return f"{percent(f.value)} {interval(f.low, f.high, rate=True)}".rstrip()
+    value = signed(f.value) if f.name == "bias" else decimal(f.value)
+    return f"{value} {interval(f.low, f.high)}".rstrip()
 
 
 def headline(cal: JudgeCalibration) -> str:

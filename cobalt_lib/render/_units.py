@@ -14,6 +14,11 @@ def money(value: float | None) -> str:
     return f"${value:.{2 - math.floor(math.log10(abs(value)))}f}"
 
 
+def score(value: float | None) -> str:
+    """A 0..1 score as `0.750` (three decimals, as every table shows scores); `-` for none."""
+    return "-" if value is None else f"{value:.3f}"
+
+
 def duration(ms: float | None) -> str:
     """Milliseconds as `4.24s`, `420ms`, `0.042ms` or `0.0000347ms`: three significant digits below 10 ms
     without trailing zeros, never a bare `0ms` for a fast call nor an exponent; `-` for none."""
@@ -28,36 +33,36 @@ def duration(ms: float | None) -> str:
     return f"{fixed.rstrip('0').rstrip('.') if '.' in fixed else fixed}ms"
 
 
+def signed(value: float | None, digits: int = 2) -> str:
+    """A difference such as a bias or a change of kappa, with its sign (`+0.20`, `-0.05`); `–` for none."""
+    return "–" if value is None else f"{value:+.{digits}f}"
+
+
+def interval(low: float | None, high: float | None, *, rate: bool = False) -> str:
+    """A 95% interval as `[0.41, 0.78]` (or `[41%, 78%]` for rates); empty when there is none."""
+    if low is None or high is None:
+        return ""
+    return f"[{percent(low)}, {percent(high)}]" if rate else f"[{decimal(low)}, {decimal(high)}]"
+
+
+def points(delta: float | None) -> str:
+    """A change between two rates in percentage points (`+30 points`); `–` for none."""
+    return "–" if delta is None else f"{delta * 100:+.0f} points"
+
+
 def count(n: int, noun: str) -> str:
     """`1 item`, `3 items`, `0 errors`: the noun agrees with the number."""
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def percent(share: float | None) -> str:
-    """A share 0..1 as a whole percentage (`67%`), one decimal below 1% and above 99% where it matters
-    (`99.5%`, never a rounded `100%` for a share short of 1); `-` for none."""
-    if share is None:
-        return "-"
-    value = share * 100
-    if 0 < abs(value) < 1 or 99 < abs(value) < 100:
-        return f"{value:.1f}%"
-    return f"{value:.0f}%"
+def percent(rate: float | None) -> str:
+    """A rate 0..1 as `90%`, or `92.5%` when a whole percent would round it; `–` for none."""
+    if rate is None:
+        return "–"
+    whole = round(rate * 100, 1)
+    return f"{whole:.0f}%" if whole == int(whole) else f"{whole:.1f}%"
 
 
-def statistic(value: float | None, *, signed: bool = False) -> str:
-    """An agreement statistic (kappa, rho, MAE, bias) to two decimals; `-` for none."""
-    if value is None:
-        return "-"
-    return f"{value:+.2f}" if signed else f"{value:.2f}"
-
-
-def interval(low: float | None, high: float | None, *, share: bool = False) -> str:
-    """A 95% interval as `[0.41, 0.78]` (or `[41%, 78%]` for shares); empty when there is none."""
-    if low is None or high is None:
-        return ""
-    return f"[{percent(low)}, {percent(high)}]" if share else f"[{statistic(low)}, {statistic(high)}]"
-
-
-def points(delta: float | None) -> str:
-    """A change between two shares in percentage points (`+30 points`); `-` for none."""
-    return "-" if delta is None else f"{delta * 100:+.0f} points"
+def decimal(value: float | None, digits: int = 2) -> str:
+    """A plain figure such as a mean absolute error or a kappa, `digits` after the point; `–` for none."""
+    return "–" if value is None else f"{value:.{digits}f}"
