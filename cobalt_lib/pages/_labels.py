@@ -1,10 +1,10 @@
 """The pages' one write: a person's label on an item, and what the labelling view reads.
 
 Routes: `GET /api/runs/RUN/labels` (the run's labels and each evaluator's scale), `GET
-/api/runs/RUN/queue?evaluator=NAME` (the labelling order and progress) and `POST
-/api/runs/RUN/items/N/label` with `{"evaluator", "value", "note"}` (value null clears the label). The
-middleware (`_app._own_site_only`) already refuses another Host, another Origin and a missing or wrong
-CSRF token; the write also answers only a client on this machine.
+/api/runs/RUN/queue?evaluator=NAME` (the labelling order and progress), `POST /api/runs/RUN/items/N/label`
+with `{"evaluator", "value", "note"}` (value null clears the label), and the view's script and stylesheet
+under `/static/labels/`. The middleware (`_app._own_site_only`) already refuses another Host, another
+Origin and a missing or wrong CSRF token; the write also answers only a client on this machine.
 """
 
 from __future__ import annotations
@@ -17,10 +17,13 @@ from aiohttp import web
 
 from .._errors import ConfigError
 from ..ops._labels import label_queue, run_labels, set_label
+from ._render import static_text
 
 if TYPE_CHECKING:
     from ..config._config import Config
 
+#: The labelling view's own script and stylesheet (served pages only: a report file cannot write).
+LABEL_FILES = {"labels.js": "text/javascript", "labels.css": "text/css"}
 #: The largest label request body (a note of 4,000 characters fits with room to spare).
 MAX_BODY = 64 * 1024
 
@@ -52,8 +55,16 @@ def add_label_routes(app: web.Application, config_key: web.AppKey[Config]) -> No
         return web.json_response({"label": label.model_dump(mode="json") if label else None},
                                  headers={"Cache-Control": "no-store"})
 
+    async def static_api(request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        if name not in LABEL_FILES:
+            raise web.HTTPNotFound()
+        return web.Response(text=static_text(name), content_type=LABEL_FILES[name],
+                            headers={"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"})
+
     app.add_routes([web.get("/api/runs/{run_id}/labels", labels_api), web.get("/api/runs/{run_id}/queue", queue_api),
-                    web.post("/api/runs/{run_id}/items/{index}/label", label_api)])
+                    web.post("/api/runs/{run_id}/items/{index}/label", label_api),
+                    web.get("/static/labels/{name}", static_api)])
 
 
 def _loopback(remote: str | None) -> bool:

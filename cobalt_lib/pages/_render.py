@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 #: What the server's pages may load: their own script and stylesheet, and requests to their own API.
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
-STATIC_FILES = ("pages.css", "pages.js", "labels.css", "labels.js")
+STATIC_FILES = ("pages.css", "pages.js")
 
 
 def static_text(name: str) -> str:
