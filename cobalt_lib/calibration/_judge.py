@@ -87,6 +87,8 @@ class JudgeCalibration(BaseModel):
     pairs: int = 0
     #: Labels of this experiment and evaluator in the store (some may be of items this run lacks).
     labels: int = 0
+    #: Labelled items whose label was set on another output than this run's (the agent answered differently).
+    stale_labels: int = 0
     #: Labels still needed before the figures are reliable (0 once there are enough).
     needed: int = 0
     figures: list[Figure] = Field(default_factory=list)

@@ -23,7 +23,7 @@ from ..calibration._stored import EXPERIMENT_PREFIX
 from ..config._config import Config
 from ..results._history import resolve_run
 from ..results._store import Store
-from ._labels import current_labels, identity_of
+from ._labels import current_labels, identity_of, output_hash
 
 
 class PreviousJudge(BaseModel):
@@ -55,12 +55,13 @@ def calibrate_evaluator(config: Config, experiment: str, evaluator: str, *, run:
     described = _described(row, evaluator)
     scale = scale_of(described)
     with store.reading():  # one connection for the reads
-        observations, scored, models = _observations(config, store, row, evaluator, scale)
+        observations, scored, models, stale = _observations(config, store, row, evaluator, scale)
         labels = len(current_labels(config, experiment, evaluator))
     cal = calibrate_judge(scale, observations, resamples=resamples, experiment=experiment, evaluator=evaluator,
                           evaluator_type=str(described.get("type")), run_id=row["run_id"],
                           prompt_hash=prompt_hash(described), model=models.most_common(1)[0][0] if models else None,
                           items=scored, labels=labels, created_at=datetime.now(UTC).isoformat())
+    cal.stale_labels = stale
     previous = _previous(store, cal)
     warnings = _warnings(cal)
     if save and cal.labelled:
@@ -90,7 +91,7 @@ def _described(run: dict[str, Any], evaluator: str) -> dict[str, Any]:
 
 
 def _observations(config: Config, store: Store, run: dict[str, Any], evaluator: str,
-                  scale: Any) -> tuple[list[Observation], int, Counter[str]]:
+                  scale: Any) -> tuple[list[Observation], int, Counter[str], int]:
     """(label, verdict) of every usable score of a labelled item; how many items were scored usably; the
     judge models seen. Only the labelled items' values are read (a grading run's: every item's, as each
     sample carries its truth)."""
@@ -103,7 +104,7 @@ def _observations(config: Config, store: Store, run: dict[str, Any], evaluator: 
     wanted = [s["item_index"] for s in scores
               if grading or str(keys[(s["item_index"], s["run_index"])]["ident"]) in labels]
     outputs = {(o["item_index"], o["run_index"]): o for o in store.outputs_of(run["run_id"], wanted)}
-    found, models = [], Counter[str]()
+    found, models, stale = [], Counter[str](), set()
     for score in scores:
         if score.get("judge_model"):
             models[str(score["judge_model"])] += 1
@@ -116,6 +117,8 @@ def _observations(config: Config, store: Store, run: dict[str, Any], evaluator: 
         judged = judged_value(scale, score.get("score"), score.get("raw_score"), score.get("passed"))
         if truth is None or judged is None:
             continue
+        if label and label.output_hash and label.output_hash != output_hash(output.get("output")):
+            stale.add(ident)
         found.append(Observation(item_id=ident, item_index=score["item_index"], run_index=score["run_index"],
                                  label=truth, judged=judged, score=score.get("score"),
                                  reason=score.get("reason") or "",
@@ -123,7 +126,7 @@ def _observations(config: Config, store: Store, run: dict[str, Any], evaluator: 
                                  who=label.who if label else "", input=output.get("input"),
                                  output=output.get("output")))
     scored = {str(keys[(s["item_index"], s["run_index"])]["ident"]) for s in scores}
-    return found, len(scored), models
+    return found, len(scored), models, len(stale)
 
 
 def _sample_truth(scale: Any, item: Any) -> float | None:
@@ -158,6 +161,10 @@ def _previous(store: Store, cal: JudgeCalibration) -> PreviousJudge | None:
 
 
 def _warnings(cal: JudgeCalibration) -> list[str]:
+    if cal.stale_labels:
+        return [f"{cal.stale_labels} of the {cal.labelled} labelled items were labelled on another answer than run "
+                f"{cal.run_id}'s (the agent answered differently since): those labels judged the earlier answer; "
+                "re-check them on this run's page."]
     if cal.labelled == 0:
         return [f"no item of run {cal.run_id} scored by {cal.evaluator!r} has a label: label some in the pages "
                 f"(`cobalt serve`, the run's page) or import them (`cobalt labels import FILE`); nothing was stored."]

@@ -17,7 +17,7 @@ from .._errors import ConfigError
 from ..calibration._scales import SCALE_TEXT, Scale, category, judged_value, label_value, scale_of
 from ..calibration._verdict import MIN_RELIABLE_SAMPLES
 from ..config._config import Config
-from ..results._identity import item_identity
+from ..results._identity import content_hash, item_identity
 from ..results._store import Store
 
 #: The longest note kept with a label (characters).
@@ -36,6 +36,8 @@ class Label(BaseModel):
     set_at: str = ""
     run_id: str | None = None
     item_index: int | None = None
+    #: A hash of the output the person saw when labelling (None: imported, output unknown).
+    output_hash: str | None = None
 
 
 class EvaluatorScale(BaseModel):
@@ -111,9 +113,15 @@ def set_label(config: Config, run_id: str, index: int, evaluator: str, value: An
         raise ConfigError(f"Run {run_id} has no item {index}; `cobalt show {run_id}` lists its items.")
     row = {"experiment": run["experiment"], "evaluator": evaluator, "item_id": identity_of(records[0]),
            "value": stored, "note": note.strip(), "who": who_default() if who is None else who,
-           "set_at": datetime.now(UTC).isoformat(), "run_id": run_id, "item_index": index}
+           "set_at": datetime.now(UTC).isoformat(), "run_id": run_id, "item_index": index,
+           "output_hash": output_hash(records[0].get("output"))}
     store.add_labels([row])
     return None if stored is None else Label(**row)
+
+
+def output_hash(output: Any) -> str:
+    """What a label was set on: the hash of the output the person read."""
+    return content_hash({"output": output})
 
 
 def identity_of(record: dict[str, Any]) -> str:
@@ -131,7 +139,7 @@ def _label(row: dict[str, Any]) -> Label:
     return Label(experiment=row["experiment"], evaluator=row["evaluator"], item_id=row["item_id"],
                  value=float(row["value"]), note=row.get("note") or "", who=row.get("who") or "",
                  set_at=at.isoformat() if isinstance(at, datetime) else str(at or ""), run_id=row.get("run_id"),
-                 item_index=row.get("item_index"))
+                 item_index=row.get("item_index"), output_hash=row.get("output_hash"))
 
 
 def run_labels(config: Config, run_id: str, indices: list[int] | None = None) -> dict[str, Any]:

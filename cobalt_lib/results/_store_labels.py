@@ -21,8 +21,8 @@ LABEL_TABLES = {
         ("seq", "BIGINT"), ("experiment", "VARCHAR"), ("evaluator", "VARCHAR"), ("item_id", "VARCHAR"),
         # The label on the evaluator's scale (pass 1 / fail 0, 0..1, -3..3); NULL clears the label.
         ("value", "DOUBLE"), ("note", "VARCHAR"), ("who", "VARCHAR"), ("set_at", "TIMESTAMPTZ"),
-        # The run and item index it was set on (what the person saw), when set in the pages.
-        ("run_id", "VARCHAR"), ("item_index", "INTEGER"),
+        # The run and item index it was set on, and a hash of the output the person saw (set in the pages).
+        ("run_id", "VARCHAR"), ("item_index", "INTEGER"), ("output_hash", "VARCHAR"),
     ],
     "calibrations": [
         ("calibration_id", "VARCHAR"), ("experiment", "VARCHAR"), ("evaluator", "VARCHAR"),
@@ -46,6 +46,8 @@ class LabelRows:
     def _label_tables(self, con: Any) -> None:
         for table, cols in LABEL_TABLES.items():
             con.execute(f"CREATE TABLE IF NOT EXISTS {table} ({', '.join(f'{n} {k}' for n, k in cols)})")
+            for name, kind in cols:  # a store made by an earlier version lacks the newer columns
+                con.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {name} {kind}")
 
     def add_labels(self, rows: Sequence[dict[str, Any]]) -> int:
         """Append label rows (experiment, evaluator, item_id, value, note, who, set_at, run_id?, item_index?)

@@ -121,6 +121,12 @@ def test_prompt_change_needs_a_new_calibration(judged_project: Path, llm: FakeLL
     gate = _gate(changed)
     assert not gate.passed and "changed since its last calibration" in gate.message
     assert "cobalt calibrate support --evaluator helpful" in gate.message
+    # The new run answered "yes" where the first said "no" (items 4-7 and 9): those labels judged another answer.
+    outcome = calibrate_evaluator(config, "support", "helpful", resamples=100)
+    assert outcome.calibration.run_id == changed.id and outcome.calibration.stale_labels == 5
+    assert outcome.warnings == [f"5 of the 10 labelled items were labelled on another answer than run {changed.id}'s "
+                                "(the agent answered differently since): those labels judged the earlier answer; "
+                                "re-check them on this run's page."]
 
 
 def test_pass_fail_figures_by_hand(judged_project: Path, llm: FakeLLM) -> None:
