@@ -89,6 +89,9 @@ def test_three_items_labelled_by_keyboard_alone_survive_a_reload(labelled: Label
                                       ("helpful", "q2", 0.5, ""), ("says", "q1", 0.0, "")]
 
     page.reload()
+    marks = page.locator("#item-table tr.item-row .label-mark")  # the table marks the items labelled for helpful
+    expect(marks).to_have_count(3)
+    assert page.locator("#item-table tr.item-row[data-index='3'] .label-mark").count() == 0
     expect(page.locator("#detail .labels-panel")).to_have_attribute("data-index", "2")
     expect(_chosen(page, "helpful")).to_have_attribute("data-value", "0.5")
     page.goto(f"{labelled.url}/runs/{labelled.run_id}#item=1")

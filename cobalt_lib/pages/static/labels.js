@@ -83,7 +83,7 @@
     }).then(function (body) {
       var labels = state.labels[String(index)] = state.labels[String(index)] || {};
       if (body.label) labels[name] = body.label; else delete labels[name];
-      if (state.index === index) draw();
+      if (state.index === index) draw(); else mark();
       loadQueue();
     }).catch(function (err) { if (box) box.textContent = "not saved: " + (err.message || err); });
   }
@@ -117,7 +117,21 @@
       el("p", {class: "label-status muted"}, status,
         current ? el("button", {type: "button", class: "label-clear", onclick: function () { save(state.index, name, null, ""); }}, "clear") : null));
   }
+  // The item table marks the items labelled for the active evaluator (its rows are redrawn on every page,
+  // sort and search, so they are marked again whenever they change).
+  function mark() {
+    document.querySelectorAll("#item-table tr.item-row").forEach(function (row) {
+      var old = row.querySelector(".label-mark");
+      if (old) old.remove();
+      var label = labelOf(row.getAttribute("data-index"), state.active);
+      if (label && row.getAttribute("data-run-index") === "0") {
+        row.cells[0].append(el("span", {class: "label-mark", title: "labelled " + shown(state.scales[state.active],
+          label.value) + " for " + state.active}, "✓"));
+      }
+    });
+  }
   function draw() {
+    mark();
     var panel = document.getElementById("detail");
     var old = panel.querySelector(".labels-panel");
     var names = Object.keys(state.scales);
@@ -168,6 +182,10 @@
     }
     event.preventDefault();
   });
+  var table = document.getElementById("items");
+  if (table) new MutationObserver(function (changes) {
+    if (changes.some(function (c) { return c.target.tagName === "TBODY"; })) mark();
+  }).observe(table, {childList: true, subtree: true});
   document.getElementById("detail").addEventListener("cobalt:detail", function (event) {
     state.index = event.detail.index;
     state.minus = false;
