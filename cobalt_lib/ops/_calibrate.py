@@ -14,7 +14,7 @@ from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from .._errors import ConfigError
 from ..calibration._judge import JudgeCalibration, Observation, calibrate_judge, prompt_hash
@@ -39,7 +39,7 @@ class PreviousJudge(BaseModel):
 class CalibrateOutcome(BaseModel):
     calibration: JudgeCalibration
     previous: PreviousJudge | None = None
-    warnings: list[str] = []
+    warnings: list[str] = Field(default_factory=list)
 
 
 def calibrate_evaluator(config: Config, experiment: str, evaluator: str, *, run: str | None = None,
