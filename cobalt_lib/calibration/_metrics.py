@@ -122,7 +122,7 @@ def ranks(values: Sequence[float]) -> list[float]:
     return result
 
 
-def spearman(pairs: Pairs) -> float | None:
+def spearman(pairs: Sequence[tuple[float, float]]) -> float | None:
     """Spearman's rank correlation: Pearson's r of the average ranks. None when either side is constant."""
     if len(pairs) < 2:
         return None

@@ -21,21 +21,14 @@ from ._assertions import Assertion
 
 if TYPE_CHECKING:
     from ..calibration._stored import StoredCalibration
+    from ..results._store import Store
+    from ._calibrated_judge import Described
 
 
 class Calibrated(Assertion):
     def __init__(self, grader: str | Path | Grader, min_kappa: float = GATING_KAPPA, *, model: str | None = None,
                  min_within_one: float = GATING_WITHIN_ONE, min_labels: int = MIN_RELIABLE_SAMPLES) -> None:
-        if isinstance(min_kappa, bool) or not isinstance(min_kappa, int | float) or not -1 <= min_kappa <= 1:
-            raise ConfigError(f"calibrated(min_kappa={min_kappa!r}) must be a number within -1..1 (0.7 is the usual "
-                              "bar for gating releases).")
-        if isinstance(min_within_one, bool) or not isinstance(min_within_one, int | float) or not (
-                0 <= min_within_one <= 1):
-            raise ConfigError(f"calibrated(min_within_one={min_within_one!r}) must be a share within 0..1 (0.9: nine "
-                              "grades in ten at most one step from the human's label).")
-        if isinstance(min_labels, bool) or not isinstance(min_labels, int) or min_labels < 1:
-            raise ConfigError(f"calibrated(min_labels={min_labels!r}) must be a positive whole number (50 by default: "
-                              "fewer labels leave the figures unreliable).")
+        check_options(min_kappa, min_within_one, min_labels)
         if not isinstance(grader, str | Path | Grader):
             raise ConfigError(f"calibrated() takes a grader(...) deck or the path of a grader file, got {grader!r}.")
         self.grader = grader
@@ -68,14 +61,16 @@ class Calibrated(Assertion):
             return [self._fail(f"the experiment has no grader evaluator using {grader.name!r} as it is now "
                                f"(#{grader.short_hash}); use it as Evaluator(type='grader', grader=...) or pass "
                                "model= to calibrated(...)")]
-        stored = stored_calibrations(Store.for_config(config))
-        return [self._check(grader, model, stored) for model in models]
+        store = Store.for_config(config)
+        stored = stored_calibrations(store)
+        return [self._check(grader, model, stored, store) for model in models]
 
-    def _check(self, grader: Grader, model: str, stored: list[StoredCalibration]) -> AssertionResult:
+    def _check(self, grader: Grader, model: str, stored: list[StoredCalibration], store: Store) -> AssertionResult:
         same = [(run, run.for_model(model)) for run in stored if run.grader_hash == grader.hash]
         found = next(((run, cal) for run, cal in same if cal is not None), None)
         if found is None:
-            return self._fail(self._missing(grader, model, stored))
+            labelled = self._from_labels(grader, model, store)
+            return labelled if labelled is not None else self._fail(self._missing(grader, model, stored))
         run, cal = found
         kappa = cal.weighted_kappa
         if kappa is None:
@@ -94,6 +89,19 @@ class Calibrated(Assertion):
                                message=head + ("; ".join(short) if short else figures)
                                + f" (verdict: {cal.verdict.text})")
 
+    def _from_labels(self, grader: Grader, model: str, store: Store) -> AssertionResult | None:
+        """Without a grading run of this rubric: its calibration against the labels people set on the items of
+        an experiment using it (`cobalt calibrate`, keyed by the same content hash), if one is stored."""
+        from ._calibrated_judge import CalibratedJudge, stored_calibration
+
+        cal = stored_calibration(store, grader.hash, model)
+        if cal is None:
+            return None
+        judge = CalibratedJudge(grader.name, self.min_kappa, model=model, min_within_one=self.min_within_one,
+                                min_labels=self.min_labels)
+        judge.name = self.name
+        return judge.verdict(f"grader {grader.name!r} #{grader.short_hash} for {model}", cal)
+
     def _missing(self, grader: Grader, model: str, stored: list[StoredCalibration]) -> str:
         """Which command would calibrate it, with the samples of the grader's last calibration if any."""
         earlier = [run for run in stored if run.grader == grader.name and run.for_model(model) is not None]
@@ -108,6 +116,20 @@ class Calibrated(Assertion):
 
     def _fail(self, message: str) -> AssertionResult:
         return AssertionResult(name=self.name, passed=False, expected=self.min_kappa, message=message)
+
+
+def check_options(min_kappa: float, min_within_one: float, min_labels: int) -> None:
+    """One ConfigError for a `calibrated(...)` option out of its range."""
+    if isinstance(min_kappa, bool) or not isinstance(min_kappa, int | float) or not -1 <= min_kappa <= 1:
+        raise ConfigError(f"calibrated(min_kappa={min_kappa!r}) must be a number within -1..1 (0.7 is the usual "
+                          "bar for gating releases).")
+    if isinstance(min_within_one, bool) or not isinstance(min_within_one, int | float) or not (
+            0 <= min_within_one <= 1):
+        raise ConfigError(f"calibrated(min_within_one={min_within_one!r}) must be a share within 0..1 (0.9: nine "
+                          "grades in ten at most one step from the human's label).")
+    if isinstance(min_labels, bool) or not isinstance(min_labels, int) or min_labels < 1:
+        raise ConfigError(f"calibrated(min_labels={min_labels!r}) must be a positive whole number (50 by default: "
+                          "fewer labels leave the figures unreliable).")
 
 
 def experiment_models(report: ExperimentReport, config: Config, grader_hash: str) -> list[str]:
@@ -136,10 +158,25 @@ def _configured_label(config: Config, described: dict[str, Any]) -> str:
         return f"{provider}/{model}"
 
 
-def calibrated(grader: str | Path | Grader, min_kappa: float = GATING_KAPPA, *, model: str | None = None,
-               min_within_one: float = GATING_WITHIN_ONE, min_labels: int = MIN_RELIABLE_SAMPLES) -> Calibrated:
-    """Pass only when the latest calibration of this grader's current rubric, for the model the
-    experiment grades with (or `model`), reached `min_kappa` with `min_within_one` of its grades at most
-    one step from the human's, over at least `min_labels` labelled samples. A relative path is under the
-    project root."""
-    return Calibrated(grader, min_kappa, model=model, min_within_one=min_within_one, min_labels=min_labels)
+def calibrated(grader: str | Path | Grader | Described, min_kappa: float = GATING_KAPPA, *, model: str | None = None,
+               min_within_one: float = GATING_WITHIN_ONE, min_labels: int = MIN_RELIABLE_SAMPLES) -> Assertion:
+    """Pass only when the evaluator behind a gate was measured against human labels and agreed well enough.
+
+    - A grader (a `grader(...)` deck, or the path of a grader file, `*.py`): its latest grading run
+      (`cobalt grade`) for its current rubric and the model the experiment grades with (or `model`).
+    - Any evaluator (its name in the experiment, or the `Evaluator`): its latest calibration against the
+      labels (`cobalt calibrate`) for its current prompt and model.
+
+    Either reached `min_kappa` (with `min_within_one` of its grades at most one step from the human's, on
+    the -3..3 scale) over at least `min_labels` labelled items. A relative path is under the project root."""
+    from ._calibrated_judge import CalibratedJudge
+
+    check_options(min_kappa, min_within_one, min_labels)
+    if isinstance(grader, Grader | Path) or (isinstance(grader, str) and grader.endswith(".py")):
+        return Calibrated(grader, min_kappa, model=model, min_within_one=min_within_one, min_labels=min_labels)
+    if isinstance(grader, str) or (callable(getattr(grader, "describe", None)) and isinstance(
+            getattr(grader, "name", None), str)):
+        return CalibratedJudge(grader, float(min_kappa), model=model, min_within_one=float(min_within_one),
+                               min_labels=min_labels)
+    raise ConfigError(f"calibrated() takes an evaluator's name, an Evaluator, a grader(...) deck or the path of a "
+                      f"grader file (*.py), got {grader!r}.")

@@ -11,7 +11,7 @@ from pathlib import Path
 from mcp.server.mcpserver import MCPServer
 
 from .. import __version__
-from . import _model_tools, _prompts, _read_tools, _resources, _run_tool
+from . import _calibration_tool, _model_tools, _prompts, _read_tools, _resources, _run_tool
 from ._common import CobaltServer, Project
 from ._http_cancel import CancelOnDisconnect
 from ._http_guard import LOOPBACK, BearerToken, needs_token, security_settings, server_token
@@ -21,7 +21,8 @@ evaluators (LLM judges, code, exact match...), aggregate the scores and apply qu
 The improvement loop: cobalt_run, then cobalt_results(only_failures=true) to read why items failed, change the
 agent's code, cobalt_run again, cobalt_compare(run_a="previous", run_b="latest"). cobalt://experiments lists the
 experiments, cobalt://schema the tables cobalt_query reads. Runs are named by id, unique prefix, "latest" or
-"previous"."""
+"previous". Before trusting an LLM judge, cobalt_calibration shows how far it agrees with the people who labelled
+its items, and where it does not."""
 
 #: The port `cobalt mcp --http` listens on when given none.
 DEFAULT_PORT = 8765
@@ -34,6 +35,7 @@ def build_server(root: Path) -> MCPServer:
     _run_tool.register(server, project)
     _read_tools.register(server, project)
     _model_tools.register(server, project)
+    _calibration_tool.register(server, project)
     _resources.register(server, project)
     _prompts.register(server)
     return server

@@ -23,9 +23,11 @@ from aiohttp import web
 from .._errors import CobaltError, ConfigError, StoreError
 from ..links import dagster_url
 from ..results._store import Store
+from ._calibration_view import calibration_view
 from ._charts import histogram
 from ._compare import compare_page, compare_view
 from ._guard import CSRF_HEADER, SAFE_METHODS, host_allowed, refusal, token_matches
+from ._labels import add_label_routes
 from ._queries import ITEMS_PER_PAGE, ItemQuery, RunFilters, item_detail, item_page, live_status, run_detail, runs_list
 from ._render import CSP, STATIC_FILES, render, static_text
 from ._served import ThreadedServer
@@ -58,6 +60,7 @@ def create_app(config: Config) -> web.Application:
         web.get("/api/csrf", csrf_api),
         web.get("/static/{name}", static_file),
     ])
+    add_label_routes(app, CONFIG)
     return app
 
 
@@ -139,6 +142,7 @@ async def run_page(request: web.Request) -> web.Response:
     config = _config(request)
     view = await _call(run_detail, config, request.match_info["run_id"])
     run = view["run"]
+    view["calibrations"] = await _call(calibration_view, config, run)
     data = {"page": "run", "run_id": run["run_id"], "evaluators": view["evaluators"], "pass_marks": view["pass_marks"],
             "live": view["entry"].status == "running", "api": f"/api/runs/{quote(run['run_id'], safe='')}",
             "per_page": ITEMS_PER_PAGE, "counts": f"{view['counts']['done']}/{view['counts']['scored']}"}

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from ..results._history import load_report
 from ..results._repeats import by_index, flaky_text, item_label
 from ..results._store import Store
+from ._calibration_view import calibration_view
 from ._charts import histogram
 from ._compare import compare_view, with_diff
 from ._queries import ITEMS_PER_PAGE, item_json, run_detail
@@ -36,6 +37,7 @@ def run_report_html(config: Config, ref: str) -> str:
             "live": False, "api": None, "per_page": ITEMS_PER_PAGE, "items": items}
     # A file read anywhere (a CI artifact) links to no server: no Dagster UI, no check, no other page.
     view["gates"] = [{**g, "dagster": None} for g in view["gates"]]
+    view["calibrations"] = calibration_view(config, run)
     return render("run.html", static=True, data=data, hist=histogram, dagster_home=None, **view)
 
 

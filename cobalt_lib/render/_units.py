@@ -33,6 +33,23 @@ def duration(ms: float | None) -> str:
     return f"{fixed.rstrip('0').rstrip('.') if '.' in fixed else fixed}ms"
 
 
+def signed(value: float | None, digits: int = 2) -> str:
+    """A difference such as a bias or a change of kappa, with its sign (`+0.20`, `-0.05`); `–` for none."""
+    return "–" if value is None else f"{value:+.{digits}f}"
+
+
+def interval(low: float | None, high: float | None, *, rate: bool = False) -> str:
+    """A 95% interval as `[0.41, 0.78]` (or `[41%, 78%]` for rates); empty when there is none."""
+    if low is None or high is None:
+        return ""
+    return f"[{percent(low)}, {percent(high)}]" if rate else f"[{decimal(low)}, {decimal(high)}]"
+
+
+def points(delta: float | None) -> str:
+    """A change between two rates in percentage points (`+30 points`); `–` for none."""
+    return "–" if delta is None else f"{delta * 100:+.0f} points"
+
+
 def count(n: int, noun: str) -> str:
     """`1 item`, `3 items`, `0 errors`: the noun agrees with the number."""
     return f"{n} {noun}{'' if n == 1 else 's'}"

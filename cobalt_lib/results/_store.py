@@ -27,6 +27,7 @@ from ._liveness import Clock, expired, lease_end, lease_seconds, utc_now
 from ._segment import apply, seal
 from ._store_batches import JudgeBatches
 from ._store_dagster import DagsterRuns
+from ._store_labels import LabelRows
 from ._tables import TABLES, decode, fetch, make_tables, present_columns
 from ._values import MAX_VALUE_BYTES, VALUES_DIR, restore
 
@@ -91,7 +92,7 @@ def _shared() -> dict[str, Any]:
     return held
 
 
-class Store(DagsterRuns, JudgeBatches):
+class Store(DagsterRuns, JudgeBatches, LabelRows):
     """The DuckDB file under `.cobalt/`, and the one place that speaks SQL to it: every read and write
     of the tables is a method here. Every method opens its own short connection, except that
     reads inside a `reading()` block share the block's."""
@@ -165,7 +166,11 @@ class Store(DagsterRuns, JudgeBatches):
                     _OPENED[0] += 1
                 break
             except duckdb.Error as exc:
-                if not (isinstance(exc, duckdb.IOException) and any(word in str(exc) for word in _LOCK_WORDS)):
+                # Another thread of this process holds the file read-only while this one wants to write (or
+                # the reverse): DuckDB refuses until that connection closes, as it would a lock.
+                locked = isinstance(exc, duckdb.IOException) and any(word in str(exc) for word in _LOCK_WORDS)
+                mixed = isinstance(exc, duckdb.ConnectionException) and "different configuration" in str(exc)
+                if not (locked or mixed):
                     raise unusable(self.path, exc) from None
                 if time.monotonic() > deadline:
                     raise StoreLocked(f"Cannot open the results store {self.path}: {exc}", _holder(str(exc))) from None

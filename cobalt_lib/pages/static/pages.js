@@ -199,6 +199,7 @@
     else panel.replaceChildren(head, el.apply(null, ["div", {class: "repeats n" + Math.min(repeats.length, 4)}].concat(repeats.map(repeatColumn))));
     panel.hidden = false;
     panel.scrollIntoView({block: "start"});
+    panel.dispatchEvent(new CustomEvent("cobalt:detail", {detail: {index: index, repeats: repeats}}));  // labels.js
   }
   function openDetail(index) {
     history.replaceState(null, "", "#item=" + index);

@@ -1,0 +1,209 @@
+// cobalt's labelling: a person's label per evaluator on an item's detail, by mouse or keyboard.
+// The only write the pages make: POST /api/runs/RUN/items/N/label with the CSRF token of GET /api/csrf.
+// Every value is inserted as text, never as HTML.
+(function () {
+  "use strict";
+  var block = document.getElementById("cobalt-data");
+  var bar = document.getElementById("labelling");
+  if (!block || !bar) return;
+  var data = JSON.parse(block.textContent);
+  if (data.page !== "run" || !data.api) return;  // a report file cannot write
+
+  var OPTIONS = {
+    "pass/fail": [{value: 0, text: "fail", key: "0"}, {value: 1, text: "pass", key: "1"}],
+    "0..1": [0, 0.25, 0.5, 0.75, 1].map(function (v, i) { return {value: v, text: String(v), key: String(i + 1)}; }),
+    "-3..3": [-3, -2, -1, 0, 1, 2, 3].map(function (v) {
+      return {value: v, text: (v > 0 ? "+" : "") + v, key: v < 0 ? "-" + (-v) : String(v)};
+    })
+  };
+  var state = {scales: {}, labels: {}, target: 50, active: null, order: [], index: null, minus: false, token: null};
+  var select = document.getElementById("label-evaluator");
+  var progress = document.getElementById("label-progress");
+
+  function el(tag, attrs) {
+    var node = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (key) {
+      var value = attrs[key];
+      if (value === null || value === undefined || value === false) return;
+      if (key === "class") node.className = value;
+      else if (key.slice(0, 2) === "on") node.addEventListener(key.slice(2), value);
+      else node.setAttribute(key, value === true ? "" : value);
+    });
+    for (var i = 2; i < arguments.length; i++) {
+      if (arguments[i] !== null && arguments[i] !== undefined) node.append(arguments[i]);
+    }
+    return node;
+  }
+  function getJSON(url) {
+    return fetch(url, {headers: {"Accept": "application/json"}}).then(function (r) {
+      return r.json().then(function (body) { if (!r.ok) throw new Error(body.error || "HTTP " + r.status); return body; });
+    });
+  }
+  function token() {
+    if (state.token) return Promise.resolve(state.token);
+    return getJSON("/api/csrf").then(function (t) { state.token = t.token; return t.token; });
+  }
+  function shown(scale, value) {
+    if (value === null || value === undefined) return "not labelled";
+    if (scale === "pass/fail") return value >= 1 ? "pass" : "fail";
+    if (scale === "-3..3") return (value > 0 ? "+" : "") + value;
+    return String(value);
+  }
+  function labelOf(index, name) { return (state.labels[String(index)] || {})[name] || null; }
+
+  // The order is kept from when labelling started (or the evaluator changed): a label just set moves its
+  // item to the end of the server's queue, and `n` must still walk on from where the person is.
+  function loadQueue(reorder) {
+    if (!state.active) return Promise.resolve();
+    return getJSON(data.api + "/queue?" + new URLSearchParams({evaluator: state.active})).then(function (q) {
+      if (reorder || !state.order.length) state.order = q.order;
+      progress.textContent = q.progress + " labelled for " + state.active + " (scale " + q.scale + ")";
+    }).catch(function (err) { progress.textContent = String(err.message || err); });
+  }
+  function start() {  // the first item of the queue: unlabelled first, spread across the score range
+    loadQueue(true).then(function () { if (state.order.length) go(state.order[0]); });
+  }
+  function go(index) { location.hash = "#item=" + index; }
+  function step(by) {
+    if (state.index === null) { start(); return; }
+    var at = state.order.indexOf(state.index);
+    var next = state.order[at + by];
+    if (next !== undefined) go(next);
+    else if (by > 0) start();  // past the end: the queue again, unlabelled items first
+  }
+
+  function save(index, name, value, note) {
+    var box = document.querySelector('.label-widget[data-evaluator="' + CSS.escape(name) + '"] .label-status');
+    if (box) box.textContent = "saving…";
+    return token().then(function (t) {
+      return fetch(data.api + "/items/" + index + "/label", {method: "POST", headers: {"Content-Type": "application/json",
+        "X-CSRF-Token": t, "Accept": "application/json"}, body: JSON.stringify({evaluator: name, value: value, note: note})});
+    }).then(function (r) {
+      return r.json().then(function (body) { if (!r.ok) throw new Error(body.error || "HTTP " + r.status); return body; });
+    }).then(function (body) {
+      var labels = state.labels[String(index)] = state.labels[String(index)] || {};
+      if (body.label) labels[name] = body.label; else delete labels[name];
+      if (state.index === index) draw(); else mark();
+      loadQueue();
+    }).catch(function (err) { if (box) box.textContent = "not saved: " + (err.message || err); });
+  }
+
+  function widget(name) {
+    var scale = state.scales[name];
+    var current = labelOf(state.index, name);
+    var note = el("textarea", {class: "label-note", rows: 2, placeholder: "note: why this label (Enter saves)"});
+    note.value = current ? current.note : "";
+    note.addEventListener("keydown", function (event) {
+      if (event.key === "Enter" && !event.shiftKey) {
+        event.preventDefault();
+        var now = labelOf(state.index, name);
+        if (now) save(state.index, name, now.value, note.value);
+        note.blur();
+      } else if (event.key === "Escape") note.blur();
+    });
+    var buttons = OPTIONS[scale].map(function (o) {
+      var on = current && current.value === o.value;
+      return el("button", {type: "button", class: "label-option" + (on ? " chosen" : ""), "aria-pressed": on ? "true" : "false",
+        "data-value": o.value, title: "key " + o.key,
+        onclick: function () { state.active = name; select.value = name; save(state.index, name, o.value, note.value); }},
+        o.text, el("kbd", {}, o.key));
+    });
+    var status = current ? "labelled " + shown(scale, current.value) + (current.who ? " by " + current.who : "") +
+      " · " + String(current.set_at).slice(0, 16).replace("T", " ") : "not labelled";
+    return el("div", {class: "label-widget" + (name === state.active ? " active" : ""), "data-evaluator": name, "data-scale": scale},
+      el("h4", {}, "Your label · " + name + " ", el("span", {class: "muted"}, "(" + scale + ")")),
+      el.apply(null, ["div", {class: "label-options"}].concat(buttons)),
+      note,
+      el("p", {class: "label-status muted"}, status,
+        current ? el("button", {type: "button", class: "label-clear", onclick: function () { save(state.index, name, null, ""); }}, "clear") : null));
+  }
+  // The item table marks the items labelled for the active evaluator (its rows are redrawn on every page,
+  // sort and search, so they are marked again whenever they change).
+  function mark() {
+    document.querySelectorAll("#item-table tr.item-row").forEach(function (row) {
+      var old = row.querySelector(".label-mark");
+      if (old) old.remove();
+      var label = labelOf(row.getAttribute("data-index"), state.active);
+      if (label && row.getAttribute("data-run-index") === "0") {
+        row.cells[0].append(el("span", {class: "label-mark", title: "labelled " + shown(state.scales[state.active],
+          label.value) + " for " + state.active}, "✓"));
+      }
+    });
+  }
+  function draw() {
+    mark();
+    var panel = document.getElementById("detail");
+    var old = panel.querySelector(".labels-panel");
+    var names = Object.keys(state.scales);
+    if (!names.length || state.index === null) return;
+    var box = el.apply(null, ["section", {class: "labels-panel", "data-index": state.index}].concat(names.map(widget)));
+    if (old) old.replaceWith(box); else panel.querySelector(".detail-head").after(box);
+  }
+
+  function digit(scale, key) {
+    if (!/^[0-9]$/.test(key)) return null;
+    var n = Number(key);
+    if (scale === "pass/fail") return n <= 1 ? n : null;
+    if (scale === "0..1") return n >= 1 && n <= 5 ? (n - 1) / 4 : null;
+    if (n > 3) return null;
+    var value = state.minus ? -n : n;
+    state.minus = false;
+    return value;
+  }
+  document.addEventListener("keydown", function (event) {
+    var target = event.target;
+    if (event.ctrlKey || event.metaKey || event.altKey || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName)) return;
+    var open = state.index !== null && !document.getElementById("detail").hidden;
+    var scale = state.scales[state.active];
+    if (event.key === "q" || (event.key === "n" && !open)) { start(); event.preventDefault(); return; }
+    if (!open || !scale) return;
+    var note = function () {
+      var w = document.querySelector('.label-widget[data-evaluator="' + CSS.escape(state.active) + '"] .label-note');
+      return w ? w.value : "";
+    };
+    if (event.key === "n") step(1);
+    else if (event.key === "b") step(-1);
+    else if (event.key === "e") {
+      var names = Object.keys(state.scales);
+      state.active = names[(names.indexOf(state.active) + 1) % names.length];
+      select.value = state.active;
+      state.minus = false;
+      draw();
+      loadQueue(true);
+    } else if (event.key === "/") {
+      var w = document.querySelector('.label-widget[data-evaluator="' + CSS.escape(state.active) + '"] .label-note');
+      if (w) w.focus();
+    } else if (event.key === "x") save(state.index, state.active, null, "");
+    else if (event.key === "-" && scale === "-3..3") state.minus = true;
+    else {
+      var value = digit(scale, event.key);
+      if (value === null) return;
+      save(state.index, state.active, value, note());
+    }
+    event.preventDefault();
+  });
+  var table = document.getElementById("items");
+  if (table) new MutationObserver(function (changes) {
+    if (changes.some(function (c) { return c.target.tagName === "TBODY"; })) mark();
+  }).observe(table, {childList: true, subtree: true});
+  document.getElementById("detail").addEventListener("cobalt:detail", function (event) {
+    state.index = event.detail.index;
+    state.minus = false;
+    draw();
+  });
+  select.addEventListener("change", function () { state.active = select.value; draw(); loadQueue(true); });
+  document.getElementById("label-start").addEventListener("click", start);
+
+  getJSON(data.api + "/labels").then(function (found) {
+    state.labels = found.labels;
+    state.target = found.target;
+    data.evaluators.forEach(function (name) { if (found.scales[name]) state.scales[name] = found.scales[name]; });
+    var names = Object.keys(state.scales);
+    if (!names.length) return;
+    names.forEach(function (name) { select.append(el("option", {value: name}, name + " (" + state.scales[name] + ")")); });
+    state.active = names[0];
+    bar.hidden = false;
+    draw();
+    loadQueue();
+  }).catch(function (err) { progress.textContent = String(err.message || err); bar.hidden = false; });
+})();
