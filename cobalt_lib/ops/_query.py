@@ -52,6 +52,7 @@ TABLE_NOTES = {
     "aggregates": "one row per metric per run: statistics of an evaluator's scores or of latency/cost/tokens",
     "verdicts": "one row per quality gate per run: passed, message, actual and expected values",
     "dagster_runs": "one row per run Dagster holds (executed or recorded) or must never record (skipped)",
+    "judge_batches": "one row per provider batch a run's judge calls went out in ([judge] batch)",
 }
 COLUMN_NOTES: dict[str, dict[str, str]] = {
     "runs": {
@@ -106,6 +107,13 @@ COLUMN_NOTES: dict[str, dict[str, str]] = {
         "run_id": "the cobalt run", "dagster_run_id": "its Dagster run (NULL when skipped)",
         "how": "executed (Dagster launched it) | recorded (replayed into Dagster afterwards) | skipped (--no-dagster)",
         "recorded_at": "when this row was written (UTC)",
+    },
+    "judge_batches": {
+        "run_id": "the run whose judge calls it holds", "batch_id": "the provider's batch id",
+        "endpoint": "provider/model @ server", "status": "submitted | the provider's final status (completed, "
+        "ended, expired, failed, cancelled)", "requests": "the custom_ids of its requests (hashes of each request)",
+        "counts": "the provider's request counts when it ended", "created_at": "when it was sent (UTC)",
+        "ended_at": "when its answers were handed out (UTC)",
     },
 }
 
