@@ -109,6 +109,35 @@ class StoreConfig(_Section):
     lock_timeout: float = Field(default=60.0, gt=0)
 
 
+#: The environment variable that turns on the export of evaluations (`[traces] export_evaluations`).
+EXPORT_VARIABLE = "COBALT_EXPORT_EVALUATIONS"
+
+
+class TracesConfig(_Section):
+    """The agent's OpenTelemetry spans, and cobalt's scores sent out as OpenTelemetry events (docs/traces.md)."""
+
+    #: Collect the spans the agent emits during a run, per item (the `spans` table).
+    collect: bool = True
+    #: The most spans kept per agent call; more are counted, not kept.
+    max_spans: int = Field(default=1000, ge=1, le=1_000_000)
+    #: Send every evaluation as a `gen_ai.evaluation.result` event to the OTLP endpoint that the standard
+    #: OTEL_EXPORTER_OTLP_* variables name (COBALT_EXPORT_EVALUATIONS=1 turns it on too).
+    export_evaluations: bool = False
+
+    def exporting(self) -> bool:
+        """`export_evaluations`, or COBALT_EXPORT_EVALUATIONS set to 1/true/yes (0/false/no turns it off)."""
+        import os
+
+        value = os.environ.get(EXPORT_VARIABLE, "").strip().lower()
+        if not value:
+            return self.export_evaluations
+        if value in ("1", "true", "yes", "on"):
+            return True
+        if value in ("0", "false", "no", "off"):
+            return False
+        raise ConfigError(f"{EXPORT_VARIABLE}={value!r} is not a yes or no; set it to 1 or 0.")
+
+
 class Bound(_Section):
     min: float | None = None
     max: float | None = None
@@ -170,6 +199,7 @@ class Config(_Section):
     ci: CIConfig = Field(default_factory=CIConfig)
     dagster: DagsterConfig = Field(default_factory=DagsterConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
+    traces: TracesConfig = Field(default_factory=TracesConfig)
     schedules: dict[str, Schedule] = Field(default_factory=dict)
     prices: dict[str, Price] = Field(default_factory=dict)
 

@@ -20,7 +20,7 @@ from .._timeouts import FinishedWhileCancelled
 from ..results._journal import Journal, left_work, replay_left, stalled
 from ..results._report import ExperimentReport, ItemResult
 from ..results._results_file import write_results
-from ..results._rows import aggregate_rows, output_row, run_row, score_rows, verdict_rows
+from ..results._rows import aggregate_rows, output_row, run_row, score_rows, span_rows, verdict_rows
 from ..results._writer import BatchWriter
 from ._gc import collector_tuned_for_a_run
 from ._lease import lease
@@ -176,7 +176,7 @@ async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Seq
         with collector_tuned_for_a_run(), renewing:
             async with Session(plan) as session:
                 if "outputs" in tables:
-                    session.output_sink = lambda item: rows.add("outputs", output_row(plan.run_id, item))
+                    session.output_sink = lambda item: _add_output(rows, plan.run_id, item, spans=to_store)
                 await bounded(keys, 2 * (plan.concurrency + plan.judge_concurrency), one)
     finally:
         work = (plan.run_id, (time.perf_counter() - started) * 1000)
@@ -189,6 +189,14 @@ async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Seq
             elif worked is not None and to_store:
                 worked.clear()  # unknown now (the rows wait in a journal): finish works it out
     return items
+
+
+def _add_output(rows: RowWriter, run_id: str, item: ItemResult, *, spans: bool) -> None:
+    """The item's `outputs` row and, going to the store, its `spans` rows (a Dagster shard's files hold none)."""
+    rows.add("outputs", output_row(run_id, item))
+    if spans:
+        for row in span_rows(run_id, item):
+            rows.add("spans", row)
 
 
 async def agent_step(session: Session, key: tuple[int, int]) -> ItemResult:

@@ -11,6 +11,8 @@ from .._threads import DaemonThreads
 from ..llm._judge import Judge
 from ..llm._providers import import_sdks
 from ..results._report import ExperimentReport, ItemResult
+from ..traces._collect import install
+from ..traces._export import EvaluationExporter
 
 if TYPE_CHECKING:
     pass
@@ -43,6 +45,11 @@ class Session:
         self.eval_threads = DaemonThreads(plan.concurrency + plan.judge_concurrency, name="cobalt-evaluator")
         #: Where an agent output goes the moment it exists (the store, when the stage writes outputs).
         self.output_sink: Callable[[ItemResult], None] = lambda item: None
+        #: The most spans kept per agent call, or None when no spans are collected (`traces`).
+        self.trace_limit = plan.config.traces.max_spans if plan.config.traces.collect and install() else None
+        #: Where each item's evaluations go as OpenTelemetry events, when exporting them is on.
+        self.exporter = (EvaluationExporter.for_run(plan.run_id, plan.experiment.name)
+                         if plan.config.traces.exporting() else None)
 
     async def __aenter__(self) -> Session:
         return self
@@ -52,3 +59,5 @@ class Session:
             self.threads.shutdown()
         self.eval_threads.shutdown()
         await self.judge.aclose()
+        if self.exporter is not None:  # sends what is still batched: a short run's events go out before it returns
+            await asyncio.to_thread(self.exporter.close)

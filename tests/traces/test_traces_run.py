@@ -1,0 +1,96 @@
+"""Spans an instrumented agent emits land on the item whose call made them, under concurrency, for a sync
+agent (worker threads) and an async one (tasks); the model spans' usage becomes the item's cost; the
+trajectory kinds read the tool calls from the trace."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from traced_agent import MODEL, async_agent, per_city_replies, sync_agent
+
+from cobalt_lib import Dataset, Evaluator, Store, experiment
+from cobalt_lib.llm._pricing import cost_usd
+
+CITIES = ["Paris", "Oslo", "Lima", "Reykjavik", "Rome", "Kyiv", "Quito", "Accra", "Hanoi", "Bern", "Dakar", "Sucre"]
+
+
+def dataset() -> Dataset:
+    items = [{"id": f"w{i}", "input": f"weather in {city}",
+              "expected_tool_calls": [{"name": "get_weather", "arguments": {"city": city}}]}
+             for i, city in enumerate(CITIES)]
+    # item 0 also expects a forecast it never asks for: half of its expected calls are made
+    items[0]["expected_tool_calls"] = [{"name": "get_weather", "arguments": {"city": "Paris"}},
+                                       {"name": "get_forecast"}]
+    return Dataset(items=items)
+
+
+EVALUATORS = [
+    Evaluator(name="tools", type="tool_call_match", source="trace"),
+    Evaluator(name="calls", type="max_tool_calls", n=1, source="trace"),
+    Evaluator(name="valid", type="tool_calls_valid", source="trace",
+              schema={"get_weather": {"type": "object", "required": ["city"],
+                                      "properties": {"city": {"type": "string"}}}}),
+    Evaluator(name="two-model-calls", type="max_model_calls", n=2),
+    Evaluator(name="asked-the-model", type="has_span", span_kind="model",
+              attributes={"gen_ai.request.model": MODEL}, min_count=2),
+]
+
+
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+def test_spans_land_on_their_items_under_concurrency(project: Path, llm: Any, flavour: str) -> None:
+    llm.respond = per_city_replies
+    agent = (sync_agent if flavour == "sync" else async_agent)(llm.openai_url)
+    report = experiment(f"weather-{flavour}", dataset(), agent, evaluators=EVALUATORS, concurrency=6).run()
+    assert llm.max_inflight > 1  # the items' calls really overlapped
+    store = Store(project / ".cobalt" / "cobalt.duckdb")
+    spans = store.spans_of(report.id)
+    assert sorted(spans) == [(i, 0) for i in range(len(CITIES))]
+    trace_ids = set()
+    for item in report.items:
+        city = CITIES[item.index]
+        mine = spans[(item.index, 0)]
+        assert [s.name for s in sorted(mine, key=lambda s: s.start_ns)] == [
+            "invoke_agent weather", f"chat {MODEL}", "execute_tool get_weather", f"chat {MODEL}"]
+        assert [s.kind for s in mine] == ["model", "tool", "model", "agent"]  # the order they ended
+        assert len({s.trace_id for s in mine}) == 1
+        trace_ids.add(mine[0].trace_id)
+        root = next(s for s in mine if s.kind == "agent")
+        assert all(s.parent_id == root.span_id for s in mine if s is not root)
+        tool = next(s for s in mine if s.kind == "tool")
+        assert json.loads(tool.attributes["gen_ai.tool.call.arguments"]) == {"city": city}
+        answers = [json.loads(s.attributes["gen_ai.output.messages"])[0]["parts"][0]["content"]
+                   for s in sorted(mine, key=lambda s: s.start_ns) if s.kind == "model"]
+        assert answers == [f"checking {city}", f"final {city}"]
+        # the model spans' usage is the item's: 1x and 2x the city's length in, 3 + 3 out
+        assert item.output == f"final {city}"
+        assert {k: item.metadata[k] for k in ("llm_calls", "input_tokens", "output_tokens", "model")} == {
+            "llm_calls": 2, "input_tokens": 3 * len(city), "output_tokens": 6, "model": MODEL}
+        assert item.tokens == 3 * len(city) + 6
+        assert item.cost_usd == pytest.approx(cost_usd(MODEL, 3 * len(city), 6))
+        scores = {name: ev.score for name, ev in item.evaluations.items()}
+        assert scores == {"tools": 0.5 if item.index == 0 else 1.0, "calls": 1.0, "valid": 1.0,
+                          "two-model-calls": 1.0, "asked-the-model": 1.0}, item.index
+    assert len(trace_ids) == len(CITIES)
+    reason = report.items[0].evaluations["tools"].reason
+    assert reason == "1/2 matched: missing get_forecast"
+    assert report.summary.agent_cost == pytest.approx(sum(cost_usd(MODEL, 3 * len(c), 6) or 0 for c in CITIES))
+
+
+def test_an_agent_without_spans_has_no_trace_and_trace_kinds_say_why(project: Path) -> None:
+    report = experiment("plain", Dataset(items=[{"input": "q", "expected_tool_calls": []}]), lambda ctx: "a",
+                        evaluators=[Evaluator(name="tools", type="tool_call_match", source="trace"),
+                                    Evaluator(name="cap", type="max_model_calls", n=3)],
+                        max_error_rate=1.0).run()
+    [item] = report.items
+    assert Store(project / ".cobalt" / "cobalt.duckdb").spans_of(report.id) == {}
+    assert item.metadata == {} and item.cost_usd is None
+    assert item.evaluations["tools"].status == "eval-error"
+    assert item.evaluations["tools"].error == (
+        "the item's trace has no spans, so its tool calls cannot be read from it: instrument the agent with "
+        'OpenTelemetry (docs/traces.md), or read the calls it reports (source="metadata")')
+    assert item.evaluations["cap"].error == (
+        "the item's trace has no spans, so its model calls cannot be read from it: instrument the agent with "
+        "OpenTelemetry (docs/traces.md)")
