@@ -136,6 +136,7 @@ def prepare(experiment: Experiment, config: Config, request: RunRequest | None =
     total = _check_items(experiment, chosen, shape.items, shape.indices)
     endpoints = {e.name: e.endpoint(config) for e in chosen}
     assertions = _gates(experiment, config, update_baselines=shape.update_baselines)
+    config.traces.exporting()  # a malformed COBALT_EXPORT_EVALUATIONS is said before any agent call
     agent_limit = shape.concurrency or experiment.concurrency or config.concurrency
     if agent_limit < 1:
         raise ConfigError(f"concurrency must be 1 or more, got {agent_limit}.")
