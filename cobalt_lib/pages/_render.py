@@ -128,7 +128,7 @@ def render(template: str, *, static: bool = False, pages: str = "", **context: A
         css = "\n".join(static_text(name) for name in STATIC_FILES if name.endswith(".css"))
         js = "\n".join(static_text(name) for name in ("trace.js", "pages.js"))  # trace.js first: pages.js calls it
         if "</" in css + js:  # inline, either would end its <style> or <script> element early
-            raise RuntimeError("the pages' stylesheets and scripts must not contain '</' (they are inlined into reports)")
+            raise RuntimeError("the pages' stylesheets and scripts must not contain '</' (they are inlined in reports)")
         assets.update(inline_css=css, inline_js=js, csp=(
             f"default-src 'none'; script-src '{_sha256(js)}'; style-src '{_sha256(css)}'; img-src data:; "
             "base-uri 'none'; form-action 'none'"))
