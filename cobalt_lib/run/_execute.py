@@ -219,7 +219,8 @@ async def rescore_step(session: Session, item: ItemResult) -> ItemResult:
     # Scores carried over from the stored run cost this run nothing: they count as reused (cached).
     kept = {name: ev.model_copy(update={"cached": True, "judge_calls": 0})
             for name, ev in item.evaluations.items() if name not in session.plan.scored}
-    item = item.model_copy(update={"evaluations": kept}, deep=True)
+    spans = item.spans or session.stored_spans(item)  # for the trace evaluators, and a rescore's own spans rows
+    item = item.model_copy(update={"evaluations": kept, "spans": spans}, deep=True)
     session.output_sink(item)
     return await score(session, item)
 

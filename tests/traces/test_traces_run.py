@@ -4,6 +4,7 @@ trajectory kinds read the tool calls from the trace."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -11,8 +12,12 @@ from typing import Any
 import pytest
 from traced_agent import MODEL, async_agent, per_city_replies, sync_agent
 
-from cobalt_lib import Dataset, Evaluator, Store, experiment
+from cobalt_lib import Dataset, Evaluator, Store, experiment, load_config
 from cobalt_lib.llm._pricing import cost_usd
+from cobalt_lib.results._history import load_report
+from cobalt_lib.run._execute import execute
+from cobalt_lib.run._plan import prepare
+from cobalt_lib.run._requests import RescoreRun
 
 CITIES = ["Paris", "Oslo", "Lima", "Reykjavik", "Rome", "Kyiv", "Quito", "Accra", "Hanoi", "Bern", "Dakar", "Sucre"]
 
@@ -94,3 +99,21 @@ def test_an_agent_without_spans_has_no_trace_and_trace_kinds_say_why(project: Pa
     assert item.evaluations["cap"].error == (
         "the item's trace has no spans, so its model calls cannot be read from it: instrument the agent with "
         "OpenTelemetry (docs/traces.md)")
+
+
+def test_a_rescore_scores_the_stored_trace_and_keeps_it(project: Path, llm: Any) -> None:
+    llm.respond = per_city_replies
+    exp = experiment("weather-rescore", dataset(), sync_agent(llm.openai_url), evaluators=EVALUATORS[:1],
+                     concurrency=4)
+    first = exp.run()
+    called = llm.count()
+    exp.evaluators = [*EVALUATORS[:1], Evaluator(name="one-call", type="max_model_calls", n=1)]
+    store = Store(project / ".cobalt" / "cobalt.duckdb")
+    request = RescoreRun(parent_run_id=first.id, outputs=load_report(store, first.id).items)
+    again = asyncio.run(execute(prepare(exp, load_config(), request)))
+    assert llm.count() == called  # no agent call
+    assert [i.evaluations["one-call"].reason for i in again.items] == ["2 model calls, over 1"] * len(CITIES)
+    assert [i.evaluations["tools"].score for i in again.items] == [0.5] + [1.0] * (len(CITIES) - 1)
+    kept = store.spans_of(again.id)
+    assert {k: [s.span_id for s in v] for k, v in kept.items()} == {
+        k: [s.span_id for s in v] for k, v in store.spans_of(first.id).items()}
