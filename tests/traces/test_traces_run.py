@@ -117,3 +117,35 @@ def test_a_rescore_scores_the_stored_trace_and_keeps_it(project: Path, llm: Any)
     kept = store.spans_of(again.id)
     assert {k: [s.span_id for s in v] for k, v in kept.items()} == {
         k: [s.span_id for s in v] for k, v in store.spans_of(first.id).items()}
+
+
+def test_spans_from_the_agents_own_threads_land_on_its_item_through_their_parent(project: Path) -> None:
+    """A span started in a thread of the agent's own (no context variable there) is the item's when the agent
+    carried its OpenTelemetry context into the thread, as instrumented thread pools do."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from opentelemetry import context as otel_context
+    from opentelemetry import trace
+
+    tracer = trace.get_tracer("threaded")
+    pool = ThreadPoolExecutor(4)
+
+    def work(ctx: Any, carried: Any) -> None:
+        token = otel_context.attach(carried)
+        try:
+            with tracer.start_as_current_span(f"work {ctx.index}"):
+                pass
+        finally:
+            otel_context.detach(token)
+
+    def agent(ctx: Any) -> str:
+        with tracer.start_as_current_span(f"agent {ctx.index}"):
+            pool.submit(work, ctx, otel_context.get_current()).result()
+            pool.submit(lambda: tracer.start_span("orphan").end()).result()  # no context carried: nobody's
+        return "done"
+
+    report = experiment("threaded", Dataset(items=[{"input": i} for i in range(6)]), agent, concurrency=3).run()
+    pool.shutdown()
+    spans = Store(project / ".cobalt" / "cobalt.duckdb").spans_of(report.id)
+    assert {key: sorted(s.name for s in found) for key, found in spans.items()} == {
+        (i, 0): [f"agent {i}", f"work {i}"] for i in range(6)}
