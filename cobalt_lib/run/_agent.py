@@ -102,8 +102,8 @@ async def call_agent(runner: Runner, ctx: AgentContext, *, timeout: float, limit
     finally:
         if holding and not release_later:
             limit.release()
-        if trace is not None:  # a failed or timed-out call's spans too: they say where it went wrong
-            result.spans = list(trace.spans)
+        if trace is not None and trace.spans:  # a failed or timed-out call's spans too: they say where it went wrong
+            result.spans = trace.records()
     return result
 
 
@@ -173,7 +173,7 @@ def _fill_output(result: ItemResult, value: Any, prices: Mapping[str, tuple[floa
         result.output = json_safe(value)
     if meter is not None and meter.calls:  # what the agent says itself wins over what was tracked
         result.metadata = {**meter.metadata(prices), **result.metadata}
-    if trace is not None:
+    if trace is not None and (trace.spans or trace.dropped):
         _add_trace_usage(result, trace, prices)
     result.tokens, result.cost_usd = agent_usage(result.metadata, prices)
 
@@ -188,7 +188,7 @@ def _add_trace_usage(result: ItemResult, trace: ItemTrace, prices: Mapping[str, 
     if trace.dropped:
         result.metadata = {**result.metadata, "spans_dropped": trace.dropped}
     if not any(key in result.metadata for key in _USAGE_KEYS):
-        result.metadata = {**usage_metadata(trace.spans, prices), **result.metadata}
+        result.metadata = {**usage_metadata(trace.records(), prices), **result.metadata}
 
 
 def _return_problem(value: Any) -> str | None:

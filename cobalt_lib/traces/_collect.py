@@ -35,20 +35,30 @@ MAX_SPANS = 1000
 
 
 class ItemTrace:
-    """The spans of one agent call, in the order they ended (at most `limit`; `dropped` counts the rest)."""
+    """The spans of one agent call, in the order they ended (at most `limit`; `dropped` counts the rest).
 
-    __slots__ = ("dropped", "limit", "spans")
+    A span is kept as the SDK's finished span and read into a `SpanRecord` only when the call is over
+    (`records`), so the agent's own time carries no more than an append per span."""
+
+    __slots__ = ("_records", "dropped", "limit", "spans")
 
     def __init__(self, limit: int = MAX_SPANS) -> None:
-        self.spans: list[SpanRecord] = []
+        self.spans: list[ReadableSpan] = []
         self.limit = limit
         self.dropped = 0
+        self._records: list[SpanRecord] | None = None
 
-    def add(self, span: SpanRecord) -> None:
+    def add(self, span: ReadableSpan) -> None:
         if len(self.spans) < self.limit:
             self.spans.append(span)
         else:
             self.dropped += 1
+
+    def records(self) -> list[SpanRecord]:
+        """The spans kept so far, as records (read once: spans that end later are not in them)."""
+        if self._records is None:
+            self._records = [record(span) for span in list(self.spans)]
+        return self._records
 
 
 #: The trace of the agent call running in this context (an asyncio task or a worker thread).
@@ -73,7 +83,7 @@ class ItemSpanProcessor:
             return
         trace = self._open.pop(span.context.span_id, None)
         if trace is not None:
-            trace.add(record(span))
+            trace.add(span)
 
     def _on_ending(self, span: Span) -> None:
         pass
@@ -90,7 +100,7 @@ def record(span: ReadableSpan) -> SpanRecord:
     attributes = {str(k): _plain(v) for k, v in (span.attributes or {}).items()}
     context = span.context
     start, end = span.start_time or 0, span.end_time
-    return SpanRecord(
+    return SpanRecord.model_construct(  # no validation: the values are built right here, on the agent's hot path
         span_id=format(context.span_id, "016x") if context else "", trace_id=format(context.trace_id, "032x")
         if context else "", parent_id=format(span.parent.span_id, "016x") if span.parent else None,
         name=span.name, kind=kind_of(attributes), start_ns=start,
