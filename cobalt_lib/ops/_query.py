@@ -52,6 +52,7 @@ TABLE_NOTES = {
     "aggregates": "one row per metric per run: statistics of an evaluator's scores or of latency/cost/tokens",
     "verdicts": "one row per quality gate per run: passed, message, actual and expected values",
     "dagster_runs": "one row per run Dagster holds (executed or recorded) or must never record (skipped)",
+    "spans": "one row per OpenTelemetry span an agent call emitted: its trace (model and tool calls)",
 }
 COLUMN_NOTES: dict[str, dict[str, str]] = {
     "runs": {
@@ -104,6 +105,17 @@ COLUMN_NOTES: dict[str, dict[str, str]] = {
         "run_id": "the cobalt run", "dagster_run_id": "its Dagster run (NULL when skipped)",
         "how": "executed (Dagster launched it) | recorded (replayed into Dagster afterwards) | skipped (--no-dagster)",
         "recorded_at": "when this row was written (UTC)",
+    },
+    "spans": {
+        "run_id": "the run", "item_index": "the item's dataset index", "run_index": "the repetition (0-based)",
+        "seq": "the span's place in the order the item's spans ended",
+        "span_id": "the span's id (16 hex)", "parent_id": "its parent span's id (NULL or absent: a root)",
+        "trace_id": "the OpenTelemetry trace id (32 hex)", "name": "the span's name, e.g. 'chat gpt-4o'",
+        "kind": "model | embeddings | tool | agent | other (from gen_ai.operation.name)",
+        "start_ns": "when it started, Unix nanoseconds", "duration_ms": "how long it took",
+        "status": "ok | error | unset", "status_message": "the error's description",
+        "attributes": "its attributes (gen_ai.* per the GenAI conventions: model, usage, messages, tool call)",
+        "events": "its events: [{name, time_ns, attributes}]",
     },
 }
 
