@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         ExperimentReport,
         ItemResult,
         ItemSpread,
+        SpanRecord,
         Stats,
         Store,
         Summary,
@@ -57,7 +58,7 @@ _EXPORTS: dict[str, str] = {name: module for module, names in {
     ".gates": "Assertion assertion calibrated no_regression threshold",
     ".graders": "Grader grader load_grader",
     ".llm": "track_usage",
-    ".results": "AssertionResult EvalResult Evaluation ExperimentReport ItemResult ItemSpread Stats "
+    ".results": "AssertionResult EvalResult Evaluation ExperimentReport ItemResult ItemSpread SpanRecord Stats "
         "Store Summary duplicate_ids item_identity read_results",
     ".run": "AgentContext",
 }.items() for name in names.split()}
@@ -86,6 +87,7 @@ __all__ = [
     "ItemSpread",
     "JudgeError",
     "MissingApiKeyError",
+    "SpanRecord",
     "Stats",
     "Store",
     "StoreError",
