@@ -149,3 +149,47 @@ def test_spans_from_the_agents_own_threads_land_on_its_item_through_their_parent
     spans = Store(project / ".cobalt" / "cobalt.duckdb").spans_of(report.id)
     assert {key: sorted(s.name for s in found) for key, found in spans.items()} == {
         (i, 0): [f"agent {i}", f"work {i}"] for i in range(6)}
+
+
+def test_a_failed_calls_spans_are_kept_and_past_max_spans_they_are_counted(project: Path) -> None:
+    from opentelemetry import trace
+
+    tracer = trace.get_tracer("capped")
+
+    def agent(ctx: Any) -> str:
+        for step in range(5):
+            with tracer.start_as_current_span(f"step {step}") as span:
+                if ctx.index == 1 and step == 1:
+                    span.set_status(trace.StatusCode.ERROR, "the tool broke")
+                    raise RuntimeError("the tool broke")
+        return "done"
+
+    config = load_config()
+    config.traces.max_spans = 3
+    config.ci.max_error_rate = 1.0
+    report = experiment("capped", Dataset(items=[{"input": 0}, {"input": 1}]), agent).run(config=config)
+    ok, failed = report.items
+    assert (ok.status, ok.metadata) == ("ok", {"spans_dropped": 2})
+    assert failed.status == "error"
+    spans = Store(project / ".cobalt" / "cobalt.duckdb").spans_of(report.id)
+    assert [s.name for s in spans[(0, 0)]] == ["step 0", "step 1", "step 2"]
+    assert [(s.name, s.status, s.status_message) for s in spans[(1, 0)]] == [
+        ("step 0", "unset", None), ("step 1", "error", "RuntimeError: the tool broke")]  # the SDK's own wording
+    assert spans[(1, 0)][1].events[0]["name"] == "exception"
+
+
+def test_no_span_is_collected_when_collect_is_off(project: Path) -> None:
+    from opentelemetry import trace
+
+    tracer = trace.get_tracer("off")
+
+    def agent(ctx: Any) -> str:
+        with tracer.start_as_current_span("chat") as span:
+            span.set_attributes({"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": 5})
+        return "done"
+
+    config = load_config()
+    config.traces.collect = False
+    report = experiment("off", Dataset(items=[{"input": 0}]), agent).run(config=config)
+    assert Store(project / ".cobalt" / "cobalt.duckdb").spans_of(report.id) == {}
+    assert report.items[0].metadata == {}
