@@ -16,12 +16,12 @@ from .._toolcalls import no_trace, same_json
 
 
 class HasSpan(Deterministic):
-    """1 when the agent's trace holds at least `min_count` spans matching every condition given (`name`,
-    `name_matches`, `kind`, `attributes`, `status`), else 0; negate=True checks that none does."""
+    """1 when the agent's trace holds at least `min_count` spans matching every condition given
+    (`span_name`, `name_matches`, `span_kind`, `attributes`, `status`), else 0; negate=True checks that none does."""
 
     kind = "has_span"
 
-    name: str | None = Field(None, description="the span's exact name, e.g. 'execute_tool get_weather'")
+    span_name: str | None = Field(None, description="the span's exact name, e.g. 'execute_tool get_weather'")
     name_matches: str | None = Field(None, description="a regular expression the span's name contains a match of")
     span_kind: Literal["model", "embeddings", "tool", "agent", "other"] | None = Field(
         None, description="model, embeddings, tool, agent or other (from gen_ai.operation.name)")
@@ -32,9 +32,9 @@ class HasSpan(Deterministic):
 
     @model_validator(mode="after")
     def _something_to_match(self) -> Self:
-        if self.name is None and self.name_matches is None and self.span_kind is None and not self.attributes \
+        if self.span_name is None and self.name_matches is None and self.span_kind is None and not self.attributes \
                 and self.status is None:
-            raise ValueError("give at least one of name, name_matches, span_kind, attributes or status")
+            raise ValueError("give at least one of span_name, name_matches, span_kind, attributes or status")
         if self.name_matches is not None:
             try:
                 re.compile(self.name_matches)
@@ -53,7 +53,7 @@ class HasSpan(Deterministic):
                        + (f": {', '.join(sorted({s.name for s in found})[:5])}" if found else ""))
 
     def matches(self, span: SpanRecord) -> bool:
-        if self.name is not None and span.name != self.name:
+        if self.span_name is not None and span.name != self.span_name:
             return False
         if self.name_matches is not None and not re.search(self.name_matches, span.name):
             return False
@@ -65,7 +65,7 @@ class HasSpan(Deterministic):
                    for key, value in self.attributes.items())
 
     def describe_query(self) -> str:
-        parts = [f"name {quote(self.name, 60)}" if self.name is not None else "",
+        parts = [f"name {quote(self.span_name, 60)}" if self.span_name is not None else "",
                  f"name matching {quote(self.name_matches, 60)}" if self.name_matches is not None else "",
                  f"kind {self.span_kind}" if self.span_kind else "", f"status {self.status}" if self.status else "",
                  *(f"{k}={quote(v, 40)}" for k, v in self.attributes.items())]
