@@ -130,12 +130,35 @@ class TracesConfig(_Section):
 
         value = os.environ.get(EXPORT_VARIABLE, "").strip().lower()
         if not value:
-            return self.export_evaluations
-        if value in ("1", "true", "yes", "on"):
-            return True
-        if value in ("0", "false", "no", "off"):
-            return False
-        raise ConfigError(f"{EXPORT_VARIABLE}={value!r} is not a yes or no; set it to 1 or 0.")
+            on = self.export_evaluations
+        elif value in ("1", "true", "yes", "on"):
+            on = True
+        elif value in ("0", "false", "no", "off"):
+            on = False
+        else:
+            raise ConfigError(f"{EXPORT_VARIABLE}={value!r} is not a yes or no; set it to 1 or 0.")
+        if on:
+            _no_credentials_in_endpoints(os.environ)
+        return on
+
+
+#: The variables naming where the OpenTelemetry SDK sends the exported evaluations.
+_OTLP_ENDPOINTS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT")
+
+
+def _no_credentials_in_endpoints(environ: Any) -> None:
+    """An OTLP endpoint with a user and password in it would be printed whole by the SDK's export errors."""
+    from urllib.parse import urlsplit
+
+    for name in _OTLP_ENDPOINTS:
+        try:
+            has_user = bool(urlsplit(environ.get(name, "")).username)
+        except ValueError:
+            has_user = False
+        if has_user:
+            raise ConfigError(f"{name} holds credentials in its URL, which the OpenTelemetry SDK prints in its export "
+                              "errors; put them in OTEL_EXPORTER_OTLP_HEADERS instead (e.g. "
+                              "authorization=Basic%20<base64>).")
 
 
 class Bound(_Section):

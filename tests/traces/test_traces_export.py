@@ -136,3 +136,16 @@ def test_nothing_is_sent_unless_asked_and_a_bad_switch_is_one_sentence(project: 
         experiment("quiet", Dataset(items=[{"input": "q"}]), lambda ctx: calls.append(1) or "a").run()
     assert str(raised.value) == "COBALT_EXPORT_EVALUATIONS='maybe' is not a yes or no; set it to 1 or 0."
     assert calls == []
+
+
+def test_credentials_in_the_endpoint_url_are_refused_before_any_agent_call(project: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COBALT_EXPORT_EVALUATIONS", "1")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "https://user:hunter2@collector.example.com")
+    calls: list[int] = []
+    with pytest.raises(ConfigError) as raised:
+        experiment("secret", Dataset(items=[{"input": "q"}]), lambda ctx: calls.append(1) or "a").run()
+    assert str(raised.value) == (
+        "OTEL_EXPORTER_OTLP_ENDPOINT holds credentials in its URL, which the OpenTelemetry SDK prints in its export "
+        "errors; put them in OTEL_EXPORTER_OTLP_HEADERS instead (e.g. authorization=Basic%20<base64>).")
+    assert "hunter2" not in str(raised.value) and calls == []
