@@ -176,7 +176,7 @@ async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Seq
         with collector_tuned_for_a_run(), renewing:
             async with Session(plan) as session:
                 if "outputs" in tables:
-                    session.output_sink = lambda item: _add_output(rows, plan.run_id, item, spans=to_store)
+                    session.output_sink = lambda item: _add_output(rows, plan.run_id, item)
                 await bounded(keys, 2 * (plan.concurrency + plan.judge_concurrency), one)
     finally:
         work = (plan.run_id, (time.perf_counter() - started) * 1000)
@@ -191,12 +191,11 @@ async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Seq
     return items
 
 
-def _add_output(rows: RowWriter, run_id: str, item: ItemResult, *, spans: bool) -> None:
-    """The item's `outputs` row and, going to the store, its `spans` rows (a Dagster shard's files hold none)."""
+def _add_output(rows: RowWriter, run_id: str, item: ItemResult) -> None:
+    """The item's `outputs` row and its `spans` rows."""
     rows.add("outputs", output_row(run_id, item))
-    if spans:
-        for row in span_rows(run_id, item):
-            rows.add("spans", row)
+    for row in span_rows(run_id, item):
+        rows.add("spans", row)
 
 
 async def agent_step(session: Session, key: tuple[int, int]) -> ItemResult:
