@@ -164,7 +164,8 @@ class Exchange:
                 local[table] = [str(Path(tmp) / r) for r in found]
                 for path in local[table]:
                     Path(path).parent.mkdir(parents=True, exist_ok=True)
-                fs.get([f"{root}/{r}" for r in found], local[table])
+                if found:  # no spans in parts written before they were collected
+                    fs.get([f"{root}/{r}" for r in found], local[table])
             yield local
 
     # -- the two kinds of location ---------------------------------------------------------------
