@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import weakref
 from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
@@ -40,7 +41,7 @@ class ItemTrace:
     A span is kept as the SDK's finished span and read into a `SpanRecord` only when the call is over
     (`records`), so the agent's own time carries no more than an append per span."""
 
-    __slots__ = ("_records", "dropped", "limit", "spans")
+    __slots__ = ("__weakref__", "_records", "dropped", "limit", "spans")
 
     def __init__(self, limit: int = MAX_SPANS) -> None:
         self.spans: list[ReadableSpan] = []
@@ -69,7 +70,9 @@ class ItemSpanProcessor:
     """An OpenTelemetry span processor keeping each span in the trace of the item whose call started it."""
 
     def __init__(self) -> None:
-        self._open: dict[int, ItemTrace] = {}  # span id -> the trace of the item it belongs to, while it is open
+        # span id -> the trace of the item it belongs to, while the span is open; weakly, so a span the agent
+        # never ends does not keep its item's spans alive after the call
+        self._open: weakref.WeakValueDictionary[int, ItemTrace] = weakref.WeakValueDictionary()
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         trace = current_trace.get()

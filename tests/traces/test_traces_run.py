@@ -193,3 +193,30 @@ def test_no_span_is_collected_when_collect_is_off(project: Path) -> None:
     report = experiment("off", Dataset(items=[{"input": 0}]), agent).run(config=config)
     assert Store(project / ".cobalt" / "cobalt.duckdb").spans_of(report.id) == {}
     assert report.items[0].metadata == {}
+
+
+def test_a_span_the_agent_never_ends_does_not_keep_its_items_trace_alive(project: Path) -> None:
+    import gc
+    import weakref
+
+    from opentelemetry import trace
+
+    from cobalt_lib.traces._collect import ItemTrace
+
+    tracer = trace.get_tracer("leaky")
+    traces: list[weakref.ref[ItemTrace]] = []
+
+    def agent(ctx: Any) -> str:
+        from cobalt_lib.traces._collect import current_trace
+
+        traces.append(weakref.ref(current_trace.get()))  # type: ignore[arg-type]
+        tracer.start_span("never ended")
+        with tracer.start_as_current_span("ended"):
+            pass
+        return "done"
+
+    report = experiment("leaky", Dataset(items=[{"input": i} for i in range(3)]), agent).run()
+    assert [[s.name for s in i.spans] for i in report.items] == [[], [], []]  # the report keeps no spans
+    assert [len(v) for v in Store(project / ".cobalt" / "cobalt.duckdb").spans_of(report.id).values()] == [1, 1, 1]
+    gc.collect()
+    assert [ref() for ref in traces] == [None, None, None]
