@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         ExperimentReport,
         ItemResult,
         ItemSpread,
+        SpanRecord,
         Stats,
         Store,
         Summary,
@@ -60,7 +61,7 @@ _EXPORTS: dict[str, str] = {name: module for module, names in {
     ".gates": "Assertion assertion calibrated no_regression threshold",
     ".graders": "Grader grader load_grader",
     ".llm": "track_usage",
-    ".results": "AssertionResult EvalResult Evaluation ExperimentReport ItemResult ItemSpread Stats "
+    ".results": "AssertionResult EvalResult Evaluation ExperimentReport ItemResult ItemSpread SpanRecord Stats "
         "Store Summary duplicate_ids item_identity read_results",
     ".run": "AgentContext ConversationContext",
 }.items() for name in names.split()}
@@ -92,6 +93,7 @@ __all__ = [
     "JudgeError",
     "MissingApiKeyError",
     "SimulatedUser",
+    "SpanRecord",
     "Stats",
     "Store",
     "StoreError",

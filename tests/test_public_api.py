@@ -19,6 +19,7 @@ EXPECTED = {
     "load_experiments", "load_file", "no_regression", "read_results", "threshold",
     "Grader", "grader", "load_grader", "calibrated", "track_usage", "item_identity", "duplicate_ids",
     "ConversationContext", "SimulatedUser",
+    "SpanRecord",
 }
 
 

@@ -117,14 +117,17 @@ def show(
         "--failures", help="Only failed, errored or below-pass-mark items.")] = False,
     json_output: Annotated[bool, typer.Option("--json", help="Print the run and its item records as JSON.")
                            ] = False,
+    trace: Annotated[bool, typer.Option(
+        "--trace", help="With ITEM: the spans its agent call emitted, as a tree with timings, model calls "
+                        "(messages, tokens) and tool calls (arguments, results).")] = False,
 ) -> None:
     """Read one run's items: a table of them, or everything about ITEM.
 
-    Example: `cobalt show latest --failures`; `cobalt show latest 3`
+    Example: `cobalt show latest --failures`; `cobalt show latest 3`; `cobalt show latest 3 --trace`
     """
     from ..ops._show import show_run
 
-    shown = show_run(project_config(), run, item, experiment=experiment, failures=failures)
+    shown = show_run(project_config(), run, item, experiment=experiment, failures=failures, trace=trace)
     warn(shown.warnings)
     if json_output:
         print_json(shown.model_dump(mode="json", exclude={"warnings"}))
@@ -142,3 +145,7 @@ def show(
         return
     for record in shown.items:
         out.print(Text("\n" + _item_text(shown, record)))
+        if trace:
+            from ..render._trace import trace_lines
+
+            out.print(Text("\n".join(trace_lines(shown.traces.get(f"{record.index}:{record.run_index}", [])))))

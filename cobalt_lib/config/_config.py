@@ -147,6 +147,58 @@ class StoreConfig(_Section):
     lock_timeout: float = Field(default=60.0, gt=0)
 
 
+#: The environment variable that turns on the export of evaluations (`[traces] export_evaluations`).
+EXPORT_VARIABLE = "COBALT_EXPORT_EVALUATIONS"
+
+
+class TracesConfig(_Section):
+    """The agent's OpenTelemetry spans, and cobalt's scores sent out as OpenTelemetry events (docs/traces.md)."""
+
+    #: Collect the spans the agent emits during a run, per item (the `spans` table).
+    collect: bool = True
+    #: The most spans kept per agent call; more are counted, not kept.
+    max_spans: int = Field(default=1000, ge=1, le=1_000_000)
+    #: Send every evaluation as a `gen_ai.evaluation.result` event to the OTLP endpoint that the standard
+    #: OTEL_EXPORTER_OTLP_* variables name (COBALT_EXPORT_EVALUATIONS=1 turns it on too).
+    export_evaluations: bool = False
+
+    def exporting(self) -> bool:
+        """`export_evaluations`, or COBALT_EXPORT_EVALUATIONS set to 1/true/yes (0/false/no turns it off)."""
+        import os
+
+        value = os.environ.get(EXPORT_VARIABLE, "").strip().lower()
+        if not value:
+            on = self.export_evaluations
+        elif value in ("1", "true", "yes", "on"):
+            on = True
+        elif value in ("0", "false", "no", "off"):
+            on = False
+        else:
+            raise ConfigError(f"{EXPORT_VARIABLE}={value!r} is not a yes or no; set it to 1 or 0.")
+        if on:
+            _no_credentials_in_endpoints(os.environ)
+        return on
+
+
+#: The variables naming where the OpenTelemetry SDK sends the exported evaluations.
+_OTLP_ENDPOINTS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT")
+
+
+def _no_credentials_in_endpoints(environ: Any) -> None:
+    """An OTLP endpoint with a user and password in it would be printed whole by the SDK's export errors."""
+    from urllib.parse import urlsplit
+
+    for name in _OTLP_ENDPOINTS:
+        try:
+            has_user = bool(urlsplit(environ.get(name, "")).username)
+        except ValueError:
+            has_user = False
+        if has_user:
+            raise ConfigError(f"{name} holds credentials in its URL, which the OpenTelemetry SDK prints in its export "
+                              "errors; put them in OTEL_EXPORTER_OTLP_HEADERS instead (e.g. "
+                              "authorization=Basic%20<base64>).")
+
+
 class Bound(_Section):
     min: float | None = None
     max: float | None = None
@@ -211,6 +263,7 @@ class Config(_Section):
     ci: CIConfig = Field(default_factory=CIConfig)
     dagster: DagsterConfig = Field(default_factory=DagsterConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
+    traces: TracesConfig = Field(default_factory=TracesConfig)
     schedules: dict[str, Schedule] = Field(default_factory=dict)
     prices: dict[str, Price] = Field(default_factory=dict)
 

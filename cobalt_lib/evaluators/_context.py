@@ -9,6 +9,7 @@ if TYPE_CHECKING:
     from .._threads import DaemonThreads
     from ..llm._judge import Judge
     from ..llm._providers import Endpoint
+    from ..results._spans import SpanRecord
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,8 @@ class EvalContext:
     latency_ms: float | None = None
     tokens: int | None = None
     cost_usd: float | None = None
+    #: The OpenTelemetry spans the agent call emitted (`results.SpanRecord`), in the order they ended.
+    spans: tuple[SpanRecord, ...] = ()
 
     @property
     def input(self) -> Any:

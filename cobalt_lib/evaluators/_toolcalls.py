@@ -1,6 +1,7 @@
-"""Tool calls as agents report them, read into one shape for the trajectory kinds.
+"""Tool calls as agents report them, or as their trace shows them, read into one shape for the trajectory
+kinds (`source="metadata"` or `source="trace"`).
 
-Accepted per call: `{"name", "arguments"}` (also `args` or Anthropic's `input`), OpenAI's
+Accepted per reported call: `{"name", "arguments"}` (also `args` or Anthropic's `input`), OpenAI's
 `{"function": {"name", "arguments": "<JSON string>"}}` and Anthropic's `{"type": "tool_use", "name",
 "input"}`; arguments given as a JSON string are parsed.
 """
@@ -10,9 +11,16 @@ from __future__ import annotations
 import contextlib
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
+from pydantic import Field
+
+from ..results._report import Evaluation
+from ..traces._genai import tool_calls
 from ._deterministic import quote
+
+if TYPE_CHECKING:
+    from ._context import EvalContext
 
 #: Where the trajectory kinds find the calls the agent made: `metadata["tool_calls"]`.
 METADATA_KEY = "tool_calls"
@@ -66,6 +74,33 @@ def _read_call(call: Any, where: str) -> ToolCall:
 def reported_calls(metadata: dict[str, Any]) -> list[ToolCall]:
     """The calls the agent reported in its metadata (none when it reported none)."""
     return read_calls(metadata.get(METADATA_KEY), f"metadata[{METADATA_KEY!r}]")
+
+
+#: Where a trajectory kind reads the calls made: the agent's metadata["tool_calls"], or its trace's spans.
+Source = Literal["metadata", "trace"]
+def source_field() -> Any:
+    """The `source` option of the trajectory kinds."""
+    return Field("metadata", description='where the calls made are read: "metadata" (the agent\'s '
+                                         'metadata["tool_calls"]) or "trace" (its execute_tool spans, else the '
+                                         'tool calls its model spans asked for)')
+
+def no_trace(what: str) -> str:
+    """Why an item whose trace holds no span cannot be scored on `what` (its tool calls, its model calls...)."""
+    return (f"the item's trace has no spans, so {what} cannot be read from it: instrument the agent with "
+            "OpenTelemetry (docs/traces.md)")
+
+
+def made_calls(ctx: EvalContext, source: Source) -> list[ToolCall] | Evaluation:
+    """The calls the agent made, read from `source`; an eval-error when they cannot be read."""
+    if source == "trace":
+        if not ctx.spans:
+            return Evaluation(status="eval-error", error=no_trace("its tool calls") + ', or read the calls it '
+                              'reports (source="metadata")')
+        return [ToolCall(call.name, call.arguments) for call in tool_calls(ctx.spans)]
+    try:
+        return reported_calls(ctx.metadata)
+    except ValueError as exc:
+        return Evaluation(status="eval-error", error=f"the agent's {exc}")
 
 
 def arguments_match(expected: Any, actual: Any, *, exact: bool) -> bool:

@@ -10,7 +10,7 @@ from ..links import run_page_url
 from ..ops._details import ITEM_LIMIT, ComparedRuns, RunDetails, compare_with_reasons, run_details
 from ..ops._history import HistoryEntry, run_history
 from ..ops._query import DEFAULT_LIMIT, MAX_LIMIT, QueryResult, run_query
-from ._budget import DEFAULT_TOKENS, budget_chars, fit_run
+from ._budget import DEFAULT_TOKENS, budget_chars, fit_any, fit_run, size
 from ._common import BudgetArg, Project, answer, budgeted, tool_errors
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
@@ -36,8 +36,10 @@ failing_items (the index of every failing item), and items with input, output, s
 and reason. Items come failures first: failed agent calls, then eval-errors, then scores by how far below their pass
 mark, then the rest by index. The answer stays within `budget` tokens (default 20,000): null and default fields are
 left out, long inputs, outputs and reasons are clipped (saying how much), and items that do not fit are counted.
-item=N returns item N alone, whole; only_failures=true the failures alone (run_id defaults to "latest" then). Use it
-after cobalt_run to see why items failed."""
+item=N returns item N alone, whole; only_failures=true the failures alone (run_id defaults to "latest" then);
+trace=true adds each shown item's trace (the OpenTelemetry spans its agent call emitted: model calls with their
+messages and tokens, tool calls with their arguments and results), best with item=N. Use it after cobalt_run to see
+why items failed."""
 
 COMPARE = """Compare two stored runs as `cobalt compare` does: run_a is the baseline, every delta is B - A. Per
 evaluator: both means, the paired delta with its bootstrap confidence interval and a verdict (improved, regressed, no
@@ -69,6 +71,8 @@ def register(server: MCPServer, project: Project) -> None:
                                              "of the run, worst first.")] = False,
         item: Annotated[int | None, Field(ge=0, description="One item's dataset index: that item alone (every "
                                           "repeat of it), nothing clipped that the budget can hold.")] = None,
+        trace: Annotated[bool, Field(description="Add each shown item's trace (model and tool calls, by span), "
+                                     "within the budget.")] = False,
         budget: BudgetArg = DEFAULT_TOKENS,
     ) -> Annotated[CallToolResult, Results]:
         with tool_errors():
@@ -79,10 +83,18 @@ def register(server: MCPServer, project: Project) -> None:
                 return budgeted(Results(runs=listed), _listing_summary(listed), budget,
                                 "cobalt_results(run_id=...) reads one run")
             details = run_details(config, run_id or "latest", experiment=experiment, only_failures=only_failures,
-                                  limit=limit or ITEM_LIMIT, item=item)
+                                  limit=limit or ITEM_LIMIT, item=item, trace=trace)
         text = details_summary(details, only_failures)
-        data = fit_run(details, budget_chars(budget) - len(text), whole=item is not None)
-        return answer({"run": data}, text)
+        if not trace:
+            return answer({"run": fit_run(details, budget_chars(budget) - len(text), whole=item is not None)}, text)
+        traces, details.traces = details.traces, {}
+        room = budget_chars(budget) - len(text)
+        data = fit_run(details, room // 2, whole=item is not None)  # the traces get the other half
+        shown = {f"{i['index']}:{i.get('run_index', 0)}" for i in data["items"]}
+        data["traces"], notes = fit_any({k: v for k, v in traces.items() if k in shown}, room - size(data),
+                                        f"cobalt_results(run_id={details.run_id!r}, item=N, trace=true) with a "
+                                        "higher budget returns an item's trace whole")
+        return answer({"run": data}, text, notes)
 
     @server.tool(name="cobalt_compare", description=COMPARE, annotations=READ_ONLY)
     def cobalt_compare(

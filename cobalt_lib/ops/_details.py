@@ -20,6 +20,7 @@ from ..results._compare import ItemChange
 from ..results._direction import lower_is_better
 from ..results._history import load_report, resolve_run
 from ..results._report import AssertionResult, ExperimentReport, ItemResult, Summary
+from ..traces._compact import compact_trace
 from ._compare import CompareOutcome, compare_runs
 from ._refs import store_with_runs
 from ._show import is_failure
@@ -53,15 +54,17 @@ class RunDetails(BaseModel):
     #: The run's page under `cobalt serve`, and its Dagster run (runs that went through Dagster or were recorded).
     run_url: str
     dagster_url: str | None = None
+    #: With `trace`: each shown item's spans (`traces.compact_trace`), by `INDEX:RUN_INDEX`.
+    traces: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
     warnings: list[str] = Field(default_factory=list)
 
 
 def run_details(config: Config, ref: str, *, experiment: str | None = None, only_failures: bool = False,
-                limit: int = ITEM_LIMIT, item: int | None = None) -> RunDetails:
+                limit: int = ITEM_LIMIT, item: int | None = None, trace: bool = False) -> RunDetails:
     """Run `ref` (an id, a prefix, `latest`, `previous` within `experiment`) with at most `limit` items.
 
     `only_failures`: the failed agent calls, eval-errors and scores below a pass mark alone, worst first;
-    `item`: that dataset index alone (every repeat of it).
+    `item`: that dataset index alone (every repeat of it); `trace`: with the shown items' traces.
     """
     store = store_with_runs(config)
     report = load_report(store, resolve_run(store, ref, experiment))
@@ -69,7 +72,12 @@ def run_details(config: Config, ref: str, *, experiment: str | None = None, only
         indices = [i.index for i in report.items]
         held = f"indices {min(indices)}..{max(indices)}" if indices else "no items"
         raise ConfigError(f"Run {report.id} has no item {item} (it holds {held}); pass one of its indices as item.")
-    return report_details(config, report, only_failures=only_failures, limit=limit, item=item)
+    details = report_details(config, report, only_failures=only_failures, limit=limit, item=item)
+    if trace:
+        found = store.spans_of(report.id, [(i.index, i.run_index) for i in details.items])
+        details.traces = {f"{i.index}:{i.run_index}": compact_trace(found.get((i.index, i.run_index), []))
+                          for i in details.items}
+    return details
 
 
 def report_details(config: Config, report: ExperimentReport, *, only_failures: bool = False,

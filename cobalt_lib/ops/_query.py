@@ -53,6 +53,7 @@ TABLE_NOTES = {
     "verdicts": "one row per quality gate per run: passed, message, actual and expected values",
     "dagster_runs": "one row per run Dagster holds (executed or recorded) or must never record (skipped)",
     "judge_batches": "one row per provider batch a run's judge calls went out in ([judge] batch)",
+    "spans": "one row per OpenTelemetry span an agent call emitted: its trace (model and tool calls)",
 }
 COLUMN_NOTES: dict[str, dict[str, str]] = {
     "runs": {
@@ -114,6 +115,17 @@ COLUMN_NOTES: dict[str, dict[str, str]] = {
         "ended, expired, failed, cancelled)", "requests": "the custom_ids of its requests (hashes of each request)",
         "counts": "the provider's request counts when it ended", "created_at": "when it was sent (UTC)",
         "ended_at": "when its answers were handed out (UTC)",
+    },
+    "spans": {
+        "run_id": "the run", "item_index": "the item's dataset index", "run_index": "the repetition (0-based)",
+        "seq": "the span's place in the order the item's spans ended",
+        "span_id": "the span's id (16 hex)", "parent_id": "its parent span's id (NULL or absent: a root)",
+        "trace_id": "the OpenTelemetry trace id (32 hex)", "name": "the span's name, e.g. 'chat gpt-4o'",
+        "kind": "model | embeddings | tool | agent | other (from gen_ai.operation.name)",
+        "start_ns": "when it started, Unix nanoseconds", "duration_ms": "how long it took",
+        "status": "ok | error | unset", "status_message": "the error's description",
+        "attributes": "its attributes (gen_ai.* per the GenAI conventions: model, usage, messages, tool call)",
+        "events": "its events: [{name, time_ns, attributes}]",
     },
 }
 

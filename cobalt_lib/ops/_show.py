@@ -13,6 +13,7 @@ from ..render._export import evaluator_names, pass_marks
 from ..results._history import load_report, resolve_run
 from ..results._repeats import by_index, flaky_text, repeat_passed
 from ..results._report import ItemResult
+from ..results._spans import SpanRecord
 from ._refs import store_with_runs
 
 
@@ -31,6 +32,8 @@ class ShownRun(BaseModel):
     repeats: int = 1
     #: Items that passed in some repeats and failed in others: `{index: "2 of 3 passed"}`, over the whole run.
     flaky: dict[int, str] = Field(default_factory=dict)
+    #: With `trace`: each shown item's spans, by `INDEX:RUN_INDEX`, in the order they ended.
+    traces: dict[str, list[SpanRecord]] = Field(default_factory=dict)
     warnings: list[str] = Field(default_factory=list)
 
 
@@ -40,9 +43,12 @@ def is_failure(item: ItemResult) -> bool:
 
 
 def show_run(config: Config, ref: str, item: str | None = None, *, experiment: str | None = None,
-             failures: bool = False) -> ShownRun:
+             failures: bool = False, trace: bool = False) -> ShownRun:
     """Run `ref`'s items (`latest`/`previous` within `experiment`): all of them, or those `item` names
-    (`3`: every run of item 3; `3:1`: its run index 1); `failures`: only the failed ones."""
+    (`3`: every run of item 3; `3:1`: its run index 1); `failures`: only the failed ones; `trace`: with the
+    spans each agent call emitted (one item's: `item` is then required)."""
+    if trace and item is None:
+        raise ConfigError("--trace shows one item's trace: name the item, e.g. `cobalt show latest 3 --trace`.")
     store = store_with_runs(config)
     report = load_report(store, resolve_run(store, ref, experiment))
     items = list(report.items) if item is None else _select(report.id, report.items, item)
@@ -51,10 +57,14 @@ def show_run(config: Config, ref: str, item: str | None = None, *, experiment: s
     groups = by_index(report.items)
     flaky = {index: text for index, repeats in groups.items() if (text := flaky_text(repeats))}
     repeats = max([int(report.config.get("runs") or 1), *(len(g) for g in groups.values())])
+    shown = [i for i in items if is_failure(i)] if failures else items
+    traces = {}
+    if trace:
+        found = store.spans_of(report.id, [(i.index, i.run_index) for i in shown])
+        traces = {f"{i.index}:{i.run_index}": found.get((i.index, i.run_index), []) for i in shown}
     return ShownRun(run_id=report.id, experiment=report.name, status=report.status, passed=report.passed,
-                    evaluators=evaluator_names(report), pass_marks=pass_marks(report),
-                    items=[i for i in items if is_failure(i)] if failures else items, repeats=repeats,
-                    flaky=flaky, warnings=warnings)
+                    evaluators=evaluator_names(report), pass_marks=pass_marks(report), items=shown, repeats=repeats,
+                    flaky=flaky, traces=traces, warnings=warnings)
 
 
 def _select(run_id: str, items: Sequence[ItemResult], ref: str) -> list[ItemResult]:

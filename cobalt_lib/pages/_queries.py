@@ -16,6 +16,7 @@ from ..ops._refs import resolve_ref
 from ..results._repeats import item_label, stored_flaky
 from ..results._report import ItemResult, Summary
 from ..results._rows import item_from_rows
+from ..results._spans import SpanRecord
 from ..results._store import Store
 
 #: Runs per page of the runs list.
@@ -210,8 +211,15 @@ def item_detail(config: Config, run_id: str, index: int) -> list[dict[str, Any]]
     """Every repeat of item `index` (one per run index), complete; an unknown run is an error (404)."""
     store = Store.for_config(config)
     repeats = _repeats(store.require_run(run_id))
-    return [_item(r) | {"label": item_label(index, r["run_index"], repeats)}
-            for r in store.item_records(run_id, index)]
+    records = store.item_records(run_id, index)
+    spans = store.spans_of(run_id, [(index, r["run_index"]) for r in records])
+    return [_item(r) | {"label": item_label(index, r["run_index"], repeats),
+                        "trace": trace_json(spans.get((index, r["run_index"]), []))} for r in records]
+
+
+def trace_json(spans: list[SpanRecord]) -> list[dict[str, Any]]:
+    """An item's spans as the detail panel's trace draws them (`trace.js`), in the order they ended."""
+    return [span.model_dump(mode="json") for span in spans]
 
 
 def _repeats(run: dict[str, Any]) -> int:

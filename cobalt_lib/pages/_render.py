@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 #: What the server's pages may load: their own script and stylesheet, and requests to their own API.
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
-STATIC_FILES = ("pages.css", "pages.js", "conversation.css", "conversation.js")
+STATIC_FILES = ("pages.css", "pages.js", "conversation.css", "conversation.js", "trace.css", "trace.js")
 
 
 def static_text(name: str) -> str:
@@ -126,10 +126,11 @@ def render(template: str, *, static: bool = False, pages: str = "", **context: A
     assets: dict[str, Any] = {"static": static, "pages": pages, "links": Links(static=static)}
     if static:
         # one stylesheet and one script, each allowed by its hash: the extensions' files first, then the pages'
-        css = static_text("pages.css") + static_text("conversation.css")
-        js = static_text("conversation.js") + static_text("pages.js")
+        css = "\n".join(static_text(name) for name in STATIC_FILES if name.endswith(".css"))
+        # the extensions' scripts first: pages.js calls them
+        js = "\n".join(static_text(name) for name in ("conversation.js", "trace.js", "pages.js"))
         if "</" in css + js:  # inline, either would end its <style> or <script> element early
-            raise RuntimeError("the pages' CSS and JS files must not contain '</' (they are inlined into reports)")
+            raise RuntimeError("the pages' stylesheets and scripts must not contain '</' (they are inlined in reports)")
         assets.update(inline_css=css, inline_js=js, csp=(
             f"default-src 'none'; script-src '{_sha256(js)}'; style-src '{_sha256(css)}'; img-src data:; "
             "base-uri 'none'; form-action 'none'"))

@@ -17,7 +17,7 @@ from ..results._store import Store
 from ._calibration_view import calibration_view
 from ._charts import histogram
 from ._compare import compare_view, with_diff
-from ._queries import ITEMS_PER_PAGE, item_json, run_detail
+from ._queries import ITEMS_PER_PAGE, item_json, run_detail, trace_json
 from ._render import render
 
 if TYPE_CHECKING:
@@ -31,8 +31,9 @@ def run_report_html(config: Config, ref: str) -> str:
     report = load_report(Store.for_config(config), run["run_id"])
     repeats = int(report.config.get("runs") or 1)
     flaky = {index: text for index, group in by_index(report.items).items() if (text := flaky_text(group))}
-    items = [item_json(i) | {"label": item_label(i.index, i.run_index, repeats), "flaky": flaky.get(i.index)}
-             for i in report.items]
+    spans = Store.for_config(config).spans_of(run["run_id"])
+    items = [item_json(i) | {"label": item_label(i.index, i.run_index, repeats), "flaky": flaky.get(i.index),
+                             "trace": trace_json(spans.get((i.index, i.run_index), []))} for i in report.items]
     data = {"page": "run", "run_id": run["run_id"], "evaluators": view["evaluators"], "pass_marks": view["pass_marks"],
             "live": False, "api": None, "per_page": ITEMS_PER_PAGE, "items": items}
     # A file read anywhere (a CI artifact) links to no server: no Dagster UI, no check, no other page.

@@ -11,6 +11,7 @@ from ._repeats import flaky_text, item_label, repeat_passed
 from ._report import AssertionResult, EvalResult, Evaluation, ExperimentReport, ItemResult, ItemSpread, Stats, Summary
 from ._results_file import read_results, results_filename, write_results
 from ._rows import aggregate_rows, item_from_rows, output_row, run_row, score_rows, stats_from_row, verdict_rows
+from ._spans import SpanRecord
 from ._store import TABLES, Store
 from ._summary import run_summary
 from ._writer import BatchWriter
@@ -28,6 +29,7 @@ __all__ = [
     "ItemPair",
     "ItemResult",
     "ItemSpread",
+    "SpanRecord",
     "Stats",
     "Store",
     "Summary",

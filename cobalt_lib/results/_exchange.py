@@ -5,7 +5,9 @@ extra), so shards on different machines meet in object storage. Layout, one fold
 
     <exchange>/<run_id>/shard-00003/part-000002-<attempt>.scores.parquet
                                     part-000002-<attempt>.outputs.parquet
+                                    part-000002-<attempt>.spans.parquet   the agent calls' spans
                                     part-000002-<attempt>.json      the commit marker: the part's item keys
+                                                                    and tables
                                     work-<attempt>.json             the attempt's working time
 
 A part holds whole items only, written scores first, outputs next, the marker last, each file
@@ -38,6 +40,8 @@ if TYPE_CHECKING:
 
 #: The default exchange directory under the project's output directory.
 EXCHANGE_DIR = "exchange"
+#: The tables a part holds, in the order they are written (the marker last commits them).
+PART_TABLES = ("scores", "spans", "outputs")
 _PART = re.compile(r"part-(\d{6})-([0-9a-f]+)\.json$")
 
 
@@ -53,6 +57,8 @@ class Part:
     shard: int
     name: str
     keys: list[tuple[int, int]]
+    #: The tables it has files of (a part written before spans were collected has no spans file).
+    tables: tuple[str, ...] = ("scores", "outputs")
 
     @property
     def number(self) -> int:
@@ -101,8 +107,10 @@ class Exchange:
         found = []
         for rel in self._glob(pattern):
             if _PART.search(rel):
-                keys = [(int(i), int(r)) for i, r in json.loads(self._read(rel))["keys"]]
-                found.append(Part(int(rel.split("/")[-2].removeprefix("shard-")), Path(rel).stem, keys))
+                marker = json.loads(self._read(rel))
+                keys = [(int(i), int(r)) for i, r in marker["keys"]]
+                found.append(Part(int(rel.split("/")[-2].removeprefix("shard-")), Path(rel).stem, keys,
+                                  tuple(marker.get("tables") or ("scores", "outputs"))))
         return sorted(found, key=lambda p: (p.shard, p.number, p.name))
 
     def write_part(self, run_id: str, shard: int, name: str, keys: Sequence[tuple[int, int]],
@@ -110,12 +118,12 @@ class Exchange:
         """Write one part: its scores, its outputs, then its marker (what commits it)."""
         base = f"{self.shard_dir(run_id, shard)}/{name}"
         with tempfile.TemporaryDirectory(prefix="cobalt-part-") as tmp:
-            for table in ("scores", "outputs"):
+            for table in PART_TABLES:
                 local = Path(tmp) / f"{table}.parquet"
                 write_parquet(table, rows.get(table, []), local, values=self.values, limit=self.max_value_bytes)
                 self._put(local, f"{base}.{table}.parquet")
             marker = Path(tmp) / "marker.json"
-            marker.write_text(json.dumps({"keys": [list(k) for k in keys]}))
+            marker.write_text(json.dumps({"keys": [list(k) for k in keys], "tables": list(PART_TABLES)}))
             self._put(marker, f"{base}.json")
 
     def write_work(self, run_id: str, shard: int, attempt: str, worked_ms: float) -> None:
@@ -142,10 +150,10 @@ class Exchange:
 
     @contextmanager
     def local_files(self, parts: Sequence[Part], run_id: str) -> Iterator[dict[str, list[str]]]:
-        """`{"outputs": [...], "scores": [...]}`: the parts' Parquet files as local paths DuckDB reads
+        """`{"outputs": [...], "scores": [...], "spans": [...]}`: the parts' Parquet files as local paths DuckDB reads
         (downloaded into a temporary directory from object storage). A path's stem names its part."""
-        rels = {table: [f"{self.shard_dir(run_id, p.shard)}/{p.name}.{table}.parquet" for p in parts]
-                for table in ("outputs", "scores")}
+        rels = {table: [f"{self.shard_dir(run_id, p.shard)}/{p.name}.{table}.parquet" for p in parts
+                        if table in p.tables] for table in ("outputs", "scores", "spans")}
         if not self.remote:
             yield {t: [str(Path(self.location) / r) for r in found] for t, found in rels.items()}
             return
@@ -156,7 +164,8 @@ class Exchange:
                 local[table] = [str(Path(tmp) / r) for r in found]
                 for path in local[table]:
                     Path(path).parent.mkdir(parents=True, exist_ok=True)
-                fs.get([f"{root}/{r}" for r in found], local[table])
+                if found:  # no spans in parts written before they were collected
+                    fs.get([f"{root}/{r}" for r in found], local[table])
             yield local
 
     # -- the two kinds of location ---------------------------------------------------------------

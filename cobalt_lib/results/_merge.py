@@ -11,8 +11,10 @@ from typing import Any
 
 from .._errors import StoreError
 
-#: A part's identity from either of its files' paths: the path without `.outputs.parquet`/`.scores.parquet`.
-_PART_OF = r"regexp_replace(filename, '\.(outputs|scores)\.parquet$', '')"
+#: A part's identity from any of its files' paths: the path without `.outputs.parquet`, `.scores.parquet`...
+_PART_OF = r"regexp_replace(filename, '\.(outputs|scores|spans)\.parquet$', '')"
+#: The tables a merge replaces the run's rows of.
+_MERGED = ("outputs", "scores", "spans")
 
 
 def _files(paths: Sequence[str]) -> str:
@@ -21,7 +23,7 @@ def _files(paths: Sequence[str]) -> str:
 
 def merge(con: Any, run_id: str, files: dict[str, list[str]], columns: dict[str, list[str]], *, expected: int,
           runs: int, shard_items: int, worked_ms: float) -> dict[str, int]:
-    """Inside the caller's transaction: check, then replace the run's outputs and scores with the parts'
+    """Inside the caller's transaction: check, then replace the run's outputs, scores and spans with the parts'
     (`columns`: each table's columns, the store's `COLUMNS`).
 
     An item a retried shard wrote twice (a part committed just before its process died, and again by
@@ -35,11 +37,11 @@ def merge(con: Any, run_id: str, files: dict[str, list[str]], columns: dict[str,
                 f"count(*) AS copies FROM read_parquet({_files(files['outputs'])}, filename=true) GROUP BY ALL")
     _check(con, run_id, expected=expected, runs=runs, shard_items=shard_items)
     duplicates = con.execute("SELECT coalesce(sum(copies - 1), 0) FROM chosen").fetchone()[0]
-    for table in ("outputs", "scores"):
+    for table in _MERGED:
         con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
     inserted = {"duplicates": int(duplicates)}
-    for table in ("outputs", "scores"):
-        if not files[table]:
+    for table in _MERGED:
+        if not files.get(table):
             continue
         names = [c for c in columns[table] if c != "run_id"]
         picked = ", ".join(f"t.{c}" for c in names)

@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_validator
 
 from ._identity import item_identity
+from ._spans import SpanRecord
 
 ItemStatus = Literal["ok", "error", "timeout"]
 EvalStatus = Literal["ok", "eval-error"]
@@ -90,6 +91,9 @@ class ItemResult(BaseModel):
     tokens: int | None = None
     cost_usd: float | None = None
     evaluations: dict[str, Evaluation] = Field(default_factory=dict)
+    #: The OpenTelemetry spans the agent call emitted (`_spans.SpanRecord`), for the trace evaluators: stored
+    #: in the `spans` table, never in the results file.
+    spans: list[SpanRecord] = Field(default_factory=list, exclude=True, repr=False)
 
     @model_validator(mode="after")
     def _identify(self) -> ItemResult:

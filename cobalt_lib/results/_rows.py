@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._report import Evaluation, ExperimentReport, ItemResult, Stats
+from ._spans import span_row
 
 
 def output_row(run_id: str, item: ItemResult) -> dict[str, Any]:
@@ -14,6 +15,11 @@ def output_row(run_id: str, item: ItemResult) -> dict[str, Any]:
         "traceback": item.traceback, "latency_ms": item.latency_ms, "tokens": item.tokens,
         "cost_usd": item.cost_usd, "input_hash": item.input_hash, "item_id": item.item_id,
     }
+
+
+def span_rows(run_id: str, item: ItemResult) -> list[dict[str, Any]]:
+    """The `spans` rows of the spans the item's agent call emitted."""
+    return [span_row(run_id, item.index, item.run_index, seq, span) for seq, span in enumerate(item.spans)]
 
 
 def score_rows(run_id: str, item: ItemResult) -> list[dict[str, Any]]:

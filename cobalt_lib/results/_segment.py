@@ -18,7 +18,8 @@ from typing import Any
 from ._tables import insert_file, read_rows_sql, write_rows
 
 #: The columns that identify a row, for the tables a replayed segment may hold again.
-_KEYS = {"outputs": ("item_index", "run_index"), "scores": ("item_index", "run_index", "evaluator")}
+_KEYS = {"outputs": ("item_index", "run_index"), "scores": ("item_index", "run_index", "evaluator"),
+         "spans": ("item_index", "run_index", "span_id")}
 
 
 @dataclass

@@ -28,6 +28,7 @@ from ._segment import apply, seal
 from ._store_batches import JudgeBatches
 from ._store_dagster import DagsterRuns
 from ._store_labels import LabelRows
+from ._store_spans import SpanRows
 from ._tables import TABLES, decode, fetch, make_tables, present_columns
 from ._values import MAX_VALUE_BYTES, VALUES_DIR, restore
 
@@ -92,7 +93,7 @@ def _shared() -> dict[str, Any]:
     return held
 
 
-class Store(DagsterRuns, JudgeBatches, LabelRows):
+class Store(DagsterRuns, JudgeBatches, LabelRows, SpanRows):
     """The DuckDB file under `.cobalt/`, and the one place that speaks SQL to it: every read and write
     of the tables is a method here. Every method opens its own short connection, except that
     reads inside a `reading()` block share the block's."""

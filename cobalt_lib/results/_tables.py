@@ -63,6 +63,13 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("run_id", "VARCHAR"), ("batch_id", "VARCHAR"), ("endpoint", "VARCHAR"), ("status", "VARCHAR"),
         ("requests", "JSON"), ("counts", "JSON"), ("created_at", "TIMESTAMPTZ"), ("ended_at", "TIMESTAMPTZ"),
     ],
+    # The OpenTelemetry spans each agent call emitted (`_spans.SpanRecord`), `seq` their order of ending.
+    "spans": [
+        ("run_id", "VARCHAR"), ("item_index", "INTEGER"), ("run_index", "INTEGER"), ("seq", "INTEGER"),
+        ("span_id", "VARCHAR"), ("parent_id", "VARCHAR"), ("trace_id", "VARCHAR"), ("name", "VARCHAR"),
+        ("kind", "VARCHAR"), ("start_ns", "BIGINT"), ("duration_ms", "DOUBLE"), ("status", "VARCHAR"),
+        ("status_message", "VARCHAR"), ("attributes", "JSON"), ("events", "JSON"),
+    ],
 }
 COLUMNS = {table: [name for name, _ in cols] for table, cols in TABLES.items()}
 JSON_COLUMNS = {name for cols in TABLES.values() for name, kind in cols if kind == "JSON"}

@@ -28,6 +28,7 @@ VALUES_DIR = "values"
 CAPPED: dict[str, tuple[str, ...]] = {
     "outputs": ("input", "output", "metadata", "error", "traceback"),
     "scores": ("reason", "error", "raw_response"),
+    "spans": ("attributes", "events"),
 }
 _MARKER = re.compile(r"\n\[cobalt: cut at (\d+) of (\d+) bytes; whole value in values/([0-9a-f]{64})\.json\]$")
 
@@ -87,7 +88,8 @@ def restore(rows: Iterable[dict[str, Any]], values: Path) -> None:
     """Put the whole value back, from its side file, wherever a row holds a cut one (in place). A
     value whose side file is gone stays cut, marker and all."""
     for row in rows:
-        for column in ("input", "output", "metadata", "error", "traceback", "reason", "raw_response"):
+        for column in ("input", "output", "metadata", "error", "traceback", "reason", "raw_response", "attributes",
+                       "events"):
             found = _found(row.get(column))
             if found is None:
                 continue

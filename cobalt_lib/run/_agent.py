@@ -17,6 +17,8 @@ from ..llm._pricing import cost_usd
 from ..llm._usage import UsageMeter, current_meter, tracking
 from ..results._identity import content_hash
 from ..results._report import ItemResult
+from ..traces._collect import ItemTrace, current_trace
+from ..traces._genai import usage_metadata
 
 Runner = Callable[..., Any]
 
@@ -41,8 +43,9 @@ def input_hash(item: Mapping[str, Any]) -> str:
 
 async def call_agent(runner: Runner, ctx: AgentContext, *, timeout: float, limit: asyncio.Semaphore,
                      threads: DaemonThreads | None, prices: Mapping[str, tuple[float, float]],
-                     timer: Callable[[], float] = time.perf_counter) -> ItemResult:
+                     timer: Callable[[], float] = time.perf_counter, trace_limit: int | None = None) -> ItemResult:
     """Run the agent on one item under `limit`; exceptions and timeouts become the item's status.
+    With `trace_limit`, the spans the call emits (at most that many) are kept on the item (`traces`).
 
     Its latency is read off `timer` (seconds): a sync agent's around the call in its worker thread, so
     what the event loop stalls on meanwhile is not in it; an async agent's from its slot to its answer."""
@@ -51,6 +54,7 @@ async def call_agent(runner: Runner, ctx: AgentContext, *, timeout: float, limit
     release_later = False
     clock = [timer()]  # when the call got its slot: its latency and timeout count from there
     meter = UsageMeter() if tracking[0] else None  # what track_usage()d SDK clients spend in this call
+    trace = ItemTrace(trace_limit) if trace_limit is not None else None  # the spans this call emits
     holding = threads is not None
     if holding:
         await limit.acquire()
@@ -58,7 +62,7 @@ async def call_agent(runner: Runner, ctx: AgentContext, *, timeout: float, limit
     try:
         measured: list[float] = []  # the worker thread's own timing of the call: no loop stall in it
         if threads is not None:
-            future = threads.submit(lambda: _timed(runner, ctx, measured, meter, timer))
+            future = threads.submit(lambda: _timed(runner, ctx, measured, meter, timer, trace))
             try:
                 value = await asyncio.wait_for(asyncio.shield(future), timeout)
             except TimeoutError:
@@ -67,18 +71,18 @@ async def call_agent(runner: Runner, ctx: AgentContext, *, timeout: float, limit
                 raise
         else:
             try:
-                value = await within(lambda: _awaitable(runner, ctx, meter), timeout, limit=limit, clock=clock,
-                                     timer=timer)
+                value = await within(lambda: _awaitable(runner, ctx, meter, trace), timeout, limit=limit,
+                                     clock=clock, timer=timer)
             except FinishedWhileCancelled as stopped:  # answered just as the run was stopped: keep it
                 result.latency_ms = (timer() - clock[0]) * 1000
-                _fill_output(result, stopped.value, prices, meter)
+                _fill_output(result, stopped.value, prices, meter, trace)
                 stopped.item = result
                 raise
             elapsed = timer() - clock[0]
             if elapsed > timeout + max(0.05, timeout / 20):  # the timer could not fire: the loop was blocked
                 raise BlockedLoopTimeout(elapsed)
         result.latency_ms = (measured[0] if measured else timer() - clock[0]) * 1000
-        _fill_output(result, value, prices, meter)
+        _fill_output(result, value, prices, meter, trace)
     except BlockedLoopTimeout as exc:
         result.latency_ms = (timer() - clock[0]) * 1000
         result.status = "timeout"
@@ -98,6 +102,8 @@ async def call_agent(runner: Runner, ctx: AgentContext, *, timeout: float, limit
     finally:
         if holding and not release_later:
             limit.release()
+        if trace is not None and trace.spans:  # a failed or timed-out call's spans too: they say where it went wrong
+            result.spans = trace.records()
     return result
 
 
@@ -123,21 +129,26 @@ def _hold_slot(future: asyncio.Future[Any], limit: asyncio.Semaphore, threads: D
 
 
 def _timed(runner: Runner, ctx: AgentContext, measured: list[float], meter: UsageMeter | None,
-           timer: Callable[[], float]) -> Any:
+           timer: Callable[[], float], trace: ItemTrace | None = None) -> Any:
     """`runner(ctx)` in a worker thread, its duration on `timer` appended to `measured`."""
     token = current_meter.set(meter)
+    traced = current_trace.set(trace)
     try:
         started = timer()
         value = runner(ctx)
         measured.append(timer() - started)
         return value
     finally:
+        current_trace.reset(traced)
         current_meter.reset(token)
 
 
-async def _awaitable(runner: Runner, ctx: AgentContext, meter: UsageMeter | None) -> Any:
+async def _awaitable(runner: Runner, ctx: AgentContext, meter: UsageMeter | None,
+                     trace: ItemTrace | None = None) -> Any:
     if meter is not None:
         current_meter.set(meter)  # this task's own context: gone when the call ends
+    if trace is not None:
+        current_trace.set(trace)
     try:
         value = runner(ctx)
         if inspect.isawaitable(value):
@@ -148,7 +159,7 @@ async def _awaitable(runner: Runner, ctx: AgentContext, meter: UsageMeter | None
 
 
 def _fill_output(result: ItemResult, value: Any, prices: Mapping[str, tuple[float, float]],
-                 meter: UsageMeter | None = None) -> None:
+                 meter: UsageMeter | None = None, trace: ItemTrace | None = None) -> None:
     problem = _return_problem(value)
     if problem is not None:  # a forgotten return or a mis-keyed dict: an error the gates see, not an output
         result.status = "error"
@@ -162,7 +173,22 @@ def _fill_output(result: ItemResult, value: Any, prices: Mapping[str, tuple[floa
         result.output = json_safe(value)
     if meter is not None and meter.calls:  # what the agent says itself wins over what was tracked
         result.metadata = {**meter.metadata(prices), **result.metadata}
+    if trace is not None and (trace.spans or trace.dropped):
+        _add_trace_usage(result, trace, prices)
     result.tokens, result.cost_usd = agent_usage(result.metadata, prices)
+
+
+#: The metadata keys that report an agent call's usage: when any is there, the trace's is not used.
+_USAGE_KEYS = ("tokens", "input_tokens", "output_tokens", "usage", "cost_usd", "cost")
+
+
+def _add_trace_usage(result: ItemResult, trace: ItemTrace, prices: Mapping[str, tuple[float, float]]) -> None:
+    """The model spans' tokens and cost as the item's usage, when neither the agent nor a tracked client
+    reported any; how many spans were not kept, when some were not."""
+    if trace.dropped:
+        result.metadata = {**result.metadata, "spans_dropped": trace.dropped}
+    if not any(key in result.metadata for key in _USAGE_KEYS):
+        result.metadata = {**usage_metadata(trace.records(), prices), **result.metadata}
 
 
 def _return_problem(value: Any) -> str | None:

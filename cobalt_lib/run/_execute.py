@@ -20,7 +20,7 @@ from .._timeouts import FinishedWhileCancelled
 from ..results._journal import Journal, left_work, replay_left, stalled
 from ..results._report import ExperimentReport, ItemResult
 from ..results._results_file import write_results
-from ..results._rows import aggregate_rows, output_row, run_row, score_rows, verdict_rows
+from ..results._rows import aggregate_rows, output_row, run_row, score_rows, span_rows, verdict_rows
 from ..results._writer import BatchWriter
 from ._gc import collector_tuned_for_a_run
 from ._lease import lease
@@ -176,7 +176,7 @@ async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Seq
         with collector_tuned_for_a_run(), renewing:
             async with Session(plan) as session:
                 if "outputs" in tables:
-                    session.output_sink = lambda item: rows.add("outputs", output_row(plan.run_id, item))
+                    session.output_sink = lambda item: _add_output(rows, plan.run_id, item)
                 await bounded(keys, in_flight(plan, session), one)
     finally:
         work = (plan.run_id, (time.perf_counter() - started) * 1000)
@@ -203,6 +203,13 @@ def in_flight(plan: RunPlan, session: Session) -> int:
     return 2 * (plan.concurrency + plan.judge_concurrency)
 
 
+def _add_output(rows: RowWriter, run_id: str, item: ItemResult) -> None:
+    """The item's `outputs` row and its `spans` rows."""
+    rows.add("outputs", output_row(run_id, item))
+    for row in span_rows(run_id, item):
+        rows.add("spans", row)
+
+
 async def agent_step(session: Session, key: tuple[int, int]) -> ItemResult:
     try:
         item = await produce(session, *key)
@@ -223,7 +230,8 @@ async def rescore_step(session: Session, item: ItemResult) -> ItemResult:
     # Scores carried over from the stored run cost this run nothing: they count as reused (cached).
     kept = {name: ev.model_copy(update={"cached": True, "judge_calls": 0})
             for name, ev in item.evaluations.items() if name not in session.plan.scored}
-    item = item.model_copy(update={"evaluations": kept}, deep=True)
+    spans = item.spans or session.stored_spans(item)  # for the trace evaluators, and a rescore's own spans rows
+    item = item.model_copy(update={"evaluations": kept, "spans": spans}, deep=True)
     session.output_sink(item)
     return await score(session, item)
 

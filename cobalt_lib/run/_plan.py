@@ -146,6 +146,7 @@ def prepare(experiment: Experiment, config: Config, request: RunRequest | None =
     played = range(len(experiment.dataset)) if shape.indices is None else shape.indices
     simulator = None if shape.items is not None else check_conversations(experiment, config, played)
     assertions = _gates(experiment, config, update_baselines=shape.update_baselines)
+    config.traces.exporting()  # a malformed COBALT_EXPORT_EVALUATIONS is said before any agent call
     agent_limit = shape.concurrency or experiment.concurrency or config.concurrency
     if agent_limit < 1:
         raise ConfigError(f"concurrency must be 1 or more, got {agent_limit}.")

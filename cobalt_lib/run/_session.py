@@ -13,6 +13,9 @@ from ..llm._batch import BatchJudging
 from ..llm._judge import Judge
 from ..llm._providers import import_sdks
 from ..results._report import ExperimentReport, ItemResult
+from ..results._spans import SpanRecord
+from ..traces._collect import install
+from ..traces._export import EvaluationExporter
 
 if TYPE_CHECKING:
     from ..llm._wire import Clients
@@ -47,6 +50,21 @@ class Session:
         self.eval_threads = DaemonThreads(plan.concurrency + plan.judge_concurrency, name="cobalt-evaluator")
         #: Where an agent output goes the moment it exists (the store, when the stage writes outputs).
         self.output_sink: Callable[[ItemResult], None] = lambda item: None
+        #: The most spans kept per agent call, or None when no spans are collected (`traces`).
+        self.trace_limit = plan.config.traces.max_spans if plan.config.traces.collect and install() else None
+        #: Where each item's evaluations go as OpenTelemetry events, when exporting them is on.
+        self._stored_spans: dict[tuple[int, int], list[SpanRecord]] | None = None
+        self.exporter = (EvaluationExporter.for_run(plan.run_id, plan.experiment.name)
+                         if plan.config.traces.exporting() else None)
+
+    def stored_spans(self, item: ItemResult) -> list[SpanRecord]:
+        """The stored spans of an item this run scores again without calling the agent (a rescore reads its
+        parent run's, a resume its own), read once per stage for every item."""
+        if self._stored_spans is None:
+            request = self.plan.request
+            source = request.parent_run_id if isinstance(request, RescoreRun) else self.plan.run_id
+            self._stored_spans = self.plan.store.spans_of(source)
+        return self._stored_spans.get((item.index, item.run_index), [])
 
     async def __aenter__(self) -> Session:
         return self
@@ -56,6 +74,8 @@ class Session:
             self.threads.shutdown()
         self.eval_threads.shutdown()
         await self.judge.aclose()
+        if self.exporter is not None:  # sends what is still batched: a short run's events go out before it returns
+            await asyncio.to_thread(self.exporter.close)
 
 
 def judge_batches(plan: RunPlan) -> Callable[[Clients], BatchJudging] | None:

@@ -44,7 +44,7 @@ async def produce(session: Session, index: int, run_index: int) -> ItemResult:
     if (conversation := conversation_of(ctx.item, f"dataset item {index}")) is not None:
         return await converse(session, ctx, conversation)  # the agent once per turn
     return await call_agent(plan.experiment.runner, ctx, timeout=plan.timeout, limit=session.agent_limit,
-                            threads=session.threads, prices=plan.prices)
+                            threads=session.threads, prices=plan.prices, trace_limit=session.trace_limit)
 
 
 async def score(session: Session, item: ItemResult) -> ItemResult:
@@ -54,12 +54,15 @@ async def score(session: Session, item: ItemResult) -> ItemResult:
     plan = session.plan
     evaluators = [e for e in plan.evaluators if e.name in plan.scored]
     ctx = EvalContext(item=item.item, output=item.output, metadata=item.metadata, index=item.index,
-                      run_index=item.run_index, latency_ms=item.latency_ms, tokens=item.tokens, cost_usd=item.cost_usd)
+                      run_index=item.run_index, latency_ms=item.latency_ms, tokens=item.tokens, cost_usd=item.cost_usd,
+                      spans=tuple(item.spans))
     calls = [evaluate_item(e, ctx, session.judge, plan.endpoints[e.name], threads=session.eval_threads,
                            timeout=plan.timeout) for e in evaluators]
     # gather wraps each call in a task of its own: one evaluator is awaited in place
     results = [await calls[0]] if len(calls) == 1 else await asyncio.gather(*calls)
     fresh = {e.name: r for e, r in zip(evaluators, results, strict=True)}
+    if session.exporter is not None:
+        session.exporter.emit(item, fresh)
     kept = item.evaluations
     merged = {e.name: fresh.get(e.name) or kept[e.name] for e in plan.evaluators if e.name in fresh or e.name in kept}
     # a copy, not an assignment: a rescore's item may be a stored run's (read-only) item

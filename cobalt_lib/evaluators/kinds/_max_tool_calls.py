@@ -7,20 +7,22 @@ from pydantic import Field
 from ...results._report import Evaluation
 from .._context import EvalContext
 from .._deterministic import Deterministic, verdict
-from .._toolcalls import reported_calls
+from .._toolcalls import Source, made_calls, source_field
 
 
 class MaxToolCalls(Deterministic):
-    """1 when the agent reported at most `n` tool calls in metadata["tool_calls"], else 0."""
+    """1 when the agent made at most `n` tool calls (reported in metadata["tool_calls"], or in its trace with
+    source="trace"), else 0."""
 
     kind = "max_tool_calls"
 
     n: int = Field(ge=0, description="the most tool calls a passing agent run may make")
+    source: Source = source_field()
 
     def check(self, ctx: EvalContext) -> Evaluation:
-        try:
-            made = len(reported_calls(ctx.metadata))
-        except ValueError as exc:
-            return Evaluation(status="eval-error", error=f"the agent's {exc}")
+        calls = made_calls(ctx, self.source)
+        if isinstance(calls, Evaluation):
+            return calls
+        made = len(calls)
         return verdict(made <= self.n, f"{made} tool call{'s' if made != 1 else ''}, "
                                        f"{'within' if made <= self.n else 'over'} {self.n}")

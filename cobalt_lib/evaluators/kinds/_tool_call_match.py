@@ -12,15 +12,15 @@ from ...results._report import Evaluation
 from .._context import EvalContext
 from .._deterministic import Deterministic
 from .._kind import require_field
-from .._toolcalls import ToolCall, arguments_match, read_calls, reported_calls
+from .._toolcalls import Source, ToolCall, arguments_match, made_calls, read_calls, source_field
 
 if TYPE_CHECKING:
     from .._evaluator import Evaluator
 
 
 class ToolCallMatch(Deterministic):
-    """The share of item[`field`]'s expected tool calls that the agent made (metadata["tool_calls"]),
-    in order and with the expected arguments contained in the actual ones by default."""
+    """The share of item[`field`]'s expected tool calls that the agent made (metadata["tool_calls"], or its
+    trace with source="trace"), in order and with the expected arguments contained in the actual ones by default."""
 
     kind = "tool_call_match"
 
@@ -32,6 +32,7 @@ class ToolCallMatch(Deterministic):
                                 "names")
     arguments: Literal["subset", "exact"] = Field(
         "subset", description="subset: the expected arguments are contained in the actual ones; exact: equal")
+    source: Source = source_field()
 
     def check_item(self, item: Mapping[str, Any], index: int, evaluator: Evaluator) -> None:
         require_field(item, index, evaluator, self.field)
@@ -42,10 +43,9 @@ class ToolCallMatch(Deterministic):
 
     def check(self, ctx: EvalContext) -> Evaluation:
         expected = read_calls(ctx.item.get(self.field), f"item field {self.field!r}")
-        try:
-            actual = reported_calls(ctx.metadata)
-        except ValueError as exc:
-            return Evaluation(status="eval-error", error=f"the agent's {exc}")
+        actual = made_calls(ctx, self.source)
+        if isinstance(actual, Evaluation):
+            return actual
         if self.order == "lcs":
             return _lcs(expected, actual)
         if not expected:

@@ -9,13 +9,13 @@ from pydantic import Field, PrivateAttr, model_validator
 from ...results._report import Evaluation
 from .._context import EvalContext
 from .._deterministic import Deterministic
-from .._toolcalls import ToolCall, reported_calls
+from .._toolcalls import Source, ToolCall, made_calls, source_field
 from ._json_schema import error_text, path_text
 
 
 class ToolCallsValid(Deterministic):
-    """The share of reported tool calls that name a tool of `schema` with arguments valid against its JSON
-    Schema (1 when there are none); passes only when all are valid."""
+    """The share of tool calls made (reported, or in the trace with source="trace") that name a tool of `schema`
+    with arguments valid against its JSON Schema (1 when there are none); passes only when all are valid."""
 
     kind = "tool_calls_valid"
     default_threshold = 1.0
@@ -23,6 +23,7 @@ class ToolCallsValid(Deterministic):
     schema_: dict[str, Any] | list[dict[str, Any]] = Field(
         alias="schema", description="the tools: {name: JSON Schema of its arguments}, or a list of OpenAI "
                                     "({type, function: {name, parameters}}) or Anthropic ({name, input_schema}) tools")
+    source: Source = source_field()
     _validators: dict[str, Any] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="after")
@@ -40,13 +41,12 @@ class ToolCallsValid(Deterministic):
         return self
 
     def describe(self) -> dict[str, Any]:
-        return {"schema": self.schema_, "negate": self.negate}
+        return {"schema": self.schema_, "source": self.source, "negate": self.negate}
 
     def check(self, ctx: EvalContext) -> Evaluation:
-        try:
-            calls = reported_calls(ctx.metadata)
-        except ValueError as exc:
-            return Evaluation(status="eval-error", error=f"the agent's {exc}")
+        calls = made_calls(ctx, self.source)
+        if isinstance(calls, Evaluation):
+            return calls
         if not calls:
             return Evaluation(score=1.0, reason="no tool calls made")
         problems = [p for p in (self._problem(call) for call in calls) if p]

@@ -184,6 +184,7 @@
     if (item.expected !== null && item.expected !== undefined) col.append(el("h4", {}, "Expected output"), el("pre", {class: "expected"}, text(item.expected)));
     col.append(el("h4", {}, "Evaluations"));
     Object.keys(item.evaluations).forEach(function (n) { col.append(evaluationBlock(n, item.evaluations[n])); });
+    if (item.trace && item.trace.length && window.cobaltTrace) col.append(window.cobaltTrace(item.trace));  // trace.js
     if (Object.keys(item.metadata || {}).length) col.append(el("h4", {}, "Metadata"), el("pre", {class: "metadata"}, text(item.metadata)));
     return col;
   }

@@ -1,0 +1,10 @@
+"""Traces: the OpenTelemetry spans an agent emits, collected per item during a run, read for their model
+and tool calls (the GenAI semantic conventions), and evaluations exported as `gen_ai.evaluation.result`
+events."""
+
+from ._collect import ItemTrace, current_trace, install
+from ._genai import TraceToolCall, model_calls, tool_calls, usage_metadata
+from ._tree import SpanNode, span_tree, summarise
+
+__all__ = ["ItemTrace", "SpanNode", "TraceToolCall", "current_trace", "install", "model_calls", "span_tree",
+           "summarise", "tool_calls", "usage_metadata"]
