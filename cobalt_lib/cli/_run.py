@@ -45,6 +45,9 @@ def run(
     update_baselines: Annotated[bool, typer.Option(
         "--update-baselines", help="Skip the no_regression gates and, when the other gates pass, write "
         "their baseline files from this run (first run, or an accepted change in quality).")] = False,
+    variant: Annotated[list[str] | None, typer.Option(
+        "--variant", metavar="VARIANT", help="Only this variant of experiments with variants (its name, or "
+        "key=value of its parameters; repeatable); the baseline variant always runs too.")] = None,
     progress_jsonl: Annotated[Path | None, typer.Option(
         "--progress-jsonl", metavar="FILE", help="Also write one JSON line per started run, finished item and "
         "finished run to FILE (a file, or a pipe such as /dev/fd/3), flushed as each happens.")] = None,
@@ -71,7 +74,9 @@ def run(
     progress = None if progress_jsonl is None else open(progress_jsonl, "w", encoding="utf-8")  # noqa: SIM115
     reporter = _observer(json_output, ci, progress)
     options = RunOptions(concurrency=concurrency, add_tags=add_tag or [], dagster=not no_dagster,
-                         update_baselines=update_baselines)
+                         update_baselines=update_baselines, variants=variant or [])
+    if variant and (resume or only_failed):
+        raise ConfigError("--variant picks the variants of a new run; a resumed or re-run run keeps its own variant.")
     try:
         # With --json, stdout carries the JSON alone: what the experiment files and agents print goes to stderr.
         user_output = contextlib.redirect_stdout(sys.stderr) if json_output else contextlib.nullcontext()
@@ -104,9 +109,9 @@ def run(
 
 def _observer(json_output: bool, ci: bool, progress: IO[str] | None) -> Observer | None:
     """The terminal reporter (none with --json), wrapped by the JSON-lines writer of --progress-jsonl."""
-    from ..render._terminal import TerminalReporter
+    from ..render._group_reporter import GroupReporter
 
-    reporter = None if json_output else TerminalReporter(ci=ci)
+    reporter = None if json_output else GroupReporter(ci=ci)
     if progress is None:
         return reporter
     from ..render._progress import ProgressLines

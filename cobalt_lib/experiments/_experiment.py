@@ -15,9 +15,10 @@ from ..evaluators._itemchecks import with_item_checks
 from ..gates._assertions import RUN_METRICS, Assertion, ErrorRate
 from ..results._report import ExperimentReport
 from ._dataset import Dataset
+from ._variants import Variant, check_gate_variants, parse_variants
 
 _OPTIONS = frozenset({"evaluators", "runs", "concurrency", "judge_concurrency", "timeout", "tags", "assertions",
-                      "description", "max_error_rate"})
+                      "description", "max_error_rate", "variants", "baseline"})
 
 #: Every declared experiment by name; declaring a name again replaces it (notebooks re-run cells).
 REGISTRY: dict[str, Experiment] = {}
@@ -45,6 +46,8 @@ class Experiment:
         assertions: Sequence[Assertion] = (),
         description: str | None = None,
         max_error_rate: float | None = None,
+        variants: Sequence[Mapping[str, Any]] | Mapping[str, Sequence[Any]] | None = None,
+        baseline: str | None = None,
     ) -> None:
         where = f"experiment {name!r}"
         if not isinstance(name, str) or not name.strip():
@@ -76,6 +79,9 @@ class Experiment:
                                   f"assertion(), got {gate!r}.")
         if max_error_rate is not None:
             ErrorRate(max_error_rate)  # checks it now, with the sentence that says what it means
+        #: The agent's configurations run side by side (`ctx.variant`); empty: the experiment has none.
+        self.variants = parse_variants(variants, baseline, where)
+        check_gate_variants(assertions, self.variants, where)
         self.name = name
         self.dataset = dataset
         self.runner = runner
@@ -95,6 +101,11 @@ class Experiment:
 
     def __repr__(self) -> str:
         return f"Experiment({self.name!r}, {len(self.dataset)} items, {len(self.evaluators)} evaluators)"
+
+    @property
+    def baseline_variant(self) -> Variant | None:
+        """The variant the others are compared with; None when the experiment has no variants."""
+        return next((v for v in self.variants if v.baseline), None)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """The decorated agent stays callable."""
@@ -143,7 +154,9 @@ def experiment(name: str, dataset: Dataset | Iterable[Mapping[str, Any]], runner
 
     Options: `evaluators`, `runs`, `concurrency`, `judge_concurrency`, `timeout` (seconds per
     item), `tags`, `assertions`, `description`, `max_error_rate` (the share of errors that may pass;
-    default `[ci] max_error_rate`, 0: any error fails the run).
+    default `[ci] max_error_rate`, 0: any error fails the run), `variants` (parameter sets the agent
+    receives as `ctx.variant`: a list, or a mapping of axes for every combination; docs/variants.md)
+    and `baseline` (the variant the others are compared with; default the first).
     """
     unknown = sorted(set(options) - _OPTIONS)
     if unknown:

@@ -89,6 +89,6 @@ def rescore_run(config: Config, ref: str, *, evaluators: Sequence[str] = (), exp
     if not found:
         raise ConfigError(f"Run {old_id} belongs to experiment {stored.name!r}, which no experiment file under "
                           f"{config.test_dir}/ declares any more; restore it to rescore this run.")
-    request = RescoreRun(parent_run_id=old_id, outputs=stored.items, evaluators=evaluators)
+    request = RescoreRun(parent_run_id=old_id, outputs=stored.items, evaluators=evaluators, variant=stored.variant)
     report = run_anywhere(execute(prepare(found[-1], config, request), observer))
     return Rescored(parent_run_id=old_id, report=report)

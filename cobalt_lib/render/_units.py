@@ -31,3 +31,10 @@ def duration(ms: float | None) -> str:
 def count(n: int, noun: str) -> str:
     """`1 item`, `3 items`, `0 errors`: the noun agrees with the number."""
     return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def score(value: float | None, *, sign: bool = False, digits: int = 3) -> str:
+    """A score or a score difference to `digits` places (`0.850`, `+0.050` with `sign`); `–` for none."""
+    if value is None:
+        return "–"
+    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"

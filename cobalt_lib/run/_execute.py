@@ -94,7 +94,8 @@ def start_run(plan: RunPlan) -> None:
     """Record the run as `running` before any agent call."""
     pending = ExperimentReport(id=plan.run_id, name=plan.experiment.name, timestamp=plan.timestamp,
                                status="running", source=plan.source, parent_run_id=plan.parent_run_id,
-                               tags=plan.tags, config=plan.describe())
+                               tags=plan.tags, config=plan.describe(),
+                               variant=plan.variant.name if plan.variant else None, group_id=plan.group_id)
     plan.store.start_run(run_row(pending, finished=False))
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from .._errors import ConfigError
 from ..config._config import Config
 from ..evaluators._evaluator import Evaluator
+from ..experiments._variants import Variant
 from ..gates._assertions import RUN_METRICS, Assertion, NoRegression, check_metric, experiment_gates
 from ..llm._cache import ResponseCache
 from ..llm._providers import Endpoint
@@ -48,6 +49,10 @@ class RunPlan:
     request: RunRequest = field(default_factory=FreshRun)
     #: The dataset indices this run covers, when only some (the failed items of its parent); None: all.
     indices: tuple[int, ...] | None = None
+    #: The variant this run is, when the experiment has variants (`ctx.variant` is its parameters).
+    variant: Variant | None = None
+    #: The run group: the runs of every variant started together (`cobalt run` of an experiment with variants).
+    group_id: str | None = None
 
     @property
     def store(self) -> Store:
@@ -65,6 +70,7 @@ class RunPlan:
             "assertions": [a.describe() for a in self.assertions],
             **({"rescored": sorted(self.scored)} if isinstance(self.request, RescoreRun) else {}),
             **({"indices": list(self.indices)} if self.indices is not None else {}),
+            **({"variant": self.variant.describe()} if self.variant is not None else {}),
             "dataset": {"source": exp.dataset.source,
                         "size": self.total_items if self.indices is None else len(exp.dataset)},
             "runner": getattr(exp.runner, "__qualname__", repr(exp.runner)),
@@ -132,10 +138,12 @@ def prepare(experiment: Experiment, config: Config, request: RunRequest | None =
     """
     request = request if request is not None else FreshRun()
     shape = _shape(request)
+    variant = run_variant(experiment, getattr(request, "variant", None))
     chosen = _choose_evaluators(experiment, shape.evaluators)
     total = _check_items(experiment, chosen, shape.items, shape.indices)
     endpoints = {e.name: e.endpoint(config) for e in chosen}
-    assertions = _gates(experiment, config, update_baselines=shape.update_baselines)
+    assertions = [gate for gate in _gates(experiment, config, update_baselines=shape.update_baselines)
+                  if gate.applies_to(variant.name if variant else None)]
     agent_limit = shape.concurrency or experiment.concurrency or config.concurrency
     if agent_limit < 1:
         raise ConfigError(f"concurrency must be 1 or more, got {agent_limit}.")
@@ -148,8 +156,24 @@ def prepare(experiment: Experiment, config: Config, request: RunRequest | None =
         tags=list(dict.fromkeys([*experiment.tags, *shape.tags])), source=shape.source,
         parent_run_id=shape.parent_run_id, prices={name: (p.input, p.output) for name, p in config.prices.items()},
         evaluators=list(experiment.evaluators), scored=frozenset(e.name for e in chosen), total_items=total,
-        request=request, indices=shape.indices,
+        request=request, indices=shape.indices, variant=variant,
+        group_id=getattr(request, "group_id", None) if variant is not None else None,
     )
+
+
+def run_variant(experiment: Experiment, name: str | None) -> Variant | None:
+    """The variant a run of `experiment` is: the one `name`d, else its baseline; None without variants."""
+    if not experiment.variants:
+        if name is not None:
+            raise ConfigError(f"Experiment {experiment.name!r} declares no variants, so it has no variant {name!r}.")
+        return None
+    if name is None:
+        return experiment.baseline_variant
+    found = next((v for v in experiment.variants if v.name == name), None)
+    if found is None:
+        raise ConfigError(f"Experiment {experiment.name!r} has no variant {name!r}; its variants are "
+                          f"{', '.join(repr(v.name) for v in experiment.variants)}.")
+    return found
 
 
 def _check_items(experiment: Experiment, chosen: list[Evaluator], items: list[Mapping[str, Any]] | None,

@@ -46,6 +46,10 @@ class FreshRun(_Options):
     run_id: str | None = None
     #: Leave the no_regression gates out: this run is about to become their baseline.
     update_baselines: bool = False
+    #: The variant this run is (its name; None: the baseline of an experiment with variants), and the
+    #: run group it belongs to (the runs of one `cobalt run` of every variant).
+    variant: str | None = None
+    group_id: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,6 +61,9 @@ class ResumeRun(_Options):
     items: Sequence[ItemResult] = field(default=(), repr=False)
     #: The dataset indices the run covers, when it covers only some (a run of failed items); None: all.
     indices: tuple[int, ...] | None = None
+    #: The stored run's variant and run group.
+    variant: str | None = None
+    group_id: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,6 +76,8 @@ class RescoreRun:
     parent_run_id: str
     outputs: Sequence[ItemResult] = field(repr=False)
     evaluators: Sequence[str] = ()
+    #: The parent run's variant: the new run is of the same one.
+    variant: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "evaluators", tuple(self.evaluators))
@@ -83,6 +92,8 @@ class FailedItemsRun(_Options):
 
     parent_run_id: str
     indices: tuple[int, ...]
+    #: The parent run's variant: the items run again with the same parameters.
+    variant: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -96,6 +107,9 @@ class PartitionRun(_Tagged):
     run_id: str
     timestamp: str | None = None
     concurrency: int | None = None
+    #: The variant the partition runs (its `cobalt/variant` tag, else the stored run's), and its group.
+    variant: str | None = None
+    group_id: str | None = None
 
 
 RunRequest: TypeAlias = FreshRun | ResumeRun | RescoreRun | FailedItemsRun | PartitionRun

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from .._aio import is_async_callable
@@ -30,17 +32,19 @@ class Observer(Protocol):
 
 
 class Session:
-    """What one run shares across items: the judge's clients and cache, the agent's threads and limit."""
+    """What one run shares across items: the judge's clients and cache, the agent's threads and limit.
+
+    Inside `shared_parts(...)` (the runs of every variant at once) those come from the group instead,
+    and the group closes them: the variants share one limit, one judge and its cache."""
 
     def __init__(self, plan: RunPlan) -> None:
         self.plan = plan
         import_sdks(plan.endpoints[e.name] for e in plan.evaluators if e.name in plan.scored)
-        self.judge = Judge(plan.cache(), plan.judge_concurrency, plan.prices)
-        self.agent_limit = asyncio.Semaphore(plan.concurrency)
-        runner = plan.experiment.runner
-        self.threads = None if is_async_callable(runner) else DaemonThreads(plan.concurrency)
-        #: For sync function evaluators; threads start on first use.
-        self.eval_threads = DaemonThreads(plan.concurrency + plan.judge_concurrency, name="cobalt-evaluator")
+        group = SHARED.get()
+        self.shared = group is not None
+        parts = group or Parts.for_plan(plan)
+        self.judge, self.agent_limit, self.threads, self.eval_threads = (
+            parts.judge, parts.agent_limit, parts.threads, parts.eval_threads)
         #: Where an agent output goes the moment it exists (the store, when the stage writes outputs).
         self.output_sink: Callable[[ItemResult], None] = lambda item: None
 
@@ -48,7 +52,34 @@ class Session:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        if not self.shared:
+            await Parts(self.judge, self.agent_limit, self.threads, self.eval_threads).aclose()
+
+
+@dataclass
+class Parts:
+    """The judge, the agent's limit and threads, and the evaluators' threads: one run's, or a group's."""
+
+    judge: Judge
+    agent_limit: asyncio.Semaphore
+    threads: DaemonThreads | None
+    #: For sync function evaluators; threads start on first use.
+    eval_threads: DaemonThreads
+
+    @classmethod
+    def for_plan(cls, plan: RunPlan, judge: Judge | None = None) -> Parts:
+        runner = plan.experiment.runner
+        return cls(judge or Judge(plan.cache(), plan.judge_concurrency, plan.prices),
+                   asyncio.Semaphore(plan.concurrency),
+                   None if is_async_callable(runner) else DaemonThreads(plan.concurrency),
+                   DaemonThreads(plan.concurrency + plan.judge_concurrency, name="cobalt-evaluator"))
+
+    async def aclose(self) -> None:
         if self.threads is not None:
             self.threads.shutdown()
         self.eval_threads.shutdown()
         await self.judge.aclose()
+
+
+#: The parts every Session of a run group uses (set by `run._group` around the group's runs).
+SHARED: ContextVar[Parts | None] = ContextVar("cobalt_shared_session_parts", default=None)

@@ -10,7 +10,7 @@ from typing import Literal
 from ..evaluators._context import EvalContext
 from ..results._report import AssertionResult, ExperimentReport, ItemResult
 from ..results._spill import ItemSpill, StoredItems
-from ._agent import AgentContext, call_agent
+from ._agent import NO_VARIANT, AgentContext, call_agent
 from ._aggregate import Tally, summarise
 from ._plan import RunPlan
 from ._session import Session
@@ -37,7 +37,8 @@ class FinishedItems:
 async def produce(session: Session, index: int, run_index: int) -> ItemResult:
     """Stage 1 for one item: call the agent."""
     plan = session.plan
-    ctx = AgentContext(item=plan.experiment.dataset[index], index=index, run_index=run_index)
+    ctx = AgentContext(item=plan.experiment.dataset[index], index=index, run_index=run_index,
+                       variant=plan.variant.params if plan.variant is not None else NO_VARIANT)
     return await call_agent(plan.experiment.runner, ctx, timeout=plan.timeout, limit=session.agent_limit,
                             threads=session.threads, prices=plan.prices)
 
@@ -88,6 +89,7 @@ def build_report(plan: RunPlan, items: Sequence[ItemResult] | FinishedItems, dur
     report = ExperimentReport(
         id=plan.run_id, name=plan.experiment.name, timestamp=plan.timestamp, status=status, source=plan.source,
         parent_run_id=plan.parent_run_id, tags=plan.tags, config=plan.describe(),
+        variant=plan.variant.name if plan.variant else None, group_id=plan.group_id,
         summary=summarise(plan, tally, duration_ms),
     )
     if isinstance(ordered, StoredItems):
