@@ -15,7 +15,7 @@ from ..evaluators._itemchecks import with_item_checks
 from ..gates._assertions import RUN_METRICS, Assertion, ErrorRate
 from ..results._report import ExperimentReport
 from ._dataset import Dataset
-from ._variants import Variant, check_gate_variants, parse_variants
+from ._variants import Variant, check_gate_variants, parse_variants, select_variants
 
 _OPTIONS = frozenset({"evaluators", "runs", "concurrency", "judge_concurrency", "timeout", "tags", "assertions",
                       "description", "max_error_rate", "variants", "baseline"})
@@ -114,7 +114,8 @@ class Experiment:
     def run(self, *, config: Config | None = None, observer: Any = None, **overrides: Any) -> ExperimentReport:
         """Run every item through the agent and the evaluators; store and return the report.
 
-        Overrides: `concurrency`, `timeout`, `runs`, `tags`, `run_id`. A Ctrl-C keeps what finished
+        Overrides: `concurrency`, `timeout`, `runs`, `tags`, `run_id`, `variant` (in an experiment with
+        variants, the one to run: default its baseline; `run_variants()` runs them all). A Ctrl-C keeps what finished
         (the run is stored as `incomplete`) and then raises KeyboardInterrupt; `resume=<run id>`
         then finishes that run, doing only the missing items and scores.
         """
@@ -131,6 +132,24 @@ class Experiment:
         config = config or load_config()
         request = FreshRun(**overrides) if resume is None else resume_request(self, config, resume, **overrides)
         return await execute(prepare(self, config, request), observer)
+
+
+    def run_variants(self, variants: Sequence[str] = (), *, config: Config | None = None, observer: Any = None,
+                     **overrides: Any) -> list[ExperimentReport]:
+        """Run every variant (or those `variants` names, with the baseline) at once, as `cobalt run` does:
+        one run per variant under one run group, sharing the concurrency limit, the judge and its cache.
+        Returns their reports, the baseline's first; `cobalt compare --group` shows their grid."""
+        from ..run._group import execute_group, new_group_id
+        from ..run._plan import prepare
+        from ..run._requests import FreshRun
+
+        if not self.variants:
+            raise ConfigError(f"experiment {self.name!r} declares no variants; use .run(), or declare variants=[...].")
+        config = config or load_config()
+        group = new_group_id()
+        chosen = select_variants(self.variants, list(variants), f"experiment {self.name!r}")
+        plans = [prepare(self, config, FreshRun(**overrides, variant=v.name, group_id=group)) for v in chosen]
+        return run_anywhere(execute_group(plans, observer))
 
 
 def _check_positive(where: str, *, integer: bool = False, **values: float | None) -> None:

@@ -13,28 +13,14 @@ import difflib
 import itertools
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
 from .._errors import ConfigError
+from ..run._variant import Variant
 
 #: The longest variant name: it is a Dagster tag value and a column in every grid.
 MAX_NAME = 60
-
-
-@dataclass(frozen=True)
-class Variant:
-    """One configuration of the agent: its name, its parameters (`ctx.variant`) and whether it is the baseline."""
-
-    name: str
-    params: Mapping[str, Any] = field(default_factory=dict)
-    baseline: bool = False
-    #: Where it stands among the experiment's variants (grids list them in this order).
-    position: int = 0
-
-    def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "params": dict(self.params), "baseline": self.baseline, "position": self.position}
 
 
 def parse_variants(spec: Any, baseline: str | None, where: str) -> list[Variant]:

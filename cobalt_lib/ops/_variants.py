@@ -19,16 +19,11 @@ from ..results._grid import VariantGrid, build_grid
 from ..results._history import load_report
 from ..results._report import ExperimentReport
 from ..run._execute import RunInterrupted
-from ..run._group import execute_group
-from ..run._plan import RunPlan, new_run_id
+from ..run._group import execute_group, new_group_id
+from ..run._plan import RunPlan
 from ..run._requests import FreshRun
 from ..run._session import Observer
 from ._refs import store_with_runs
-
-
-def new_group_id() -> str:
-    """`g-20261126183000-1a2b3c4d`: a run group's id, never mistaken for a run's."""
-    return "g-" + new_run_id()
 
 
 def variant_plans(experiment: Experiment, request: FreshRun, wanted: Sequence[str],

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._errors import ConfigError
@@ -12,7 +13,10 @@ from .._errors import ConfigError
 class VariantRuns:
     """`Store`'s run-group methods; the SQL stays in the results package, beside the store's own."""
 
+    path: Path
+
     if TYPE_CHECKING:  # what `Store` brings, for the type checker alone
+        def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]: ...
         def _runs(self, sql: str, params: Sequence[Any], *, missing_ok: bool) -> list[dict[str, Any]]: ...
 
     def group_runs(self, group_id: str) -> list[dict[str, Any]]:
@@ -23,10 +27,12 @@ class VariantRuns:
 
     def groups(self, experiment: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
         """Run groups newest first: `group_id`, `experiment`, `started_at`, `runs` (how many variants ran)."""
+        if not self.path.exists():
+            return []
         where = "WHERE group_id IS NOT NULL" + (" AND experiment = ?" if experiment else "")
-        return self._runs(f"SELECT group_id, any_value(experiment) AS experiment, min(started_at) AS started_at, "
+        return self.query(f"SELECT group_id, any_value(experiment) AS experiment, min(started_at) AS started_at, "
                           f"count(*) AS runs FROM runs {where} GROUP BY group_id ORDER BY started_at DESC "
-                          f"LIMIT {int(limit)}", [experiment] if experiment else [], missing_ok=True)
+                          f"LIMIT {int(limit)}", [experiment] if experiment else [])
 
     def resolve_group(self, ref: str, experiment: str | None = None) -> str:
         """A group id from `ref`: an id, a unique prefix, `latest`, or a run id of one of its runs."""

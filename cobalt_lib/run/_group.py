@@ -12,7 +12,7 @@ from ..llm._judge import Answer, Judge
 from ..llm._providers import Endpoint
 from ..results._report import ExperimentReport
 from ._execute import execute
-from ._plan import RunPlan
+from ._plan import RunPlan, new_run_id
 from ._session import SHARED, Observer, Parts
 
 T = TypeVar("T")
@@ -41,6 +41,11 @@ class SharedJudge(Judge):
         finally:
             del self._in_flight[key]
             done.set_result(None)
+
+
+def new_group_id() -> str:
+    """`g-20261126183000-1a2b3c4d`: a run group's id, never mistaken for a run's."""
+    return "g-" + new_run_id()
 
 
 async def execute_group(plans: Sequence[RunPlan], observer: Observer | None = None) -> list[ExperimentReport]:

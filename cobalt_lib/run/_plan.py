@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Any, Literal
 from .._errors import ConfigError
 from ..config._config import Config
 from ..evaluators._evaluator import Evaluator
-from ..experiments._variants import Variant
 from ..gates._assertions import RUN_METRICS, Assertion, NoRegression, check_metric, experiment_gates
 from ..llm._cache import ResponseCache
 from ..llm._providers import Endpoint
 from ..results._report import ItemResult
 from ..results._store import Store
 from ._requests import FailedItemsRun, FreshRun, PartitionRun, RescoreRun, ResumeRun, RunRequest
+from ._variant import Variant
 
 if TYPE_CHECKING:
     from ..experiments._experiment import Experiment

@@ -1,0 +1,135 @@
+"""A 2 x 2 variant experiment (model x prompt) against the loopback LLM server: one run per variant in one
+group, one judge cache, the grid equal to `compare`, the frontier, per-variant gates and `--variant`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fakellm import FakeLLM
+from typer.testing import CliRunner
+from variant_project import sweep_project
+
+from cobalt_lib import Config, ConfigError, Dataset, Evaluator, Store, experiment, threshold
+from cobalt_lib.cli._app import app
+from cobalt_lib.ops import RunOptions, Selection, run_experiments
+from cobalt_lib.ops._compare import compare_runs
+from cobalt_lib.ops._variants import variant_grid
+
+BASE, SMALL_V2, LARGE_V1, LARGE_V2 = ("model=small,prompt=v1", "model=small,prompt=v2", "model=large,prompt=v1",
+                                      "model=large,prompt=v2")
+
+
+def _run(config: Config, *variants: str) -> list:  # type: ignore[type-arg]
+    return run_experiments(config, Selection(), RunOptions(dagster=False, variants=list(variants))).reports
+
+
+def test_one_run_stores_a_run_per_variant_in_one_group_sharing_one_judge_cache(project: Path, llm: FakeLLM) -> None:
+    config = sweep_project(project, llm)
+    reports = _run(config)
+    assert [r.variant for r in reports] == [BASE, SMALL_V2, LARGE_V1, LARGE_V2]
+    [group] = {r.group_id for r in reports}
+    assert group is not None and group.startswith("g-")
+    stored = Store.for_config(config).group_runs(group)
+    assert [(r["variant"], r["status"]) for r in stored] == [(v, "completed") for v in (BASE, SMALL_V2, LARGE_V1,
+                                                                                         LARGE_V2)]
+    # small/v1 and small/v2 answer alike: 6 judge calls for both, 6 each for the large ones
+    assert llm.count() == 18
+    assert sum(r.summary.judge_calls for r in reports) == 18
+    # the agent saw its variant's parameters
+    large = next(r for r in reports if r.variant == LARGE_V1)
+    assert all(str(item.output).endswith("(large)") for item in large.items)
+    assert large.config["variant"] == {"name": LARGE_V1, "params": {"model": "large", "prompt": "v1"},
+                                       "baseline": False, "position": 2}
+    _run(config)  # a second group: every judge answer comes from the cache
+    assert llm.count() == 18
+
+
+def test_the_grid_is_compare_of_each_variant_against_the_baseline(project: Path, llm: FakeLLM) -> None:
+    config = sweep_project(project, llm)
+    reports = _run(config)
+    grid = variant_grid(config, "latest")
+    assert (grid.baseline, [r.variant for r in grid.rows]) == (BASE, [BASE, SMALL_V2, LARGE_V1, LARGE_V2])
+    base_id = reports[0].id
+    for report, row in zip(reports[1:], grid.rows[1:], strict=True):
+        [delta] = compare_runs(config, base_id, report.id).comparison.evaluators
+        cell = row.cell("quality")
+        assert cell is not None
+        assert (cell.delta, cell.ci_low, cell.ci_high, cell.verdict) == (
+            delta.paired_delta, delta.ci_low, delta.ci_high, delta.verdict)
+    words = {row.variant: row.cells[0].word for row in grid.rows}
+    assert words == {BASE: "baseline", SMALL_V2: "no significant change", LARGE_V1: "better", LARGE_V2: "worse"}
+    assert grid.rows[2].cells[0].mean == pytest.approx(0.85)
+    assert [row.cost_per_item for row in grid.rows] == pytest.approx([0.001, 0.001, 0.002, 0.002])
+
+
+def test_the_frontier_marks_the_variants_no_other_beats_on_quality_and_cost(project: Path, llm: FakeLLM) -> None:
+    config = sweep_project(project, llm)
+    _run(config)
+    grid = variant_grid(config, "latest")
+    # large/v2 costs as much as large/v1 and scores lower: dominated; the small ones tie, both cheapest
+    assert {row.variant: row.frontier for row in grid.rows} == {BASE: True, SMALL_V2: True, LARGE_V1: True,
+                                                                LARGE_V2: False}
+
+
+def test_gates_apply_to_every_variant_and_a_named_gate_to_its_variant_only(project: Path, llm: FakeLLM) -> None:
+    config = sweep_project(project, llm)
+    reports = {r.variant: r for r in _run(config)}
+    assert {name: r.passed for name, r in reports.items()} == {BASE: True, SMALL_V2: True, LARGE_V1: True,
+                                                               LARGE_V2: False}
+    assert [a.name for a in reports[LARGE_V2].assertions if not a.passed] == ["quality >= 0.4"]
+    named = "quality >= 0.85 [model=large,prompt=v1]"
+    assert [a.passed for a in reports[LARGE_V1].assertions if a.name == named] == [True]
+    assert all(a.name != named for v in (BASE, SMALL_V2, LARGE_V2) for a in reports[v].assertions)
+
+
+def test_variant_filters_by_name_or_parameter_and_keeps_the_baseline(project: Path, llm: FakeLLM) -> None:
+    config = sweep_project(project, llm)
+    assert [r.variant for r in _run(config, LARGE_V1)] == [BASE, LARGE_V1]
+    assert [r.variant for r in _run(config, "prompt=v2")] == [BASE, SMALL_V2, LARGE_V2]
+    with pytest.raises(ConfigError, match=r"--variant 'model=huge' matches no variant of experiment 'sweep'"):
+        _run(config, "model=huge")
+
+
+def test_compare_group_prints_the_grid_and_fails_on_a_worse_variant(project: Path, llm: FakeLLM) -> None:
+    config = sweep_project(project, llm)
+    reports = _run(config)
+    runner = CliRunner()
+    shown = runner.invoke(app, ["compare", "--group", reports[0].id, "--json"])
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout)["group_id"] == reports[0].group_id
+    failed = runner.invoke(app, ["compare", "--group", "latest", "--fail-on-regression"])
+    assert failed.exit_code == 1 and f"{LARGE_V2}: quality worse than {BASE}" in failed.stderr
+    both = runner.invoke(app, ["compare", "latest", "--group", "latest"])  # the entry point makes it exit 2
+    assert isinstance(both.exception, ConfigError) and "give either --group or runs A and B" in str(both.exception)
+
+
+def _agent(ctx: object) -> str:
+    return "x"
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"variants": []}, "variants is empty"),
+    ({"variants": {"model": "gpt-4o"}}, "variant axis 'model' must be a list of values"),
+    ({"variants": [{"name": "a"}, {"name": "a"}]}, "variant name 'a' is used twice"),
+    ({"variants": {"model": ["a", "b"]}, "baseline": "model=bb"}, "baseline='model=bb' is not one of its variants; "
+                                                                  "did you mean 'model=b'"),
+    ({"variants": [{"name": "a", "client": object()}]}, "variant parameter 'client'"),
+    ({"baseline": "a"}, "declares no variants"),
+    ({"variants": {"model": ["a"]}, "assertions": [threshold("exact", 0.5, variant="b")]},
+     "gate 'exact >= 0.5 \\[b\\]' names variant 'b', which is not one of its variants"),
+])
+def test_a_bad_declaration_is_one_sentence_naming_the_experiment(options: dict, message: str) -> None:  # type: ignore[type-arg]
+    with pytest.raises(ConfigError, match=f"experiment 'bad': .*{message}"):
+        experiment("bad", Dataset([{"expected_output": "x"}]), _agent,
+                   evaluators=[Evaluator(name="exact", type="exact-match")], **options)
+
+
+def test_a_list_of_named_sets_and_a_named_baseline() -> None:
+    declared = experiment("named", Dataset([{"expected_output": "x"}]), _agent,
+                          variants=[{"name": "fast", "model": "mini"}, {"name": "smart", "model": "4o", "t": 0}],
+                          baseline="smart")
+    assert [(v.name, dict(v.params), v.baseline) for v in declared.variants] == [
+        ("fast", {"model": "mini"}, False), ("smart", {"model": "4o", "t": 0}, True)]
+    assert declared.baseline_variant is not None and declared.baseline_variant.name == "smart"
