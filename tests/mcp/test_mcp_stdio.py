@@ -15,7 +15,8 @@ from mcp_project import Served, anyio_backend, qa_source, served  # noqa: F401  
 
 pytestmark = pytest.mark.anyio
 
-TOOLS = {"cobalt_run", "cobalt_results", "cobalt_compare", "cobalt_query", "cobalt_evaluate", "cobalt_generate"}
+TOOLS = {"cobalt_run", "cobalt_results", "cobalt_compare", "cobalt_query", "cobalt_evaluate", "cobalt_generate",
+         "cobalt_variants"}
 
 
 @dataclass
