@@ -34,16 +34,16 @@ def test_one_run_stores_a_run_per_variant_in_one_group_sharing_one_judge_cache(p
     stored = Store.for_config(config).group_runs(group)
     assert [(r["variant"], r["status"]) for r in stored] == [(v, "completed") for v in (BASE, SMALL_V2, LARGE_V1,
                                                                                          LARGE_V2)]
-    # small/v1 and small/v2 answer alike: 6 judge calls for both, 6 each for the large ones
-    assert llm.count() == 18
-    assert sum(r.summary.judge_calls for r in reports) == 18
+    # small/v1 and small/v2 answer alike: 6 judge calls for both, 5 each for the large ones (item 5 is alike)
+    assert llm.count() == 16
+    assert sum(r.summary.judge_calls for r in reports) == 16
     # the agent saw its variant's parameters
     large = next(r for r in reports if r.variant == LARGE_V1)
-    assert all(str(item.output).endswith("(large)") for item in large.items)
+    assert [str(item.output).endswith("(large)") for item in large.items] == [True] * 5 + [False]
     assert large.config["variant"] == {"name": LARGE_V1, "params": {"model": "large", "prompt": "v1"},
                                        "baseline": False, "position": 2}
     _run(config)  # a second group: every judge answer comes from the cache
-    assert llm.count() == 18
+    assert llm.count() == 16
 
 
 def test_the_grid_is_compare_of_each_variant_against_the_baseline(project: Path, llm: FakeLLM) -> None:
@@ -60,7 +60,7 @@ def test_the_grid_is_compare_of_each_variant_against_the_baseline(project: Path,
             delta.paired_delta, delta.ci_low, delta.ci_high, delta.verdict)
     words = {row.variant: row.cells[0].word for row in grid.rows}
     assert words == {BASE: "baseline", SMALL_V2: "no significant change", LARGE_V1: "better", LARGE_V2: "worse"}
-    assert grid.rows[2].cells[0].mean == pytest.approx(0.85)
+    assert grid.rows[2].cells[0].mean == pytest.approx(4.7 / 6)
     assert [row.cost_per_item for row in grid.rows] == pytest.approx([0.001, 0.001, 0.002, 0.002])
 
 
@@ -79,7 +79,7 @@ def test_gates_apply_to_every_variant_and_a_named_gate_to_its_variant_only(proje
     assert {name: r.passed for name, r in reports.items()} == {BASE: True, SMALL_V2: True, LARGE_V1: True,
                                                                LARGE_V2: False}
     assert [a.name for a in reports[LARGE_V2].assertions if not a.passed] == ["quality >= 0.4"]
-    named = "quality >= 0.85 [model=large,prompt=v1]"
+    named = "quality >= 0.75 [model=large,prompt=v1]"
     assert [a.passed for a in reports[LARGE_V1].assertions if a.name == named] == [True]
     assert all(a.name != named for v in (BASE, SMALL_V2, LARGE_V2) for a in reports[v].assertions)
 

@@ -9,8 +9,8 @@ from fakellm import FakeLLM
 from cobalt_lib import Config, load_config
 
 #: `sweep`: 6 items; the judge scores by the `SCORE=` marker in each output. small/v1 (the baseline) and
-#: small/v2 answer alike (0.5: one judge call for both); large/v1 answers better (0.8..0.9) and large/v2
-#: worse (0.3), both at twice the cost.
+#: small/v2 answer alike (0.5: one judge call for both); large/v1 answers better (0.8..0.88) and large/v2
+#: worse (0.3), both at twice the cost; item 5 every variant answers alike (0.5). 16 distinct outputs.
 SWEEP = '''
 from cobalt_lib import Dataset, Evaluator, experiment, threshold
 
@@ -20,9 +20,11 @@ SCORES = {("small", "v1"): lambda i: 0.5, ("small", "v2"): lambda i: 0.5,
 
 @experiment("sweep", data, variants={"model": ["small", "large"], "prompt": ["v1", "v2"]},
             evaluators=[Evaluator(name="quality", prompt="Rate: {{output}}")],
-            assertions=[threshold("quality", 0.4), threshold("quality", 0.85, variant="model=large,prompt=v1")])
+            assertions=[threshold("quality", 0.4), threshold("quality", 0.75, variant="model=large,prompt=v1")])
 def agent(ctx):
     model, prompt = ctx.variant["model"], ctx.variant["prompt"]
+    if ctx.index == 5:
+        return {"output": "SCORE=0.50 answer 5", "metadata": {"cost_usd": 0.002 if model == "large" else 0.001}}
     score = SCORES[(model, prompt)](ctx.index)
     return {"output": f"SCORE={score:.2f} answer {ctx.index}" + (" (large)" if model == "large" else ""),
             "metadata": {"cost_usd": 0.002 if model == "large" else 0.001}}
