@@ -14,7 +14,7 @@ def compare_group(group: str | None, runs: tuple[str | None, str | None], *, exp
                   quality: str | None, json_output: bool, markdown: bool, fail_on_regression: bool) -> None:
     """Print the grid of run group `group`; with `fail_on_regression`, exit 1 when a variant's cell is worse."""
     from ..ops._variants import variant_grid
-    from ..render._grid import grid_markdown, grid_notes, grid_table
+    from ..render._grid import grid_console, grid_markdown, grid_notes, grid_table
 
     if group is None:
         raise ConfigError("--quality ranks the variants of a run group: give the group with --group GROUP.")
@@ -28,7 +28,7 @@ def compare_group(group: str | None, runs: tuple[str | None, str | None], *, exp
     else:
         from rich.console import Console
 
-        console = Console(highlight=False, soft_wrap=True)
+        console = grid_console(Console(highlight=False, soft_wrap=True))
         console.print(grid_table(grid))
         for note in grid_notes(grid):
             console.print(note, style="dim")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich import box
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -14,12 +15,20 @@ _STYLES = {"improved": "green", "regressed": "red", "no significant change": "",
            "baseline": "bold"}
 
 
-def cell_text(cell: GridCell) -> str:
-    """`0.850 (baseline)`, or `0.900  +0.050 [+0.010, +0.090] better`."""
+def cell_text(cell: GridCell, *, lines: bool = False) -> str:
+    """`0.850 (baseline)`, or `0.900 better  +0.050 [+0.010, +0.090]` (`lines`: the difference on a second line)."""
     if cell.verdict == "baseline":
         return f"{score(cell.mean)} (baseline)"
     interval = "" if cell.ci_low is None else f" [{score(cell.ci_low, sign=True)}, {score(cell.ci_high, sign=True)}]"
-    return f"{score(cell.mean)}  {score(cell.delta, sign=True)}{interval} {cell.word}"
+    return f"{score(cell.mean)} {cell.word}{chr(10) if lines else '  '}{score(cell.delta, sign=True)}{interval}"
+
+
+def grid_console(console: Console, *, ci: bool = False) -> Console:
+    """Where a grid prints: `console` in a terminal (it wraps to fit); elsewhere (a log, a pipe) the same file
+    at a width that keeps each row on its lines, as a log has no width to fit."""
+    if console.is_terminal:
+        return console
+    return Console(file=console.file, width=max(console.width, 240), no_color=ci, highlight=False, soft_wrap=False)
 
 
 def frontier_text(row: GridRow) -> str:
@@ -34,7 +43,7 @@ def gates_text(row: GridRow) -> str:
 
 def grid_table(grid: VariantGrid, *, ci: bool = False) -> Table:
     """Variants down, evaluators across, then cost, latency, the frontier mark and the gates."""
-    table = Table(box=box.ASCII if ci else box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+    table = Table(box=box.ASCII if ci else box.SIMPLE_HEAD, show_edge=False, pad_edge=False, show_lines=True,
                   title=f"{grid.experiment}: {len(grid.rows)} variants against {grid.baseline} (group {grid.group_id})",
                   title_justify="left")
     table.add_column("variant")
@@ -43,7 +52,7 @@ def grid_table(grid: VariantGrid, *, ci: bool = False) -> Table:
     for column in ("cost/item", "latency p50", "p95", "frontier", "gates"):
         table.add_column(column, justify="left" if column in ("frontier", "gates") else "right")
     for row in grid.rows:
-        cells = [Text(cell_text(c), style=_STYLES.get(c.verdict, "")) for c in row.cells]
+        cells = [Text(cell_text(c, lines=True), style=_STYLES.get(c.verdict, "")) for c in row.cells]
         table.add_row(row.variant, *cells, money(row.cost_per_item), duration(row.latency_p50_ms),
                       duration(row.latency_p95_ms), frontier_text(row), gates_text(row))
     return table

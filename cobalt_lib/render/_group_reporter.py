@@ -9,7 +9,7 @@ from rich.text import Text
 
 from ..results._grid import build_grid
 from ..results._report import ExperimentReport, ItemResult
-from ._grid import grid_notes, grid_table
+from ._grid import grid_console, grid_notes, grid_table
 from ._terminal import LINE_LIMIT, TerminalReporter
 
 if TYPE_CHECKING:
@@ -88,9 +88,10 @@ class GroupReporter:
             console.rule(f"variant {report.variant}", style="dim")
             by_name[str(report.variant)].print_summary(report)
         grid = build_grid(group_id, ordered)
-        console.print(grid_table(grid, ci=self.ci))
+        wide = grid_console(console, ci=self.ci)
+        wide.print(grid_table(grid, ci=self.ci))
         for note in grid_notes(grid):
-            console.print(Text(note, style="dim"))
+            wide.print(Text(note, style="dim"))
         console.print(f"group:   {group_id}  (`cobalt compare --group {group_id}` shows this grid again)")
 
 
