@@ -36,7 +36,7 @@ def run(
     no_dagster: Annotated[bool, typer.Option("--no-dagster", help="Run the plain library path.")] = False,
     resume: Annotated[str | None, typer.Option(
         "--resume", metavar="RUN", help="Finish an interrupted run (its id, a prefix or `latest`; with --filter, "
-        "`latest` of that experiment): only what is missing runs.")
+        "`latest` of that experiment; or a run group's id, for its unfinished runs): only what is missing runs.")
     ] = None,
     only_failed: Annotated[str | None, typer.Option(
         "--only-failed", metavar="RUN", help="Run again, as a new run, the items that failed in this run (its id, "
@@ -89,6 +89,9 @@ def run(
         with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) has nowhere to say it
             if exc.status == "not started":
                 print(f"interrupted before run {exc.run_id} started; nothing was stored", file=sys.stderr)
+            elif exc.run_id.startswith("g-"):
+                print(f"interrupted: finished items kept in the runs of group {exc.run_id} (incomplete); finish "
+                      f"them with `cobalt run --resume {exc.run_id}`", file=sys.stderr)
             else:
                 print(f"interrupted: finished items kept in run {exc.run_id} ({exc.status}); finish it with "
                       f"`cobalt run --resume {exc.run_id}`", file=sys.stderr)

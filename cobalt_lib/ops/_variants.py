@@ -26,6 +26,11 @@ from ..run._session import Observer
 from ._refs import store_with_runs
 
 
+def is_group_id(ref: str) -> bool:
+    """Whether `ref` names a run group (`g-...`) rather than a run."""
+    return ref.startswith("g-")
+
+
 def variant_plans(experiment: Experiment, request: FreshRun, wanted: Sequence[str],
                   plan: Callable[[FreshRun], RunPlan]) -> list[RunPlan]:
     """One plan per variant of `experiment` that `wanted` keeps (all when empty; the baseline always), all
@@ -46,13 +51,14 @@ def check_variant_filter(experiments: Sequence[Experiment], wanted: Sequence[str
 
 
 def run_group(plans: Sequence[RunPlan], observer: Observer | None = None) -> list[ExperimentReport]:
-    """The plans of one run group at once on the library engine; Ctrl-C is a `RunInterrupted` naming the group."""
+    """The plans of one run group at once on the library engine; Ctrl-C is a `RunInterrupted` naming the group
+    (`cobalt run --resume GROUP` finishes its runs)."""
     try:
         return run_anywhere(execute_group(plans, observer))
     except KeyboardInterrupt as exc:
         if isinstance(exc, RunInterrupted):
             raise
-        raise RunInterrupted(plans[0].run_id) from exc
+        raise RunInterrupted(plans[0].group_id or plans[0].run_id) from exc
 
 
 def variant_grid(config: Config, ref: str = "latest", *, experiment: str | None = None,

@@ -8,11 +8,14 @@ from typing import IO, TYPE_CHECKING
 from rich.text import Text
 
 from ..results._grid import build_grid
+from ..results._history import load_report
 from ..results._report import ExperimentReport, ItemResult
+from ..results._store import Store
 from ._grid import grid_console, grid_notes, grid_table
 from ._terminal import LINE_LIMIT, TerminalReporter
 
 if TYPE_CHECKING:
+    from ..config._config import Config
     from ..run._plan import RunPlan
     from ..run._session import Observer
 
@@ -50,6 +53,7 @@ class GroupReporter:
         self.file, self.ci, self.width = file, ci, width
         self._started: dict[str, list[_VariantLines]] = {}  # group id -> its variants' reporters
         self._finished: dict[str, list[ExperimentReport]] = {}
+        self._configs: dict[str, Config] = {}
 
     def on_start(self, plan: RunPlan) -> None:
         self.plain.on_start(plan)
@@ -65,6 +69,7 @@ class GroupReporter:
         if plan.group_id is None or plan.variant is None:
             return self
         started = self._started.setdefault(plan.group_id, [])
+        self._configs[plan.group_id] = plan.config
         if not started:
             self.plain.console.print(f"cobalt {plan.experiment.name}: variants side by side (group {plan.group_id}), "
                                      f"{plan.total_items} items x {plan.runs} runs each, concurrency "
@@ -87,12 +92,25 @@ class GroupReporter:
         for report in ordered:
             console.rule(f"variant {report.variant}", style="dim")
             by_name[str(report.variant)].print_summary(report)
-        grid = build_grid(group_id, ordered)
+        grid = build_grid(group_id, self._whole_group(group_id, ordered))
         wide = grid_console(console, ci=self.ci)
         wide.print(grid_table(grid, ci=self.ci))
         for note in grid_notes(grid):
             wide.print(Text(note, style="dim"))
         console.print(f"group:   {group_id}  (`cobalt compare --group {group_id}` shows this grid again)")
+
+
+    def _whole_group(self, group_id: str, reports: list[ExperimentReport]) -> list[ExperimentReport]:
+        """`reports`, with the group's other runs from the store (a resumed group ran only its unfinished ones)."""
+        config = self._configs.get(group_id)
+        if config is None:
+            return reports
+        store = Store.for_config(config)
+        mine = {r.id: r for r in reports}
+        rows = store.group_runs(group_id)
+        if {row["run_id"] for row in rows} <= set(mine):
+            return reports
+        return [mine.get(row["run_id"]) or load_report(store, row["run_id"], run=row) for row in rows]
 
 
 class _Member:

@@ -13,9 +13,10 @@ from variant_project import sweep_project
 
 from cobalt_lib import Config, ConfigError, Dataset, Evaluator, Store, experiment, threshold
 from cobalt_lib.cli._app import app
-from cobalt_lib.ops import RunOptions, Selection, run_experiments
+from cobalt_lib.ops import RunOptions, Selection, resume_run, run_experiments
 from cobalt_lib.ops._compare import compare_runs
 from cobalt_lib.ops._variants import variant_grid
+from cobalt_lib.run import RunInterrupted
 
 BASE, SMALL_V2, LARGE_V1, LARGE_V2 = ("model=small,prompt=v1", "model=small,prompt=v2", "model=large,prompt=v1",
                                       "model=large,prompt=v2")
@@ -133,3 +134,25 @@ def test_a_list_of_named_sets_and_a_named_baseline() -> None:
     assert [(v.name, dict(v.params), v.baseline) for v in declared.variants] == [
         ("fast", {"model": "mini"}, False), ("smart", {"model": "4o", "t": 0}, True)]
     assert declared.baseline_variant is not None and declared.baseline_variant.name == "smart"
+
+
+def test_an_interrupted_group_keeps_every_run_and_resumes_by_its_id(project: Path, llm: FakeLLM,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    config = sweep_project(project, llm)
+    monkeypatch.setenv("SWEEP_STOP_AT", "3")
+    with pytest.raises(RunInterrupted) as stopped:
+        _run(config)
+    group = stopped.value.run_id
+    assert group.startswith("g-")
+    store = Store.for_config(config)
+    runs = store.group_runs(group)
+    assert len(runs) == 4 and "incomplete" in {r["status"] for r in runs}
+    monkeypatch.delenv("SWEEP_STOP_AT")
+    outcome = resume_run(config, group)
+    assert {r.status for r in outcome.reports} == {"completed"}
+    assert [r["status"] for r in store.group_runs(group)] == ["completed"] * 4
+    assert [len(r.items) for r in outcome.reports] == [6] * len(outcome.reports)  # the kept items, once each
+    grid = variant_grid(config, group)
+    assert [row.cells[0].word for row in grid.rows] == ["baseline", "no significant change", "better", "worse"]
+    with pytest.raises(ConfigError, match=f"Every run of group {group} is completed"):
+        resume_run(config, group)

@@ -12,6 +12,7 @@ from cobalt_lib import Config, load_config
 #: small/v2 answer alike (0.5: one judge call for both); large/v1 answers better (0.8..0.88) and large/v2
 #: worse (0.3), both at twice the cost; item 5 every variant answers alike (0.5). 16 distinct outputs.
 SWEEP = '''
+import os
 from cobalt_lib import Dataset, Evaluator, experiment, threshold
 
 data = Dataset([{"id": f"q{i}", "input": f"question {i}"} for i in range(6)])
@@ -23,6 +24,8 @@ SCORES = {("small", "v1"): lambda i: 0.5, ("small", "v2"): lambda i: 0.5,
             assertions=[threshold("quality", 0.4), threshold("quality", 0.75, variant="model=large,prompt=v1")])
 def agent(ctx):
     model, prompt = ctx.variant["model"], ctx.variant["prompt"]
+    if (model, prompt) == ("large", "v1") and ctx.index == int(os.environ.get("SWEEP_STOP_AT", "99")):
+        raise KeyboardInterrupt  # as a Ctrl-C would, mid-run
     if ctx.index == 5:
         return {"output": "SCORE=0.50 answer 5", "metadata": {"cost_usd": 0.002 if model == "large" else 0.001}}
     score = SCORES[(model, prompt)](ctx.index)
