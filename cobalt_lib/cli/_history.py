@@ -52,6 +52,7 @@ def _history_table(entries: list[HistoryEntry], width: int = 160) -> Table:
         scores = "  ".join(f"{name}={'-' if mean is None else f'{mean:.2f}'}" for name, mean in e.scores.items())
         tags = ",".join(e.tags)
         name = e.experiment if with_tags or not tags else f"{e.experiment}\n({tags})"
+        name += f"\n[{e.variant}]" if e.variant else ""  # a variant's run: its variant, under its experiment
         cells = [*([started.strftime("%Y-%m-%d %H:%M") if started else "-"] if wide else []), e.run_id, name,
                  *([tags] if with_tags else []), e.verdict, scores or "-", _seconds(e.duration_ms), _cost(e)]
         table.add_row(*(Text(cell) for cell in cells))  # Text: a name or tag is never read as rich markup

@@ -156,3 +156,19 @@ def test_an_interrupted_group_keeps_every_run_and_resumes_by_its_id(project: Pat
     assert [row.cells[0].word for row in grid.rows] == ["baseline", "no significant change", "better", "worse"]
     with pytest.raises(ConfigError, match=f"Every run of group {group} is completed"):
         resume_run(config, group)
+
+
+def test_variant_without_variants_is_a_usage_error_and_history_names_each_variant(project: Path, llm: FakeLLM) -> None:
+    config = sweep_project(project, llm)
+    (project / "experiments" / "plain.cobalt.py").write_text(
+        "from cobalt_lib import Dataset, Evaluator, experiment\n"
+        "experiment('plain', Dataset([{'expected_output': 'x'}]), lambda ctx: 'x',\n"
+        "           evaluators=[Evaluator(name='exact', type='exact-match')])\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"--variant 'model=large': none of the selected experiments \('plain'\) "
+                                          "declares variants"):
+        run_experiments(config, Selection(name_filter="plain"), RunOptions(dagster=False, variants=["model=large"]))
+    _run(config, "prompt=v2")
+    shown = CliRunner().invoke(app, ["history", "--experiment", "sweep"])
+    assert shown.exit_code == 0, shown.output
+    named = sorted(line.split("[", 1)[1].split("]", 1)[0] for line in shown.stdout.splitlines() if "[model=" in line)
+    assert named == sorted([BASE, SMALL_V2, LARGE_V2])  # each run listed with its variant
