@@ -80,3 +80,19 @@ def test_a_schedule_requests_one_partition_per_variant_and_each_runs_its_variant
         "model=large,prompt=v1", large.tags[GROUP_TAG], "dagster")
     outputs = Store.for_config(config).rows("outputs", str(large.partition_key))
     assert [o["output"] for o in outputs][:2] == ["SCORE=0.80 answer 0 (large)", "SCORE=0.82 answer 1 (large)"]
+
+
+def test_a_run_request_starts_one_partition_per_variant(project: Path, llm: FakeLLM,
+                                                        instance: dg.DagsterInstance) -> None:
+    config = sweep_project(project, llm)
+    defs = cobalt_dagster.build_definitions(config.root, experiments=load_experiments(config))
+    cobalt_dagster.request_run(config, "sweep", tags=["nightly"])
+    result = defs.resolve_sensor_def("cobalt_run_requests")(dg.build_sensor_context(instance=instance))
+    assert isinstance(result, dg.SensorResult)
+    requests = result.run_requests or []
+    [add] = result.dynamic_partitions_requests or []
+    assert [r.tags[VARIANT_TAG] for r in requests] == ["model=small,prompt=v1", "model=small,prompt=v2",
+                                                        "model=large,prompt=v1", "model=large,prompt=v2"]
+    assert list(add.partition_keys or []) == [r.partition_key for r in requests]
+    assert {r.tags[cobalt_dagster.tag_key("nightly")] for r in requests} == {"nightly"}
+    assert len({r.tags[GROUP_TAG] for r in requests}) == 1
