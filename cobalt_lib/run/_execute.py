@@ -26,7 +26,7 @@ from ._gc import collector_tuned_for_a_run
 from ._lease import lease
 from ._plan import RunPlan
 from ._requests import RescoreRun, ResumeRun
-from ._session import Observer, Session
+from ._session import Observer, Session, batch_delay
 from ._stages import FinishedItems, build_report, item_keys, produce, score
 
 T = TypeVar("T")
@@ -153,7 +153,7 @@ async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Seq
     """
     items: list[ItemResult] | FinishedItems | Counted = into if into is not None else []
     to_store = writer is None
-    rows: RowWriter = BatchWriter(plan.store) if writer is None else writer
+    rows: RowWriter = BatchWriter(plan.store, max_delay=batch_delay()) if writer is None else writer
     started = time.perf_counter()
 
     async def one(key: T) -> None:

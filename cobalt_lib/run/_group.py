@@ -53,6 +53,7 @@ async def execute_group(plans: Sequence[RunPlan], observer: Observer | None = No
     another fails or the group is interrupted, and the first failure is raised after all have ended."""
     first = plans[0]
     parts = Parts.for_plan(first, SharedJudge(first.cache(), first.judge_concurrency, first.prices))
+    parts.runs = len(plans)
     token = SHARED.set(parts)
     try:
         results = await asyncio.gather(*(execute(plan, _observer_for(observer, plan)) for plan in plans),
