@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..results._grid import GridCell, GridRow, VariantGrid
+from ..results._grid import GridCell, GridRow, VariantGrid, build_grid
+from ..results._report import ExperimentReport
 from ._units import duration, money, score
 
 #: The style of each verdict word in a terminal cell.
@@ -63,6 +66,15 @@ def grid_notes(grid: VariantGrid) -> list[str]:
     return [f"each cell: the variant's mean, then variant - {grid.baseline} over paired items with its "
             f"{grid.confidence:.0%} paired bootstrap interval and verdict (as `cobalt compare`)",
             f"{grid.frontier_rule}; quality: {grid.quality}"]
+
+
+def group_markdowns(reports: Sequence[ExperimentReport]) -> list[str]:
+    """The grid of each run group among `reports` (all of a group's runs being there), as Markdown."""
+    groups: dict[str, list[ExperimentReport]] = {}
+    for report in reports:
+        if report.group_id is not None:
+            groups.setdefault(report.group_id, []).append(report)
+    return [grid_markdown(build_grid(group_id, members)) for group_id, members in groups.items()]
 
 
 def grid_markdown(grid: VariantGrid) -> str:

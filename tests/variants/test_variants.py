@@ -172,3 +172,20 @@ def test_variant_without_variants_is_a_usage_error_and_history_names_each_varian
     assert shown.exit_code == 0, shown.output
     named = sorted(line.split("[", 1)[1].split("]", 1)[0] for line in shown.stdout.splitlines() if "[model=" in line)
     assert named == sorted([BASE, SMALL_V2, LARGE_V2])  # each run listed with its variant
+
+
+def test_the_github_step_summary_holds_the_group_grid(project: Path, llm: FakeLLM,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from cobalt_lib.ci import github_outputs
+
+    config = sweep_project(project, llm)
+    reports = _run(config)
+    summary = project / "summary.md"
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    assert github_outputs(reports) == []
+    text = summary.read_text(encoding="utf-8")
+    assert "### sweep: variants against model=small,prompt=v1" in text
+    row = next(line for line in text.splitlines() if line.startswith(f"| {LARGE_V2} |"))
+    [delta] = compare_runs(config, reports[0].id, reports[3].id).comparison.evaluators
+    assert f"[{delta.ci_low:+.3f}, {delta.ci_high:+.3f}]" in row and "worse" in row and "FAIL: quality >= 0.4" in row
