@@ -88,6 +88,15 @@ def test_items_side_by_side_and_only_those_that_differ(group: Group, page) -> No
     screenshot(page, "pages-variant-item")
 
 
+def test_the_runs_list_names_each_variant_and_links_its_group(group: Group, page) -> None:  # type: ignore[no-untyped-def]
+    page.goto(group.url + "/")
+    links = page.locator("span.variant a")
+    expect(links).to_have_count(4)
+    assert sorted(links.all_inner_texts()) == sorted(str(r.variant) for r in group.reports)
+    links.first.click()
+    expect(page.locator("#variant-grid")).to_be_visible()
+
+
 def test_the_run_page_links_its_group_and_the_report_file_works_offline(group: Group, page, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     page.goto(f"{group.url}/runs/{group.reports[2].id}")
     assert page.locator("#run-group").inner_text() == group.group_id
