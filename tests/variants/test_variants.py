@@ -189,3 +189,32 @@ def test_the_github_step_summary_holds_the_group_grid(project: Path, llm: FakeLL
     row = next(line for line in text.splitlines() if line.startswith(f"| {LARGE_V2} |"))
     [delta] = compare_runs(config, reports[0].id, reports[3].id).comparison.evaluators
     assert f"[{delta.ci_low:+.3f}, {delta.ci_high:+.3f}]" in row and "worse" in row and "FAIL: quality >= 0.4" in row
+
+
+def test_cobalt_run_prints_each_variant_and_the_grid_and_exits_1_on_a_failed_variant(
+        project: Path, llm: FakeLLM, tmp_path: Path) -> None:
+    sweep_project(project, llm)
+    progress = tmp_path / "progress.jsonl"
+    result = CliRunner().invoke(app, ["run", "--ci", "--no-dagster", "--progress-jsonl", str(progress)])
+    assert result.exit_code == 1, result.output  # model=large,prompt=v2 fails its threshold
+    lines = result.stdout.splitlines()
+    assert sum(line.startswith(f"{LARGE_V1}     #") for line in lines) == 6  # each item, led by its variant
+    row = next(line for line in lines if line.startswith(f"{LARGE_V2} |"))
+    assert "0.333 worse" in row and "FAIL: quality >= 0.4" in row
+    events = [json.loads(line) for line in progress.read_text(encoding="utf-8").splitlines()]
+    starts = [e for e in events if e["event"] == "start"]
+    assert sorted(e["variant"] for e in starts) == sorted([BASE, SMALL_V2, LARGE_V1, LARGE_V2])
+    assert len({e["group_id"] for e in starts}) == 1
+    assert sum(e["event"] == "item" and e["variant"] == LARGE_V2 for e in events) == 6
+
+
+def test_run_with_a_variant_runs_that_one_alone(project: Path, llm: FakeLLM) -> None:
+    from cobalt_lib import load_experiments
+
+    config = sweep_project(project, llm)
+    [sweep] = load_experiments(config)
+    report = sweep.run(config=config, variant=LARGE_V1)
+    assert (report.variant, report.group_id, report.summary.scores["quality"].avg) == (LARGE_V1, None,
+                                                                                       pytest.approx(4.7 / 6))
+    with pytest.raises(ConfigError, match="Experiment 'sweep' has no variant 'model=huge'"):
+        sweep.run(config=config, variant="model=huge")
