@@ -38,3 +38,21 @@ async def test_the_variants_tool_returns_the_group_grid_as_compare_computes_it(p
     assert "model=large,prompt=v1" in summary and "better" in summary and "frontier" in summary
     assert json.loads(result.content[1].text)["baseline"] == "model=small,prompt=v1"  # type: ignore[union-attr]
     assert missing.is_error and "No run group has id 'g-nothing'" in missing.content[0].text  # type: ignore[union-attr]
+
+
+@pytest.mark.slow
+async def test_cobalt_run_of_a_group_reports_progress_over_every_variant(project: Path, llm: FakeLLM) -> None:
+    sweep_project(project, llm)
+    progress: list[tuple[float, float | None, str | None]] = []
+
+    async def heard(done: float, total: float | None, message: str | None) -> None:
+        progress.append((done, total, message))
+
+    async with Client(build_server(project)) as client:
+        result = await client.call_tool("cobalt_run", {"no_dagster": True}, progress_callback=heard,
+                                        read_timeout_seconds=120)
+    ran = result.structured_content
+    assert ran is not None and len(ran["runs"]) == 4
+    done = [p[0] for p in progress]
+    assert done == sorted(done) and done[-1] == 24 and {p[1] for p in progress} == {24}  # 4 variants x 6 items
+    assert any("[model=large,prompt=v2]" in (p[2] or "") for p in progress)
