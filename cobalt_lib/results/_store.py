@@ -341,12 +341,9 @@ class Store(DagsterRuns, VariantRuns):
         return str(self.require_run(run_id)["experiment"])
 
     def previous_completed_run(self, experiment: str, run_id: str) -> str | None:
-        """The experiment's newest completed run started before `run_id`, if any."""
-        rows = self.query(
-            "SELECT run_id FROM runs WHERE experiment = ? AND run_id <> ? AND status = 'completed' "
-            "AND started_at < (SELECT started_at FROM runs WHERE run_id = ?) ORDER BY started_at DESC LIMIT 1",
-            [experiment, run_id, run_id])
-        return str(rows[0]["run_id"]) if rows else None
+        """The experiment's newest completed run started before `run_id` (of the same variant, for a
+        variant's run), if any."""
+        return self.previous_of_variant(experiment, run_id)
 
     def evaluator_means(self, run_ids: Sequence[str]) -> dict[str, dict[str, float | None]]:
         """`{run_id: {evaluator: mean}}` from the stored aggregates, evaluators in name order."""

@@ -25,6 +25,21 @@ class VariantRuns:
                           missing_ok=True)
         return sorted(rows, key=_declared_position)
 
+    def previous_of_variant(self, experiment: str, run_id: str) -> str | None:
+        """The experiment's newest completed run started before `run_id` and of the same variant (none for
+        both: runs without variants), if any: what a run is diffed against, never another variant."""
+        import duckdb
+
+        sql = ("SELECT run_id FROM runs WHERE experiment = ? AND run_id <> ? AND status = 'completed' "
+               "AND started_at < (SELECT started_at FROM runs WHERE run_id = ?) {same} "
+               "ORDER BY started_at DESC LIMIT 1")
+        same = "AND variant IS NOT DISTINCT FROM (SELECT variant FROM runs WHERE run_id = ?)"
+        try:
+            rows = self.query(sql.format(same=same), [experiment, run_id, run_id, run_id])
+        except duckdb.BinderException:  # a store from before variants, read before any write added the column
+            rows = self.query(sql.format(same=""), [experiment, run_id, run_id])
+        return str(rows[0]["run_id"]) if rows else None
+
     def groups(self, experiment: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
         """Run groups newest first: `group_id`, `experiment`, `started_at`, `runs` (how many variants ran)."""
         if not self.path.exists():

@@ -218,3 +218,11 @@ def test_run_with_a_variant_runs_that_one_alone(project: Path, llm: FakeLLM) -> 
                                                                                        pytest.approx(4.7 / 6))
     with pytest.raises(ConfigError, match="Experiment 'sweep' has no variant 'model=huge'"):
         sweep.run(config=config, variant="model=huge")
+
+
+def test_a_variants_previous_run_is_of_the_same_variant(project: Path, llm: FakeLLM) -> None:
+    config = sweep_project(project, llm)
+    first = {r.variant: r.id for r in _run(config)}
+    second = {r.variant: r.id for r in _run(config)}
+    store = Store.for_config(config)
+    assert {v: store.previous_completed_run("sweep", run_id) for v, run_id in second.items()} == first

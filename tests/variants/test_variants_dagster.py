@@ -54,6 +54,11 @@ def test_a_library_group_is_recorded_as_one_partition_per_variant(project: Path,
     assert "must be at least 0.75" in checks[NAMED][1]
     group = instance.get_run_records(dg.RunsFilter(tags={GROUP_TAG: str(reports[0].group_id)}))
     assert len(group) == 4  # the Runs filter finds the group
+    [materialised] = instance.fetch_materializations(dg.AssetRecordsFilter(
+        asset_key=dg.AssetKey(["sweep", "aggregates"]), asset_partitions=[reports[2].id]), limit=1).records
+    metadata = materialised.asset_materialization.metadata  # type: ignore[union-attr]
+    assert (metadata["cobalt_variant"].value, metadata["cobalt_group"].value) == (reports[2].variant,
+                                                                                 reports[2].group_id)
 
 
 def test_a_schedule_requests_one_partition_per_variant_and_each_runs_its_variant(
