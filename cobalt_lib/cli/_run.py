@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ..config._config import Config
     from ..ops._run import RunOptions, RunOutcome
     from ..ops._select import Selection
+    from ..run._execute import RunInterrupted
     from ..run._session import Observer
 
 
@@ -83,18 +84,7 @@ def run(
         with sigterm_as_interrupt(), user_output:
             outcome = _start(config, resume, only_failed, selection, options, reporter)
     except RunInterrupted as exc:
-        from .._signals import EXPLAINED
-
-        EXPLAINED.set()
-        with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) has nowhere to say it
-            if exc.status == "not started":
-                print(f"interrupted before run {exc.run_id} started; nothing was stored", file=sys.stderr)
-            elif exc.run_id.startswith("g-"):
-                print(f"interrupted: finished items kept in the runs of group {exc.run_id} (incomplete); finish "
-                      f"them with `cobalt run --resume {exc.run_id}`", file=sys.stderr)
-            else:
-                print(f"interrupted: finished items kept in run {exc.run_id} ({exc.status}); finish it with "
-                      f"`cobalt run --resume {exc.run_id}`", file=sys.stderr)
+        _say_interrupted(exc)
         raise  # the entry point turns it into exit code 130 (143 after SIGTERM, 129 after SIGHUP)
     finally:
         if progress is not None:
@@ -108,6 +98,22 @@ def run(
 
         serve_dashboard(config, open_browser=True)
     raise typer.Exit(0 if outcome.passed else 1)
+
+
+def _say_interrupted(exc: RunInterrupted) -> None:
+    """What was kept of an interrupted run (or run group) and how to finish it, on stderr."""
+    from .._signals import EXPLAINED
+
+    EXPLAINED.set()
+    with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) has nowhere to say it
+        if exc.status == "not started":
+            print(f"interrupted before run {exc.run_id} started; nothing was stored", file=sys.stderr)
+        elif exc.run_id.startswith("g-"):
+            print(f"interrupted: finished items kept in the runs of group {exc.run_id} (incomplete); finish "
+                  f"them with `cobalt run --resume {exc.run_id}`", file=sys.stderr)
+        else:
+            print(f"interrupted: finished items kept in run {exc.run_id} ({exc.status}); finish it with "
+                  f"`cobalt run --resume {exc.run_id}`", file=sys.stderr)
 
 
 def _observer(json_output: bool, ci: bool, progress: IO[str] | None) -> Observer | None:
