@@ -163,6 +163,10 @@ def _gate_check(gate: Assertion, aggregates: dg.AssetsDefinition, check_id: str,
         if run is None:
             passed, metadata = False, {"cobalt_run_id": dg.MetadataValue.text(run_id)}
             verdict = f"no stored results for cobalt run {run_id}: run it (materialise the partition) first"
+        elif not gate.applies_to(run.get("variant")):  # a gate naming one variant, on another variant's partition
+            verdict = f"applies to variant {gate.variant} only; this run is variant {run.get('variant')}"
+            passed, metadata = True, {"message": dg.MetadataValue.text(verdict),
+                                      "cobalt_run_id": dg.MetadataValue.text(run_id)}
         else:
             passed, metadata = gate_outcome(run_id, _gate_verdicts(store, run, gate.name))
             verdict = metadata["message"].value

@@ -10,8 +10,8 @@ from typing import Any
 import dagster as dg
 
 from cobalt_lib import Config, ConfigError
-from cobalt_lib.links import JUDGE_BATCH_TAG, dagster_tags
-from cobalt_lib.run import new_run_id
+from cobalt_lib.links import JUDGE_BATCH_TAG, dagster_tags, variant_tags
+from cobalt_lib.run import new_group_id, new_run_id
 
 from ._assets import ExperimentDefs
 
@@ -33,21 +33,33 @@ def build_schedules(config: Config, defs: list[ExperimentDefs]) -> list[dg.Sched
 
 def _schedule(target: ExperimentDefs, cron: str, timezone: str, judge_batch: bool | None) -> dg.ScheduleDefinition:
     parts = target.partitions
-    tags = {"cobalt/trigger": "schedule",
-            **({JUDGE_BATCH_TAG: str(judge_batch).lower()} if judge_batch is not None else {})}
+    trigger = {"cobalt/trigger": "schedule",
+               **({JUDGE_BATCH_TAG: str(judge_batch).lower()} if judge_batch is not None else {})}
 
     # RUNNING by default: listing an experiment under [schedules] is the user's request to run it, and
     # `cobalt serve` promises that schedules run while it is up (a STOPPED default needs a UI click).
     @dg.schedule(name=f"{target.name}_schedule", job=target.job, cron_schedule=cron, execution_timezone=timezone,
                  default_status=dg.DefaultScheduleStatus.RUNNING,
                  description=f"Runs the cobalt experiment {target.experiment.name!r} on {cron} ({timezone}).")
-    def schedule(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
-        # A schedule cannot return dynamic-partition requests, so the partition is added here.
-        run_id = new_run_id()
-        context.instance.add_dynamic_partitions(parts.name, [run_id])  # type: ignore[arg-type]
-        return dg.RunRequest(run_key=run_id, partition_key=run_id, tags=tags)
+    def schedule(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest]:
+        # A schedule cannot return dynamic-partition requests, so the partitions are added here: one per
+        # variant of an experiment with variants (each its own run), under one run group.
+        runs = variant_runs(target, trigger)
+        context.instance.add_dynamic_partitions(parts.name, [run_id for run_id, _ in runs])  # type: ignore[arg-type]
+        return [dg.RunRequest(run_key=run_id, partition_key=run_id, tags=tags) for run_id, tags in runs]
 
     return schedule
+
+
+def variant_runs(target: ExperimentDefs, tags: dict[str, str],
+                 run_id: str | None = None) -> list[tuple[str, dict[str, str]]]:
+    """`(run id, run tags)` of the partitions one request of `target` starts: the one run `run_id` (default a new
+    id), or for an experiment with variants one run per variant under a new run group, each tagged with both."""
+    variants = target.experiment.variants
+    if not variants:
+        return [(run_id or new_run_id(), tags)]
+    group = new_group_id()
+    return [(new_run_id(), {**tags, **variant_tags(group, v.name)}) for v in variants]
 
 
 def request_run(config: Config, experiment: str, **options: Any) -> Path:
@@ -117,8 +129,10 @@ def build_sensor(config: Config, defs: list[ExperimentDefs]) -> dg.SensorDefinit
                 context.log.warning(f"ignoring run request {path.name}: {exc}")
                 path.replace(path.with_suffix(".rejected"))
                 continue
-            partitions.append(target.partitions.build_add_request([run_id]))
-            runs.append(dg.RunRequest(run_key=run_id, job_name=target.job.name, partition_key=run_id, tags=tags))
+            started = variant_runs(target, tags, run_id)
+            partitions.append(target.partitions.build_add_request([key for key, _ in started]))
+            runs += [dg.RunRequest(run_key=key, job_name=target.job.name, partition_key=key, tags=run_tags)
+                     for key, run_tags in started]
             path.unlink()
         return dg.SensorResult(run_requests=runs, dynamic_partitions_requests=partitions)
 

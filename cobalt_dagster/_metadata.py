@@ -156,6 +156,9 @@ def aggregates_metadata(report: ExperimentReport, config: Config, previous: Prev
     data["gates_failed"] = dg.MetadataValue.int(len(report.assertions) - passed)
     data["errors"] = dg.MetadataValue.int(s.errors + s.timeouts)
     data["cobalt_run_id"] = dg.MetadataValue.text(report.id)
+    if report.variant is not None:  # a variant's partition: which variant, and its group's page
+        data["cobalt_variant"] = dg.MetadataValue.text(report.variant)
+        data["cobalt_group"] = dg.MetadataValue.text(str(report.group_id))
     data["run_page"] = dg.MetadataValue.url(run_page_url(config, report.id))
     data["run_page_note"] = dg.MetadataValue.text(PAGES_NOTE.format(run_id=report.id))
     if previous is not None:

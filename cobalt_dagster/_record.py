@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import dagster as dg
 
 from cobalt_lib import Config, Experiment, Store, load_experiments
-from cobalt_lib.links import dagster_tags
+from cobalt_lib.links import dagster_tags, variant_tags
 
 from ._experiments import build_experiment_defs, resources
 from ._instance import QUIET_RUN_CONFIG, local_instance, quiet_dagster_warnings
@@ -37,7 +37,8 @@ SENSOR_NAME = "cobalt_record_runs"
 
 def record_tags(run: Mapping[str, Any]) -> dict[str, str]:
     """The Dagster run tags of the recording of the stored cobalt run `run` (a `runs` row)."""
-    return {RECORD_TAG: "true", "cobalt/trigger": "record", **dagster_tags(run.get("tags") or [])}
+    return {RECORD_TAG: "true", "cobalt/trigger": "record", **dagster_tags(run.get("tags") or []),
+            **variant_tags(run.get("group_id"), run.get("variant"))}
 
 
 def record_run_config(executor: dg.ExecutorDefinition | None) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
 from cobalt_lib import Config, ConfigError, Experiment, Store, load_config
-from cobalt_lib.links import cobalt_tags, judge_batch_of
+from cobalt_lib.links import cobalt_tags, judge_batch_of, variant_of
 from cobalt_lib.run import PartitionRun, RunPlan, prepare, run_coroutine
 
 T = TypeVar("T")
@@ -42,8 +42,14 @@ class CobaltResource(dg.ConfigurableResource):
         config = config or self.config()
         started = run.get("started_at") if run else None
         concurrency = int(tags["cobalt/concurrency"]) if tags.get("cobalt/concurrency") else None
+        # The variant a partition runs: its run's tag (a schedule or request tags each variant's partition),
+        # else the stored run's (a partition materialised again), else the experiment's baseline.
+        variant, group = variant_of(tags)
+        if variant is None and run:
+            variant, group = run.get("variant"), run.get("group_id")
         request = PartitionRun(run_id=run_id, timestamp=started.isoformat() if started is not None else None,
-                               concurrency=concurrency, tags=cobalt_tags(tags), judge_batch=judge_batch_of(tags))
+                               concurrency=concurrency, tags=cobalt_tags(tags), judge_batch=judge_batch_of(tags),
+                               variant=variant, group_id=group)
         return prepare(experiment, config, request)
 
 

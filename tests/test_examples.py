@@ -92,3 +92,24 @@ def test_conversations_example_simulates_a_user_and_replays_it_from_the_cache(pr
     assert again.returncode == 0, again.stderr
     assert "  simulated user: 3 turns, 0 model calls, 3 from the cache" in again.stdout
     assert llm.count("chat") == calls  # the user replayed and the judge's answers cached: no request at all
+
+
+def test_variants_example_runs_every_variant_in_one_group(project: Path) -> None:
+    _copy_examples(project)
+    result = _run("variants_sweep.py", project)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].endswith("4 variants against model=small,prompt=terse")
+    assert lines[1:] == [
+        "model=small,prompt=terse   mentions 0.58 (baseline)  exact 0.58 (baseline)  cost/item $0.0001 frontier  "
+        "passed",
+        "model=small,prompt=polite  mentions 0.58 (no significant change)  exact 0.00 (worse)  cost/item $0.0001  "
+        "passed",
+        "model=large,prompt=terse   mentions 0.92 (better)  exact 0.92 (better)  cost/item $0.0010 frontier  passed",
+        "model=large,prompt=polite  mentions 0.92 (better)  exact 0.00 (worse)  cost/item $0.0010  passed"]
+    runs = Store(project / ".cobalt" / "cobalt.duckdb").runs()
+    assert len(runs) == 4 and len({r["group_id"] for r in runs}) == 1
+    shown = subprocess.run([str(Path(sys.executable).parent / "cobalt"), "compare", "--group", "latest", "--json"],
+                           cwd=project, capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    assert '"baseline": "model=small,prompt=terse"' in shown.stdout

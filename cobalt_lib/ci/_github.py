@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..render._grid import group_markdowns
 from ..render._markdown import report_markdown
 from ..results._report import ExperimentReport
 
@@ -46,6 +47,8 @@ def github_outputs(reports: Sequence[ExperimentReport], config: Config | None = 
                     if report.id in written:
                         fh.write(f"HTML report: `{written[report.id]}` (the run page, self-contained; upload it "
                                  "with actions/upload-artifact)\n\n")
+                for grid in group_markdowns(reports):  # the variants of a run group, side by side
+                    fh.write(grid + "\n")
         except OSError as exc:
             warnings.append(f"could not append to GITHUB_STEP_SUMMARY ({summary_path}): {exc.strerror or exc}")
     for report in reports:

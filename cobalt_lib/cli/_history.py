@@ -52,6 +52,7 @@ def _history_table(entries: list[HistoryEntry], width: int = 160) -> Table:
         scores = "  ".join(f"{name}={'-' if mean is None else f'{mean:.2f}'}" for name, mean in e.scores.items())
         tags = ",".join(e.tags)
         name = e.experiment if with_tags or not tags else f"{e.experiment}\n({tags})"
+        name += f"\n[{e.variant}]" if e.variant else ""  # a variant's run: its variant, under its experiment
         cells = [*([started.strftime("%Y-%m-%d %H:%M") if started else "-"] if wide else []), e.run_id, name,
                  *([tags] if with_tags else []), e.verdict, scores or "-", _seconds(e.duration_ms), _cost(e)]
         table.add_row(*(Text(cell) for cell in cells))  # Text: a name or tag is never read as rich markup
@@ -146,9 +147,10 @@ def _print_comparison(c: Comparison) -> None:
 
 @app.command()
 def compare(
-    run_a: Annotated[str, typer.Argument(
-        metavar="A", help="Baseline run: an id, a unique prefix, `latest` or `previous`.")],
-    run_b: Annotated[str, typer.Argument(metavar="B", help="Run compared with the baseline (reported as B - A).")],
+    run_a: Annotated[str | None, typer.Argument(
+        metavar="A", help="Baseline run: an id, a unique prefix, `latest` or `previous`.")] = None,
+    run_b: Annotated[str | None, typer.Argument(
+        metavar="B", help="Run compared with the baseline (reported as B - A).")] = None,
     experiment: Annotated[str | None, typer.Option(
         "--experiment", "-e", metavar="NAME", help="Resolve latest/previous within this experiment (default: the "
         "experiment of the newest run, or of the run named beside them).")] = None,
@@ -158,16 +160,33 @@ def compare(
     fail_on_regression: Annotated[bool, typer.Option(
         "--fail-on-regression", help="Exit 1 when any evaluator's verdict is `regressed`, or when it scored "
         "fewer of the paired items in B than in A because of eval-errors or failed agent calls.")] = False,
+    group: Annotated[str | None, typer.Option(
+        "--group", "-g", metavar="GROUP", help="Instead of A and B: the grid of a run group (every variant against "
+        "the baseline variant): its id, a prefix, `latest`, or one of its runs.")] = None,
+    quality: Annotated[str | None, typer.Option(
+        "--quality", metavar="EVALUATOR", help="With --group: the evaluator the frontier ranks quality by "
+        "(default: the mean of the evaluators' means).")] = None,
 ) -> None:
     """Compare two runs: per-evaluator deltas with a bootstrap CI, and the items that moved most.
+    With --group, the variants of a run group side by side against their baseline.
 
-    Example: `cobalt compare previous latest --experiment qa-agent --fail-on-regression`
+    Example: `cobalt compare previous latest --experiment qa-agent --fail-on-regression`,
+    `cobalt compare --group latest`
 
     Exit codes: 0 done (or no regression with --fail-on-regression), 1 a regression (or scores lost
     to errors) with --fail-on-regression, 2 bad usage.
     """
     if json_output and markdown:
         raise ConfigError("Choose one output format: --json or --markdown, not both.")
+    if group is not None or quality is not None:
+        from ._grid import compare_group
+
+        compare_group(group, (run_a, run_b), experiment=experiment, quality=quality, json_output=json_output,
+                      markdown=markdown, fail_on_regression=fail_on_regression)
+        return
+    if run_a is None or run_b is None:
+        raise ConfigError("cobalt compare takes two runs, A (the baseline) and B, or --group GROUP for the variants "
+                          "of a run group.")
     from ..ops._compare import compare_runs
     from ..render._compare import comparison_markdown
 

@@ -17,12 +17,13 @@ if TYPE_CHECKING:
     from ..config._config import Config
     from ..ops._run import RunOptions, RunOutcome
     from ..ops._select import Selection
+    from ..run._execute import RunInterrupted
     from ..run._session import Observer
 
 
 Resume = Annotated[str | None, typer.Option(
     "--resume", metavar="RUN", help="Finish an interrupted run (its id, a prefix or `latest`; with --filter, "
-    "`latest` of that experiment): only what is missing runs.")]
+    "`latest` of that experiment; or a run group's id, for its unfinished runs): only what is missing runs.")]
 OnlyFailed = Annotated[str | None, typer.Option(
     "--only-failed", metavar="RUN", help="Run again, as a new run, the items that failed in this run (its id, "
     "a prefix, its random suffix or `latest`): agent errors, timeouts, eval-errors, scores below a pass mark.")]
@@ -32,6 +33,9 @@ UpdateBaselines = Annotated[bool, typer.Option(
 JudgeBatch = Annotated[bool | None, typer.Option(
     "--judge-batch/--no-judge-batch", help="Send the judge calls through the provider's batch API (half "
     "price, answers within hours; resumable with --resume) or online; default: [judge] batch.")]
+VariantOption = Annotated[list[str] | None, typer.Option(
+    "--variant", metavar="VARIANT", help="Only this variant of experiments with variants (its name, or "
+    "key=value of its parameters; repeatable); the baseline variant always runs too.")]
 ProgressJsonl = Annotated[Path | None, typer.Option(
     "--progress-jsonl", metavar="FILE", help="Also write one JSON line per started run, finished item and "
     "finished run to FILE (a file, or a pipe such as /dev/fd/3), flushed as each happens.")]
@@ -55,6 +59,7 @@ def run(
     only_failed: OnlyFailed = None,
     update_baselines: UpdateBaselines = False,
     judge_batch: JudgeBatch = None,
+    variant: VariantOption = None,
     progress_jsonl: ProgressJsonl = None,
 ) -> None:
     """Run experiments and report each item as it finishes.
@@ -79,22 +84,16 @@ def run(
     progress = None if progress_jsonl is None else open(progress_jsonl, "w", encoding="utf-8")  # noqa: SIM115
     reporter = _observer(json_output, ci, progress)
     options = RunOptions(concurrency=concurrency, add_tags=add_tag or [], dagster=not no_dagster,
-                         update_baselines=update_baselines, judge_batch=judge_batch)
+                         update_baselines=update_baselines, judge_batch=judge_batch, variants=variant or [])
+    if variant and (resume or only_failed):
+        raise ConfigError("--variant picks the variants of a new run; a resumed or re-run run keeps its own variant.")
     try:
         # With --json, stdout carries the JSON alone: what the experiment files and agents print goes to stderr.
         user_output = contextlib.redirect_stdout(sys.stderr) if json_output else contextlib.nullcontext()
         with sigterm_as_interrupt(), user_output:
             outcome = _start(config, resume, only_failed, selection, options, reporter)
     except RunInterrupted as exc:
-        from .._signals import EXPLAINED
-
-        EXPLAINED.set()
-        with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) has nowhere to say it
-            if exc.status == "not started":
-                print(f"interrupted before run {exc.run_id} started; nothing was stored", file=sys.stderr)
-            else:
-                print(f"interrupted: finished items kept in run {exc.run_id} ({exc.status}); finish it with "
-                      f"`cobalt run --resume {exc.run_id}`", file=sys.stderr)
+        _say_interrupted(exc)
         raise  # the entry point turns it into exit code 130 (143 after SIGTERM, 129 after SIGHUP)
     finally:
         if progress is not None:
@@ -110,11 +109,27 @@ def run(
     raise typer.Exit(0 if outcome.passed else 1)
 
 
+def _say_interrupted(exc: RunInterrupted) -> None:
+    """What was kept of an interrupted run (or run group) and how to finish it, on stderr."""
+    from .._signals import EXPLAINED
+
+    EXPLAINED.set()
+    with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) has nowhere to say it
+        if exc.status == "not started":
+            print(f"interrupted before run {exc.run_id} started; nothing was stored", file=sys.stderr)
+        elif exc.run_id.startswith("g-"):
+            print(f"interrupted: finished items kept in the runs of group {exc.run_id} (incomplete); finish "
+                  f"them with `cobalt run --resume {exc.run_id}`", file=sys.stderr)
+        else:
+            print(f"interrupted: finished items kept in run {exc.run_id} ({exc.status}); finish it with "
+                  f"`cobalt run --resume {exc.run_id}`", file=sys.stderr)
+
+
 def _observer(json_output: bool, ci: bool, progress: IO[str] | None) -> Observer | None:
     """The terminal reporter (none with --json), wrapped by the JSON-lines writer of --progress-jsonl."""
-    from ..render._terminal import TerminalReporter
+    from ..render._group_reporter import GroupReporter
 
-    reporter = None if json_output else TerminalReporter(ci=ci)
+    reporter = None if json_output else GroupReporter(ci=ci)
     if progress is None:
         return reporter
     from ..render._progress import ProgressLines

@@ -16,9 +16,10 @@ from ..evaluators._itemchecks import with_item_checks
 from ..gates._assertions import RUN_METRICS, Assertion, ErrorRate
 from ..results._report import ExperimentReport
 from ._dataset import Dataset
+from ._variants import Variant, check_gate_variants, parse_variants, select_variants
 
 _OPTIONS = frozenset({"evaluators", "runs", "concurrency", "judge_concurrency", "timeout", "tags", "assertions",
-                      "description", "max_error_rate", "simulator"})
+                      "description", "max_error_rate", "simulator", "variants", "baseline"})
 
 #: Every declared experiment by name; declaring a name again replaces it (notebooks re-run cells).
 REGISTRY: dict[str, Experiment] = {}
@@ -47,6 +48,8 @@ class Experiment:
         description: str | None = None,
         max_error_rate: float | None = None,
         simulator: SimulatedUser | None = None,
+        variants: Sequence[Mapping[str, Any]] | Mapping[str, Sequence[Any]] | None = None,
+        baseline: str | None = None,
     ) -> None:
         where = f"experiment {name!r}"
         if not isinstance(name, str) or not name.strip():
@@ -78,6 +81,9 @@ class Experiment:
                                   f"assertion(), got {gate!r}.")
         if max_error_rate is not None:
             ErrorRate(max_error_rate)  # checks it now, with the sentence that says what it means
+        #: The agent's configurations run side by side (`ctx.variant`); empty: the experiment has none.
+        self.variants = parse_variants(variants, baseline, where)
+        check_gate_variants(assertions, self.variants, where)
         self.name = name
         self.dataset = dataset
         self.runner = runner
@@ -103,6 +109,11 @@ class Experiment:
     def __repr__(self) -> str:
         return f"Experiment({self.name!r}, {len(self.dataset)} items, {len(self.evaluators)} evaluators)"
 
+    @property
+    def baseline_variant(self) -> Variant | None:
+        """The variant the others are compared with; None when the experiment has no variants."""
+        return next((v for v in self.variants if v.baseline), None)
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """The decorated agent stays callable."""
         return self.runner(*args, **kwargs)
@@ -111,7 +122,8 @@ class Experiment:
         """Run every item through the agent and the evaluators; store and return the report.
 
         Overrides: `concurrency`, `timeout`, `runs`, `tags`, `run_id`, `indices` (only the dataset items at these
-        indices, keeping them). A Ctrl-C keeps what finished
+        indices, keeping them), `variant` (in an experiment with variants, the one to run: default its
+        baseline; `run_variants()` runs them all). A Ctrl-C keeps what finished
         (the run is stored as `incomplete`) and then raises KeyboardInterrupt; `resume=<run id>`
         then finishes that run, doing only the missing items and scores.
         """
@@ -128,6 +140,24 @@ class Experiment:
         config = config or load_config()
         request = FreshRun(**overrides) if resume is None else resume_request(self, config, resume, **overrides)
         return await execute(prepare(self, config, request), observer)
+
+
+    def run_variants(self, variants: Sequence[str] = (), *, config: Config | None = None, observer: Any = None,
+                     **overrides: Any) -> list[ExperimentReport]:
+        """Run every variant (or those `variants` names, with the baseline) at once, as `cobalt run` does:
+        one run per variant under one run group, sharing the concurrency limit, the judge and its cache.
+        Returns their reports, the baseline's first; `cobalt compare --group` shows their grid."""
+        from ..run._group import execute_group, new_group_id
+        from ..run._plan import prepare
+        from ..run._requests import FreshRun
+
+        if not self.variants:
+            raise ConfigError(f"experiment {self.name!r} declares no variants; use .run(), or declare variants=[...].")
+        config = config or load_config()
+        group = new_group_id()
+        chosen = select_variants(self.variants, list(variants), f"experiment {self.name!r}")
+        plans = [prepare(self, config, FreshRun(**overrides, variant=v.name, group_id=group)) for v in chosen]
+        return run_anywhere(execute_group(plans, observer))
 
 
 def _check_positive(where: str, *, integer: bool = False, **values: float | None) -> None:
@@ -152,7 +182,9 @@ def experiment(name: str, dataset: Dataset | Iterable[Mapping[str, Any]], runner
     Options: `evaluators`, `runs`, `concurrency`, `judge_concurrency`, `timeout` (seconds per
     item), `tags`, `assertions`, `description`, `max_error_rate` (the share of errors that may pass;
     default `[ci] max_error_rate`, 0: any error fails the run), `simulator` (a `SimulatedUser`: the model
-    playing conversation items' simulated users; default the judge's).
+    playing conversation items' simulated users; default the judge's), `variants` (parameter sets the agent
+    receives as `ctx.variant`: a list, or a mapping of axes for every combination; docs/variants.md)
+    and `baseline` (the variant the others are compared with; default the first).
     """
     unknown = sorted(set(options) - _OPTIONS)
     if unknown:

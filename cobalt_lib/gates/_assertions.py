@@ -7,7 +7,7 @@ import difflib
 import json
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .._errors import ConfigError
 from ..config._config import Config
@@ -31,13 +31,22 @@ def check_metric(path: str, known: Iterable[str], where: str) -> None:
         raise ConfigError(f"{where} refers to metric {path!r}, which this experiment does not produce; {hint}")
 
 
+G = TypeVar("G", bound="Assertion")
+
+
 class Assertion(abc.ABC):
     """A quality gate. Subclasses set `name` and implement `evaluate`."""
 
     name: str = "assertion"
+    #: The one variant this gate applies to (`threshold(..., variant="v2")`); None: every variant's run.
+    variant: str | None = None
 
     def metrics(self, config: Config) -> list[str]:
         return []
+
+    def applies_to(self, variant: str | None) -> bool:
+        """Whether the gate judges the run of `variant` (None: a run of an experiment without variants)."""
+        return self.variant is None or self.variant == variant
 
     @abc.abstractmethod
     def evaluate(self, report: ExperimentReport, config: Config) -> list[AssertionResult]: ...
@@ -69,7 +78,7 @@ class Threshold(Assertion):
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "type": "threshold", "path": self.path, "value": self.value,
-                "direction": "max" if self.lower else "min"}
+                "direction": "max" if self.lower else "min", **({"variant": self.variant} if self.variant else {})}
 
 
 class NoRegression(Assertion):
@@ -279,12 +288,14 @@ def _stats_dict(stats: Any) -> dict[str, Any]:
     return data
 
 
-def threshold(path: str, value: float) -> Threshold:
+def threshold(path: str, value: float, *, variant: str | None = None) -> Threshold:
     """Pass when the metric at `path` (`relevance`, `relevance.p95`, `latency.p99`) reaches `value`.
 
     Metrics named `latency*`, `cost*`, `tokens*`, `*Duration`, `*Latency` must stay at or below it.
+    In an experiment with variants it judges every variant's run, or only the run of `variant`.
     """
-    return Threshold(path, value)
+    gate = Threshold(path, value)
+    return on_variant(gate, variant)
 
 
 def no_regression(baseline: str | Path, tolerance: float = 0.05) -> NoRegression:
@@ -293,9 +304,23 @@ def no_regression(baseline: str | Path, tolerance: float = 0.05) -> NoRegression
 
 
 def assertion(name: str, check: Callable[[Mapping[str, Any], Mapping[str, Any]], Any],
-              message: str = "") -> Custom:
-    """A custom gate: `check(aggregated, stats)` returns True to pass."""
-    return Custom(name, check, message)
+              message: str = "", *, variant: str | None = None) -> Custom:
+    """A custom gate: `check(aggregated, stats)` returns True to pass (only on the run of `variant`, if named)."""
+    return on_variant(Custom(name, check, message), variant)
+
+
+def _variant_name(variant: str | None, gate: str) -> str | None:
+    if variant is not None and (not isinstance(variant, str) or not variant):
+        raise ConfigError(f"gate {gate!r}: variant must be a variant's name, got {variant!r}.")
+    return variant
+
+
+def on_variant(gate: G, variant: str | None) -> G:
+    """`gate`, named for the one variant it judges (`relevance >= 0.8 [gpt-4o]`)."""
+    gate.variant = _variant_name(variant, gate.name)
+    if variant is not None:
+        gate.name = f"{gate.name} [{variant}]"
+    return gate
 
 
 def experiment_gates(config: Config, assertions: Iterable[Assertion], evaluators: Iterable[str], *,

@@ -23,12 +23,15 @@ from ._urls import (
     run_page_url,
     trends_page_url,
 )
+from ._variant_tags import GROUP_TAG, VARIANT_TAG, variant_of, variant_tags
 
 __all__ = [
     "DAGSTER_URL_VARIABLE",
+    "GROUP_TAG",
     "JUDGE_BATCH_TAG",
     "PAGES_URL_VARIABLE",
     "TAG_PREFIX",
+    "VARIANT_TAG",
     "cobalt_tags",
     "compare_page_url",
     "dagster_asset_url",
@@ -45,4 +48,6 @@ __all__ = [
     "run_page_url",
     "tag_key",
     "trends_page_url",
+    "variant_of",
+    "variant_tags",
 ]

@@ -46,7 +46,8 @@ evaluator: both means, the paired delta with its bootstrap confidence interval a
 significant change, not comparable); latency and cost deltas; how many items regressed and improved (every one
 named by index), and the `top` that moved most with both outputs and both reasons. Runs are ids, unique prefixes,
 "latest" or "previous" (the newest and second-newest run of the experiment; pass experiment to choose it, else the
-newest run's experiment). Use it after changing the agent: cobalt_compare(run_a="previous", run_b="latest")."""
+newest run's experiment). Use it after changing the agent: cobalt_compare(run_a="previous", run_b="latest"). For the
+variants of a run group (one run per variant), cobalt_variants(group=...) compares every variant with the baseline."""
 
 QUERY = """Read-only SQL (DuckDB dialect) over the stored run assets, for questions the other tools do not answer
 (e.g. which inputs fail on every run this week). Tables: runs, outputs, scores, aggregates, verdicts, every row

@@ -130,10 +130,10 @@ async def _drain(stream: Any, into: list[bytes]) -> None:
 
 
 async def _progress(read_fd: int, ctx: Context, run_ids: list[str]) -> None:
-    """One progress notification per finished item: done/total over every experiment started so far."""
-    before = 0  # items of the experiments already finished
+    """One progress notification per finished item: done/total over every run started so far (the runs of a
+    run group's variants run at once, their items interleaved: each run's count is kept apart)."""
     total = 0
-    done = 0
+    done: dict[str, int] = {}
     async with anyio.wrap_file(os.fdopen(read_fd, "rb")) as pipe:
         async for line in pipe:
             try:
@@ -142,13 +142,12 @@ async def _progress(read_fd: int, ctx: Context, run_ids: list[str]) -> None:
                 continue
             if event.get("event") == "start":
                 run_ids.append(str(event["run_id"]))
-                before += done
-                done = 0
                 total += int(event.get("total") or 0)
             elif event.get("event") == "item":
-                done = int(event.get("done") or 0)
-                await ctx.report_progress(before + done, total or None,
-                                          f"{event.get('experiment')}: {event.get('message')}")
+                done[str(event.get("run_id"))] = int(event.get("done") or 0)
+                variant = f" [{event['variant']}]" if event.get("variant") else ""
+                await ctx.report_progress(sum(done.values()), total or None,
+                                          f"{event.get('experiment')}{variant}: {event.get('message')}")
 
 
 async def _stop(process: Process) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from mcp.server.mcpserver import MCPServer
 
 from .. import __version__
-from . import _calibration_tool, _model_tools, _prompts, _read_tools, _resources, _run_tool
+from . import _calibration_tool, _model_tools, _prompts, _read_tools, _resources, _run_tool, _variant_tools
 from ._common import CobaltServer, Project
 from ._http_cancel import CancelOnDisconnect
 from ._http_guard import LOOPBACK, BearerToken, needs_token, security_settings, server_token
@@ -34,6 +34,7 @@ def build_server(root: Path) -> MCPServer:
     project = Project(root)
     _run_tool.register(server, project)
     _read_tools.register(server, project)
+    _variant_tools.register(server, project)
     _model_tools.register(server, project)
     _calibration_tool.register(server, project)
     _resources.register(server, project)

@@ -56,6 +56,7 @@ from ._run import (
 from ._select import Selection, resume_scope, select_experiments, unused_thresholds
 from ._show import ShownRun, is_failure, show_run
 from ._studio import Studio
+from ._variants import variant_grid
 
 __all__ = [
     "BaselineUpdate",
@@ -144,5 +145,6 @@ __all__ = [
     "store_with_runs",
     "trends_page_url",
     "unused_thresholds",
+    "variant_grid",
     "write_baselines",
 ]

@@ -29,6 +29,9 @@ class HistoryEntry(BaseModel):
     agent_cost: float | None = None
     judge_cost: float | None = None
     parent_run_id: str | None = None
+    #: The variant this run is, and its run group (docs/variants.md); None for a run without variants.
+    variant: str | None = None
+    group_id: str | None = None
 
     @property
     def verdict(self) -> str:
@@ -75,7 +78,7 @@ def history_entry(run: dict[str, Any], means: dict[str, float | None]) -> Histor
         tags=run.get("tags") or [], status=run["status"], passed=_passed(run),
         scores=means, duration_ms=run_duration_ms(run), cost=summary.get("estimated_cost"),
         agent_cost=summary.get("agent_cost"), judge_cost=summary.get("judge_cost"),
-        parent_run_id=run.get("parent_run_id"),
+        parent_run_id=run.get("parent_run_id"), variant=run.get("variant"), group_id=run.get("group_id"),
     )
 
 

@@ -69,6 +69,8 @@ COLUMN_NOTES: dict[str, dict[str, str]] = {
         "passed": "every gate passed; FALSE for a run that did not complete, NULL until the run finishes",
         "worked_ms": "milliseconds the stages worked on the run",
         "lease_until": "until when the process working on a running run holds it; past it, the run is incomplete",
+        "group_id": "the run group: the runs of every variant started together (docs/variants.md); null without",
+        "variant": "the variant this run is (its name; its parameters are config.variant); null without",
     },
     "outputs": {
         "run_id": "the run", "item_index": "the dataset item's index", "run_index": "repetition (0 unless runs > 1)",

@@ -21,8 +21,9 @@ from ..run._requests import RescoreRun
 from ..run._resume import failed_request, resume_request
 from ..run._session import Observer
 from ._refs import store_with_runs
-from ._run import RunOutcome, run_plan
+from ._run import RunOutcome, run_plan, run_plans
 from ._select import Selection, resume_scope
+from ._variants import is_group_id
 
 if TYPE_CHECKING:
     from ..experiments._experiment import Experiment
@@ -36,10 +37,28 @@ def resume_run(config: Config, ref: str, selection: Selection | None = None, *, 
     one whose runs `latest`/`previous` mean. `record`: then into the Dagster history as a recorded run.
     """
     problems: list[str] = []
+    if is_group_id(ref):
+        return RunOutcome(reports=resume_group(config, ref, selection, concurrency=concurrency, record=record,
+                                               observer=observer, problems=problems), warnings=problems)
     experiment, run_id = _stored_run(config, ref, selection, "resume it", problems)
     plan = prepare(experiment, config, resume_request(experiment, config, run_id, concurrency=concurrency,
                                                       judge_batch=judge_batch))
     return RunOutcome(reports=[run_plan(plan, observer, record=record)], warnings=problems)
+
+
+def resume_group(config: Config, ref: str, selection: Selection | None, *, concurrency: int | None,
+                 record: bool, observer: Observer | None, problems: list[str]) -> list[ExperimentReport]:
+    """Finish every run of run group `ref` that is not completed, at once, as the group ran."""
+    store = store_with_runs(config)
+    group = store.resolve_group(ref)
+    unfinished = [row for row in store.group_runs(group) if row["status"] != "completed"]
+    if not unfinished:
+        raise ConfigError(f"Every run of group {group} is completed; there is nothing to resume.")
+    plans = []
+    for row in unfinished:
+        experiment, run_id = _stored_run(config, row["run_id"], selection, "resume it", problems)
+        plans.append(prepare(experiment, config, resume_request(experiment, config, run_id, concurrency=concurrency)))
+    return run_plans(plans, observer, record=record)
 
 
 def rerun_failed(config: Config, ref: str, selection: Selection | None = None, *, concurrency: int | None = None,
@@ -92,6 +111,6 @@ def rescore_run(config: Config, ref: str, *, evaluators: Sequence[str] = (), exp
     if not found:
         raise ConfigError(f"Run {old_id} belongs to experiment {stored.name!r}, which no experiment file under "
                           f"{config.test_dir}/ declares any more; restore it to rescore this run.")
-    request = RescoreRun(parent_run_id=old_id, outputs=stored.items, evaluators=evaluators)
+    request = RescoreRun(parent_run_id=old_id, outputs=stored.items, evaluators=evaluators, variant=stored.variant)
     report = run_anywhere(execute(prepare(found[-1], config, request), observer))
     return Rescored(parent_run_id=old_id, report=report)

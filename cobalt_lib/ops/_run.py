@@ -12,6 +12,7 @@ or `--no-dagster` for one run, which the store notes so that no sensor records i
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 from pydantic import BaseModel, Field
 
@@ -26,6 +27,7 @@ from ..run._plan import RunPlan, prepare
 from ..run._requests import FreshRun, ResumeRun
 from ..run._session import Observer
 from ._select import Selection, select_experiments, unused_thresholds
+from ._variants import check_variant_filter, run_group, variant_plans
 
 
 class RunOptions(BaseModel):
@@ -41,6 +43,8 @@ class RunOptions(BaseModel):
     update_baselines: bool = False
     #: Judge through the provider's batch API (True), online (False), or as `[judge] batch` says (None).
     judge_batch: bool | None = None
+    #: Only these variants (names or `key=value`) of experiments with variants, and their baseline; empty: all.
+    variants: list[str] = Field(default_factory=list)
 
 
 class BaselineUpdate(BaseModel):
@@ -89,14 +93,17 @@ def prepare_runs(config: Config, selection: Selection, options: RunOptions) -> P
     config.dagster.record_mode()  # a bad COBALT_DAGSTER_RECORD is a usage error before anything runs
     config.judge.batch_mode()  # and so is a bad COBALT_JUDGE_BATCH
     problems: list[str] = []
-    plans = [prepare(exp, config, request) for exp in select_experiments(config, selection, problems)]
+    experiments = select_experiments(config, selection, problems)
+    check_variant_filter(experiments, options.variants)
+    plans = [plan for exp in experiments
+             for plan in variant_plans(exp, request, options.variants, partial(prepare, exp, config))]
     return PreparedRuns(config, plans, options, problems + unused_thresholds(config, plans))
 
 
 def execute_runs(prepared: PreparedRuns, observer: Observer | None = None) -> RunOutcome:
     """Run the plans one after another; with `update_baselines`, then write their baselines."""
     plans, options = prepared.plans, prepared.options
-    reports = [run_plan(plan, observer, record=options.dagster) for plan in plans]
+    reports = [report for group in _groups(plans) for report in run_plans(group, observer, record=options.dagster)]
     outcome = RunOutcome(reports=reports)
     if options.update_baselines:
         outcome.baselines = [update for plan, report in zip(plans, reports, strict=True)
@@ -128,6 +135,32 @@ def run_plan(plan: RunPlan, observer: Observer | None = None, *, record: bool = 
     if mode == "inline":
         record_inline(plan.config, [report.id], [plan.experiment])
     return report
+
+
+def run_plans(plans: list[RunPlan], observer: Observer | None = None, *, record: bool = True) -> list[ExperimentReport]:
+    """`run_plan` for one plan; the plans of a run group (every variant) run at once, then are recorded."""
+    if len(plans) == 1 and plans[0].group_id is None:
+        return [run_plan(plans[0], observer, record=record)]
+    modes = [recording(plan, record) for plan in plans]
+    try:
+        pause_point("before-run")
+    except KeyboardInterrupt:
+        raise RunInterrupted(plans[0].run_id, "not started") from None
+    reports = run_group(plans, observer)
+    if "inline" in modes:
+        record_inline(plans[0].config, [r.id for r in reports], [plans[0].experiment])
+    return reports
+
+
+def _groups(plans: list[RunPlan]) -> list[list[RunPlan]]:
+    """Consecutive plans of one run group together; every other plan alone."""
+    groups: list[list[RunPlan]] = []
+    for plan in plans:
+        if groups and plan.group_id is not None and groups[-1][0].group_id == plan.group_id:
+            groups[-1].append(plan)
+        else:
+            groups.append([plan])
+    return groups
 
 
 def recording(plan: RunPlan, record: bool) -> RecordMode:

@@ -1,6 +1,7 @@
 """The pages server: aiohttp on 127.0.0.1 (unless told otherwise), read-only against the store.
 
 Routes: `/` runs list, `/runs/RUN` run detail (`#item=N` opens an item), `/compare?a=A&b=B`,
+`/groups/GROUP` a run group's variant grid and items side by side (`/groups/GROUP/items/N`: one item),
 `/trends?experiment=E&tag=T`, and the JSON the pages' script asks for under `/api/`
 (`/api/csrf`: the token a write sends in `X-CSRF-Token`). Only the server's own loopback Host is
 answered, and a request that changes state needs its own Origin and the token (`_guard`). Each request
@@ -26,6 +27,7 @@ from ..results._store import Store
 from ._calibration_view import calibration_view
 from ._charts import histogram
 from ._compare import compare_page, compare_view
+from ._groups import GROUP_ASSETS, group_view
 from ._guard import CSRF_HEADER, SAFE_METHODS, host_allowed, refusal, token_matches
 from ._labels import add_label_routes
 from ._queries import ITEMS_PER_PAGE, ItemQuery, RunFilters, item_detail, item_page, live_status, run_detail, runs_list
@@ -54,6 +56,7 @@ def create_app(config: Config) -> web.Application:
     app.add_routes([
         web.get("/", runs_page), web.get("/runs/{run_id}", run_page),
         web.get("/runs/{run_id}/items/{index}", item_link),
+        web.get("/groups/{group_id}", group_page), web.get("/groups/{group_id}/items/{index}", group_item_page),
         web.get("/compare", compare_route), web.get("/trends", trends_page), web.get("/healthz", healthz),
         web.get("/api/runs/{run_id}/items", items_api), web.get("/api/runs/{run_id}/items/{index}", item_api),
         web.get("/api/runs/{run_id}/live", live_api), web.get("/api/compare", compare_api),
@@ -237,6 +240,24 @@ def _dumps(value: Any) -> str:
     import json
 
     return json.dumps(value, default=str, ensure_ascii=False)
+
+
+async def group_page(request: web.Request) -> web.Response:
+    try:
+        offset = int(request.query.get("offset") or 0)
+    except ValueError:
+        raise ConfigError("The group page's offset must be a number.") from None
+    view = await _call(lambda: group_view(_config(request), request.match_info["group_id"], offset=offset))
+    return _html(render("group.html", extra=GROUP_ASSETS, dagster_home=dagster_url(_config(request)), **view))
+
+
+async def group_item_page(request: web.Request) -> web.Response:
+    try:
+        index = int(request.match_info["index"])
+    except ValueError:
+        raise ConfigError("An item of a run group is its dataset index, a number.") from None
+    view = await _call(lambda: group_view(_config(request), request.match_info["group_id"], item=index))
+    return _html(render("group.html", extra=GROUP_ASSETS, dagster_home=dagster_url(_config(request)), **view))
 
 
 async def trends_page(request: web.Request) -> web.Response:

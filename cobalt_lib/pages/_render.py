@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 #: What the server's pages may load: their own script and stylesheet, and requests to their own API.
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
-STATIC_FILES = ("pages.css", "pages.js", "conversation.css", "conversation.js", "trace.css", "trace.js")
+STATIC_FILES = ("pages.css", "pages.js", "conversation.css", "conversation.js", "trace.css", "trace.js",
+                "variants.css", "variants.js")
 
 
 def static_text(name: str) -> str:
@@ -105,6 +106,12 @@ class Links:
     def compare(self, a: str, b: str) -> str | None:
         return self._path(f"/compare?{urlencode({'a': a, 'b': b})}")
 
+    def group(self, group_id: str, offset: int = 0) -> str | None:
+        return self._path(f"/groups/{quote(group_id, safe='')}" + (f"?offset={int(offset)}" if offset else ""))
+
+    def group_item(self, group_id: str, index: int) -> str | None:
+        return self._path(f"/groups/{quote(group_id, safe='')}/items/{int(index)}")
+
     def trends(self, experiment: str, tag: str = "") -> str | None:
         return self._path(f"/trends?{urlencode({'experiment': experiment, **({'tag': tag} if tag else {})})}")
 
@@ -120,15 +127,19 @@ def link(href: str | None, text: Any, **attrs: str) -> Markup:
     return Markup(f'<a href="{escape(href)}"{extra}>{escape(text)}</a>')
 
 
-def render(template: str, *, static: bool = False, pages: str = "", **context: Any) -> str:
-    """A page; `static`: one self-contained file (stylesheet and script inline, allowed by their hashes)."""
+def render(template: str, *, static: bool = False, pages: str = "", extra: tuple[str, ...] = (),
+           **context: Any) -> str:
+    """A page; `static`: one self-contained file (stylesheet and script inline, allowed by their hashes).
+    `extra`: the page's own static files besides pages.css and pages.js (`variants.css`, `variants.js`)."""
     env = environment()
-    assets: dict[str, Any] = {"static": static, "pages": pages, "links": Links(static=static)}
+    assets: dict[str, Any] = {"static": static, "pages": pages, "links": Links(static=static),
+                              "extra_css": [n for n in extra if n.endswith(".css")],
+                              "extra_js": [n for n in extra if n.endswith(".js")]}
     if static:
-        # one stylesheet and one script, each allowed by its hash: the extensions' files first, then the pages'
-        css = "\n".join(static_text(name) for name in STATIC_FILES if name.endswith(".css"))
-        # the extensions' scripts first: pages.js calls them
-        js = "\n".join(static_text(name) for name in ("conversation.js", "trace.js", "pages.js"))
+        # one stylesheet and one script, each allowed by its hash: the extensions' scripts before pages.js (it
+        # calls them), the page's own (`extra`) after it
+        css = "\n".join(static_text(n) for n in ("pages.css", "conversation.css", "trace.css", *assets["extra_css"]))
+        js = "\n".join(static_text(n) for n in ("conversation.js", "trace.js", "pages.js", *assets["extra_js"]))
         if "</" in css + js:  # inline, either would end its <style> or <script> element early
             raise RuntimeError("the pages' stylesheets and scripts must not contain '</' (they are inlined in reports)")
         assets.update(inline_css=css, inline_js=js, csp=(

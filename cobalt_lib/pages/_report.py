@@ -52,9 +52,15 @@ def compare_report_html(config: Config, baseline: str, ref: str) -> str:
     return render("compare.html", static=True, data=data, rows_total=len(view["rows"]), dagster_home=None, **view)
 
 
-def write_report(config: Config, ref: str, path: Path, *, compare: str | None = None) -> Path:
-    """Write run `ref`'s page (with `compare`: the comparison of `ref` against baseline `compare`) to `path`."""
-    html = compare_report_html(config, compare, ref) if compare else run_report_html(config, ref)
+def write_report(config: Config, ref: str, path: Path, *, compare: str | None = None, group: bool = False) -> Path:
+    """Write run `ref`'s page (with `compare`: the comparison of `ref` against baseline `compare`; with `group`,
+    the page of the run group `ref`: its variant grid and items side by side) to `path`."""
+    if group:
+        from ._groups import group_report_html
+
+        html = group_report_html(config, ref)
+    else:
+        html = compare_report_html(config, compare, ref) if compare else run_report_html(config, ref)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(html, encoding="utf-8")
     return path

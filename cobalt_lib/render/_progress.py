@@ -33,7 +33,8 @@ class ProgressLines:
         self._total = 0
 
     def on_start(self, plan: RunPlan) -> None:
-        self._run = {"run_id": plan.run_id, "experiment": plan.experiment.name}
+        self._run = {"run_id": plan.run_id, "experiment": plan.experiment.name,
+                     **({"variant": plan.variant.name, "group_id": plan.group_id} if plan.variant else {})}
         self._done = 0
         self._total = plan.total_items * plan.runs
         self._write({"event": "start", **self._run, "total": self._total})
@@ -52,6 +53,13 @@ class ProgressLines:
                      "run_index": item.run_index, "status": item.status, "scores": scores, "message": message})
         if self.inner is not None:
             self.inner.on_item(item)
+
+    def for_plan(self, plan: RunPlan) -> ProgressLines:
+        """The lines of one variant's run in a group: its own counts, the inner reporter's own observer."""
+        split = getattr(self.inner, "for_plan", None)
+        member = ProgressLines(self.out, split(plan) if split is not None else self.inner)
+        member._lock = self._lock
+        return member
 
     def on_finish(self, report: ExperimentReport) -> None:
         self._write({"event": "finish", **self._run, "status": report.status, "passed": report.passed})

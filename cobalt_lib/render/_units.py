@@ -14,9 +14,12 @@ def money(value: float | None) -> str:
     return f"${value:.{2 - math.floor(math.log10(abs(value)))}f}"
 
 
-def score(value: float | None) -> str:
-    """A 0..1 score as `0.750` (three decimals, as every table shows scores); `-` for none."""
-    return "-" if value is None else f"{value:.3f}"
+def score(value: float | None, *, sign: bool = False, digits: int = 3) -> str:
+    """A 0..1 score as `0.750` (three decimals, as every table shows scores), or a score difference
+    (`+0.050` with `sign`); `-` for none."""
+    if value is None:
+        return "-"
+    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
 
 
 def duration(ms: float | None) -> str:

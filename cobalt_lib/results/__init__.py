@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ._compare import Comparison, EvaluatorDelta, compare_reports
 from ._exchange import Exchange, redact_url
+from ._grid import GridCell, GridRow, VariantGrid, build_grid
 from ._history import load_report, resolve_run, stored_item_batches, stored_items
 from ._identity import content_hash, duplicate_ids, item_identity
 from ._pairing import ItemPair, Unpaired, pair_items
@@ -26,6 +27,8 @@ __all__ = [
     "EvaluatorDelta",
     "Exchange",
     "ExperimentReport",
+    "GridCell",
+    "GridRow",
     "ItemPair",
     "ItemResult",
     "ItemSpread",
@@ -34,7 +37,9 @@ __all__ = [
     "Store",
     "Summary",
     "Unpaired",
+    "VariantGrid",
     "aggregate_rows",
+    "build_grid",
     "compare_reports",
     "content_hash",
     "duplicate_ids",

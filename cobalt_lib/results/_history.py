@@ -97,4 +97,5 @@ def _from_rows(store: Store, run: dict[str, Any]) -> ExperimentReport:
         id=run_id, name=run["experiment"], timestamp=started.isoformat() if hasattr(started, "isoformat") else
         str(started), status=run["status"], source=run.get("source") or "library",
         parent_run_id=run.get("parent_run_id"), tags=run.get("tags") or [], config=run.get("config") or {},
-        summary=summary, items=items, assertions=verdicts, results_path=run.get("results_path"))
+        variant=run.get("variant"), group_id=run.get("group_id"), summary=summary, items=items,
+        assertions=verdicts, results_path=run.get("results_path"))

@@ -183,6 +183,10 @@ class ExperimentReport(BaseModel):
     parent_run_id: str | None = None
     tags: list[str] = Field(default_factory=list)
     config: dict[str, Any] = Field(default_factory=dict)
+    #: In an experiment with variants: which variant this run is (its parameters are `config["variant"]`),
+    #: and the run group of the runs of every variant started together.
+    variant: str | None = None
+    group_id: str | None = None
     summary: Summary = Field(default_factory=Summary)
     #: A list when loaded from a file or the store; a run's own report reads its items back from disk
     #: (`StoredItems`, read-only) so a run's memory stays flat in its number of items.

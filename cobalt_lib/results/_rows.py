@@ -63,7 +63,7 @@ def run_row(report: ExperimentReport, *, finished: bool) -> dict[str, Any]:
         "tags": report.tags, "config": report.config, "source": report.source,
         "parent_run_id": report.parent_run_id, "results_path": report.results_path,
         "summary": report.summary.model_dump(mode="json", exclude={"per_item"}) if finished else None,
-        "passed": report.passed if finished else None,
+        "passed": report.passed if finished else None, "group_id": report.group_id, "variant": report.variant,
     }
 
 

@@ -29,6 +29,7 @@ from ._store_batches import JudgeBatches
 from ._store_dagster import DagsterRuns
 from ._store_labels import LabelRows
 from ._store_spans import SpanRows
+from ._store_variants import VariantRuns
 from ._tables import TABLES, decode, fetch, make_tables, present_columns
 from ._values import MAX_VALUE_BYTES, VALUES_DIR, restore
 
@@ -93,7 +94,7 @@ def _shared() -> dict[str, Any]:
     return held
 
 
-class Store(DagsterRuns, JudgeBatches, LabelRows, SpanRows):
+class Store(DagsterRuns, JudgeBatches, LabelRows, SpanRows, VariantRuns):
     """The DuckDB file under `.cobalt/`, and the one place that speaks SQL to it: every read and write
     of the tables is a method here. Every method opens its own short connection, except that
     reads inside a `reading()` block share the block's."""
@@ -347,12 +348,9 @@ class Store(DagsterRuns, JudgeBatches, LabelRows, SpanRows):
         return str(self.require_run(run_id)["experiment"])
 
     def previous_completed_run(self, experiment: str, run_id: str) -> str | None:
-        """The experiment's newest completed run started before `run_id`, if any."""
-        rows = self.query(
-            "SELECT run_id FROM runs WHERE experiment = ? AND run_id <> ? AND status = 'completed' "
-            "AND started_at < (SELECT started_at FROM runs WHERE run_id = ?) ORDER BY started_at DESC LIMIT 1",
-            [experiment, run_id, run_id])
-        return str(rows[0]["run_id"]) if rows else None
+        """The experiment's newest completed run started before `run_id` (of the same variant, for a
+        variant's run), if any."""
+        return self.previous_of_variant(experiment, run_id)
 
     def evaluator_means(self, run_ids: Sequence[str]) -> dict[str, dict[str, float | None]]:
         """`{run_id: {evaluator: mean}}` from the stored aggregates, evaluators in name order."""

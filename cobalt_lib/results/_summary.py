@@ -15,4 +15,5 @@ def run_summary(report: ExperimentReport) -> dict[str, Any]:
         "summary": report.summary.model_dump(mode="json", exclude={"per_item"}),
         "assertions": [a.model_dump(mode="json") for a in report.assertions],
         "results_path": report.results_path,
+        **({"variant": report.variant, "group_id": report.group_id} if report.variant is not None else {}),
     }

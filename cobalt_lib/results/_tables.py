@@ -22,6 +22,8 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("worked_ms", "DOUBLE"),
         # Until when the run's process holds it (`_liveness`): a `running` run past this reads `incomplete`.
         ("lease_until", "TIMESTAMPTZ"),
+        # The run group (the runs of every variant of one `cobalt run`) and this run's variant (docs/variants.md).
+        ("group_id", "VARCHAR"), ("variant", "VARCHAR"),
     ],
     "outputs": [
         ("run_id", "VARCHAR"), ("item_index", "INTEGER"), ("run_index", "INTEGER"), ("input", "JSON"),

@@ -26,6 +26,7 @@ from ._agent import AgentContext, call_agent
 from ._aggregate import summarise
 from ._conversation import ConversationContext
 from ._execute import RunInterrupted, agent_step, execute, finish, full_step, rescore_step, start_run, stream
+from ._group import execute_group, new_group_id
 from ._lease import LeaseRenewer, lease
 from ._plan import RunPlan, new_run_id, prepare
 from ._requests import FailedItemsRun, FreshRun, PartitionRun, RescoreRun, ResumeRun, RunRequest
@@ -34,6 +35,7 @@ from ._session import Observer, Session
 from ._shard import Shard, ShardDone, cut, run_shard
 from ._stages import build_report, item_keys, judge_verdicts, produce, score
 from ._stored import finish_from_store
+from ._variant import Variant
 
 __all__ = [
     "AgentContext",
@@ -51,11 +53,13 @@ __all__ = [
     "Session",
     "Shard",
     "ShardDone",
+    "Variant",
     "agent_step",
     "build_report",
     "call_agent",
     "cut",
     "execute",
+    "execute_group",
     "failed_request",
     "finish",
     "finish_from_store",
@@ -63,6 +67,7 @@ __all__ = [
     "item_keys",
     "judge_verdicts",
     "lease",
+    "new_group_id",
     "new_run_id",
     "pause_point",
     "prepare",

@@ -9,6 +9,7 @@ import time
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from .._threads import DaemonThreads, UserExit
@@ -22,15 +23,19 @@ from ..traces._genai import usage_metadata
 
 Runner = Callable[..., Any]
 
+NO_VARIANT: Mapping[str, Any] = MappingProxyType({})
+
 
 @dataclass(frozen=True)
 class AgentContext:
-    """What the agent receives: the dataset item, its index and which repetition this is."""
+    """What the agent receives: the dataset item, its index, which repetition this is and, in an
+    experiment with variants, the variant's parameters (`ctx.variant["model"]`; empty without)."""
 
     item: dict[str, Any]
     index: int
     run_index: int = 0
     metadata: dict[str, Any] = field(default_factory=dict)
+    variant: Mapping[str, Any] = field(default_factory=lambda: NO_VARIANT)
 
     @property
     def input(self) -> Any:

@@ -26,7 +26,7 @@ from ._gc import collector_tuned_for_a_run
 from ._lease import lease
 from ._plan import RunPlan
 from ._requests import RescoreRun, ResumeRun
-from ._session import Observer, Session
+from ._session import Observer, Session, batch_delay
 from ._stages import FinishedItems, build_report, item_keys, produce, score
 
 T = TypeVar("T")
@@ -94,7 +94,8 @@ def start_run(plan: RunPlan) -> None:
     """Record the run as `running` before any agent call."""
     pending = ExperimentReport(id=plan.run_id, name=plan.experiment.name, timestamp=plan.timestamp,
                                status="running", source=plan.source, parent_run_id=plan.parent_run_id,
-                               tags=plan.tags, config=plan.describe())
+                               tags=plan.tags, config=plan.describe(),
+                               variant=plan.variant.name if plan.variant else None, group_id=plan.group_id)
     plan.store.start_run(run_row(pending, finished=False))
 
 
@@ -152,7 +153,7 @@ async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Seq
     """
     items: list[ItemResult] | FinishedItems | Counted = into if into is not None else []
     to_store = writer is None
-    rows: RowWriter = BatchWriter(plan.store) if writer is None else writer
+    rows: RowWriter = BatchWriter(plan.store, max_delay=batch_delay()) if writer is None else writer
     started = time.perf_counter()
 
     async def one(key: T) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 
 from .._errors import StoreError
 from ..llm._batch import StoredBatch
@@ -13,9 +14,11 @@ class StoreLedger:
     """The run `run_id`'s batches in `store`. A store too busy to take a note does not stop the run: the
     batch id is printed instead, and only the resume would miss it."""
 
-    def __init__(self, store: Store, run_id: str) -> None:
+    def __init__(self, store: Store, run_id: str, *, also: Sequence[str] = ()) -> None:
         self.store = store
         self.run_id = run_id
+        #: The runs whose open batches this run's judge also waits on (the other runs of its group).
+        self.runs = list(dict.fromkeys([run_id, *also]))
 
     def opened(self, batch: StoredBatch) -> None:
         try:
@@ -30,7 +33,7 @@ class StoreLedger:
 
     def open_batches(self) -> list[StoredBatch]:
         try:
-            rows = self.store.judge_batches(self.run_id, open_only=True)
+            rows = [row for run_id in self.runs for row in self.store.judge_batches(run_id, open_only=True)]
         except StoreError:
             return []
         return [StoredBatch(str(r["batch_id"]), str(r["endpoint"]), tuple(r["requests"] or ())) for r in rows]

@@ -19,6 +19,7 @@ from ..results._report import ItemResult
 from ..results._store import Store
 from ._conversation import check_conversations
 from ._requests import FailedItemsRun, FreshRun, PartitionRun, RescoreRun, ResumeRun, RunRequest
+from ._variant import Variant
 
 if TYPE_CHECKING:
     from ..experiments._experiment import Experiment
@@ -55,6 +56,10 @@ class RunPlan:
     indices: tuple[int, ...] | None = None
     #: Judge through the provider's batch API (`[judge] batch`, or the run's request).
     judge_batch: bool = False
+    #: The variant this run is, when the experiment has variants (`ctx.variant` is its parameters).
+    variant: Variant | None = None
+    #: The run group: the runs of every variant started together (`cobalt run` of an experiment with variants).
+    group_id: str | None = None
 
     @property
     def store(self) -> Store:
@@ -73,6 +78,7 @@ class RunPlan:
             **({"rescored": sorted(self.scored)} if isinstance(self.request, RescoreRun) else {}),
             **({"indices": list(self.indices)} if self.indices is not None else {}),
             **({"judge_batch": True} if self.judge_batch else {}),
+            **({"variant": self.variant.describe()} if self.variant is not None else {}),
             "dataset": {"source": exp.dataset.source,
                         "size": self.total_items if self.indices is None else len(exp.dataset)},
             "runner": getattr(exp.runner, "__qualname__", repr(exp.runner)),
@@ -140,12 +146,14 @@ def prepare(experiment: Experiment, config: Config, request: RunRequest | None =
     """
     request = request if request is not None else FreshRun()
     shape = _shape(request)
+    variant = run_variant(experiment, getattr(request, "variant", None))
     chosen = _choose_evaluators(experiment, shape.evaluators)
     total = _check_items(experiment, chosen, shape.items, shape.indices)
     endpoints = {e.name: e.endpoint(config) for e in chosen}
     played = range(len(experiment.dataset)) if shape.indices is None else shape.indices
     simulator = None if shape.items is not None else check_conversations(experiment, config, played)
-    assertions = _gates(experiment, config, update_baselines=shape.update_baselines)
+    assertions = [gate for gate in _gates(experiment, config, update_baselines=shape.update_baselines)
+                  if gate.applies_to(variant.name if variant else None)]
     config.traces.exporting()  # a malformed COBALT_EXPORT_EVALUATIONS is said before any agent call
     agent_limit = shape.concurrency or experiment.concurrency or config.concurrency
     if agent_limit < 1:
@@ -162,7 +170,8 @@ def prepare(experiment: Experiment, config: Config, request: RunRequest | None =
         tags=list(dict.fromkeys([*experiment.tags, *shape.tags])), source=shape.source,
         parent_run_id=shape.parent_run_id, prices={name: (p.input, p.output) for name, p in config.prices.items()},
         evaluators=list(experiment.evaluators), scored=frozenset(e.name for e in chosen), total_items=total,
-        request=request, indices=shape.indices, judge_batch=judge_batch,
+        request=request, indices=shape.indices, judge_batch=judge_batch, variant=variant,
+        group_id=getattr(request, "group_id", None) if variant is not None else None,
     )
 
 
@@ -173,6 +182,21 @@ def _check_batchable(endpoints: Mapping[str, Endpoint | None]) -> None:
             raise ConfigError(f"evaluator {name!r} judges with {endpoint.label}, and {endpoint.provider} has no batch "
                               "API; judge it with provider openai or anthropic, or run without batch judging "
                               "([judge] batch = false, COBALT_JUDGE_BATCH=0 or --no-judge-batch).")
+
+
+def run_variant(experiment: Experiment, name: str | None) -> Variant | None:
+    """The variant a run of `experiment` is: the one `name`d, else its baseline; None without variants."""
+    if not experiment.variants:
+        if name is not None:
+            raise ConfigError(f"Experiment {experiment.name!r} declares no variants, so it has no variant {name!r}.")
+        return None
+    if name is None:
+        return experiment.baseline_variant
+    found = next((v for v in experiment.variants if v.name == name), None)
+    if found is None:
+        raise ConfigError(f"Experiment {experiment.name!r} has no variant {name!r}; its variants are "
+                          f"{', '.join(repr(v.name) for v in experiment.variants)}.")
+    return found
 
 
 def _check_items(experiment: Experiment, chosen: list[Evaluator], items: list[Mapping[str, Any]] | None,

@@ -56,6 +56,10 @@ class FreshRun(_Options):
         super().__post_init__()
         if self.indices is not None:
             object.__setattr__(self, "indices", tuple(self.indices))
+    #: The variant this run is (its name; None: the baseline of an experiment with variants), and the
+    #: run group it belongs to (the runs of one `cobalt run` of every variant).
+    variant: str | None = None
+    group_id: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,6 +71,9 @@ class ResumeRun(_Options):
     items: Sequence[ItemResult] = field(default=(), repr=False)
     #: The dataset indices the run covers, when it covers only some (a run of failed items); None: all.
     indices: tuple[int, ...] | None = None
+    #: The stored run's variant and run group.
+    variant: str | None = None
+    group_id: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,6 +87,8 @@ class RescoreRun:
     outputs: Sequence[ItemResult] = field(repr=False)
     evaluators: Sequence[str] = ()
     judge_batch: bool | None = None
+    #: The parent run's variant: the new run is of the same one.
+    variant: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "evaluators", tuple(self.evaluators))
@@ -94,6 +103,8 @@ class FailedItemsRun(_Options):
 
     parent_run_id: str
     indices: tuple[int, ...]
+    #: The parent run's variant: the items run again with the same parameters.
+    variant: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -107,6 +118,9 @@ class PartitionRun(_Tagged):
     run_id: str
     timestamp: str | None = None
     concurrency: int | None = None
+    #: The variant the partition runs (its `cobalt/variant` tag, else the stored run's), and its group.
+    variant: str | None = None
+    group_id: str | None = None
 
 
 RunRequest: TypeAlias = FreshRun | ResumeRun | RescoreRun | FailedItemsRun | PartitionRun

@@ -40,7 +40,8 @@ def resume_request(experiment: Experiment, config: Config, ref: str, **options: 
     if stored.get("judge_batch") and options.get("judge_batch") is None:
         options = {**options, "judge_batch": True}  # a run started judging in batches finishes that way
     return ResumeRun(run_id=run_id, timestamp=run["started_at"].isoformat(), items=items,
-                     indices=None if indices is None else tuple(indices), **options)
+                     indices=None if indices is None else tuple(indices), variant=run.get("variant"),
+                     group_id=run.get("group_id"), **options)
 
 
 def failed_request(experiment: Experiment, config: Config, ref: str, **options: Any) -> FailedItemsRun:
@@ -61,7 +62,7 @@ def failed_request(experiment: Experiment, config: Config, ref: str, **options: 
     if not failed:
         raise ConfigError(f"Run {run_id} of {experiment.name!r} has no failed items (agent errors, timeouts, "
                           "eval-errors or scores below a pass mark); there is nothing to re-run.")
-    return FailedItemsRun(parent_run_id=run_id, indices=tuple(failed), **options)
+    return FailedItemsRun(parent_run_id=run_id, indices=tuple(failed), variant=run.get("variant"), **options)
 
 
 def _still_running(run_id: str, name: str, run: Mapping[str, Any]) -> ConfigError:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from .._aio import is_async_callable
@@ -37,17 +39,19 @@ class Observer(Protocol):
 
 
 class Session:
-    """What one run shares across items: the judge's clients and cache, the agent's threads and limit."""
+    """What one run shares across items: the judge's clients and cache, the agent's threads and limit.
+
+    Inside `shared_parts(...)` (the runs of every variant at once) those come from the group instead,
+    and the group closes them: the variants share one limit, one judge and its cache."""
 
     def __init__(self, plan: RunPlan) -> None:
         self.plan = plan
         import_sdks(plan.endpoints[e.name] for e in plan.evaluators if e.name in plan.scored)
-        self.judge = Judge(plan.cache(), plan.judge_concurrency, plan.prices, batch=judge_batches(plan))
-        self.agent_limit = asyncio.Semaphore(plan.concurrency)
-        runner = plan.experiment.runner
-        self.threads = None if is_async_callable(runner) else DaemonThreads(plan.concurrency)
-        #: For sync function evaluators; threads start on first use.
-        self.eval_threads = DaemonThreads(plan.concurrency + plan.judge_concurrency, name="cobalt-evaluator")
+        group = SHARED.get()
+        self.shared = group is not None
+        parts = group or Parts.for_plan(plan)
+        self.judge, self.agent_limit, self.threads, self.eval_threads = (
+            parts.judge, parts.agent_limit, parts.threads, parts.eval_threads)
         #: Where an agent output goes the moment it exists (the store, when the stage writes outputs).
         self.output_sink: Callable[[ItemResult], None] = lambda item: None
         #: The most spans kept per agent call, or None when no spans are collected (`traces`).
@@ -70,23 +74,63 @@ class Session:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        if self.threads is not None:
-            self.threads.shutdown()
-        self.eval_threads.shutdown()
-        await self.judge.aclose()
+        if not self.shared:
+            await Parts(self.judge, self.agent_limit, self.threads, self.eval_threads).aclose()
         if self.exporter is not None:  # sends what is still batched: a short run's events go out before it returns
             await asyncio.to_thread(self.exporter.close)
 
 
-def judge_batches(plan: RunPlan) -> Callable[[Clients], BatchJudging] | None:
+@dataclass
+class Parts:
+    """The judge, the agent's limit and threads, and the evaluators' threads: one run's, or a group's."""
+
+    judge: Judge
+    agent_limit: asyncio.Semaphore
+    threads: DaemonThreads | None
+    #: For sync function evaluators; threads start on first use.
+    eval_threads: DaemonThreads
+    #: How many runs share these parts (a run group's variants).
+    runs: int = 1
+
+    @classmethod
+    def for_plan(cls, plan: RunPlan, judge: Judge | None = None) -> Parts:
+        runner = plan.experiment.runner
+        return cls(judge or Judge(plan.cache(), plan.judge_concurrency, plan.prices, batch=judge_batches(plan)),
+                   asyncio.Semaphore(plan.concurrency),
+                   None if is_async_callable(runner) else DaemonThreads(plan.concurrency),
+                   DaemonThreads(plan.concurrency + plan.judge_concurrency, name="cobalt-evaluator"))
+
+    async def aclose(self) -> None:
+        if self.threads is not None:
+            self.threads.shutdown()
+        self.eval_threads.shutdown()
+        await self.judge.aclose()
+
+
+def judge_batches(plan: RunPlan, group: Sequence[RunPlan] = ()) -> Callable[[Clients], BatchJudging] | None:
     """How the run's judge sends its calls through batches, when it does: the run asked for it, or an
-    earlier attempt of the run left batches open (a resumed run waits on them)."""
-    ledger = StoreLedger(plan.store, plan.run_id)
+    earlier attempt of the run left batches open (a resumed run waits on them). A run group's judge
+    (`group`: its plans) notes its batches under the first run and waits on any of the group's."""
+    plans = group or [plan]
+    ledger = StoreLedger(plan.store, plan.run_id, also=[p.run_id for p in plans])
     # Only a run that ran before (resumed, or a retried Dagster partition) can have batches open.
-    if not plan.judge_batch and (isinstance(plan.request, FreshRun | RescoreRun | FailedItemsRun)
-                                 or not ledger.open_batches()):
+    if not any(p.judge_batch for p in plans) and (
+            all(isinstance(p.request, FreshRun | RescoreRun | FailedItemsRun) for p in plans)
+            or not ledger.open_batches()):
         return None
     judge = plan.config.judge
     deadline, window = judge.batch_deadline_seconds, judge.batch_window_seconds
     return lambda clients: BatchJudging(clients, deadline=deadline, window=window, ledger=ledger,
                                         run_id=plan.run_id, say=lambda news: print(f"cobalt: {news}", file=sys.stderr))
+
+
+#: The parts every Session of a run group uses (set by `run._group` around the group's runs).
+SHARED: ContextVar[Parts | None] = ContextVar("cobalt_shared_session_parts", default=None)
+
+
+def batch_delay(seconds: float = 1.0) -> float:
+    """How often a run's rows go to the store: every `seconds`, or in a run group every `seconds` per run,
+    so that the group opens the store about as often as one run does (each batch opens the file anew,
+    15-60 ms of CPU that the group's runs would otherwise pay each)."""
+    group = SHARED.get()
+    return seconds * (group.runs if group is not None else 1)

@@ -12,7 +12,7 @@ from ..evaluators._context import EvalContext
 from ..evaluators._turns import evaluate_item
 from ..results._report import AssertionResult, ExperimentReport, ItemResult
 from ..results._spill import ItemSpill, StoredItems
-from ._agent import AgentContext, call_agent
+from ._agent import NO_VARIANT, AgentContext, call_agent
 from ._aggregate import Tally, summarise
 from ._conversation import converse
 from ._plan import RunPlan
@@ -40,7 +40,8 @@ class FinishedItems:
 async def produce(session: Session, index: int, run_index: int) -> ItemResult:
     """Stage 1 for one item: call the agent."""
     plan = session.plan
-    ctx = AgentContext(item=plan.experiment.dataset[index], index=index, run_index=run_index)
+    ctx = AgentContext(item=plan.experiment.dataset[index], index=index, run_index=run_index,
+                       variant=plan.variant.params if plan.variant is not None else NO_VARIANT)
     if (conversation := conversation_of(ctx.item, f"dataset item {index}")) is not None:
         return await converse(session, ctx, conversation)  # the agent once per turn
     return await call_agent(plan.experiment.runner, ctx, timeout=plan.timeout, limit=session.agent_limit,
@@ -96,6 +97,7 @@ def build_report(plan: RunPlan, items: Sequence[ItemResult] | FinishedItems, dur
     report = ExperimentReport(
         id=plan.run_id, name=plan.experiment.name, timestamp=plan.timestamp, status=status, source=plan.source,
         parent_run_id=plan.parent_run_id, tags=plan.tags, config=plan.describe(),
+        variant=plan.variant.name if plan.variant else None, group_id=plan.group_id,
         summary=summarise(plan, tally, duration_ms),
     )
     if isinstance(ordered, StoredItems):

@@ -303,7 +303,7 @@ def test_an_unwritable_step_summary_is_a_warning(qa_project: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [(["run", "--bogus"], "No such option: --bogus"), (["run", "--concurrency", "0"], "--concurrency"),
-     (["history", "--limit", "abc"], "--limit"), (["compare"], "Missing argument"),
+     (["history", "--limit", "abc"], "--limit"), (["compare"], "takes two runs, A (the baseline) and B"),
      (["nosuchcmd"], "No such command 'nosuchcmd'")],
 )
 def test_usage_errors_are_one_message_and_exit_2(project: Path, args: list[str], message: str) -> None:

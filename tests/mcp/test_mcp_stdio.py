@@ -16,7 +16,7 @@ from mcp_project import Served, anyio_backend, qa_source, served  # noqa: F401  
 pytestmark = pytest.mark.anyio
 
 TOOLS = {"cobalt_run", "cobalt_results", "cobalt_compare", "cobalt_query", "cobalt_evaluate", "cobalt_generate",
-         "cobalt_calibration"}
+         "cobalt_calibration", "cobalt_variants"}
 
 
 @dataclass
