@@ -129,6 +129,9 @@ def show(
     scope = ("failed " if failures else "") + ("item" if n == 1 else "items")
     out.print(Text(f"run {shown.run_id} ({shown.experiment}, {shown.status}, {verdict}): {n} {scope}"))
     if item is None:
+        from ..results._evaluation_identity import identity_lines
+
+        out.print(Text("measured with:\n" + "\n".join(f"  {line}" for line in identity_lines(shown.identity))))
         if shown.items:
             out.print(_items_table(shown))
         if shown.flaky:

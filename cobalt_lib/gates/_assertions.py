@@ -12,7 +12,8 @@ from typing import Any
 from .._errors import ConfigError
 from ..config._config import Config
 from ..results._direction import lower_is_better, meets
-from ..results._report import STAT_NAMES, AssertionResult, ExperimentReport, split_path
+from ..results._evaluation_identity import EvaluationIdentity, identity_changes, measurement_changes, refusal
+from ..results._report import BASELINE_IDENTITY_KEY, STAT_NAMES, AssertionResult, ExperimentReport, split_path
 
 RUN_METRICS = ("latency", "cost", "tokens")
 
@@ -73,11 +74,14 @@ class Threshold(Assertion):
 
 
 class NoRegression(Assertion):
-    def __init__(self, baseline: str | Path, tolerance: float = 0.05) -> None:
+    def __init__(self, baseline: str | Path, tolerance: float = 0.05, *,
+                 accept_identity_change: bool = False) -> None:
         if not 0 <= tolerance < 1:
             raise ConfigError(f"no_regression(tolerance={tolerance}) must be within 0..1 (0.05 means 5%).")
         self.baseline = Path(baseline)
         self.tolerance = tolerance
+        #: Compare with a baseline measured differently (another judge prompt, dataset...) all the same.
+        self.accept_identity_change = accept_identity_change
         self.name = f"no regression vs {self.baseline.name}"
 
     def path(self, config: Config) -> Path:
@@ -85,6 +89,10 @@ class NoRegression(Assertion):
         return self.baseline if self.baseline.is_absolute() else config.root / self.baseline
 
     def _load(self, config: Config) -> dict[str, float]:
+        return self._read(config)[0]
+
+    def _read(self, config: Config) -> tuple[dict[str, float], EvaluationIdentity | None]:
+        """The baseline's `{metric: value}`, and the identity of the run it was written from (if it says)."""
         path = self.path(config)
         if not path.is_file():
             raise ConfigError(f"Baseline {path} does not exist; write it from a good run with `cobalt export RUN "
@@ -94,19 +102,26 @@ class NoRegression(Assertion):
             data = json.loads(path.read_text(encoding="utf-8"))
         except ValueError as exc:
             raise ConfigError(f"Baseline {path} is not valid JSON ({exc}).") from None
+        identity = data.pop(BASELINE_IDENTITY_KEY, None) if isinstance(data, dict) else None
         if not isinstance(data, dict) or not all(isinstance(v, int | float) for v in data.values()):
             raise ConfigError(f"Baseline {path} must be a JSON object of metric name to number.")
         if not data:
             raise ConfigError(f"Baseline {path} is empty, so it would gate nothing; write it from a completed "
                               "run with `cobalt run --update-baselines` or `cobalt export RUN -f baseline`.")
-        return {str(k): float(v) for k, v in data.items()}
+        try:
+            measured = None if identity is None else EvaluationIdentity.model_validate(identity)
+        except ValueError:
+            raise ConfigError(f"Baseline {path} has a damaged {BASELINE_IDENTITY_KEY!r}; write it again from a "
+                              "good run with `cobalt run --update-baselines`.") from None
+        return {str(k): float(v) for k, v in data.items()}, measured
 
     def metrics(self, config: Config) -> list[str]:
         return list(self._load(config))
 
     def evaluate(self, report: ExperimentReport, config: Config) -> list[AssertionResult]:
-        results = []
-        for metric, base in sorted(self._load(config).items()):
+        values, measured = self._read(config)
+        results = self._identity_check(measured, report)
+        for metric, base in sorted(values.items()):
             actual = report.metric(metric)
             lower = lower_is_better(metric)
             limit = base * (1 + self.tolerance) if lower else base * (1 - self.tolerance)
@@ -114,6 +129,24 @@ class NoRegression(Assertion):
             results.append(AssertionResult(name=f"no_regression:{metric}", passed=passed, actual=actual,
                                            expected=limit, message=self._message(metric, actual, base, limit)))
         return results
+
+    def _identity_check(self, measured: EvaluationIdentity | None, report: ExperimentReport) -> list[AssertionResult]:
+        """A failed verdict when the baseline was measured differently from this run (unless accepted);
+        an accepted or harmless difference is said in a passed one. None when both measured alike or the
+        baseline file predates identities."""
+        if measured is None or report.identity is None:
+            return []
+        changes = identity_changes(measured, report.identity)
+        blocking = measurement_changes(changes)
+        if not blocking:
+            return []
+        if self.accept_identity_change:
+            said = "; ".join(c.text for c in blocking)
+            return [AssertionResult(name="no_regression:identity", passed=True,
+                                    message=f"accepted (accept_identity_change=True): {said}")]
+        accept = (f"rewrite {self.baseline} from a good run of this setup with `cobalt run --update-baselines`, "
+                  "or pass no_regression(..., accept_identity_change=True)")
+        return [AssertionResult(name="no_regression:identity", passed=False, message=refusal(changes, accept))]
 
     def _message(self, metric: str, actual: float | None, base: float, limit: float) -> str:
         """The rule with its numbers: `relevance 0.70 < 0.76 = baseline 0.80 x (1 - 0.05)`."""
@@ -137,7 +170,8 @@ class NoRegression(Assertion):
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "type": "no_regression", "baseline": str(self.baseline),
-                "tolerance": self.tolerance}
+                "tolerance": self.tolerance,
+                **({"accept_identity_change": True} if self.accept_identity_change else {})}
 
 
 class Custom(Assertion):
@@ -287,9 +321,15 @@ def threshold(path: str, value: float) -> Threshold:
     return Threshold(path, value)
 
 
-def no_regression(baseline: str | Path, tolerance: float = 0.05) -> NoRegression:
-    """Fail when any metric in the baseline file (from `report.save_baseline`) worsens by more than `tolerance`."""
-    return NoRegression(baseline, tolerance)
+def no_regression(baseline: str | Path, tolerance: float = 0.05, *,
+                  accept_identity_change: bool = False) -> NoRegression:
+    """Fail when any metric in the baseline file (from `report.save_baseline`) worsens by more than `tolerance`.
+
+    The file also records what its run measured with (dataset, evaluators' prompts, options and judge
+    models); a run measured differently fails the gate, naming what changed, unless
+    `accept_identity_change=True`.
+    """
+    return NoRegression(baseline, tolerance, accept_identity_change=accept_identity_change)
 
 
 def assertion(name: str, check: Callable[[Mapping[str, Any], Mapping[str, Any]], Any],

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 from .._errors import ConfigError
 from ..config._config import Config
 from ..render._export import evaluator_names, pass_marks
+from ..results._evaluation_identity import EvaluationIdentity
 from ..results._history import load_report, resolve_run
 from ..results._repeats import by_index, flaky_text, repeat_passed
 from ..results._report import ItemResult
@@ -31,6 +32,8 @@ class ShownRun(BaseModel):
     repeats: int = 1
     #: Items that passed in some repeats and failed in others: `{index: "2 of 3 passed"}`, over the whole run.
     flaky: dict[int, str] = Field(default_factory=dict)
+    #: What the run measured with (None: stored before cobalt recorded evaluation identities).
+    identity: EvaluationIdentity | None = None
     warnings: list[str] = Field(default_factory=list)
 
 
@@ -54,7 +57,7 @@ def show_run(config: Config, ref: str, item: str | None = None, *, experiment: s
     return ShownRun(run_id=report.id, experiment=report.name, status=report.status, passed=report.passed,
                     evaluators=evaluator_names(report), pass_marks=pass_marks(report),
                     items=[i for i in items if is_failure(i)] if failures else items, repeats=repeats,
-                    flaky=flaky, warnings=warnings)
+                    flaky=flaky, identity=report.identity, warnings=warnings)
 
 
 def _select(run_id: str, items: Sequence[ItemResult], ref: str) -> list[ItemResult]:

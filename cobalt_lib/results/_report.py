@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_validator
 
+from ._evaluation_identity import EvaluationIdentity
 from ._identity import item_identity
 
 ItemStatus = Literal["ok", "error", "timeout"]
@@ -154,6 +155,10 @@ class AssertionResult(BaseModel):
     expected: float | None = None
 
 
+#: The key of a baseline file holding the evaluation identity of the run it was written from.
+BASELINE_IDENTITY_KEY = "$identity"
+
+
 class ExperimentReport(BaseModel):
     """Everything one run produced. Written to `.cobalt/results/` and to the DuckDB store."""
 
@@ -172,6 +177,8 @@ class ExperimentReport(BaseModel):
     items: Sequence[ItemResult] = Field(default_factory=list)
     assertions: list[AssertionResult] = Field(default_factory=list)
     results_path: str | None = None
+    #: What the run measured with: dataset, evaluators, agent, cobalt version (None: stored before identities).
+    identity: EvaluationIdentity | None = None
 
     @field_serializer("items")
     def _items_as_list(self, items: Sequence[ItemResult]) -> list[ItemResult]:
@@ -198,10 +205,18 @@ class ExperimentReport(BaseModel):
         values.update({n: s.avg for n, s in self.summary.metrics.items() if n in wanted and s.avg is not None})
         return values
 
+    def baseline_text(self, *, metrics: bool | Iterable[str] = False) -> str:
+        """The baseline file's JSON: `baseline(metrics=...)` and the run's evaluation identity under
+        `$identity` (what the means measured: `no_regression` refuses a run measured otherwise)."""
+        data: dict[str, Any] = dict(self.baseline(metrics=metrics))
+        if self.identity is not None:
+            data[BASELINE_IDENTITY_KEY] = self.identity.model_dump(mode="json")
+        return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
     def save_baseline(self, path: str | Path, *, metrics: bool | Iterable[str] = False) -> Path:
-        """Write `baseline(metrics=...)` as JSON to `path`, for `no_regression(path)`."""
+        """Write `baseline(metrics=...)` as JSON to `path`, for `no_regression(path)`, with the run's
+        evaluation identity under `$identity`."""
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(self.baseline(metrics=metrics), indent=2, sort_keys=True) + "\n",
-                          encoding="utf-8")
+        target.write_text(self.baseline_text(metrics=metrics), encoding="utf-8")
         return target

@@ -26,6 +26,7 @@ from .._errors import ConfigError, StoreError, StoreLocked
 from ._liveness import Clock, expired, lease_end, lease_seconds, utc_now
 from ._segment import apply, seal
 from ._store_dagster import DagsterRuns
+from ._store_identity import RunIdentities
 from ._tables import TABLES, decode, fetch, make_tables, present_columns
 from ._values import MAX_VALUE_BYTES, VALUES_DIR, restore
 
@@ -90,7 +91,7 @@ def _shared() -> dict[str, Any]:
     return held
 
 
-class Store(DagsterRuns):
+class Store(DagsterRuns, RunIdentities):
     """The DuckDB file under `.cobalt/`, and the one place that speaks SQL to it: every read and write
     of the tables is a method here. Every method opens its own short connection, except that
     reads inside a `reading()` block share the block's."""

@@ -96,6 +96,8 @@ def start_run(plan: RunPlan) -> None:
                                status="running", source=plan.source, parent_run_id=plan.parent_run_id,
                                tags=plan.tags, config=plan.describe())
     plan.store.start_run(run_row(pending, finished=False))
+    if plan.identity is not None:  # a resumed run keeps what it started with
+        plan.identity = plan.store.keep_identity(plan.run_id, plan.identity)
 
 
 Step = Callable[[Session, T], Awaitable[ItemResult]]

@@ -14,8 +14,10 @@ from ..evaluators._evaluator import Evaluator
 from ..gates._assertions import RUN_METRICS, Assertion, NoRegression, check_metric, experiment_gates
 from ..llm._cache import ResponseCache
 from ..llm._providers import Endpoint
+from ..results._evaluation_identity import EvaluationIdentity
 from ..results._report import ItemResult
 from ..results._store import Store
+from ._identity import evaluation_identity
 from ._requests import FailedItemsRun, FreshRun, PartitionRun, RescoreRun, ResumeRun, RunRequest
 
 if TYPE_CHECKING:
@@ -48,6 +50,8 @@ class RunPlan:
     request: RunRequest = field(default_factory=FreshRun)
     #: The dataset indices this run covers, when only some (the failed items of its parent); None: all.
     indices: tuple[int, ...] | None = None
+    #: What the run measures with (`run/_identity`); a resumed run keeps the one stored when it started.
+    identity: EvaluationIdentity | None = None
 
     @property
     def store(self) -> Store:
@@ -149,6 +153,7 @@ def prepare(experiment: Experiment, config: Config, request: RunRequest | None =
         parent_run_id=shape.parent_run_id, prices={name: (p.input, p.output) for name, p in config.prices.items()},
         evaluators=list(experiment.evaluators), scored=frozenset(e.name for e in chosen), total_items=total,
         request=request, indices=shape.indices,
+        identity=evaluation_identity(experiment, experiment.evaluators, endpoints, config.root),
     )
 
 

@@ -88,7 +88,7 @@ def build_report(plan: RunPlan, items: Sequence[ItemResult] | FinishedItems, dur
     report = ExperimentReport(
         id=plan.run_id, name=plan.experiment.name, timestamp=plan.timestamp, status=status, source=plan.source,
         parent_run_id=plan.parent_run_id, tags=plan.tags, config=plan.describe(),
-        summary=summarise(plan, tally, duration_ms),
+        summary=summarise(plan, tally, duration_ms), identity=plan.identity,
     )
     if isinstance(ordered, StoredItems):
         ordered.scored_counts = {name: verdicts.given_and_scored() for name, verdicts in tally.verdicts.items()}
