@@ -13,6 +13,9 @@ from .._tracebacks import line_in
 from ..config._config import Config
 from ._experiment import _RECORDINGS, Experiment
 
+#: Experiment files load as modules named this plus a hash of their path (not importable by name).
+EXPERIMENT_MODULE_PREFIX = "_cobalt_exp_"
+
 
 def discover_files(config: Config, refused: list[str] | None = None) -> list[Path]:
     """Experiment files under `test_dir` matching any `test_match` pattern, sorted. A file whose real path
@@ -49,7 +52,7 @@ def load_file(path: Path) -> list[Experiment]:
     path = Path(path).resolve()
     if not path.is_file():
         raise ConfigError(f"Experiment file {path} does not exist.")
-    module_name = "_cobalt_exp_" + hashlib.sha1(str(path).encode()).hexdigest()[:12]
+    module_name = EXPERIMENT_MODULE_PREFIX + hashlib.sha1(str(path).encode()).hexdigest()[:12]
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
         raise ConfigError(f"Experiment file {path} cannot be loaded as Python.")

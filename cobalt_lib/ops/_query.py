@@ -52,6 +52,7 @@ TABLE_NOTES = {
     "aggregates": "one row per metric per run: statistics of an evaluator's scores or of latency/cost/tokens",
     "verdicts": "one row per quality gate per run: passed, message, actual and expected values",
     "dagster_runs": "one row per run Dagster holds (executed or recorded) or must never record (skipped)",
+    "identities": "one row per run: what it measured with (dataset hash and size, evaluators, agent, cobalt)",
 }
 COLUMN_NOTES: dict[str, dict[str, str]] = {
     "runs": {
@@ -104,6 +105,11 @@ COLUMN_NOTES: dict[str, dict[str, str]] = {
         "run_id": "the cobalt run", "dagster_run_id": "its Dagster run (NULL when skipped)",
         "how": "executed (Dagster launched it) | recorded (replayed into Dagster afterwards) | skipped (--no-dagster)",
         "recorded_at": "when this row was written (UTC)",
+    },
+    "identities": {
+        "run_id": "the run",
+        "identity": "JSON: dataset {hash, items, source}, evaluators [{name, kind, options, prompt_hash, "
+                    "judge_model}], agent {module, qualname, source_file, source_hash, git_commit}, cobalt_version",
     },
 }
 

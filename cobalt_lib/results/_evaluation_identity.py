@@ -143,7 +143,7 @@ def _one_evaluator(a: EvaluatorIdentity, b: EvaluatorIdentity) -> list[IdentityC
 
 def _agent_changes(a: AgentIdentity, b: AgentIdentity) -> list[IdentityChange]:
     parts = []
-    if (a.module, a.qualname) != (b.module, b.qualname):
+    if (a.module, a.qualname, a.source_file) != (b.module, b.qualname, b.source_file):
         parts.append(f"{_where(a)} -> {_where(b)}")
     elif a.source_hash != b.source_hash:
         parts.append(f"its source file {b.source_file or '(unknown)'} differs")
@@ -156,6 +156,9 @@ def _agent_changes(a: AgentIdentity, b: AgentIdentity) -> list[IdentityChange]:
 
 
 def _where(agent: AgentIdentity) -> str:
+    """`pkg.agents.answer`, or `experiments/qa.cobalt.py:answer` for an agent in an experiment file."""
+    if agent.module is None and agent.source_file:
+        return f"{agent.source_file}:{agent.qualname or '?'}"
     return ".".join(p for p in (agent.module, agent.qualname) if p) or "(unknown)"
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..evaluators._evaluator import Evaluator
+from ..experiments._discovery import EXPERIMENT_MODULE_PREFIX
 from ..llm._network import safe_url
 from ..llm._providers import Endpoint
 from ..results._evaluation_identity import AgentIdentity, DatasetIdentity, EvaluationIdentity, EvaluatorIdentity
@@ -81,6 +82,8 @@ def agent_identity(runner: Any, root: Path) -> AgentIdentity:
     """The agent's module, qualified name, source file (relative to `root`), its hash and the git commit."""
     target = inspect.unwrap(runner) if callable(runner) else runner
     module = getattr(inspect.getmodule(target), "__name__", None)
+    if module is not None and module.startswith(EXPERIMENT_MODULE_PREFIX):
+        module = None  # an experiment file's module is named for its absolute path: its source file says it
     qualname = getattr(target, "__qualname__", None) or type(target).__qualname__
     try:
         source = inspect.getsourcefile(target)
