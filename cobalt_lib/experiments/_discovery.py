@@ -11,10 +11,8 @@ from pathlib import Path
 from .._errors import CobaltError, ConfigError
 from .._tracebacks import line_in
 from ..config._config import Config
+from ..run._identity import EXPERIMENT_MODULE_PREFIX
 from ._experiment import _RECORDINGS, Experiment
-
-#: Experiment files load as modules named this plus a hash of their path (not importable by name).
-EXPERIMENT_MODULE_PREFIX = "_cobalt_exp_"
 
 
 def discover_files(config: Config, refused: list[str] | None = None) -> list[Path]:

@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from ..evaluators._evaluator import Evaluator
-from ..experiments._discovery import EXPERIMENT_MODULE_PREFIX
 from ..llm._network import safe_url
 from ..llm._providers import Endpoint
 from ..results._evaluation_identity import AgentIdentity, DatasetIdentity, EvaluationIdentity, EvaluatorIdentity
 
+#: Experiment files load as modules named this plus a hash of their path (not importable by name).
+EXPERIMENT_MODULE_PREFIX = "_cobalt_exp_"
 #: Options holding the judge's instructions: together, an evaluator's prompt hash.
 PROMPT_OPTIONS = ("prompt", "system", "criteria", "rubric", "steps", "evaluation_steps", "grader_hash")
 #: Options hashed rather than stored (the grader's text is in its hash already).
