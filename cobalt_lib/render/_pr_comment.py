@@ -64,12 +64,12 @@ def comment_markdown(sections: list[CommentSection], *, marker: str, report_url:
     failed = [s.report.name for s in sections if not s.report.passed]
     regressed = [s.report.name for s in sections if s.regressions]
     icon = "❌" if failed or regressed else "✅"
-    head = [marker, f"## {icon} cobalt evals: {_headline(sections, failed, regressed)}", ""]
+    head = [marker, f"## {icon} cobalt evals: {_headline(sections, failed, regressed)}", "", ""]
     facts = [f"commit `{commit[:12]}`" if commit else "",
              f"baseline: the newest run on `{baseline_branch}` that passed its gates" if baseline_branch else "",
              f"[HTML report]({report_url})" if report_url else ""]
     if any(facts):
-        head += [" · ".join(f for f in facts if f), ""]
+        head[-1:] = [" · ".join(f for f in facts if f), "", ""]
     body = "\n".join(head) + "\n".join(section_markdown(s) for s in sections)
     body += ("\n<sub>≈ noise: the paired bootstrap interval of the change contains 0. 🔻 regressed: it lies "
              "entirely on the worse side of 0.</sub>\n")
