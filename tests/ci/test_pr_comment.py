@@ -14,6 +14,7 @@ from cobalt_lib.ci._pull_request import pull_request_from_env, upsert_comment
 from cobalt_lib.cli import main
 from cobalt_lib.llm._retry import Timing
 from cobalt_lib.ops import RunOptions, Selection, run_experiments
+from cobalt_lib.pages._report import compare_report_html
 
 #: `qa`: 12 items with ids; the items listed in BROKEN answer wrong, and the judge-like function says why.
 QA = '''
@@ -124,8 +125,8 @@ def test_a_run_without_a_passing_baseline_says_so(
 
 def test_items_of_the_baseline_missing_from_the_run_are_named_and_fail_the_regression_check(
         ci_project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    run_qa(monkeypatch, "branch:main")
-    run_qa(monkeypatch, "ci:1", count=10)
+    base = run_qa(monkeypatch, "branch:main")
+    shorter = run_qa(monkeypatch, "ci:1", count=10)
     args = ("ci", "comment", "--tag", "ci:1", "--baseline-tag", "branch:main", "--dry-run", "--fail-on-regression")
     code, out, err = cobalt(capsys, *args)
     assert code == 1
@@ -133,6 +134,8 @@ def test_items_of_the_baseline_missing_from_the_run_are_named_and_fail_the_regre
     assert "the dataset changed (12 -> 10 items): its means are over different items" in err
     code, out, err = cobalt(capsys, *args, "--accept-identity-change")
     assert code == 0 and "2 items of the baseline are missing from run B: q10, q11" in out  # still said
+    html = compare_report_html(load_config(), base, shorter)  # and the compare page says it too
+    assert '<p class="warning" id="missing">2 items of the baseline are missing from B: q10, q11</p>' in html
 
 
 def test_outside_a_pull_request_or_without_a_token_it_says_what_to_do(

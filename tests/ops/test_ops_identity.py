@@ -94,6 +94,14 @@ def test_a_changed_judge_prompt_is_named_and_blocks_the_regression_checks_until_
     prompt_hash = c.identity.evaluators[0].prompt_hash if c.identity else None
     assert f"evaluator relevance: llm-judge, prompt {prompt_hash}, judge openai/gpt-4o-mini" in out
     assert "dataset: 6 items, content hash" in out and "agent: experiments/judged.cobalt.py:<lambda>" in out
+    # The compare page (here as the one-file report) says it above the deltas.
+    from cobalt_lib.pages._report import compare_report_html
+
+    html = compare_report_html(load_config(), b.id, c.id)
+    assert '<h2>Measured differently</h2>' in html
+    assert ('<li class="warning" data-part="evaluator">the judge prompt of &#39;relevance&#39; changed: its deltas '
+            'compare two measurements</li>') in html
+    assert "Measured differently" not in compare_report_html(load_config(), a.id, b.id)
 
 
 def test_the_identity_is_stored_with_the_run_and_read_back_without_its_results_file(
