@@ -118,6 +118,14 @@ class NoRegression(Assertion):
     def metrics(self, config: Config) -> list[str]:
         return list(self._load(config))
 
+    def measured_with(self, config: Config) -> EvaluationIdentity | None:
+        """The identity of the run the baseline file was written from; None when the file is missing,
+        unreadable or older than identities."""
+        try:
+            return self._read(config)[1]
+        except ConfigError:
+            return None
+
     def evaluate(self, report: ExperimentReport, config: Config) -> list[AssertionResult]:
         values, measured = self._read(config)
         results = self._identity_check(measured, report)
