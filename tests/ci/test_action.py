@@ -135,3 +135,16 @@ experiment("qa", Dataset([{"id": f"q{i}", "expected_output": "a"} for i in range
         assert [r["path"] for r in hub.requests if r["method"] == "PATCH"] == [
             f"/repos/{REPOSITORY}/issues/comments/{mine['id']}"]
     assert f"#{PULL}" in hub.requests[0]["path"] or f"/issues/{PULL}/" in hub.requests[0]["path"]
+
+
+def test_the_workflows_the_docs_show_use_the_action_with_the_permission_it_needs() -> None:
+    root = ACTION.parent
+    for page in (root / "README.md", root / "docs" / "github-action.md"):
+        text = page.read_text(encoding="utf-8")
+        [block] = [b for b in re.findall(r"```yaml\n(.*?)```", text, re.S) if "OWNER/cobalt@REF" in b]
+        workflow = yaml.safe_load(block)
+        assert workflow["permissions"]["pull-requests"] == "write", page
+        events = workflow.get("on", workflow.get(True))  # YAML 1.1 reads a bare `on` key as True
+        assert "pull_request" in events and events["push"]["branches"] == ["main"], page
+        [job] = workflow["jobs"].values()
+        assert [s["uses"] for s in job["steps"]] == ["actions/checkout@v4", "OWNER/cobalt@REF"], page
