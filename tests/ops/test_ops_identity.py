@@ -89,7 +89,7 @@ def test_a_changed_judge_prompt_is_named_and_blocks_the_regression_checks_until_
     assert json.loads(out)["identity_changes"] == [{"part": "evaluator", "evaluator": "relevance", "text": CHANGED,
                                                     "measurement": True}]
     with pytest.raises(SystemExit) as exited:
-        main(["show", c.id])
+        main(["show", c.id, "--identity"])
     out, _ = capsys.readouterr()
     prompt_hash = c.identity.evaluators[0].prompt_hash if c.identity else None
     assert f"evaluator relevance: llm-judge, prompt {prompt_hash}, judge openai/gpt-4o-mini" in out
