@@ -253,12 +253,16 @@ class Store(DagsterRuns, RunIdentities):
                 con.execute(f"DELETE FROM {table} WHERE run_id = ? AND item_index = ? AND run_index = ?",
                             [run_id, index, run_index])
 
-    def start_run(self, row: dict[str, Any]) -> None:
+    def start_run(self, row: dict[str, Any], *, identity: dict[str, Any] | None = None) -> None:
         """Write the run's row as `running` with a fresh lease (a resumed run keeps the working time
-        already stored). `pid` and `host` are stored for people to read; liveness is the lease alone."""
+        already stored), and its evaluation `identity` in the same transaction when given (a new run's).
+        `pid` and `host` are stored for people to read; liveness is the lease alone."""
         row = {"pid": os.getpid(), "host": socket.gethostname(), "status": "running",
                "lease_until": lease_end(self.now(), lease_seconds()).isoformat(), **row}
-        self.write({"runs": [row]}, delete_run=row["run_id"], delete_tables=["runs"])
+        batches: dict[str, list[dict[str, Any]]] = {"runs": [row]}
+        if identity is not None:
+            batches["identities"] = [{"run_id": row["run_id"], "identity": identity}]
+        self.write(batches, delete_run=row["run_id"], delete_tables=list(batches))
 
     def renew_lease(self, run_id: str, seconds: float) -> bool:
         """Extend a `running` run's lease to `seconds` from now, in one short write; False when the run

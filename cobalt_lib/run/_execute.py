@@ -25,7 +25,7 @@ from ..results._writer import BatchWriter
 from ._gc import collector_tuned_for_a_run
 from ._lease import lease
 from ._plan import RunPlan
-from ._requests import RescoreRun, ResumeRun
+from ._requests import FailedItemsRun, FreshRun, RescoreRun, ResumeRun
 from ._session import Observer, Session
 from ._stages import FinishedItems, build_report, item_keys, produce, score
 
@@ -95,8 +95,12 @@ def start_run(plan: RunPlan) -> None:
     pending = ExperimentReport(id=plan.run_id, name=plan.experiment.name, timestamp=plan.timestamp,
                                status="running", source=plan.source, parent_run_id=plan.parent_run_id,
                                tags=plan.tags, config=plan.describe())
+    if plan.identity is not None and isinstance(plan.request, FreshRun | FailedItemsRun | RescoreRun):
+        # A new run id: its identity goes in with its row, one transaction.
+        plan.store.start_run(run_row(pending, finished=False), identity=plan.identity.model_dump(mode="json"))
+        return
     plan.store.start_run(run_row(pending, finished=False))
-    if plan.identity is not None:  # a resumed run keeps what it started with
+    if plan.identity is not None:  # a resumed run, or a Dagster run's step, keeps what the run started with
         plan.identity = plan.store.keep_identity(plan.run_id, plan.identity)
 
 
