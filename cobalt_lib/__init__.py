@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         AssertionResult,
         EvalResult,
         Evaluation,
+        EvaluationIdentity,
         ExperimentReport,
         ItemResult,
         ItemSpread,
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
         Store,
         Summary,
         duplicate_ids,
+        identity_changes,
         item_identity,
         read_results,
     )
@@ -57,8 +59,8 @@ _EXPORTS: dict[str, str] = {name: module for module, names in {
     ".gates": "Assertion assertion calibrated no_regression threshold",
     ".graders": "Grader grader load_grader",
     ".llm": "track_usage",
-    ".results": "AssertionResult EvalResult Evaluation ExperimentReport ItemResult ItemSpread Stats "
-        "Store Summary duplicate_ids item_identity read_results",
+    ".results": "AssertionResult EvalResult Evaluation EvaluationIdentity ExperimentReport ItemResult ItemSpread "
+        "Stats Store Summary duplicate_ids identity_changes item_identity read_results",
     ".run": "AgentContext",
 }.items() for name in names.split()}
 
@@ -76,6 +78,7 @@ __all__ = [
     "EvalContext",
     "EvalResult",
     "Evaluation",
+    "EvaluationIdentity",
     "Evaluator",
     "EvaluatorError",
     "EvaluatorKind",
@@ -101,6 +104,7 @@ __all__ = [
     "experiment",
     "find_project_root",
     "grader",
+    "identity_changes",
     "item_identity",
     "load_config",
     "load_experiments",

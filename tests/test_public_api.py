@@ -18,6 +18,7 @@ EXPECTED = {
     "assertion", "define_config", "discover_files", "experiment", "find_project_root", "load_config",
     "load_experiments", "load_file", "no_regression", "read_results", "threshold",
     "Grader", "grader", "load_grader", "calibrated", "track_usage", "item_identity", "duplicate_ids",
+    "EvaluationIdentity", "identity_changes",
 }
 
 
