@@ -24,7 +24,8 @@ from ..results._evaluation_identity import AgentIdentity, DatasetIdentity, Evalu
 EXPERIMENT_MODULE_PREFIX = "_cobalt_exp_"
 #: Options holding the judge's instructions: together, an evaluator's prompt hash.
 PROMPT_OPTIONS = ("prompt", "system", "criteria", "rubric", "steps", "evaluation_steps", "grader_hash")
-#: Options hashed rather than stored (the grader's text is in its hash already).
+#: Options left out: where a grader deck was read from (an absolute path differs between machines; its
+#: content is in `grader_hash`).
 _DROPPED_OPTIONS = ("grader_source",)
 #: Dataset items encoded per `json.dumps` call.
 _CHUNK = 512
@@ -51,17 +52,20 @@ def dataset_identity(items: Iterable[Mapping[str, Any]], source: str | None) -> 
 
 
 def evaluator_identity(evaluator: Evaluator, endpoint: Endpoint | None) -> EvaluatorIdentity:
-    """The evaluator's kind, options (long texts and code by hash), prompt hash and judge model."""
+    """The evaluator's kind, options as its kind describes them (long texts and code by their hash),
+    prompt hash and judge model."""
     options = {"threshold": evaluator.threshold} if evaluator.threshold is not None else {}
+    kind = evaluator.kind
     prompt: dict[str, Any] = {}
-    for name, value in evaluator.kind.model_dump().items():
+    for name, value in kind.describe().items():
+        field = getattr(kind, name) if name in type(kind).model_fields else None
+        if callable(field) and not isinstance(field, type):  # `describe` names a callable: its code counts
+            value = field
         if name in PROMPT_OPTIONS:
             if value is not None:
                 prompt[name] = value
         elif name not in _DROPPED_OPTIONS:
             options[name] = _option_value(value)
-    if "grader_hash" in (described := evaluator.kind.describe()):  # a grader deck is its hash
-        prompt["grader_hash"] = described["grader_hash"]
     prompt_hash = _digest(json.dumps(prompt, sort_keys=True, default=str).encode()) if prompt else None
     model = None if endpoint is None else f"{endpoint.provider}/{endpoint.model}"
     return EvaluatorIdentity(name=evaluator.name, kind=evaluator.type, options=options, prompt_hash=prompt_hash,

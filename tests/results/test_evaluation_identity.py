@@ -123,3 +123,16 @@ def test_a_run_identity_names_the_agent_by_its_source_file(tmp_path: Path) -> No
     assert identity.agent.source_file == "tests/results/test_evaluation_identity.py"
     assert identity.agent.module == "test_evaluation_identity" and identity.agent.qualname.endswith("agent")
     assert identity.dataset.items == 1 and [e.name for e in identity.evaluators] == ["e"]
+
+
+def test_a_grader_deck_is_its_hash_and_never_its_path() -> None:
+    from cobalt_lib import grader
+
+    deck = grader("json").spec("Return valid JSON.")
+    first = evaluator_identity(Evaluator(name="g", type="grader", grader=deck), None)
+    assert first == evaluator_identity(Evaluator(name="g", type="grader", grader=grader("json").spec(
+        "Return valid JSON.")), None)
+    changed = evaluator_identity(Evaluator(name="g", type="grader", grader=grader("json").spec(
+        "Return valid JSON with a `name` key.")), None)
+    assert changed.prompt_hash != first.prompt_hash and changed.options == first.options
+    assert "grader_source" not in first.options and first.options["grader"] == "json"
