@@ -121,6 +121,15 @@ def test_a_run_without_a_passing_baseline_says_so(
     assert code == 0, err
     assert "no baseline: no run tagged `branch:main` has completed and passed its gates yet" in out
     assert "## ✅ cobalt evals: 1 experiment run; every gate passed" in out
+    code, named, _ = cobalt(capsys, "ci", "comment", "--run", "latest", "--baseline-tag", "branch:main", "--dry-run")
+    assert code == 0 and named == out  # the same run, named rather than found by its tag
+    code, _, err = cobalt(capsys, "ci", "comment", "--tag", "ci:1", "--run", "latest", "--dry-run",
+                          "--baseline-tag", "branch:main")
+    assert code == 2 and "Say which runs to comment on: --tag TAG" in err
+    code, _, err = cobalt(capsys, "ci", "comment", "--tag", "ci:9", "--baseline-tag", "branch:main", "--dry-run")
+    assert code == 2 and "No stored run carries the tag 'ci:9'; run the experiments with" in err
+    code, _, err = cobalt(capsys, "ci", "comment", "--tag", "ci:1", "--dry-run")
+    assert code == 2 and "Give --baseline-tag TAG" in err
 
 
 def test_items_of_the_baseline_missing_from_the_run_are_named_and_fail_the_regression_check(
