@@ -140,8 +140,7 @@ def _missing(c: Comparison) -> str:
 
 def _items(c: Comparison, reasons: dict[tuple[int, str], str]) -> str:
     changes = c.regressions[:MAX_ITEMS]
-    statuses = c.status_changes[: max(0, MAX_ITEMS - len(changes))]
-    statuses = [s for s in statuses if s.status_b != "ok"]
+    statuses = [s for s in c.status_changes if s.status_b != "ok"][: max(0, MAX_ITEMS - len(changes))]
     if not changes and not statuses:
         return ""
     rows = [f"| {escape(r.item_id or r.index, 40)} | {escape(r.evaluator, 40)} | {_score(r.score_a)} | "

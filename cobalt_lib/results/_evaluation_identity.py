@@ -142,15 +142,17 @@ def _one_evaluator(a: EvaluatorIdentity, b: EvaluatorIdentity) -> list[IdentityC
 
 
 def _agent_changes(a: AgentIdentity, b: AgentIdentity) -> list[IdentityChange]:
+    """The agent's location or source changed; a new commit alone is not said (every pull request has
+    one, whether or not it touched the agent)."""
     parts = []
     if (a.module, a.qualname, a.source_file) != (b.module, b.qualname, b.source_file):
         parts.append(f"{_where(a)} -> {_where(b)}")
     elif a.source_hash != b.source_hash:
         parts.append(f"its source file {b.source_file or '(unknown)'} differs")
-    if a.git_commit != b.git_commit and (a.git_commit or b.git_commit):
-        parts.append(f"commit {(a.git_commit or 'none')[:12]} -> {(b.git_commit or 'none')[:12]}")
     if not parts:
         return []
+    if a.git_commit != b.git_commit and (a.git_commit or b.git_commit):
+        parts.append(f"commit {(a.git_commit or 'none')[:12]} -> {(b.git_commit or 'none')[:12]}")
     return [IdentityChange(part="agent", measurement=False,
                            text=f"the agent changed ({'; '.join(parts)}): this is what the deltas measure")]
 

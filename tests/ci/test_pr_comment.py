@@ -31,9 +31,14 @@ def correct(ctx):
             "reason": "matches" if ok else f"said {ctx.output!r} | expected {ctx.expected_output!r} @team"}
 
 
+def agent(ctx):
+    if str(ctx.index) == os.environ.get("RAISE"):
+        raise RuntimeError("the tool timed out")
+    return "no idea" if ctx.index in BROKEN else ctx.item["expected_output"]
+
+
 items = [{"id": f"q{i}", "input": f"question {i}", "expected_output": f"answer {i}"} for i in range(COUNT)]
-experiment("qa", Dataset(items), lambda ctx: "no idea" if ctx.index in BROKEN else ctx.item["expected_output"],
-           evaluators=[Evaluator(name="correct", type="function", fn=correct)],
+experiment("qa", Dataset(items), agent, evaluators=[Evaluator(name="correct", type="function", fn=correct)],
            assertions=[threshold("correct", 0.5)])
 '''
 
@@ -184,3 +189,14 @@ def test_github_refusing_the_call_is_one_sentence_without_the_token(
         posted = upsert_comment(pr, TOKEN, "<!-- m -->", "<!-- m -->\nhello", timing=Timing(backoff=lambda n: 0.0))
         assert posted.created and [c["body"] for c in hub.comments][-1] == "<!-- m -->\nhello"
         assert [r["method"] for r in hub.requests[1:]] == ["GET", "GET", "GET", "GET", "POST"]
+
+
+def test_an_item_whose_agent_call_failed_is_listed_with_its_error(
+        ci_project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    run_qa(monkeypatch, "branch:main")
+    monkeypatch.setenv("RAISE", "3")
+    run_qa(monkeypatch, "ci:1")
+    code, out, err = cobalt(capsys, "ci", "comment", "--tag", "ci:1", "--baseline-tag", "branch:main", "--dry-run")
+    assert code == 0, err
+    assert "| q3 | (agent) | ok | error | RuntimeError: the tool timed out |" in out
+    assert "| ❌ | error rate &lt;= 0% | error rate 4.3% (1 of 23 attempts)" in out

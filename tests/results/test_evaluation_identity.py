@@ -63,6 +63,7 @@ def test_the_dataset_changes_the_measurement_the_agent_and_cobalt_do_not() -> No
         ("the agent changed (its source file experiments/qa.cobalt.py differs; commit cccccccccccc -> dddddddddddd): "
          "this is what the deltas measure", False),
         ("cobalt's version changed (0.1.0 -> 0.2.0)", False)]
+    assert texts(a, ident(agent=a.agent.model_copy(update={"git_commit": "e" * 40}))) == []  # a commit alone
     assert texts(None, a) == [("run A has no evaluation identity (stored before cobalt recorded one), so whether "
                                "both runs measured alike is unknown", False)]
 
