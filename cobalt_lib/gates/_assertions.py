@@ -13,7 +13,14 @@ from .._errors import ConfigError
 from ..config._config import Config
 from ..results._direction import lower_is_better, meets
 from ..results._evaluation_identity import EvaluationIdentity, identity_changes, measurement_changes, refusal
-from ..results._report import BASELINE_IDENTITY_KEY, STAT_NAMES, AssertionResult, ExperimentReport, split_path
+from ..results._report import (
+    BASELINE_IDENTITY_KEY,
+    BASELINE_ITEMS_KEY,
+    STAT_NAMES,
+    AssertionResult,
+    ExperimentReport,
+    split_path,
+)
 
 RUN_METRICS = ("latency", "cost", "tokens")
 
@@ -91,8 +98,9 @@ class NoRegression(Assertion):
     def _load(self, config: Config) -> dict[str, float]:
         return self._read(config)[0]
 
-    def _read(self, config: Config) -> tuple[dict[str, float], EvaluationIdentity | None]:
-        """The baseline's `{metric: value}`, and the identity of the run it was written from (if it says)."""
+    def _read(self, config: Config) -> tuple[dict[str, float], EvaluationIdentity | None, list[str] | None]:
+        """The baseline's `{metric: value}`, and the identity and item identities of the run it was written
+        from (None when the file does not say)."""
         path = self.path(config)
         if not path.is_file():
             raise ConfigError(f"Baseline {path} does not exist; write it from a good run with `cobalt export RUN "
@@ -103,6 +111,10 @@ class NoRegression(Assertion):
         except ValueError as exc:
             raise ConfigError(f"Baseline {path} is not valid JSON ({exc}).") from None
         identity = data.pop(BASELINE_IDENTITY_KEY, None) if isinstance(data, dict) else None
+        items = data.pop(BASELINE_ITEMS_KEY, None) if isinstance(data, dict) else None
+        if items is not None and not (isinstance(items, list) and all(isinstance(i, str) for i in items)):
+            raise ConfigError(f"Baseline {path} has a damaged {BASELINE_ITEMS_KEY!r} (a list of item ids); write it "
+                              "again from a good run with `cobalt run --update-baselines`.")
         if not isinstance(data, dict) or not all(isinstance(v, int | float) for v in data.values()):
             raise ConfigError(f"Baseline {path} must be a JSON object of metric name to number.")
         if not data:
@@ -113,7 +125,7 @@ class NoRegression(Assertion):
         except ValueError:
             raise ConfigError(f"Baseline {path} has a damaged {BASELINE_IDENTITY_KEY!r}; write it again from a "
                               "good run with `cobalt run --update-baselines`.") from None
-        return {str(k): float(v) for k, v in data.items()}, measured
+        return {str(k): float(v) for k, v in data.items()}, measured, items
 
     def metrics(self, config: Config) -> list[str]:
         return list(self._load(config))
@@ -127,8 +139,11 @@ class NoRegression(Assertion):
             return None
 
     def evaluate(self, report: ExperimentReport, config: Config) -> list[AssertionResult]:
-        values, measured = self._read(config)
+        values, measured, items = self._read(config)
         results = self._identity_check(measured, report)
+        if items is not None and (measured is None or report.identity is None
+                                  or measured.dataset != report.identity.dataset):
+            results += self._missing_check(items, report)  # the same dataset holds the same items: no read
         for metric, base in sorted(values.items()):
             actual = report.metric(metric)
             lower = lower_is_better(metric)
@@ -155,6 +170,23 @@ class NoRegression(Assertion):
         accept = (f"rewrite {self.baseline} from a good run of this setup with `cobalt run --update-baselines`, "
                   "or pass no_regression(..., accept_identity_change=True)")
         return [AssertionResult(name="no_regression:identity", passed=False, message=refusal(changes, accept))]
+
+    def _missing_check(self, items: list[str], report: ExperimentReport) -> list[AssertionResult]:
+        """A failed verdict naming the baseline's items this run lacks (passed, saying so, when accepted)."""
+        present = set(report.item_ids())
+        missing = [i for i in items if i not in present]
+        if not missing:
+            return []
+        shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
+        noun = "item of the baseline is" if len(missing) == 1 else "items of the baseline are"
+        said = f"{len(missing)} {noun} missing from this run: {shown}"
+        if self.accept_identity_change:
+            return [AssertionResult(name="no_regression:items", passed=True,
+                                    message=f"accepted (accept_identity_change=True): {said}")]
+        return [AssertionResult(name="no_regression:items", passed=False,
+                                message=f"{said}; its means are over other items (rewrite {self.baseline} with "
+                                        "`cobalt run --update-baselines`, or pass no_regression(..., "
+                                        "accept_identity_change=True))")]
 
     def _message(self, metric: str, actual: float | None, base: float, limit: float) -> str:
         """The rule with its numbers: `relevance 0.70 < 0.76 = baseline 0.80 x (1 - 0.05)`."""

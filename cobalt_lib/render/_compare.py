@@ -48,7 +48,7 @@ def lost_text(e: EvaluatorDelta) -> str:
 
 def missing_text(missing: list[Unpaired], shown: int = 5) -> str:
     """`2 items of the baseline are missing from run B: q3, q7`: never passed over in silence."""
-    names = [u.item_id or f"#{u.index}" for u in missing[:shown]]
+    names = [u.item_id if u.reason == "only in A" and u.item_id else f"#{u.index}" for u in missing[:shown]]
     more = f" and {len(missing) - shown} more" if len(missing) > shown else ""
     noun = "item of the baseline is" if len(missing) == 1 else "items of the baseline are"
     return f"{len(missing)} {noun} missing from run B: {', '.join(names)}{more}"

@@ -157,6 +157,8 @@ class AssertionResult(BaseModel):
 
 #: The key of a baseline file holding the evaluation identity of the run it was written from.
 BASELINE_IDENTITY_KEY = "$identity"
+#: The key of a baseline file listing its run's item identities: an item missing from a later run is named.
+BASELINE_ITEMS_KEY = "$items"
 
 
 class ExperimentReport(BaseModel):
@@ -206,12 +208,18 @@ class ExperimentReport(BaseModel):
         return values
 
     def baseline_text(self, *, metrics: bool | Iterable[str] = False) -> str:
-        """The baseline file's JSON: `baseline(metrics=...)` and the run's evaluation identity under
-        `$identity` (what the means measured: `no_regression` refuses a run measured otherwise)."""
+        """The baseline file's JSON: `baseline(metrics=...)`, the run's evaluation identity under
+        `$identity` (what the means measured: `no_regression` refuses a run measured otherwise) and its
+        items' identities under `$items` (an item a later run lacks is named, never passed over)."""
         data: dict[str, Any] = dict(self.baseline(metrics=metrics))
         if self.identity is not None:
             data[BASELINE_IDENTITY_KEY] = self.identity.model_dump(mode="json")
+        data[BASELINE_ITEMS_KEY] = self.item_ids()
         return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+    def item_ids(self) -> list[str]:
+        """The identities of the run's items (each once, in dataset order)."""
+        return list(dict.fromkeys(item.item_id or item_identity(item.item) for item in self.items))
 
     def save_baseline(self, path: str | Path, *, metrics: bool | Iterable[str] = False) -> Path:
         """Write `baseline(metrics=...)` as JSON to `path`, for `no_regression(path)`, with the run's

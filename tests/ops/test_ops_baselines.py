@@ -72,8 +72,17 @@ def test_a_new_baseline_says_what_it_no_longer_measures(gated: Path, monkeypatch
     assert update.message.endswith("; it measures differently from the baseline it replaced: the dataset changed "
                                    "(3 -> 2 items): its means are over different items")
     assert json.loads(gated.read_text())["$identity"]["dataset"]["items"] == 2
-    # And without --update-baselines, the gate refuses the run measured on fewer items.
+    # And without --update-baselines, the gate refuses a run measured on other items, naming those it lacks.
     monkeypatch.setenv("COUNT", "3")
     [report] = run_experiments(load_config(), Selection(), RunOptions(dagster=False)).reports
-    [refused] = [v for v in report.assertions if v.name == "no_regression:identity"]
-    assert not report.passed and "the dataset changed (2 -> 3 items)" in refused.message
+    verdicts = {v.name: v for v in report.assertions}
+    assert not report.passed and "the dataset changed (2 -> 3 items)" in verdicts["no_regression:identity"].message
+    assert "no_regression:items" not in verdicts  # more items than the baseline: none of its own is missing
+    run_experiments(load_config(), Selection(), UPDATE)
+    monkeypatch.setenv("COUNT", "1")
+    [report] = run_experiments(load_config(), Selection(), RunOptions(dagster=False)).reports
+    missing = next(v for v in report.assertions if v.name == "no_regression:items")
+    assert not missing.passed and missing.message == (
+        "2 items of the baseline are missing from this run: g1, g2; its means are over other items (rewrite "
+        "baselines/gated.json with `cobalt run --update-baselines`, or pass no_regression(..., "
+        "accept_identity_change=True))")
