@@ -67,6 +67,9 @@ def test_a_changed_judge_prompt_is_named_and_blocks_the_regression_checks_until_
     assert [(x.text, x.measurement) for x in changed.comparison.identity_changes] == [(CHANGED, True)]
     assert changed.regressions == [f"the baseline was measured differently: {CHANGED} (--accept-identity-change "
                                    "compares them anyway)"]
+    from cobalt_lib.render._compare import comparison_markdown
+
+    assert f"#### Measured differently\n\n- {CHANGED}\n\n#### Verdicts" in comparison_markdown(changed.comparison)
     accepted = compare_runs(load_config(), b.id, c.id, fail_on_regression=True, accept_identity_change=True)
     assert accepted.regressions == [] and accepted.comparison.measured_differently
 
