@@ -95,13 +95,14 @@ def start_run(plan: RunPlan) -> None:
     pending = ExperimentReport(id=plan.run_id, name=plan.experiment.name, timestamp=plan.timestamp,
                                status="running", source=plan.source, parent_run_id=plan.parent_run_id,
                                tags=plan.tags, config=plan.describe())
-    if plan.identity is not None and isinstance(plan.request, FreshRun | FailedItemsRun | RescoreRun):
-        # A new run id: its identity goes in with its row, one transaction.
-        plan.store.start_run(run_row(pending, finished=False), identity=plan.identity.model_dump(mode="json"))
+    if isinstance(plan.request, FreshRun | FailedItemsRun | RescoreRun):
+        # A new run id: its evaluation identity goes in with its row, one transaction.
+        plan.store.start_run(run_row(pending, finished=False), identity=plan.measured_with().model_dump(mode="json"))
         return
     plan.store.start_run(run_row(pending, finished=False))
-    if plan.identity is not None:  # a resumed run, or a Dagster run's step, keeps what the run started with
-        plan.identity = plan.store.keep_identity(plan.run_id, plan.identity)
+    # A resumed run, or a run Dagster launched, keeps the identity stored when it first started.
+    stored = plan.store.identities_of([plan.run_id]).get(plan.run_id)
+    plan.identity = stored if stored is not None else plan.store.keep_identity(plan.run_id, plan.measured_with())
 
 
 Step = Callable[[Session, T], Awaitable[ItemResult]]
@@ -310,6 +311,9 @@ def finish(plan: RunPlan, items: Sequence[ItemResult] | FinishedItems,
         duration_ms = 0.0  # the store's trouble is reported by the save below
     if worked_ms is None:
         duration_ms += left_work(plan.store, plan.run_id)  # what waits in journals, not in the store yet
+    if plan.identity is None:  # a step that did not start the run (Dagster's aggregates): the stored one
+        with contextlib.suppress(StoreError):  # else the store's row stays, and readers find it there
+            plan.identity = plan.store.identities_of([plan.run_id]).get(plan.run_id)
     with collector_tuned_for_a_run():
         report = build_report(plan, items, duration_ms, status)
     try:

@@ -50,12 +50,20 @@ class RunPlan:
     request: RunRequest = field(default_factory=FreshRun)
     #: The dataset indices this run covers, when only some (the failed items of its parent); None: all.
     indices: tuple[int, ...] | None = None
-    #: What the run measures with (`run/_identity`); a resumed run keeps the one stored when it started.
+    #: What the run measures with (`measured_with`), once known: computed, or read from the store.
     identity: EvaluationIdentity | None = None
 
     @property
     def store(self) -> Store:
         return Store.for_config(self.config)
+
+    def measured_with(self) -> EvaluationIdentity:
+        """The run's evaluation identity, computed on first use: a run computes it once, when it starts
+        (it hashes every dataset item); a Dagster shard, which needs none, never does."""
+        if self.identity is None:
+            self.identity = evaluation_identity(self.experiment, self.experiment.evaluators, self.endpoints,
+                                                self.config.root)
+        return self.identity
 
     def cache(self) -> ResponseCache:
         return ResponseCache(self.config.output_path / "cache", self.config.cache.ttl_seconds,
@@ -153,7 +161,6 @@ def prepare(experiment: Experiment, config: Config, request: RunRequest | None =
         parent_run_id=shape.parent_run_id, prices={name: (p.input, p.output) for name, p in config.prices.items()},
         evaluators=list(experiment.evaluators), scored=frozenset(e.name for e in chosen), total_items=total,
         request=request, indices=shape.indices,
-        identity=evaluation_identity(experiment, experiment.evaluators, endpoints, config.root),
     )
 
 
