@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from ..results._compare import Comparison, EvaluatorDelta
 from ..results._report import ExperimentReport
 from ._compare import metric_text, missing_text
-from ._units import count, money
+from ._units import count, money, score, score_delta
 
 #: GitHub refuses a comment body over 65,536 characters.
 MAX_BODY = 65_536
@@ -42,16 +42,8 @@ def escape(text: object, limit: int = 160) -> str:
     return re.sub(r"@(?=\w)", "@\u200b", line)  # `@user` would notify someone
 
 
-def _score(value: float | None) -> str:
-    return "–" if value is None else f"{value:.3f}"
-
-
-def _signed(value: float | None) -> str:
-    return "–" if value is None else f"{value:+.3f}"
-
-
 def _interval(e: EvaluatorDelta) -> str:
-    return "–" if e.ci_low is None or e.ci_high is None else f"[{e.ci_low:+.3f}, {e.ci_high:+.3f}]"
+    return "–" if e.ci_low is None or e.ci_high is None else f"[{score_delta(e.ci_low)}, {score_delta(e.ci_high)}]"
 
 
 _VERDICT = {"improved": "✅ improved", "regressed": "🔻 regressed", "no significant change": "≈ noise",
@@ -115,7 +107,7 @@ def _gates(report: ExperimentReport) -> str:
 
 def _deltas(c: Comparison) -> str:
     level = f"{c.confidence:.0%}"
-    rows = [f"| {escape(e.evaluator, 60)} | {_score(e.mean_a)} | {_score(e.mean_b)} | {_signed(e.paired_delta)} | "
+    rows = [f"| {escape(e.evaluator, 60)} | {score(e.mean_a)} | {score(e.mean_b)} | {score_delta(e.paired_delta)} | "
             f"{_interval(e)} | {e.pairs} | {_VERDICT[e.verdict]} |" for e in c.evaluators]
     if not rows:
         return ""
@@ -143,8 +135,8 @@ def _items(c: Comparison, reasons: dict[tuple[int, str], str]) -> str:
     statuses = [s for s in c.status_changes if s.status_b != "ok"][: max(0, MAX_ITEMS - len(changes))]
     if not changes and not statuses:
         return ""
-    rows = [f"| {escape(r.item_id or r.index, 40)} | {escape(r.evaluator, 40)} | {_score(r.score_a)} | "
-            f"{_score(r.score_b)} | {escape(reasons.get((r.index, r.evaluator), ''), 200)} |" for r in changes]
+    rows = [f"| {escape(r.item_id or r.index, 40)} | {escape(r.evaluator, 40)} | {score(r.score_a)} | "
+            f"{score(r.score_b)} | {escape(reasons.get((r.index, r.evaluator), ''), 200)} |" for r in changes]
     rows += [f"| {escape(s.item_id or s.index, 40)} | (agent) | {s.status_a} | {s.status_b} | "
              f"{escape(s.error or '', 200)} |" for s in statuses]
     shown = len(rows)

@@ -31,3 +31,13 @@ def duration(ms: float | None) -> str:
 def count(n: int, noun: str) -> str:
     """`1 item`, `3 items`, `0 errors`: the noun agrees with the number."""
     return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def score(value: float | None) -> str:
+    """A score (0..1) or a mean of scores with three decimals, `0.850`; `–` for none."""
+    return "–" if value is None else f"{value:.3f}"
+
+
+def score_delta(value: float | None) -> str:
+    """A change of score, signed, `+0.050` or `-0.120`; a rounding residue reads `+0.000`, never `-0.000`."""
+    return "–" if value is None else f"{round(value, 3) + 0.0:+.3f}"
