@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         AssertionResult,
         EvalResult,
         Evaluation,
+        EvaluationIdentity,
         ExperimentReport,
         ItemResult,
         ItemSpread,
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
         Store,
         Summary,
         duplicate_ids,
+        identity_changes,
         item_identity,
         read_results,
     )
@@ -61,8 +63,8 @@ _EXPORTS: dict[str, str] = {name: module for module, names in {
     ".gates": "Assertion assertion calibrated no_regression threshold",
     ".graders": "Grader grader load_grader",
     ".llm": "track_usage",
-    ".results": "AssertionResult EvalResult Evaluation ExperimentReport ItemResult ItemSpread SpanRecord Stats "
-        "Store Summary duplicate_ids item_identity read_results",
+    ".results": "AssertionResult EvalResult Evaluation EvaluationIdentity ExperimentReport ItemResult ItemSpread "
+        "SpanRecord Stats Store Summary duplicate_ids identity_changes item_identity read_results",
     ".run": "AgentContext ConversationContext",
 }.items() for name in names.split()}
 
@@ -82,6 +84,7 @@ __all__ = [
     "EvalContext",
     "EvalResult",
     "Evaluation",
+    "EvaluationIdentity",
     "Evaluator",
     "EvaluatorError",
     "EvaluatorKind",
@@ -109,6 +112,7 @@ __all__ = [
     "experiment",
     "find_project_root",
     "grader",
+    "identity_changes",
     "item_identity",
     "load_config",
     "load_experiments",

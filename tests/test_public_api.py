@@ -20,6 +20,7 @@ EXPECTED = {
     "Grader", "grader", "load_grader", "calibrated", "track_usage", "item_identity", "duplicate_ids",
     "ConversationContext", "SimulatedUser",
     "SpanRecord",
+    "EvaluationIdentity", "identity_changes",
 }
 
 

@@ -101,8 +101,10 @@ def _print_comparison(c: Comparison) -> None:
         change_item,
         ci_text,
         flaky_line,
+        identity_lines,
         lost_text,
         metric_text,
+        missing_text,
         scope_note,
         unpaired_summary,
         verdict_lines,
@@ -126,6 +128,10 @@ def _print_comparison(c: Comparison) -> None:
         table.add_row(m.metric, metric_text(m.metric, m.a, missing="-"), metric_text(m.metric, m.b, missing="-"),
                       metric_text(m.metric, m.delta, sign=True, missing="-"), "", "", "", "")
     out.print(table)
+    for line in identity_lines(c):
+        out.print(Text(("measured differently: " if c.measured_differently else "differs: ") + line))
+    if c.missing_from_b:
+        out.print(Text(missing_text(c.missing_from_b)))
     for line in verdict_lines(c):
         out.print(Text(line))
     for e in c.lost_scores:
@@ -159,7 +165,12 @@ def compare(
     top: Annotated[int, typer.Option("--top", help="How many most regressed/improved items.")] = 5,
     fail_on_regression: Annotated[bool, typer.Option(
         "--fail-on-regression", help="Exit 1 when any evaluator's verdict is `regressed`, or when it scored "
-        "fewer of the paired items in B than in A because of eval-errors or failed agent calls.")] = False,
+        "fewer of the paired items in B than in A because of eval-errors or failed agent calls; also when A was "
+        "measured differently (dataset, judge prompt, judge model, evaluator options) or items of A are missing "
+        "from B.")] = False,
+    accept_identity_change: Annotated[bool, typer.Option(
+        "--accept-identity-change", help="With --fail-on-regression: compare with a baseline measured "
+        "differently, or missing items of B, all the same (the differences are still shown).")] = False,
     group: Annotated[str | None, typer.Option(
         "--group", "-g", metavar="GROUP", help="Instead of A and B: the grid of a run group (every variant against "
         "the baseline variant): its id, a prefix, `latest`, or one of its runs.")] = None,
@@ -191,7 +202,7 @@ def compare(
     from ..render._compare import comparison_markdown
 
     outcome = compare_runs(project_config(), run_a, run_b, experiment=experiment, top=top,
-                           fail_on_regression=fail_on_regression)
+                           fail_on_regression=fail_on_regression, accept_identity_change=accept_identity_change)
     warn(outcome.warnings)
     result = outcome.comparison
     if json_output:

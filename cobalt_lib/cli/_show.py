@@ -120,10 +120,15 @@ def show(
     trace: Annotated[bool, typer.Option(
         "--trace", help="With ITEM: the spans its agent call emitted, as a tree with timings, model calls "
                         "(messages, tokens) and tool calls (arguments, results).")] = False,
+    identity: Annotated[bool, typer.Option(
+        "--identity", help="Print what the run measured with instead of its items: dataset hash and size, each "
+        "evaluator's kind, prompt hash, judge model and options, the agent's source and commit, cobalt's "
+        "version.")] = False,
 ) -> None:
     """Read one run's items: a table of them, or everything about ITEM.
 
-    Example: `cobalt show latest --failures`; `cobalt show latest 3`; `cobalt show latest 3 --trace`
+    Example: `cobalt show latest --failures`; `cobalt show latest 3`; `cobalt show latest 3 --trace`;
+    `cobalt show latest --identity`
     """
     from ..ops._show import show_run
 
@@ -137,6 +142,11 @@ def show(
     n = len(shown.items)
     scope = ("failed " if failures else "") + ("item" if n == 1 else "items")
     out.print(Text(f"run {shown.run_id} ({shown.experiment}, {shown.status}, {verdict}): {n} {scope}"))
+    if identity:
+        from ..results._evaluation_identity import identity_lines
+
+        out.print(Text("measured with:\n" + "\n".join(f"  {line}" for line in identity_lines(shown.identity))))
+        return
     if item is None:
         if shown.items:
             out.print(_items_table(shown))

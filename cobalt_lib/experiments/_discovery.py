@@ -11,6 +11,7 @@ from pathlib import Path
 from .._errors import CobaltError, ConfigError
 from .._tracebacks import line_in
 from ..config._config import Config
+from ..run._identity import EXPERIMENT_MODULE_PREFIX
 from ._experiment import _RECORDINGS, Experiment
 
 
@@ -49,7 +50,7 @@ def load_file(path: Path) -> list[Experiment]:
     path = Path(path).resolve()
     if not path.is_file():
         raise ConfigError(f"Experiment file {path} does not exist.")
-    module_name = "_cobalt_exp_" + hashlib.sha1(str(path).encode()).hexdigest()[:12]
+    module_name = EXPERIMENT_MODULE_PREFIX + hashlib.sha1(str(path).encode()).hexdigest()[:12]
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
         raise ConfigError(f"Experiment file {path} cannot be loaded as Python.")

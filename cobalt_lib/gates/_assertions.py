@@ -12,7 +12,15 @@ from typing import Any, TypeVar
 from .._errors import ConfigError
 from ..config._config import Config
 from ..results._direction import lower_is_better, meets
-from ..results._report import STAT_NAMES, AssertionResult, ExperimentReport, split_path
+from ..results._evaluation_identity import EvaluationIdentity, identity_changes, measurement_changes, refusal
+from ..results._report import (
+    BASELINE_IDENTITY_KEY,
+    BASELINE_ITEMS_KEY,
+    STAT_NAMES,
+    AssertionResult,
+    ExperimentReport,
+    split_path,
+)
 
 RUN_METRICS = ("latency", "cost", "tokens")
 
@@ -82,11 +90,14 @@ class Threshold(Assertion):
 
 
 class NoRegression(Assertion):
-    def __init__(self, baseline: str | Path, tolerance: float = 0.05) -> None:
+    def __init__(self, baseline: str | Path, tolerance: float = 0.05, *,
+                 accept_identity_change: bool = False) -> None:
         if not 0 <= tolerance < 1:
             raise ConfigError(f"no_regression(tolerance={tolerance}) must be within 0..1 (0.05 means 5%).")
         self.baseline = Path(baseline)
         self.tolerance = tolerance
+        #: Compare with a baseline measured differently (another judge prompt, dataset...) all the same.
+        self.accept_identity_change = accept_identity_change
         self.name = f"no regression vs {self.baseline.name}"
 
     def path(self, config: Config) -> Path:
@@ -94,6 +105,11 @@ class NoRegression(Assertion):
         return self.baseline if self.baseline.is_absolute() else config.root / self.baseline
 
     def _load(self, config: Config) -> dict[str, float]:
+        return self._read(config)[0]
+
+    def _read(self, config: Config) -> tuple[dict[str, float], EvaluationIdentity | None, list[str] | None]:
+        """The baseline's `{metric: value}`, and the identity and item identities of the run it was written
+        from (None when the file does not say)."""
         path = self.path(config)
         if not path.is_file():
             raise ConfigError(f"Baseline {path} does not exist; write it from a good run with `cobalt export RUN "
@@ -103,19 +119,41 @@ class NoRegression(Assertion):
             data = json.loads(path.read_text(encoding="utf-8"))
         except ValueError as exc:
             raise ConfigError(f"Baseline {path} is not valid JSON ({exc}).") from None
+        identity = data.pop(BASELINE_IDENTITY_KEY, None) if isinstance(data, dict) else None
+        items = data.pop(BASELINE_ITEMS_KEY, None) if isinstance(data, dict) else None
+        if items is not None and not (isinstance(items, list) and all(isinstance(i, str) for i in items)):
+            raise ConfigError(f"Baseline {path} has a damaged {BASELINE_ITEMS_KEY!r} (a list of item ids); write it "
+                              "again from a good run with `cobalt run --update-baselines`.")
         if not isinstance(data, dict) or not all(isinstance(v, int | float) for v in data.values()):
             raise ConfigError(f"Baseline {path} must be a JSON object of metric name to number.")
         if not data:
             raise ConfigError(f"Baseline {path} is empty, so it would gate nothing; write it from a completed "
                               "run with `cobalt run --update-baselines` or `cobalt export RUN -f baseline`.")
-        return {str(k): float(v) for k, v in data.items()}
+        try:
+            measured = None if identity is None else EvaluationIdentity.model_validate(identity)
+        except ValueError:
+            raise ConfigError(f"Baseline {path} has a damaged {BASELINE_IDENTITY_KEY!r}; write it again from a "
+                              "good run with `cobalt run --update-baselines`.") from None
+        return {str(k): float(v) for k, v in data.items()}, measured, items
 
     def metrics(self, config: Config) -> list[str]:
         return list(self._load(config))
 
+    def measured_with(self, config: Config) -> EvaluationIdentity | None:
+        """The identity of the run the baseline file was written from; None when the file is missing,
+        unreadable or older than identities."""
+        try:
+            return self._read(config)[1]
+        except ConfigError:
+            return None
+
     def evaluate(self, report: ExperimentReport, config: Config) -> list[AssertionResult]:
-        results = []
-        for metric, base in sorted(self._load(config).items()):
+        values, measured, items = self._read(config)
+        results = self._identity_check(measured, report)
+        if items is not None and (measured is None or report.identity is None
+                                  or measured.dataset != report.identity.dataset):
+            results += self._missing_check(items, report)  # the same dataset holds the same items: no read
+        for metric, base in sorted(values.items()):
             actual = report.metric(metric)
             lower = lower_is_better(metric)
             limit = base * (1 + self.tolerance) if lower else base * (1 - self.tolerance)
@@ -123,6 +161,41 @@ class NoRegression(Assertion):
             results.append(AssertionResult(name=f"no_regression:{metric}", passed=passed, actual=actual,
                                            expected=limit, message=self._message(metric, actual, base, limit)))
         return results
+
+    def _identity_check(self, measured: EvaluationIdentity | None, report: ExperimentReport) -> list[AssertionResult]:
+        """A failed verdict when the baseline was measured differently from this run (unless accepted);
+        an accepted or harmless difference is said in a passed one. None when both measured alike or the
+        baseline file predates identities."""
+        if measured is None or report.identity is None:
+            return []
+        changes = identity_changes(measured, report.identity)
+        blocking = measurement_changes(changes)
+        if not blocking:
+            return []
+        if self.accept_identity_change:
+            said = "; ".join(c.text for c in blocking)
+            return [AssertionResult(name="no_regression:identity", passed=True,
+                                    message=f"accepted (accept_identity_change=True): {said}")]
+        accept = (f"rewrite {self.baseline} from a good run of this setup with `cobalt run --update-baselines`, "
+                  "or pass no_regression(..., accept_identity_change=True)")
+        return [AssertionResult(name="no_regression:identity", passed=False, message=refusal(changes, accept))]
+
+    def _missing_check(self, items: list[str], report: ExperimentReport) -> list[AssertionResult]:
+        """A failed verdict naming the baseline's items this run lacks (passed, saying so, when accepted)."""
+        present = set(report.item_ids())
+        missing = [i for i in items if i not in present]
+        if not missing:
+            return []
+        shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
+        noun = "item of the baseline is" if len(missing) == 1 else "items of the baseline are"
+        said = f"{len(missing)} {noun} missing from this run: {shown}"
+        if self.accept_identity_change:
+            return [AssertionResult(name="no_regression:items", passed=True,
+                                    message=f"accepted (accept_identity_change=True): {said}")]
+        return [AssertionResult(name="no_regression:items", passed=False,
+                                message=f"{said}; its means are over other items (rewrite {self.baseline} with "
+                                        "`cobalt run --update-baselines`, or pass no_regression(..., "
+                                        "accept_identity_change=True))")]
 
     def _message(self, metric: str, actual: float | None, base: float, limit: float) -> str:
         """The rule with its numbers: `relevance 0.70 < 0.76 = baseline 0.80 x (1 - 0.05)`."""
@@ -146,7 +219,8 @@ class NoRegression(Assertion):
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "type": "no_regression", "baseline": str(self.baseline),
-                "tolerance": self.tolerance}
+                "tolerance": self.tolerance,
+                **({"accept_identity_change": True} if self.accept_identity_change else {})}
 
 
 class Custom(Assertion):
@@ -298,9 +372,15 @@ def threshold(path: str, value: float, *, variant: str | None = None) -> Thresho
     return on_variant(gate, variant)
 
 
-def no_regression(baseline: str | Path, tolerance: float = 0.05) -> NoRegression:
-    """Fail when any metric in the baseline file (from `report.save_baseline`) worsens by more than `tolerance`."""
-    return NoRegression(baseline, tolerance)
+def no_regression(baseline: str | Path, tolerance: float = 0.05, *,
+                  accept_identity_change: bool = False) -> NoRegression:
+    """Fail when any metric in the baseline file (from `report.save_baseline`) worsens by more than `tolerance`.
+
+    The file also records what its run measured with (dataset, evaluators' prompts, options and judge
+    models); a run measured differently fails the gate, naming what changed, unless
+    `accept_identity_change=True`.
+    """
+    return NoRegression(baseline, tolerance, accept_identity_change=accept_identity_change)
 
 
 def assertion(name: str, check: Callable[[Mapping[str, Any], Mapping[str, Any]], Any],

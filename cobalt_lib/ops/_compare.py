@@ -7,8 +7,9 @@ from pydantic import BaseModel, Field
 from .._errors import ConfigError
 from ..calibration._compare import compare_agreement, is_grading_run
 from ..config._config import Config
-from ..render._compare import lost_text
+from ..render._compare import lost_text, missing_text
 from ..results._compare import GRADING_RULE, Comparison, compare_reports
+from ..results._evaluation_identity import refusal
 from ..results._history import load_report
 from ..results._report import ExperimentReport
 from ._refs import pair_ids, store_with_runs
@@ -24,12 +25,13 @@ class CompareOutcome(BaseModel):
 
 
 def compare_runs(config: Config, run_a: str, run_b: str, *, experiment: str | None = None, top: int = 5,
-                 fail_on_regression: bool = False) -> CompareOutcome:
+                 fail_on_regression: bool = False, accept_identity_change: bool = False) -> CompareOutcome:
     """Compare run `run_b` with baseline run `run_a` (run references: an id, a prefix, `latest`, `previous`).
 
     `experiment` scopes `latest`/`previous` (default: the experiment of the newest run, or of the
     run named beside them). With `fail_on_regression` an unfinished run is refused: a gate must not
-    pass on half a run (another CI job's, say).
+    pass on half a run (another CI job's, say). A baseline measured differently (another judge prompt,
+    dataset...), or items of it missing from B, count as regressions unless `accept_identity_change`.
     """
     if top < 0:
         raise ConfigError(f"--top must be 0 or more, got {top}.")
@@ -45,7 +47,8 @@ def compare_runs(config: Config, run_a: str, run_b: str, *, experiment: str | No
     result.scope = scope
     warnings = [f"run {what}: only its finished items are compared." for what in unfinished]
     warnings += _pairing_warnings(result, (run_a, run_b), reports)
-    return CompareOutcome(comparison=result, warnings=warnings, regressions=regression_reasons(result))
+    return CompareOutcome(comparison=result, warnings=warnings,
+                          regressions=regression_reasons(result, accept_identity_change=accept_identity_change))
 
 
 def compare_stored(a: ExperimentReport, b: ExperimentReport, *, top: int = 5) -> Comparison:
@@ -76,10 +79,22 @@ def _pairing_warnings(c: Comparison, refs: tuple[str, str], reports: list[Experi
     return warnings
 
 
-def regression_reasons(c: Comparison) -> list[str]:
+#: How to compare a baseline measured differently all the same, said with the refusal.
+ACCEPT_FLAG = "--accept-identity-change compares them anyway"
+
+
+def regression_reasons(c: Comparison, *, accept_identity_change: bool = False,
+                       accept: str = ACCEPT_FLAG) -> list[str]:
     """Evaluators whose verdict is `regressed`, and those that scored fewer paired items in B than in A
-    because of eval-errors or failed agent calls; empty when there is neither."""
+    because of eval-errors or failed agent calls; unless `accept_identity_change`, a baseline measured
+    differently and items of the baseline missing from B. Empty when there is none of these."""
     reasons = [f"regressed: {', '.join(c.regressed)}"] if c.regressed else []
     if c.agreement is not None:
         reasons = [f"agreement with the human scores regressed: {', '.join(c.regressed)}"] if c.regressed else []
-    return reasons + [f"lost scores: {lost_text(e)}" for e in c.lost_scores]
+    reasons += [f"lost scores: {lost_text(e)}" for e in c.lost_scores]
+    if not accept_identity_change:
+        if c.measured_differently:
+            reasons.append(refusal(c.identity_changes, accept))
+        if c.missing_from_b:
+            reasons.append(f"{missing_text(c.missing_from_b)} ({accept})")
+    return reasons

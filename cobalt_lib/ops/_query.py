@@ -54,6 +54,7 @@ TABLE_NOTES = {
     "dagster_runs": "one row per run Dagster holds (executed or recorded) or must never record (skipped)",
     "judge_batches": "one row per provider batch a run's judge calls went out in ([judge] batch)",
     "spans": "one row per OpenTelemetry span an agent call emitted: its trace (model and tool calls)",
+    "identities": "one row per run: what it measured with (dataset hash and size, evaluators, agent, cobalt)",
 }
 COLUMN_NOTES: dict[str, dict[str, str]] = {
     "runs": {
@@ -128,6 +129,11 @@ COLUMN_NOTES: dict[str, dict[str, str]] = {
         "status": "ok | error | unset", "status_message": "the error's description",
         "attributes": "its attributes (gen_ai.* per the GenAI conventions: model, usage, messages, tool call)",
         "events": "its events: [{name, time_ns, attributes}]",
+    },
+    "identities": {
+        "run_id": "the run",
+        "identity": "JSON: dataset {hash, items, source}, evaluators [{name, kind, options, prompt_hash, "
+                    "judge_model}], agent {module, qualname, source_file, source_hash, git_commit}, cobalt_version",
     },
 }
 

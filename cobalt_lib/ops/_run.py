@@ -21,6 +21,7 @@ from .._testing import pause_point
 from ..config._config import Config, RecordMode
 from ..experiments._experiment import Experiment
 from ..gates._assertions import NoRegression
+from ..results._evaluation_identity import identity_changes, measurement_changes
 from ..results._report import ExperimentReport
 from ..run._execute import RunInterrupted, execute
 from ..run._plan import RunPlan, prepare
@@ -55,11 +56,15 @@ class BaselineUpdate(BaseModel):
     path: str
     written: bool
     reason: str | None = None
+    #: How the new baseline measures differently from the one it replaced (dataset, evaluators), said with it.
+    changes: list[str] = Field(default_factory=list)
 
     @property
     def message(self) -> str:
         if self.written:
-            return f"baseline {self.path} updated from run {self.run_id} ({self.experiment})"
+            changed = f"; it measures differently from the baseline it replaced: {'; '.join(self.changes)}" \
+                if self.changes else ""
+            return f"baseline {self.path} updated from run {self.run_id} ({self.experiment}){changed}"
         return f"baseline {self.path} not updated: run {self.run_id} of {self.experiment!r} {self.reason}."
 
 
@@ -194,12 +199,20 @@ def record_inline(config: Config, run_ids: list[str], experiments: list[Experime
 
 
 def write_baselines(plan: RunPlan, report: ExperimentReport) -> list[BaselineUpdate]:
-    """Each no_regression gate's baseline file from this run, unless another gate failed."""
+    """Each no_regression gate's baseline file from this run, unless it failed a gate or did not complete
+    (a baseline is never blessed by accident); a written one says how it measures differently from the
+    one it replaced (fewer items, another judge prompt)."""
     gates = [g for g in plan.experiment.assertions if isinstance(g, NoRegression)]
     config, name = plan.config, plan.experiment.name
     if not report.passed or report.status != "completed":
         why = "it failed a gate" if report.status == "completed" else f"it is {report.status}"
         return [BaselineUpdate(experiment=name, run_id=report.id, path=str(g.path(config)), written=False,
                                reason=why) for g in gates]
-    return [BaselineUpdate(experiment=name, run_id=report.id, path=str(g.update(report, config)), written=True)
-            for g in gates]
+    updates = []
+    for gate in gates:
+        before = gate.measured_with(config)
+        changes = [] if before is None or report.identity is None else [
+            c.text for c in measurement_changes(identity_changes(before, report.identity))]
+        updates.append(BaselineUpdate(experiment=name, run_id=report.id, path=str(gate.update(report, config)),
+                                      written=True, changes=changes))
+    return updates

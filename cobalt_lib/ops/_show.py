@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 from .._errors import ConfigError
 from ..config._config import Config
 from ..render._export import evaluator_names, pass_marks
+from ..results._evaluation_identity import EvaluationIdentity
 from ..results._history import load_report, resolve_run
 from ..results._repeats import by_index, flaky_text, repeat_passed
 from ..results._report import ItemResult
@@ -34,6 +35,8 @@ class ShownRun(BaseModel):
     flaky: dict[int, str] = Field(default_factory=dict)
     #: With `trace`: each shown item's spans, by `INDEX:RUN_INDEX`, in the order they ended.
     traces: dict[str, list[SpanRecord]] = Field(default_factory=dict)
+    #: What the run measured with (None: stored before cobalt recorded evaluation identities).
+    identity: EvaluationIdentity | None = None
     warnings: list[str] = Field(default_factory=list)
 
 
@@ -64,7 +67,7 @@ def show_run(config: Config, ref: str, item: str | None = None, *, experiment: s
         traces = {f"{i.index}:{i.run_index}": found.get((i.index, i.run_index), []) for i in shown}
     return ShownRun(run_id=report.id, experiment=report.name, status=report.status, passed=report.passed,
                     evaluators=evaluator_names(report), pass_marks=pass_marks(report), items=shown, repeats=repeats,
-                    flaky=flaky, traces=traces, warnings=warnings)
+                    flaky=flaky, traces=traces, identity=report.identity, warnings=warnings)
 
 
 def _select(run_id: str, items: Sequence[ItemResult], ref: str) -> list[ItemResult]:

@@ -46,6 +46,25 @@ def lost_text(e: EvaluatorDelta) -> str:
             "(eval-errors or failed agent calls)")
 
 
+def missing_text(missing: list[Unpaired], shown: int = 5) -> str:
+    """`2 items of the baseline are missing from run B: q3, q7`: never passed over in silence."""
+    names = [u.item_id if u.reason == "only in A" and u.item_id else f"#{u.index}" for u in missing[:shown]]
+    more = f" and {len(missing) - shown} more" if len(missing) > shown else ""
+    noun = "item of the baseline is" if len(missing) == 1 else "items of the baseline are"
+    return f"{len(missing)} {noun} missing from run B: {', '.join(names)}{more}"
+
+
+def identity_lines(c: Comparison) -> list[str]:
+    """What differs between the runs' evaluation identities, measurement changes first."""
+    return [c.text for c in sorted(c.identity_changes, key=lambda change: not change.measurement)]
+
+
+def identity_markdown(c: Comparison) -> str:
+    """`#### Measured differently` (or `#### What differs`) with one line per identity change."""
+    title = "Measured differently" if c.measured_differently else "What differs between the runs"
+    return f"#### {title}\n\n" + "\n".join(f"- {line}" for line in identity_lines(c))
+
+
 def _cell(value: Any, limit: int = 60) -> str:
     text = value if isinstance(value, str) else "" if value is None else str(value)
     text = " ".join(text.split()).replace("|", "\\|")
@@ -113,7 +132,11 @@ def comparison_markdown(c: Comparison) -> str:
              "\n".join(["| metric | A | B | B - A |", "|---|---|---|---|",
                         *(f"| {m.metric} | {metric_text(m.metric, m.a)} | {metric_text(m.metric, m.b)} "
                           f"| {metric_text(m.metric, m.delta, sign=True)} |" for m in c.metrics)])]
+    if c.identity_changes:
+        parts.append(identity_markdown(c))
     parts.append(verdicts_markdown(c))
+    if c.missing_from_b:
+        parts.append(f"#### Missing from B\n\n{missing_text(c.missing_from_b)}")
     if c.lost_scores:
         parts.append("#### Lost scores\n\n" + "\n".join(f"- {lost_text(e)}" for e in c.lost_scores))
     for title, rows in (("Most regressed", c.regressions), ("Most improved", c.improvements)):

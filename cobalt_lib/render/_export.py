@@ -261,7 +261,7 @@ def to_junit(report: ExperimentReport, *, items_fail: bool = False) -> str:
 
 def to_baseline(report: ExperimentReport) -> str:
     """The run's evaluator means as a `no_regression` baseline file."""
-    return json.dumps(report.baseline(), indent=2, sort_keys=True) + "\n"
+    return report.baseline_text()
 
 
 RENDERERS: dict[str, Callable[[ExperimentReport], str]] = {

@@ -69,3 +69,8 @@ def percent(rate: float | None) -> str:
 def decimal(value: float | None, digits: int = 2) -> str:
     """A plain figure such as a mean absolute error or a kappa, `digits` after the point; `–` for none."""
     return "–" if value is None else f"{value:.{digits}f}"
+
+
+def score_delta(value: float | None) -> str:
+    """A change of score, signed, `+0.050` or `-0.120`; a rounding residue reads `+0.000`, never `-0.000`."""
+    return "–" if value is None else f"{round(value, 3) + 0.0:+.3f}"

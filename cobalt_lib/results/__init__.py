@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._compare import Comparison, EvaluatorDelta, compare_reports
+from ._evaluation_identity import EvaluationIdentity, IdentityChange, identity_changes
 from ._exchange import Exchange, redact_url
 from ._grid import GridCell, GridRow, VariantGrid, build_grid
 from ._history import load_report, resolve_run, stored_item_batches, stored_items
@@ -24,11 +25,13 @@ __all__ = [
     "Comparison",
     "EvalResult",
     "Evaluation",
+    "EvaluationIdentity",
     "EvaluatorDelta",
     "Exchange",
     "ExperimentReport",
     "GridCell",
     "GridRow",
+    "IdentityChange",
     "ItemPair",
     "ItemResult",
     "ItemSpread",
@@ -44,6 +47,7 @@ __all__ = [
     "content_hash",
     "duplicate_ids",
     "flaky_text",
+    "identity_changes",
     "item_from_rows",
     "item_identity",
     "item_label",

@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 
 from ._conversation import Divergence, diverged
 from ._direction import gain, lower_is_better
+from ._evaluation_identity import IdentityChange, identity_changes
 from ._pairing import ItemPair, Unpaired, mean_score, pair_items
 from ._report import ExperimentReport
 
@@ -164,6 +165,19 @@ class Comparison(BaseModel):
     scope: str | None = None
     #: What `--fail-on-regression` checks (`REGRESSION_RULE`).
     regression_rule: str = REGRESSION_RULE
+    #: How B's evaluation identity differs from A's (`identity_changes`): a change with `measurement` set
+    #: means the deltas compare two measurements. Empty when both measured alike (or neither says).
+    identity_changes: list[IdentityChange] = Field(default_factory=list)
+
+    @property
+    def measured_differently(self) -> list[IdentityChange]:
+        """The identity changes that make A and B two measurements (dataset, evaluator configuration)."""
+        return [c for c in self.identity_changes if c.measurement]
+
+    @property
+    def missing_from_b(self) -> list[Unpaired]:
+        """Items of baseline A that B lacks (removed from the dataset, or their input changed)."""
+        return [u for u in self.unpaired if u.reason != "only in B"]
 
     @property
     def regressed(self) -> list[str]:
@@ -195,6 +209,7 @@ def compare_reports(a: ExperimentReport, b: ExperimentReport, *, top: int = 5, r
         unpaired=unpaired, status_changes=_status_changes(pairs), flaky=_flaky(pairs),
         conversations=conversations, diverged=parted,
         metrics=[_metric_delta(a, b, path) for path in RUN_METRICS],
+        identity_changes=[] if a.identity is None and b.identity is None else identity_changes(a.identity, b.identity),
     )
     for name in _evaluator_names(a, b):
         diffs = [c.delta for c in changes if c.evaluator == name]

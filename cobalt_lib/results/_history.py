@@ -42,6 +42,8 @@ def load_report(store: Store, run_id: str, *, run: dict[str, Any] | None = None)
     if path and Path(path).is_file():
         report = read_results(path)
         report.status = run["status"] if report.status == "running" else report.status
+        if report.identity is None:  # the results file of an interrupted run was written before it had one
+            report.identity = store.identities_of([run_id]).get(run_id)
         return report
     with store.reading():  # the rows of four tables over one connection
         return _from_rows(store, run)
@@ -98,4 +100,4 @@ def _from_rows(store: Store, run: dict[str, Any]) -> ExperimentReport:
         str(started), status=run["status"], source=run.get("source") or "library",
         parent_run_id=run.get("parent_run_id"), tags=run.get("tags") or [], config=run.get("config") or {},
         variant=run.get("variant"), group_id=run.get("group_id"), summary=summary, items=items,
-        assertions=verdicts, results_path=run.get("results_path"))
+        assertions=verdicts, results_path=run.get("results_path"), identity=store.identities_of([run_id]).get(run_id))

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_validator
 
+from ._evaluation_identity import EvaluationIdentity
 from ._identity import item_identity
 from ._spans import SpanRecord
 
@@ -171,6 +172,12 @@ class AssertionResult(BaseModel):
     expected: float | None = None
 
 
+#: The key of a baseline file holding the evaluation identity of the run it was written from.
+BASELINE_IDENTITY_KEY = "$identity"
+#: The key of a baseline file listing its run's item identities: an item missing from a later run is named.
+BASELINE_ITEMS_KEY = "$items"
+
+
 class ExperimentReport(BaseModel):
     """Everything one run produced. Written to `.cobalt/results/` and to the DuckDB store."""
 
@@ -193,6 +200,8 @@ class ExperimentReport(BaseModel):
     items: Sequence[ItemResult] = Field(default_factory=list)
     assertions: list[AssertionResult] = Field(default_factory=list)
     results_path: str | None = None
+    #: What the run measured with: dataset, evaluators, agent, cobalt version (None: stored before identities).
+    identity: EvaluationIdentity | None = None
 
     @field_serializer("items")
     def _items_as_list(self, items: Sequence[ItemResult]) -> list[ItemResult]:
@@ -219,10 +228,24 @@ class ExperimentReport(BaseModel):
         values.update({n: s.avg for n, s in self.summary.metrics.items() if n in wanted and s.avg is not None})
         return values
 
+    def baseline_text(self, *, metrics: bool | Iterable[str] = False) -> str:
+        """The baseline file's JSON: `baseline(metrics=...)`, the run's evaluation identity under
+        `$identity` (what the means measured: `no_regression` refuses a run measured otherwise) and its
+        items' identities under `$items` (an item a later run lacks is named, never passed over)."""
+        data: dict[str, Any] = dict(self.baseline(metrics=metrics))
+        if self.identity is not None:
+            data[BASELINE_IDENTITY_KEY] = self.identity.model_dump(mode="json")
+        data[BASELINE_ITEMS_KEY] = self.item_ids()
+        return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+    def item_ids(self) -> list[str]:
+        """The identities of the run's items (each once, in dataset order)."""
+        return list(dict.fromkeys(item.item_id or item_identity(item.item) for item in self.items))
+
     def save_baseline(self, path: str | Path, *, metrics: bool | Iterable[str] = False) -> Path:
-        """Write `baseline(metrics=...)` as JSON to `path`, for `no_regression(path)`."""
+        """Write `baseline(metrics=...)` as JSON to `path`, for `no_regression(path)`, with the run's
+        evaluation identity under `$identity`."""
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(self.baseline(metrics=metrics), indent=2, sort_keys=True) + "\n",
-                          encoding="utf-8")
+        target.write_text(self.baseline_text(metrics=metrics), encoding="utf-8")
         return target

@@ -27,6 +27,7 @@ from ._liveness import Clock, expired, lease_end, lease_seconds, utc_now
 from ._segment import apply, seal
 from ._store_batches import JudgeBatches
 from ._store_dagster import DagsterRuns
+from ._store_identity import RunIdentities
 from ._store_labels import LabelRows
 from ._store_spans import SpanRows
 from ._store_variants import VariantRuns
@@ -94,7 +95,7 @@ def _shared() -> dict[str, Any]:
     return held
 
 
-class Store(DagsterRuns, JudgeBatches, LabelRows, SpanRows, VariantRuns):
+class Store(DagsterRuns, JudgeBatches, LabelRows, SpanRows, VariantRuns, RunIdentities):
     """The DuckDB file under `.cobalt/`, and the one place that speaks SQL to it: every read and write
     of the tables is a method here. Every method opens its own short connection, except that
     reads inside a `reading()` block share the block's."""
@@ -260,12 +261,16 @@ class Store(DagsterRuns, JudgeBatches, LabelRows, SpanRows, VariantRuns):
                 con.execute(f"DELETE FROM {table} WHERE run_id = ? AND item_index = ? AND run_index = ?",
                             [run_id, index, run_index])
 
-    def start_run(self, row: dict[str, Any]) -> None:
+    def start_run(self, row: dict[str, Any], *, identity: dict[str, Any] | None = None) -> None:
         """Write the run's row as `running` with a fresh lease (a resumed run keeps the working time
-        already stored). `pid` and `host` are stored for people to read; liveness is the lease alone."""
+        already stored), and its evaluation `identity` in the same transaction when given (a new run's).
+        `pid` and `host` are stored for people to read; liveness is the lease alone."""
         row = {"pid": os.getpid(), "host": socket.gethostname(), "status": "running",
                "lease_until": lease_end(self.now(), lease_seconds()).isoformat(), **row}
-        self.write({"runs": [row]}, delete_run=row["run_id"], delete_tables=["runs"])
+        batches: dict[str, list[dict[str, Any]]] = {"runs": [row]}
+        if identity is not None:
+            batches["identities"] = [{"run_id": row["run_id"], "identity": identity}]
+        self.write(batches, delete_run=row["run_id"], delete_tables=list(batches))
 
     def renew_lease(self, run_id: str, seconds: float) -> bool:
         """Extend a `running` run's lease to `seconds` from now, in one short write; False when the run

@@ -72,6 +72,9 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("kind", "VARCHAR"), ("start_ns", "BIGINT"), ("duration_ms", "DOUBLE"), ("status", "VARCHAR"),
         ("status_message", "VARCHAR"), ("attributes", "JSON"), ("events", "JSON"),
     ],
+    # What each run measured with (`_evaluation_identity`), written once when it starts: a table of its
+    # own, as the run row is replaced whenever a run starts, resumes or finishes.
+    "identities": [("run_id", "VARCHAR"), ("identity", "JSON")],
 }
 COLUMNS = {table: [name for name, _ in cols] for table, cols in TABLES.items()}
 JSON_COLUMNS = {name for cols in TABLES.values() for name, kind in cols if kind == "JSON"}

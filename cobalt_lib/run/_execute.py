@@ -25,7 +25,7 @@ from ..results._writer import BatchWriter
 from ._gc import collector_tuned_for_a_run
 from ._lease import lease
 from ._plan import RunPlan
-from ._requests import RescoreRun, ResumeRun
+from ._requests import FailedItemsRun, FreshRun, RescoreRun, ResumeRun
 from ._session import Observer, Session, batch_delay
 from ._stages import FinishedItems, build_report, item_keys, produce, score
 
@@ -96,7 +96,14 @@ def start_run(plan: RunPlan) -> None:
                                status="running", source=plan.source, parent_run_id=plan.parent_run_id,
                                tags=plan.tags, config=plan.describe(),
                                variant=plan.variant.name if plan.variant else None, group_id=plan.group_id)
+    if isinstance(plan.request, FreshRun | FailedItemsRun | RescoreRun):
+        # A new run id: its evaluation identity goes in with its row, one transaction.
+        plan.store.start_run(run_row(pending, finished=False), identity=plan.measured_with().model_dump(mode="json"))
+        return
     plan.store.start_run(run_row(pending, finished=False))
+    # A resumed run, or a run Dagster launched, keeps the identity stored when it first started.
+    stored = plan.store.identities_of([plan.run_id]).get(plan.run_id)
+    plan.identity = stored if stored is not None else plan.store.keep_identity(plan.run_id, plan.measured_with())
 
 
 Step = Callable[[Session, T], Awaitable[ItemResult]]
@@ -325,6 +332,9 @@ def finish(plan: RunPlan, items: Sequence[ItemResult] | FinishedItems,
         duration_ms = 0.0  # the store's trouble is reported by the save below
     if worked_ms is None:
         duration_ms += left_work(plan.store, plan.run_id)  # what waits in journals, not in the store yet
+    if plan.identity is None:  # a step that did not start the run (Dagster's aggregates): the stored one
+        with contextlib.suppress(StoreError):  # else the store's row stays, and readers find it there
+            plan.identity = plan.store.identities_of([plan.run_id]).get(plan.run_id)
     with collector_tuned_for_a_run():
         report = build_report(plan, items, duration_ms, status)
     try:

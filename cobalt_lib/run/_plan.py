@@ -15,9 +15,11 @@ from ..gates._assertions import RUN_METRICS, Assertion, NoRegression, check_metr
 from ..llm._batch_wire import supports_batches
 from ..llm._cache import ResponseCache
 from ..llm._providers import Endpoint
+from ..results._evaluation_identity import EvaluationIdentity
 from ..results._report import ItemResult
 from ..results._store import Store
 from ._conversation import check_conversations
+from ._identity import evaluation_identity
 from ._requests import FailedItemsRun, FreshRun, PartitionRun, RescoreRun, ResumeRun, RunRequest
 from ._variant import Variant
 
@@ -60,10 +62,20 @@ class RunPlan:
     variant: Variant | None = None
     #: The run group: the runs of every variant started together (`cobalt run` of an experiment with variants).
     group_id: str | None = None
+    #: What the run measures with (`measured_with`), once known: computed, or read from the store.
+    identity: EvaluationIdentity | None = None
 
     @property
     def store(self) -> Store:
         return Store.for_config(self.config)
+
+    def measured_with(self) -> EvaluationIdentity:
+        """The run's evaluation identity, computed on first use: a run computes it once, when it starts
+        (it hashes every dataset item); a Dagster shard, which needs none, never does."""
+        if self.identity is None:
+            self.identity = evaluation_identity(self.experiment, self.experiment.evaluators, self.endpoints,
+                                                self.config.root)
+        return self.identity
 
     def cache(self) -> ResponseCache:
         return ResponseCache(self.config.output_path / "cache", self.config.cache.ttl_seconds,

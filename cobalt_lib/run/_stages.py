@@ -98,7 +98,7 @@ def build_report(plan: RunPlan, items: Sequence[ItemResult] | FinishedItems, dur
         id=plan.run_id, name=plan.experiment.name, timestamp=plan.timestamp, status=status, source=plan.source,
         parent_run_id=plan.parent_run_id, tags=plan.tags, config=plan.describe(),
         variant=plan.variant.name if plan.variant else None, group_id=plan.group_id,
-        summary=summarise(plan, tally, duration_ms),
+        summary=summarise(plan, tally, duration_ms), identity=plan.identity,
     )
     if isinstance(ordered, StoredItems):
         ordered.scored_counts = {name: verdicts.given_and_scored() for name, verdicts in tally.verdicts.items()}

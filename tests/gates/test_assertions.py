@@ -158,8 +158,12 @@ def test_save_baseline_holds_evaluators_unless_metrics_are_asked_for(project: Pa
     exp = experiment("base", Dataset([{"expected_output": "a"}]), lambda ctx: "a",
                      evaluators=[Evaluator(name="exact", type="exact-match")])
     report = exp.run()
-    assert json.loads(report.save_baseline(project / "b.json").read_text()) == {"exact": 1.0}
-    assert set(json.loads(report.save_baseline(project / "m.json", metrics=True).read_text())) == {"exact", "latency"}
+    saved = json.loads(report.save_baseline(project / "b.json").read_text())
+    assert saved.pop("$identity")["evaluators"][0]["kind"] == "exact-match"  # what the means measured
+    assert saved.pop("$items") == [report.items[0].item_id]  # over which items
+    assert saved == {"exact": 1.0}
+    assert set(json.loads(report.save_baseline(project / "m.json", metrics=True).read_text())) == {
+        "exact", "latency", "$identity", "$items"}
 
 
 def test_an_unknown_statistic_is_named_as_such(project: Path) -> None:
@@ -207,8 +211,9 @@ def test_updating_a_baseline_keeps_the_run_metrics_it_held(project: Path) -> Non
     gate = no_regression("gates/base.json")
     written = gate.update(report, load_config())  # no file yet: evaluator means only
     assert written == project / "gates" / "base.json"
-    assert json.loads(written.read_text()) == {"exact": 0.5}
+    assert {k: v for k, v in json.loads(written.read_text()).items() if not k.startswith("$")} == {"exact": 0.5}
     written.write_text(json.dumps({"exact": 0.9, "latency": 99999.0, "gone": 1.0}))
     baseline = json.loads(gate.update(report, load_config()).read_text())
-    assert set(baseline) == {"exact", "latency"} and baseline["exact"] == 0.5 and baseline["latency"] < 99999.0
+    assert set(baseline) == {"exact", "latency", "$identity", "$items"}
+    assert baseline["exact"] == 0.5 and baseline["latency"] < 99999.0
     assert report.baseline(metrics=True).keys() == {"exact", "latency"}

@@ -39,7 +39,10 @@ def test_export_renders_the_run_and_warns_about_an_unfinished_one(
     exported = export_run(config, "latest", output=Path("results.json"))
     assert (exported.run_id, exported.format, exported.warnings) == (done.id, "json", [])
     assert json.loads(exported.text)["id"] == done.id
-    assert json.loads(export_run(config, done.id, format="baseline").text) == {"exact": 1.0, "short": 1.0}
+    baseline = json.loads(export_run(config, done.id, format="baseline").text)
+    assert baseline.pop("$identity")["dataset"]["items"] == len(done.items)  # what the means measured
+    assert baseline.pop("$items") == [item.item_id for item in done.items]  # over which items
+    assert baseline == {"exact": 1.0, "short": 1.0}
     interrupted_qa_run(config, monkeypatch)
     partial = export_run(config, "latest", format="csv", experiment="qa")
     assert partial.warnings == [f"run {partial.run_id} is incomplete: the export holds only its finished items."]
