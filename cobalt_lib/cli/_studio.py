@@ -60,6 +60,11 @@ def studio(
                                                     help="A model to grade with; repeat for several "
                                                     "(default: [judge]).")] = None,
     iterations: Annotated[int, typer.Option(min=1, help="Gradings of each sample by each model.")] = 1,
+    experiment: Annotated[str | None, typer.Option(
+        "--experiment", "-e", metavar="NAME", help="Start from the labels people set on an experiment's grader "
+        "evaluator (with --evaluator) instead of a samples file.")] = None,
+    evaluator: Annotated[str | None, typer.Option("--evaluator", metavar="NAME",
+                                                  help="With --experiment: the evaluator whose labels.")] = None,
 ) -> None:
     """The grader studio: draft a grader from labelled samples, grade it, read the disagreements, edit, re-grade,
     compare the versions and export it. Type `help` in the session for its commands."""
@@ -67,6 +72,14 @@ def studio(
     from ..ops._studio import Studio
 
     config = project_config()
+    if (experiment is None) != (evaluator is None):
+        raise ConfigError("--experiment and --evaluator go together: the labels of one evaluator of one experiment.")
+    if experiment is not None and samples is not None:
+        raise ConfigError("Give a samples file or --experiment with --evaluator, not both.")
+    if experiment is not None and evaluator is not None:
+        from ..ops._labels_file import samples_from_labels
+
+        samples = samples_from_labels(config, experiment, evaluator)
     source = samples or _last_samples(config, grader)
     if source is None:
         raise ConfigError("Give the labelled samples: cobalt studio SAMPLES.jsonl (`cobalt labels export` writes "

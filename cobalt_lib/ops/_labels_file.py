@@ -85,6 +85,23 @@ def _outputs(store: Store, runs: list[dict[str, Any]], wanted: set[str]) -> dict
     return found
 
 
+def samples_from_labels(config: Config, experiment: str, evaluator: str) -> Path:
+    """The labels people set on a grader evaluator of `experiment`, written as a samples file for the grader
+    studio (`<output_dir>/studio/labels/EXPERIMENT_EVALUATOR.jsonl`); its path."""
+    lines = export_lines(config, experiment, evaluator)
+    samples = [line for line in lines if "userMessage" in line]
+    if lines and not samples:
+        raise ConfigError(f"The labels of {evaluator!r} in {experiment!r} are not on a grader's -3..3 scale; the "
+                          "studio drafts graders from -3..3 labels: label a grader evaluator, or write a samples file.")
+    if not samples:
+        raise ConfigError(f"No labels set on {evaluator!r} in {experiment!r} yet; label some items on the run page "
+                          "(`cobalt serve`, the item's label box) or import them with `cobalt labels import`.")
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in f"{experiment}_{evaluator}")
+    path = config.output_path / "studio" / "labels" / f"{safe}.jsonl"
+    write_export(samples, path)
+    return path
+
+
 def write_export(lines: list[dict[str, Any]], path: Path | None) -> str:
     """The JSONL text, also written to `path` when given."""
     text = "".join(json.dumps(line, ensure_ascii=False, default=str) + "\n" for line in lines)

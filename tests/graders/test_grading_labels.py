@@ -13,7 +13,7 @@ import pytest
 from grading_setup import TRUTH, grading_project  # noqa: F401  (the `grading` fixture)
 
 from cobalt_lib import Store, load_config
-from cobalt_lib._errors import DatasetError
+from cobalt_lib._errors import ConfigError, DatasetError
 from cobalt_lib.cli import main
 from cobalt_lib.ops._calibrate import calibrate_evaluator
 from cobalt_lib.ops._grade import GradeOptions, grade
@@ -169,3 +169,30 @@ def test_a_grade_labelled_by_keyboard_on_the_grading_runs_page(grading: Path, pa
         server.stop()
     rows = Store.for_config(load_config(grading)).labels("grade:numbers", "openai/off")
     assert sorted((r["item_id"], r["value"]) for r in rows) == [("1", -3.0), ("s3", 2.0)]
+
+
+def test_the_studio_starts_from_the_labels_set_on_an_experiments_grader(grading: Path) -> None:
+    from cobalt_lib import Evaluator, experiment
+    from cobalt_lib.ops._labels_file import samples_from_labels
+    from cobalt_lib.ops._studio import Studio
+
+    items = [{"id": key, "input": f"question {key}", "answer": answer} for key, (answer, _) in list(TRUTH.items())[:4]]
+    report = experiment("graded", items, lambda ctx: ctx.item["answer"],
+                        evaluators=[Evaluator("numbers", type="grader", grader="graders/numbers.py", model="agree"),
+                                    Evaluator("exact", type="exact-match", field="answer")],
+                        ).run(config=load_config(grading))
+    config = load_config(grading)
+    with pytest.raises(ConfigError, match="No labels set on 'numbers' in 'graded' yet"):
+        samples_from_labels(config, "graded", "numbers")
+    for index, truth in enumerate(TRUTHS[:4]):
+        set_label(config, report.id, index, "numbers", truth, note=f"truth {truth}")
+    set_label(config, report.id, 0, "exact", 1)
+    with pytest.raises(ConfigError, match=r"not on a grader's -3\.\.3 scale"):
+        samples_from_labels(config, "graded", "exact")
+    path = samples_from_labels(config, "graded", "numbers")
+    assert path == grading / ".cobalt" / "studio" / "labels" / "graded_numbers.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [(line["id"], line["score"], line["userMessage"]) for line in lines] == [
+        (key, truth, f"question {key}") for key, truth in zip(list(TRUTH)[:4], TRUTHS[:4], strict=True)]
+    studio = Studio(config, path, grader=grading / "graders" / "numbers.py", models=["openai/agree"])
+    assert len(studio.samples) == 4
