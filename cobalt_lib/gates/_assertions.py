@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .. import _numbers as numbers
 from .._errors import ConfigError
 from ..config._config import Config
 from ..results._direction import lower_is_better, meets
@@ -51,7 +52,7 @@ class Threshold(Assertion):
         self.path = path
         self.value = float(value)
         self.lower = lower_is_better(path) if lower_is_better_ is None else lower_is_better_
-        self.name = f"{path} {'<=' if self.lower else '>='} {value:g}"
+        self.name = f"{path} {'<=' if self.lower else '>='} {numbers.threshold(value)}"
 
     def metrics(self, config: Config) -> list[str]:
         return [self.path]
@@ -65,7 +66,8 @@ class Threshold(Assertion):
         passed = meets(actual, self.value, lower=self.lower)
         verb = "at most" if self.lower else "at least"
         return [AssertionResult(name=self.name, passed=passed, actual=actual, expected=self.value,
-                                message=f"{self.path} = {actual:.4g}, must be {verb} {self.value:g}")]
+                                message=f"{self.path} = {numbers.metric(self.path, actual)}, must be {verb} "
+                                        f"{numbers.threshold(self.value)}")]
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "type": "threshold", "path": self.path, "value": self.value,
@@ -118,13 +120,14 @@ class NoRegression(Assertion):
     def _message(self, metric: str, actual: float | None, base: float, limit: float) -> str:
         """The rule with its numbers: `relevance 0.70 < 0.76 = baseline 0.80 x (1 - 0.05)`."""
         lower = lower_is_better(metric)
-        rule = f"{_num(limit)} = baseline {_num(base)} x (1 {'+' if lower else '-'} {self.tolerance:g})"
+        tolerance = numbers.threshold(self.tolerance)
+        rule = f"{_num(limit)} = baseline {_num(base)} x (1 {'+' if lower else '-'} {tolerance})"
         if actual is None:
             return f"{metric} has no value in this run; the limit was {rule}"
         passed = meets(actual, limit, lower=lower)
         op = ("<=" if passed else ">") if lower else (">=" if passed else "<")
         verdict = "within" if passed else "beyond"
-        return f"{metric} {_num(actual)} {op} {rule}: {verdict} the {self.tolerance:.0%} tolerance"
+        return f"{metric} {_num(actual)} {op} {rule}: {verdict} the {numbers.percent(self.tolerance)} tolerance"
 
     def update(self, report: ExperimentReport, config: Config) -> Path:
         """Rewrite the baseline from `report`: every evaluator's mean, plus the run metrics (latency,
@@ -173,7 +176,7 @@ class ErrorRate(Assertion):
             raise ConfigError(f"max_error_rate={max_rate!r} must be a share of attempts within 0..1 (0.05 means "
                               "5%; 0, the default, lets no error pass).")
         self.max_rate = float(max_rate)
-        self.name = f"error rate <= {max_rate:.0%}"
+        self.name = f"error rate <= {numbers.percent(max_rate)}"
 
     def evaluate(self, report: ExperimentReport, config: Config) -> list[AssertionResult]:
         s = report.summary
@@ -195,7 +198,7 @@ class ErrorRate(Assertion):
         errors = agent_errors + eval_errors + len(repeated)
         rate = errors / attempts if attempts else 0.0
         passed = meets(rate, self.max_rate, lower=True)
-        message = (f"error rate {rate:.1%} ({errors} of {attempts} attempts): {agent_errors} of "
+        message = (f"error rate {numbers.percent(rate)} ({errors} of {attempts} attempts): {agent_errors} of "
                    f"{s.total_runs} agent calls failed or timed out, {eval_errors} of {evaluated} "
                    "evaluations were eval-errors")
         if repeated:
@@ -267,10 +270,10 @@ def _first_line(text: str, limit: int = 200) -> str:
 
 
 def _num(value: float) -> str:
-    """Two decimals where they say it all (`0.70`), else four significant digits (`0.7599`, `4.2e-05`)."""
+    """Two decimals where they say it all (`0.70`), else three significant digits (`0.760`, `0.0000420`)."""
     if 0.1 <= abs(value) < 1000 and round(value, 2) == round(value, 6):
-        return f"{value:.2f}"
-    return f"{value:.4g}"
+        return numbers.fixed(value, 2)
+    return numbers.number(value)
 
 
 def _stats_dict(stats: Any) -> dict[str, Any]:
