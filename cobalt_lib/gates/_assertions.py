@@ -118,16 +118,21 @@ class NoRegression(Assertion):
         return results
 
     def _message(self, metric: str, actual: float | None, base: float, limit: float) -> str:
-        """The rule with its numbers: `relevance 0.70 < 0.76 = baseline 0.80 x (1 - 0.05)`."""
+        """The rule with its numbers: `relevance 0.70 < 0.76 = baseline 0.80 x (1 - 0.05)`, `latency 1.1s > 1.05s
+        = baseline 1s x (1 + 0.05)` (a latency or a cost with its unit)."""
         lower = lower_is_better(metric)
         tolerance = numbers.threshold(self.tolerance)
-        rule = f"{_num(limit)} = baseline {_num(base)} x (1 {'+' if lower else '-'} {tolerance})"
+
+        def shown(value: float) -> str:
+            return numbers.metric(metric, value) if metric.split(".")[0] in ("latency", "cost") else _num(value)
+
+        rule = f"{shown(limit)} = baseline {shown(base)} x (1 {'+' if lower else '-'} {tolerance})"
         if actual is None:
             return f"{metric} has no value in this run; the limit was {rule}"
         passed = meets(actual, limit, lower=lower)
         op = ("<=" if passed else ">") if lower else (">=" if passed else "<")
         verdict = "within" if passed else "beyond"
-        return f"{metric} {_num(actual)} {op} {rule}: {verdict} the {numbers.percent(self.tolerance)} tolerance"
+        return f"{metric} {shown(actual)} {op} {rule}: {verdict} the {numbers.percent(self.tolerance)} tolerance"
 
     def update(self, report: ExperimentReport, config: Config) -> Path:
         """Rewrite the baseline from `report`: every evaluator's mean, plus the run metrics (latency,
