@@ -74,7 +74,7 @@ def test_an_unknown_cost_reads_the_unknown_glyph_on_every_page(served: Served, p
     assert summary["agent_cost"] is None and summary["estimated_cost"] is None  # the agent reports no price
     served.go(page, "/")
     row = page.locator(f"tr:has(a[href='/runs/{served.runs[1]}'])").first
-    assert row.locator("td.cost span[title='agent cost']").inner_text() == "–" and "$0 " not in row.inner_text()
+    assert row.locator("td.cost span[title='agent cost']").inner_text() == "agent –" and "$0 " not in row.inner_text()
     served.go(page, f"/runs/{served.runs[1]}")
     assert page.locator(".card:has(h3:text('Cost')) .big").inner_text() == "–"
     served.go(page, "/trends?experiment=support-bot")

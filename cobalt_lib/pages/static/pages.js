@@ -342,9 +342,11 @@
       onState(changes, replace);
     }
     // What the address says now (after Back, or a change): the controls and the table follow it.
-    this.follow = function (state) {
+    this.follow = function (state, fromAddress) {
       Object.keys(TABLE_DEFAULTS).forEach(function (k) { q[k] = state[k]; });
-      if (document.activeElement !== search) search.value = q.q;
+      // the address changed under the page (Back, a link): the box says what the table shows; while
+      // typing, the box is ahead of the table and keeps what was typed
+      if (fromAddress || document.activeElement !== search) { clearTimeout(timer); search.value = q.q; typingBurst = false; }
       only.value = q.only;
       return load();
     };
@@ -434,8 +436,8 @@
   function RunPage() {
     var table;
     var shown = null;  // the item whose detail is open
-    function apply(state) {
-      table.follow(state).then(function () {
+    function apply(state, fromAddress) {
+      table.follow(state, fromAddress).then(function () {
         if (state.item === shown) return;
         var panel = document.getElementById("detail");
         if (state.item === null) {
@@ -460,9 +462,9 @@
       apply(state);
     }
     table = new ItemTable(document.getElementById("items"), onState);
-    window.addEventListener("popstate", function () { apply(readState(TABLE_DEFAULTS)); });
-    window.addEventListener("hashchange", function () { apply(readState(TABLE_DEFAULTS)); });
-    apply(readState(TABLE_DEFAULTS));
+    window.addEventListener("popstate", function () { apply(readState(TABLE_DEFAULTS), true); });
+    window.addEventListener("hashchange", function () { apply(readState(TABLE_DEFAULTS), true); });
+    apply(readState(TABLE_DEFAULTS), true);
     rowKeys(table.rows, function (tr) { onState({item: Number(tr.getAttribute("data-index"))}); }, "item");
     shortcut(["/"], "search the items", function () { table.focusSearch(); });
     shortcut(["f"], "failures only, or all items again", function () { table.toggleFailures(); });
