@@ -228,15 +228,16 @@ def distinct(actual: float, limit: float) -> tuple[str, str]:
     return shown(actual), shown(limit)
 
 
-def raw(value: float | None, decimals: int = 3) -> str:
-    """A machine field, not text for people (a CSV cell, JUnit's `time` attribute): fixed decimals, no
-    separators, no unit, empty when unknown."""
+def raw(value: float | None, decimals: int = 3, *, trim: bool = False) -> str:
+    """A machine field, not text for people (a CSV cell, JUnit's `time` attribute): fixed decimals (`trim`:
+    without trailing zeros, `0.6`), no separators, no unit, empty when unknown."""
     special = _special(value)
     if value is None:
         return ""
     if special is not None:
         return special
-    return _plain(float(value), decimals, commas=False)
+    text = _plain(float(value), decimals, commas=False)
+    return _trim(text) if trim else text
 
 
 def threshold(value: Any) -> str:
@@ -249,9 +250,11 @@ def threshold(value: Any) -> str:
         return special
     if isinstance(value, int):
         return f"{value:,d}"
-    short = _trim(_plain(value, 6, commas=False))
-    if short in ("0", "-0") and value != 0:
-        return number(value)
-    if len(short.split(".")[-1]) > 4 and 0 <= value <= 1 and "." in short:
+    from decimal import Decimal
+
+    short = format(Decimal(repr(float(value))), "f")  # the shortest text of the float, in plain decimals
+    short = _trim(short) if "." in short else short
+    decimals = len(short.split(".")[1]) if "." in short else 0
+    if decimals > 6 and 0 < value < 1 and abs(value) >= 0.001:  # computed (4 / 6), not written
         return percent(value)
     return short

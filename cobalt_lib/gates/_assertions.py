@@ -66,8 +66,15 @@ class Threshold(Assertion):
         passed = meets(actual, self.value, lower=self.lower)
         verb = "at most" if self.lower else "at least"
         return [AssertionResult(name=self.name, passed=passed, actual=actual, expected=self.value,
-                                message=f"{self.path} = {numbers.metric(self.path, actual)}, must be {verb} "
-                                        f"{numbers.threshold(self.value)}")]
+                                message=f"{self.path} = {self._shown(actual)}, must be {verb} "
+                                        f"{self._shown(self.value, limit=True)}")]
+
+    def _shown(self, value: float, *, limit: bool = False) -> str:
+        """A latency or a cost with its unit; a score in the digits that tell it from the threshold
+        (`0.7995`, never a rounded `0.800` under a limit of 0.8), the threshold as written."""
+        if split_path(self.path)[0] in ("latency", "cost"):
+            return numbers.metric(self.path, value)
+        return numbers.threshold(value) if limit else numbers.distinct(value, self.value)[0]
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "type": "threshold", "path": self.path, "value": self.value,

@@ -165,7 +165,7 @@ def _case_details(item: ItemResult, ev: Evaluation | None, pass_mark: Any) -> tu
     status = item.status if item.status != "ok" or ev is None else ev.status
     properties: dict[str, str] = {"status": status}
     if ev is not None and ev.score is not None:
-        properties["score"] = raw(ev.score, 6)
+        properties["score"] = raw(ev.score, 6, trim=True)
     if pass_mark is not None:
         properties["threshold"] = threshold(pass_mark)
     if ev is not None and ev.passed is not None:

@@ -481,7 +481,7 @@
       getJSON(data.api + "/live").then(function (now) {
         document.querySelectorAll("[data-live]").forEach(function (node) {
           var value = now[node.getAttribute("data-live")];
-          if (value !== undefined) node.textContent = value;
+          if (value !== undefined) node.textContent = typeof value === "number" ? Numbers.int(value) : value;
         });
         if (now.status !== "running") { location.reload(); return; }
         var key = now.done + "/" + now.scored;
