@@ -14,13 +14,16 @@ The rules, the same on every surface:
 | what | function | examples |
 |---|---|---|
 | a score (0..1 or any evaluator's) | `score` | `0.857`, `1.000`, `–` |
-| a delta of scores, an interval | `delta`, `interval` | `+0.143`, `[-0.020, +0.310]` |
+| a delta of scores, its interval | `delta`, `delta_interval` | `+0.143`, `[-0.020, +0.310]` |
+| a figure, a signed one, an interval | `decimal`, `signed`, `interval` | `0.42`, `+0.20`, `[0.41, 0.78]` |
+| a change of rates | `points` | `+30 points` |
 | a fraction as a percentage | `percent` | `66.7%`, `100%`, `<0.1%` |
 | a duration in ms (or seconds) | `duration`, `seconds` | `420ms`, `4.24s`, `2m 05s`, `0.042ms` |
 | a cost in US dollars | `money` | `$12.50`, `$0.0123`, `$0.0000695`, `$0` |
 | tokens, counts | `integer`, `count` | `1,234`, `3 items` |
 | bytes on disk | `data_size` | `512 bytes`, `1.5KB` |
 | any other measured value | `number`, `fixed` | `12.5`, `0.0121`, `0.42` |
+| two values told apart (a gate's actual vs its limit) | `distinct` | `0.7995` vs `0.8` |
 | a machine field (CSV, JUnit `time`) | `raw` | `1.500`, `` (unknown) |
 | a run metric by name | `metric` | `latency.p95` -> `420ms`, `cost.mean` -> `$0.0123` |
 
@@ -90,11 +93,42 @@ def delta(value: float | None, digits: int = 3) -> str:
     return fixed(value, digits, sign=True)
 
 
-def interval(low: float | None, high: float | None, digits: int = 3, *, sign: bool = True) -> str:
-    """A confidence interval: `[-0.020, +0.310]` (unsigned with `sign=False`: `[0.31, 0.70]`), `–` without one."""
+def interval(low: float | None, high: float | None, digits: int = 2, *, sign: bool = False,
+             rate: bool = False) -> str:
+    """An interval of a figure: `[0.41, 0.78]`, of a rate (`rate`): `[41%, 78%]`; `–` without one."""
     if low is None or high is None:
         return UNKNOWN
+    if rate:
+        return f"[{percent(low)}, {percent(high)}]"
     return f"[{fixed(low, digits, sign=sign)}, {fixed(high, digits, sign=sign)}]"
+
+
+def delta_interval(low: float | None, high: float | None, digits: int = 3) -> str:
+    """The confidence interval of a change of scores, signed: `[-0.020, +0.310]`; `–` without one."""
+    return interval(low, high, digits, sign=True)
+
+
+def signed(value: float | None, digits: int = 2) -> str:
+    """A difference such as a bias or a change of kappa, with its sign: `+0.20`, `-0.05`."""
+    return fixed(value, digits, sign=True)
+
+
+def decimal(value: float | None, digits: int = 2) -> str:
+    """A plain figure such as a mean absolute error or a kappa, `digits` after the point: `0.42`."""
+    return fixed(value, digits)
+
+
+def points(delta_rate: float | None) -> str:
+    """A change between two rates in percentage points: `+30 points`, `-2.5 points`."""
+    special = _special(delta_rate)
+    if special is not None:
+        return special
+    assert delta_rate is not None
+    return f"{signed_text(_trim(_plain(delta_rate * 100, 1)))} points"
+
+
+def signed_text(text: str) -> str:
+    return text if text.startswith("-") else "+" + text
 
 
 def percent(value: float | None, *, sign: bool = False) -> str:

@@ -71,7 +71,7 @@ def _model_delta(model: str, pairs: list[ItemPair], resamples: int, seed: int, c
                                                              confidence=confidence)
     result.verdict = "improved" if low > 0 else "regressed" if high < 0 else "no significant change"
     head = (f"exact agreement {percent(result.exact_a)} -> {percent(result.exact_b)} over {len(both)} labelled "
-            f"samples, paired {percent(confidence)} CI {interval(low, high, 2)}")
+            f"samples, paired {percent(confidence)} CI {interval(low, high, sign=True)}")
     result.why = (f"{result.verdict}: {head}" + (" contains 0" if result.verdict == "no significant change"
                                                   else f" entirely {'above' if low > 0 else 'below'} 0"))
     return result

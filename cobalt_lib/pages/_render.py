@@ -35,9 +35,10 @@ def environment() -> jinja2.Environment:
                              autoescape=True, trim_blocks=True, lstrip_blocks=True,
                              undefined=jinja2.StrictUndefined)
     # Every number on a page goes through one of these filters, which are cobalt_lib._numbers.
-    env.filters.update(score=numbers.score, delta=numbers.delta, interval=numbers.interval, ms=numbers.duration,
-                       usd=numbers.money, pct=numbers.percent, num=numbers.number, int=numbers.integer,
-                       fixed=numbers.fixed, mark=numbers.threshold, day=fmt_day, metric=fmt_metric)
+    env.filters.update(score=numbers.score, delta=numbers.delta, interval=numbers.interval,
+                       delta_interval=numbers.delta_interval, ms=numbers.duration, usd=numbers.money,
+                       pct=numbers.percent, num=numbers.number, int=numbers.integer, fixed=numbers.fixed,
+                       mark=numbers.threshold, day=fmt_day, metric=fmt_metric)
     env.globals.update(score_class=score_class, link=link)
     return env
 

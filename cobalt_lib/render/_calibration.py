@@ -30,7 +30,7 @@ def _num(value: float | None, digits: int = 2, *, signed: bool = False) -> str:
 def _kappa(c: ModelCalibration) -> str:
     if c.weighted_kappa is None:
         return UNKNOWN
-    ci = f" {interval(c.kappa_ci_low, c.kappa_ci_high, 2, sign=False)}" if c.kappa_ci_low is not None else ""
+    ci = f" {interval(c.kappa_ci_low, c.kappa_ci_high)}" if c.kappa_ci_low is not None else ""
     return f"{fixed(c.weighted_kappa, 2)}{ci}"
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from .._numbers import UNKNOWN, delta, fixed, interval, metric, percent, score
+from .._numbers import UNKNOWN, delta, delta_interval, fixed, interval, metric, percent, score
 from ..results._compare import Comparison, EvaluatorDelta, FlakyItem, ItemChange, Unpaired
 
 
@@ -59,7 +59,7 @@ def scope_note(c: Comparison) -> str:
 
 
 def ci_text(e: EvaluatorDelta) -> str:
-    return interval(e.ci_low, e.ci_high)
+    return delta_interval(e.ci_low, e.ci_high)
 
 
 def verdict_lines(c: Comparison) -> list[str]:
@@ -83,7 +83,7 @@ def _pct(value: float | None) -> str:
 def _kappa(value: float | None, ci: tuple[float, float] | None) -> str:
     if value is None:
         return UNKNOWN
-    return fixed(value, 2) + (f" {interval(ci[0], ci[1], 2, sign=False)}" if ci else "")
+    return fixed(value, 2) + (f" {interval(ci[0], ci[1])}" if ci else "")
 
 
 def verdicts_markdown(c: Comparison) -> str:

@@ -62,8 +62,8 @@ def test_each_unit(fn, value, text) -> None:  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize(("args", "kwargs", "text"), [
-    ((-0.02, 0.31), {}, "[-0.020, +0.310]"), ((0.31, 0.7, 2), {"sign": False}, "[0.31, 0.70]"),
-    ((None, 0.3), {}, "–"),
+    ((0.41, 0.78), {}, "[0.41, 0.78]"), ((0.41, 0.78), {"rate": True}, "[41%, 78%]"), ((None, 0.3), {}, "–"),
+    ((-0.02, 0.31, 3), {"sign": True}, "[-0.020, +0.310]"), ((0.31, 0.7), {}, "[0.31, 0.70]"),
 ])
 def test_intervals(args, kwargs, text) -> None:  # type: ignore[no-untyped-def]
     assert n.interval(*args, **kwargs) == text
@@ -88,6 +88,10 @@ def test_machine_fields_sizes_counts_and_distinct_pairs() -> None:
     assert n.distinct(1000.0004, 1000.0) == ("1000.0004", "1000")
     assert n.distinct(0.5, 0.5) == ("0.5", "0.5")
     assert n.fixed(0.4249, 2, sign=True) == "+0.42" and n.fixed(None) == "–"
+    assert n.delta_interval(-0.02, 0.31) == "[-0.020, +0.310]"
+    assert [n.signed(0.2), n.signed(-0.05), n.decimal(0.4249), n.decimal(None)] == ["+0.20", "-0.05", "0.42", "–"]
+    assert [n.points(0.3), n.points(-0.025), n.points(0.0), n.points(None)] == ["+30 points", "-2.5 points",
+                                                                                  "+0 points", "–"]
 
 
 def test_no_exponent_anywhere() -> None:
