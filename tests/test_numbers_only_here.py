@@ -6,7 +6,9 @@ Banned outside `_numbers.py`:
   `"{:...}".format`) whose presentation type is a float's (`e E f F g G %`) or that has a precision
   (`.3`); `%`-formatting with a float conversion (`"%.2f" % x`, `"%g" % x`).
 - Page templates: the same `%`-formatting (`'%.3f' % x`), except SVG geometry attributes.
-- The pages' script: `.toFixed(` / `.toPrecision(` / `toLocaleString(` outside its `Numbers` block.
+- The pages' scripts: `.toFixed(` / `.toPrecision(` / `toLocaleString(` outside `pages.js`'s `Numbers`
+  block (`window.cobaltNumbers`, which every other script of the pages can call), except layout
+  geometry (`el.style.left = ...`).
 
 Integers keep their own specs (`{n:06d}`, `{label:+d}`, `{n:,}`): they are counts and ids, not measures.
 """
@@ -82,7 +84,8 @@ def test_the_pages_script_formats_numbers_only_in_its_numbers_block() -> None:
         text = path.read_text(encoding="utf-8")
         outside = re.sub(r"// ---- Numbers.*?// ---- end of Numbers", "", text, flags=re.S)
         for line in outside.splitlines():
-            if re.search(r"\.toFixed\(|\.toPrecision\(|toLocaleString\(", line):
+            geometry = re.search(r"\.style\.\w+\s*=|setAttribute\(\"(x|y|width|height)", line)  # layout, not text
+            if not geometry and re.search(r"\.toFixed\(|\.toPrecision\(|toLocaleString\(", line):
                 offences.append(f"{path.relative_to(ROOT)}: {line.strip()[:100]}")
     assert offences == [], "use the script's Numbers (score, delta, ms, usd, pct):\n" + "\n".join(offences)
 
