@@ -17,6 +17,7 @@ import dagster as dg
 
 from cobalt_lib import Config, ExperimentReport, ItemResult, Store, Summary
 from cobalt_lib.links import run_page_url
+from cobalt_lib.render import UNKNOWN, delta, metric, score
 from cobalt_lib.results import item_label
 
 #: Rows of the `items` table on `scores` (Dagster keeps metadata in its event log: keep it bounded).
@@ -212,7 +213,7 @@ def worst_items_table(report: ExperimentReport, limit: int = WORST_ROWS) -> str:
         cells = []
         for name in names:
             ev = item.evaluations.get(name)
-            cells.append("–" if ev is None else ("eval-error" if ev.status != "ok" else f"{ev.score:.2f}"))
+            cells.append(UNKNOWN if ev is None else ("eval-error" if ev.status != "ok" else score(ev.score)))
         output = item.error if item.status != "ok" else item.output
         lines.append(f"| #{item_label(item.index, item.run_index, repeats)} | {item.status} | {_cell(item.input)} | "
                      f"{_cell(item.item.get('expected_output'))} | {_cell(output)} | " + " | ".join(cells)
@@ -254,7 +255,7 @@ def previous_report(store: Store, run: dict[str, Any] | None, run_id: str) -> Pr
     return Previous(run["run_id"], Summary.model_validate(run.get("summary") or {}), flipped, whole)
 
 
-_METRIC_UNITS = {"latency": ("latency (ms)", 1), "cost": ("cost (USD)", 6), "tokens": ("tokens", 1)}
+_METRIC_LABELS = {"latency": "latency", "cost": "cost", "tokens": "tokens"}
 
 
 def diff_table(report: ExperimentReport, previous: Previous | None) -> str:
@@ -267,17 +268,20 @@ def diff_table(report: ExperimentReport, previous: Previous | None) -> str:
              "| metric | previous | now | change | items flipped pass/fail |", "|---|---|---|---|---|"]
     for name, stats in report.summary.scores.items():
         old = previous.summary.scores.get(name)
-        lines.append(_diff_row(name, old.avg if old else None, stats.avg, 3, str(flipped.get(name, 0))))
+        lines.append(_diff_row(name, "", old.avg if old else None, stats.avg, str(flipped.get(name, 0))))
     for name, stats in report.summary.metrics.items():
-        label, digits = _METRIC_UNITS.get(name, (name, 3))
         old = previous.summary.metrics.get(name)
-        lines.append(_diff_row(f"{label}, mean", old.avg if old else None, stats.avg, digits, ""))
+        label = f"{_METRIC_LABELS.get(name, name)}, mean"
+        lines.append(_diff_row(label, name, old.avg if old else None, stats.avg, ""))
     return "\n".join(lines)
 
 
-def _diff_row(label: str, old: float | None, new: float | None, digits: int, flipped: str) -> str:
-    def fmt(value: float | None) -> str:
-        return "–" if value is None else f"{num(value, digits):.{digits}f}"
+def _diff_row(label: str, unit: str, old: float | None, new: float | None, flipped: str) -> str:
+    """A score row (`unit` empty: three decimals) or a run metric's (`latency`, `cost`: with its unit)."""
+    def fmt(value: float | None, sign: bool = False) -> str:
+        if unit:
+            return metric(unit, value, sign=sign)
+        return delta(value) if sign else score(value)
 
-    change = "–" if old is None or new is None else f"{num(new - old, digits):+.{digits}f}"
+    change = UNKNOWN if old is None or new is None else fmt(new - old, sign=True)
     return f"| {label} | {fmt(old)} | {fmt(new)} | {change} | {flipped} |"

@@ -7,6 +7,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from ._numbers import seconds
+
 
 class BlockedLoopTimeout(Exception):
     """An async agent answered, but after its timeout: it blocked the event loop meanwhile."""
@@ -28,8 +30,8 @@ class FinishedWhileCancelled(asyncio.CancelledError):
 
 
 def timeout_message(who: str, timeout: float, exc: TimeoutError) -> str:
-    """`the agent did not answer within 30 s`, plus what `within` adds about a call left behind."""
-    return f"the {who} did not answer within {timeout:g} s{exc.args[0] if exc.args else ''}"
+    """`the agent did not answer within 30s`, plus what `within` adds about a call left behind."""
+    return f"the {who} did not answer within {seconds(timeout)}{exc.args[0] if exc.args else ''}"
 
 
 #: How long a timed-out async call gets to unwind after its cancellation before it is left behind.

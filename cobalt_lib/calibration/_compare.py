@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from .._numbers import interval, percent
 from ..results._compare import AgreementDelta, bootstrap_ci
 from ..results._pairing import ItemPair, pair_items
 from ..results._report import ExperimentReport, ItemResult
@@ -69,8 +70,8 @@ def _model_delta(model: str, pairs: list[ItemPair], resamples: int, seed: int, c
     low, high = result.ci_low, result.ci_high = bootstrap_ci(diffs, resamples=resamples, seed=seed,
                                                              confidence=confidence)
     result.verdict = "improved" if low > 0 else "regressed" if high < 0 else "no significant change"
-    head = (f"exact agreement {result.exact_a:.0%} -> {result.exact_b:.0%} over {len(both)} labelled samples, "
-            f"paired {confidence:.0%} CI [{low:+.2f}, {high:+.2f}]")
+    head = (f"exact agreement {percent(result.exact_a)} -> {percent(result.exact_b)} over {len(both)} labelled "
+            f"samples, paired {percent(confidence)} CI {interval(low, high, sign=True)}")
     result.why = (f"{result.verdict}: {head}" + (" contains 0" if result.verdict == "no significant change"
                                                   else f" entirely {'above' if low > 0 else 'below'} 0"))
     return result

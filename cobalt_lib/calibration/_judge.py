@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from .._numbers import decimal
 from ._metrics import spearman
 from ._models import Verdict
 from ._scales import Scale, categories, category, category_values, shown
@@ -249,7 +250,7 @@ def scale_verdict(scale: Scale, kappa: float | None, within_one: float | None, l
     if kappa is None:
         return Verdict(labelled=labelled, text=f"no verdict: {kappa_name} is undefined (every label and every "
                                                "verdict is the same one value)")
-    figures = f"{kappa_name} {kappa:.2f}"
+    figures = f"{kappa_name} {decimal(kappa)}"
     if kappa >= GATING_KAPPA - 1e-9:  # 0.7 computed as 0.6999999999 is 0.7
         band, text = "gating", f"{figures}: fit to gate releases"
     elif kappa >= MONITORING_KAPPA - 1e-9:

@@ -12,6 +12,8 @@ import math
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from .._numbers import decimal
+
 Scale = Literal["pass/fail", "0..1", "-3..3"]
 SCALES: tuple[Scale, ...] = ("pass/fail", "0..1", "-3..3")
 
@@ -79,7 +81,7 @@ def categories(scale: Scale) -> list[str]:
         return [f"{v:+d}" for v in range(-3, 4)]
     if scale == "pass/fail":
         return ["fail", "pass"]
-    return [f"{i / BINS:.1f}–{(i + 1) / BINS:.1f}" for i in range(BINS)]
+    return [f"{decimal(i / BINS, 1)}–{decimal((i + 1) / BINS, 1)}" for i in range(BINS)]
 
 
 def category_values(scale: Scale) -> list[float]:
@@ -99,4 +101,4 @@ def shown(scale: Scale, value: float | None) -> str:
         return f"{int(value):+d}"
     if scale == "pass/fail":
         return "pass" if value >= 1 else "fail"
-    return f"{value:.2f}"
+    return decimal(value)

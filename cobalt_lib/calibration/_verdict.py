@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from .._numbers import fixed, percent
 from ._models import Verdict
 
 #: Fewer labelled samples than this and the figures are not yet reliable, whatever they say.
@@ -33,16 +34,16 @@ def verdict(kappa: float | None, within_one: float | None, labelled: int) -> Ver
         return Verdict(band=None, reliable=False, labelled=labelled,
                        text="no verdict: the weighted kappa is undefined (no usable grades of labelled samples, "
                             "or every label and grade is the same)")
-    figures = f"kappa {kappa:.2f}, {within_one:.0%} within one step"
+    figures = f"kappa {fixed(kappa, 2)}, {percent(within_one)} within one step"
     band: Band
     if kappa >= GATING_KAPPA and within_one >= GATING_WITHIN_ONE - 1e-9:
         band, text = "gating", f"{figures}: fit to gate releases"
     elif kappa >= MONITORING_KAPPA and within_one >= MONITORING_WITHIN_ONE - 1e-9:
         band, text = "monitoring", (f"{figures}: trend monitoring only (gating needs kappa >= {GATING_KAPPA} and "
-                                    f"{GATING_WITHIN_ONE:.0%} within one step)")
+                                    f"{percent(GATING_WITHIN_ONE)} within one step)")
     else:
         band, text = "exploration", (f"{figures}: exploration only (monitoring needs kappa >= {MONITORING_KAPPA} and "
-                                     f"{MONITORING_WITHIN_ONE:.0%} within one step)")
+                                     f"{percent(MONITORING_WITHIN_ONE)} within one step)")
     reliable = labelled >= MIN_RELIABLE_SAMPLES
     if not reliable:
         text += (f"; not yet reliable: only {labelled} labelled samples (label {MIN_RELIABLE_SAMPLES} or more "

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._aio import run_anywhere
+from .._numbers import seconds
 from ..llm._network import safe_url
 from ..llm._retry import DEFAULT_TIMING, Failure, Timing, retry_after_seconds, retryable_status, retrying
 from ..results._report import ExperimentReport
@@ -58,7 +59,7 @@ async def _post(client: Any, url: str, payload: dict[str, Any], *, attempts: int
             async with asyncio.timeout(max(0.0, min(timeout, left))):
                 response = await client.post(url, json=payload)
         except TimeoutError:
-            raise WebhookFailure(f"no answer within {min(timeout, left):.3g} s", retryable=True,
+            raise WebhookFailure(f"no answer within {seconds(min(timeout, left))}", retryable=True,
                                  out_of_time=left <= timeout) from None
         except httpx.HTTPError as exc:
             raise WebhookFailure(type(exc).__name__, retryable=True) from None

@@ -11,6 +11,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from .._numbers import threshold
 from ._app import app
 from ._common import console, print_json
 
@@ -31,7 +32,7 @@ def _kinds_table(kinds: list[KindInfo]) -> Table:
         table.add_column(column, overflow="fold", no_wrap=column in ("type", "pass mark"))
     for kind in kinds:
         options = "\n".join(_option_text(o) for o in kind.options) or "-"
-        table.add_row(Text(kind.name), Text(kind.description), Text(options), f"{kind.default_threshold:g}",
+        table.add_row(Text(kind.name), Text(kind.description), Text(options), threshold(kind.default_threshold),
                       Text(kind.source))
     return table
 

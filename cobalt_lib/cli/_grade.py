@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from .._numbers import fixed
 from ._app import app
 from ._common import console, print_json, project_config, warn
 
@@ -77,6 +78,6 @@ def _previous_lines(outcome: GradeOutcome) -> list[str]:
     for model, c in outcome.calibration.models.items():
         before = prev.weighted_kappa.get(model)
         if before is not None and c.weighted_kappa is not None:
-            lines.append(f"{model}: kappa {c.weighted_kappa:.2f}, was {before:.2f} in grading run {prev.run_id} "
-                         f"({rubric}); compare them: cobalt compare {prev.run_id} {outcome.run_id}")
+            lines.append(f"{model}: kappa {fixed(c.weighted_kappa, 2)}, was {fixed(before, 2)} in grading run "
+                         f"{prev.run_id} ({rubric}); compare them: cobalt compare {prev.run_id} {outcome.run_id}")
     return lines

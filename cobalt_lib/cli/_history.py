@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .._errors import ConfigError
+from .._numbers import delta, duration, money, percent, score
 from ._app import app
 from ._common import console, print_json, project_config, warn
 
@@ -22,17 +23,16 @@ if TYPE_CHECKING:
 NO_RUNS = "No runs yet; run `cobalt run`."
 
 
-def _seconds(ms: float | None) -> str:
-    return "-" if ms is None else f"{ms / 1000:.1f}s"
+_seconds = duration
 
 
 def _cost(entry: HistoryEntry) -> str:
     """The total when both parts are known; else the judge's part, marked, rather than nothing."""
     if entry.cost is not None:
-        return f"${entry.cost:.4f}"
+        return money(entry.cost)
     if entry.judge_cost:
-        return f"judge ${entry.judge_cost:.4f}"
-    return "unknown"
+        return f"judge {money(entry.judge_cost)}"
+    return money(None)
 
 
 def _history_table(entries: list[HistoryEntry], width: int = 160) -> Table:
@@ -49,7 +49,7 @@ def _history_table(entries: list[HistoryEntry], width: int = 160) -> Table:
                          min_width={"experiment": 8, "scores (mean)": 12}.get(column))
     for e in entries:
         started = datetime.fromisoformat(e.date).astimezone() if e.date else None
-        scores = "  ".join(f"{name}={'-' if mean is None else f'{mean:.2f}'}" for name, mean in e.scores.items())
+        scores = "  ".join(f"{name}={score(mean)}" for name, mean in e.scores.items())
         tags = ",".join(e.tags)
         name = e.experiment if with_tags or not tags else f"{e.experiment}\n({tags})"
         name += f"\n[{e.variant}]" if e.variant else ""  # a variant's run: its variant, under its experiment
@@ -90,10 +90,8 @@ def history(
         out.print(_history_table(entries, out.width))
 
 
-def _fmt(value: float | None, digits: int = 3, sign: bool = False) -> str:
-    if value is None:
-        return "-"
-    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
+def _fmt(value: float | None, sign: bool = False) -> str:
+    return delta(value) if sign else score(value)
 
 
 def _print_comparison(c: Comparison) -> None:
@@ -119,14 +117,14 @@ def _print_comparison(c: Comparison) -> None:
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     # A and B are whole-run means; the verdict and its CI come from the paired items only, so
     # the paired difference gets its own column (the two differ when items were added or lost).
-    for column in ("evaluator", "A", "B", "B - A", "paired B - A", f"{c.confidence:.0%} CI", "pairs", "verdict"):
+    for column in ("evaluator", "A", "B", "B - A", "paired B - A", f"{percent(c.confidence)} CI", "pairs", "verdict"):
         table.add_column(column, justify="left" if column in ("evaluator", "verdict") else "right")
     for e in c.evaluators:
         table.add_row(e.evaluator, _fmt(e.mean_a), _fmt(e.mean_b), _fmt(e.delta, sign=True),
                       _fmt(e.paired_delta, sign=True), ci_text(e), str(e.pairs), e.verdict)
     for m in c.metrics:
-        table.add_row(m.metric, metric_text(m.metric, m.a, missing="-"), metric_text(m.metric, m.b, missing="-"),
-                      metric_text(m.metric, m.delta, sign=True, missing="-"), "", "", "", "")
+        table.add_row(m.metric, metric_text(m.metric, m.a), metric_text(m.metric, m.b),
+                      metric_text(m.metric, m.delta, sign=True), "", "", "", "")
     out.print(table)
     for line in identity_lines(c):
         out.print(Text(("measured differently: " if c.measured_differently else "differs: ") + line))
@@ -139,8 +137,8 @@ def _print_comparison(c: Comparison) -> None:
     for title, rows in (("most regressed", c.regressions), ("most improved", c.improvements)):
         for r in rows:
             text = " ".join(str(r.input).split())[:60]
-            out.print(Text(f"{title}: item {change_item(r)} {r.evaluator} {r.score_a:.3f} -> "
-                           f"{r.score_b:.3f} ({r.delta:+.3f})  {text}"))
+            out.print(Text(f"{title}: item {change_item(r)} {r.evaluator} {score(r.score_a)} -> "
+                           f"{score(r.score_b)} ({delta(r.delta)})  {text}"))
     for s in c.status_changes:
         out.print(f"status changed: item {s.index} {s.status_a} -> {s.status_b}")
     for f in c.flaky:

@@ -17,12 +17,10 @@ if TYPE_CHECKING:
 
 
 def human_size(size: float) -> str:
-    """1536 -> '1.5 KB'."""
-    for unit in ("bytes", "KB", "MB", "GB"):
-        if size < 1024 or unit == "GB":
-            return f"{size:.0f} {unit}" if unit == "bytes" else f"{size:.1f} {unit}"
-        size /= 1024
-    raise AssertionError("unreachable")
+    """1536 -> '1.5KB'."""
+    from .._numbers import data_size
+
+    return data_size(size)
 
 
 def _count(n: int, one: str, many: str | None = None) -> str:

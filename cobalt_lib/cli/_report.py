@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from .._numbers import data_size
 from ._app import app
 from ._common import project_config
 
@@ -38,4 +39,4 @@ def report(
         raise ConfigError("--group writes a run group's page, which compares every variant with its baseline already; "
                           "drop --compare.")
     written = write_report(project_config(), run, output, compare=compare, group=group)
-    typer.echo(f"wrote {written} ({written.stat().st_size / 1024:,.0f} KB)")
+    typer.echo(f"wrote {written} ({data_size(written.stat().st_size)})")

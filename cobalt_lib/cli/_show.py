@@ -10,6 +10,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from .._numbers import UNKNOWN, duration, score, threshold
 from ._app import app
 from ._common import console, print_json, project_config, warn
 
@@ -38,10 +39,10 @@ def _short(value: Any, limit: int = 60) -> str:
 def _score(ev: Evaluation | None) -> str:
     """`0.900`, `0.400 ✗` below the pass mark, `ERR` for an eval-error, `-` when not scored."""
     if ev is None:
-        return "-"
+        return UNKNOWN
     if ev.status != "ok" or ev.score is None:
         return "ERR"
-    return f"{ev.score:.3f}" + (" ✗" if ev.passed is False else "")
+    return score(ev.score) + (" ✗" if ev.passed is False else "")
 
 
 def _items_table(shown: ShownRun) -> Table:
@@ -73,9 +74,9 @@ def _flaky_line(shown: ShownRun) -> str:
 
 def _evaluation_lines(name: str, ev: Evaluation, pass_mark: Any) -> list[str]:
     """`exact: 0 FAIL (pass mark 0.5)`, then its reason, error and raw judge answer."""
-    score = "eval-error" if ev.status != "ok" else f"{ev.score:.4g}" if ev.score is not None else "no score"
-    parts = [score, {True: "pass", False: "FAIL", None: ""}[ev.passed],
-             "" if pass_mark is None else f"(pass mark {pass_mark})"]
+    shown = "eval-error" if ev.status != "ok" else score(ev.score) if ev.score is not None else "no score"
+    parts = [shown, {True: "pass", False: "FAIL", None: ""}[ev.passed],
+             "" if pass_mark is None else f"(pass mark {threshold(pass_mark)})"]
     lines = [f"  {name}: " + " ".join(p for p in parts if p)]
     for label, text in (("reason", ev.reason), ("error", ev.error), ("raw judge answer", ev.raw_response)):
         if text:
@@ -88,7 +89,7 @@ def _item_text(shown: ShownRun, item: ItemResult) -> str:
     from ..render._transcript import transcript_lines
     from ..results._repeats import item_label
 
-    latency = "-" if item.latency_ms is None else f"{item.latency_ms:.0f} ms"
+    latency = duration(item.latency_ms)
     flaky = f" (flaky: {shown.flaky[item.index]})" if item.index in shown.flaky else ""
     lines = [f"item {item_label(item.index, item.run_index, shown.repeats)}{flaky}: {item.status}, {latency}"]
     transcript = transcript_lines(item)  # a conversation: its turns, each with its scores, for its output

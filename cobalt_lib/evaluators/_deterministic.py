@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
+from .._numbers import distinct
 from ..results._report import Evaluation
 from ._context import EvalContext, Scoring
 from ._kind import EvaluatorKind, require_field
@@ -106,7 +107,4 @@ def over_budget(name: str, actual: float | None, limit: float, unit: str, unknow
 def _distinct(actual: float, limit: float) -> tuple[str, str]:
     """Both numbers in the fewest significant digits (6 at least) that tell them apart when they differ:
     1000.0004 over 1000 never reads "1000 over 1000"."""
-    digits = 6
-    while digits < 17 and actual != limit and f"{actual:.{digits}g}" == f"{limit:.{digits}g}":
-        digits += 1
-    return f"{actual:.{digits}g}", f"{limit:.{digits}g}"
+    return distinct(actual, limit)

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .. import _numbers as numbers
 from .._errors import ConfigError
 from ..config._config import Config
 from ..results._direction import lower_is_better, meets
@@ -68,7 +69,7 @@ class Threshold(Assertion):
         self.path = path
         self.value = float(value)
         self.lower = lower_is_better(path) if lower_is_better_ is None else lower_is_better_
-        self.name = f"{path} {'<=' if self.lower else '>='} {value:g}"
+        self.name = f"{path} {'<=' if self.lower else '>='} {numbers.threshold(value)}"
 
     def metrics(self, config: Config) -> list[str]:
         return [self.path]
@@ -82,7 +83,15 @@ class Threshold(Assertion):
         passed = meets(actual, self.value, lower=self.lower)
         verb = "at most" if self.lower else "at least"
         return [AssertionResult(name=self.name, passed=passed, actual=actual, expected=self.value,
-                                message=f"{self.path} = {actual:.4g}, must be {verb} {self.value:g}")]
+                                message=f"{self.path} = {self._shown(actual)}, must be {verb} "
+                                        f"{self._shown(self.value, limit=True)}")]
+
+    def _shown(self, value: float, *, limit: bool = False) -> str:
+        """A latency or a cost with its unit; a score in the digits that tell it from the threshold
+        (`0.7995`, never a rounded `0.800` under a limit of 0.8), the threshold as written."""
+        if split_path(self.path)[0] in ("latency", "cost"):
+            return numbers.metric(self.path, value)
+        return numbers.threshold(value) if limit else numbers.distinct(value, self.value)[0]
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "type": "threshold", "path": self.path, "value": self.value,
@@ -198,15 +207,21 @@ class NoRegression(Assertion):
                                         "accept_identity_change=True))")]
 
     def _message(self, metric: str, actual: float | None, base: float, limit: float) -> str:
-        """The rule with its numbers: `relevance 0.70 < 0.76 = baseline 0.80 x (1 - 0.05)`."""
+        """The rule with its numbers: `relevance 0.70 < 0.76 = baseline 0.80 x (1 - 0.05)`, `latency 1.1s > 1.05s
+        = baseline 1s x (1 + 0.05)` (a latency or a cost with its unit)."""
         lower = lower_is_better(metric)
-        rule = f"{_num(limit)} = baseline {_num(base)} x (1 {'+' if lower else '-'} {self.tolerance:g})"
+        tolerance = numbers.threshold(self.tolerance)
+
+        def shown(value: float) -> str:
+            return numbers.metric(metric, value) if metric.split(".")[0] in ("latency", "cost") else _num(value)
+
+        rule = f"{shown(limit)} = baseline {shown(base)} x (1 {'+' if lower else '-'} {tolerance})"
         if actual is None:
             return f"{metric} has no value in this run; the limit was {rule}"
         passed = meets(actual, limit, lower=lower)
         op = ("<=" if passed else ">") if lower else (">=" if passed else "<")
         verdict = "within" if passed else "beyond"
-        return f"{metric} {_num(actual)} {op} {rule}: {verdict} the {self.tolerance:.0%} tolerance"
+        return f"{metric} {shown(actual)} {op} {rule}: {verdict} the {numbers.percent(self.tolerance)} tolerance"
 
     def update(self, report: ExperimentReport, config: Config) -> Path:
         """Rewrite the baseline from `report`: every evaluator's mean, plus the run metrics (latency,
@@ -256,7 +271,7 @@ class ErrorRate(Assertion):
             raise ConfigError(f"max_error_rate={max_rate!r} must be a share of attempts within 0..1 (0.05 means "
                               "5%; 0, the default, lets no error pass).")
         self.max_rate = float(max_rate)
-        self.name = f"error rate <= {max_rate:.0%}"
+        self.name = f"error rate <= {numbers.percent(max_rate)}"
 
     def evaluate(self, report: ExperimentReport, config: Config) -> list[AssertionResult]:
         s = report.summary
@@ -278,7 +293,7 @@ class ErrorRate(Assertion):
         errors = agent_errors + eval_errors + len(repeated)
         rate = errors / attempts if attempts else 0.0
         passed = meets(rate, self.max_rate, lower=True)
-        message = (f"error rate {rate:.1%} ({errors} of {attempts} attempts): {agent_errors} of "
+        message = (f"error rate {numbers.percent(rate)} ({errors} of {attempts} attempts): {agent_errors} of "
                    f"{s.total_runs} agent calls failed or timed out, {eval_errors} of {evaluated} "
                    "evaluations were eval-errors")
         if repeated:
@@ -350,10 +365,10 @@ def _first_line(text: str, limit: int = 200) -> str:
 
 
 def _num(value: float) -> str:
-    """Two decimals where they say it all (`0.70`), else four significant digits (`0.7599`, `4.2e-05`)."""
+    """Two decimals where they say it all (`0.70`), else three significant digits (`0.760`, `0.0000420`)."""
     if 0.1 <= abs(value) < 1000 and round(value, 2) == round(value, 6):
-        return f"{value:.2f}"
-    return f"{value:.4g}"
+        return numbers.fixed(value, 2)
+    return numbers.number(value)
 
 
 def _stats_dict(stats: Any) -> dict[str, Any]:

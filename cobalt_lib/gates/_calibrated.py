@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._errors import ConfigError, MissingApiKeyError
+from .._numbers import percent, score, threshold
 from ..calibration._verdict import GATING_KAPPA, GATING_WITHIN_ONE, MIN_RELIABLE_SAMPLES
 from ..config._config import Config
 from ..graders._deck import Grader
@@ -37,7 +38,7 @@ class Calibrated(Assertion):
         self.min_labels = min_labels
         self.model = model
         label = grader.name if isinstance(grader, Grader) else Path(grader).name
-        self.name = f"calibrated {label} kappa >= {self.min_kappa:g}"
+        self.name = f"calibrated {label} kappa >= {threshold(self.min_kappa)}"
 
     def describe(self) -> dict[str, Any]:
         source = self.grader.source or self.grader.name if isinstance(self.grader, Grader) else str(self.grader)
@@ -77,14 +78,14 @@ class Calibrated(Assertion):
             return self._fail(f"grader {grader.name!r} #{grader.short_hash} for {model}: the weighted kappa of "
                               f"grading run {run.run_id} is undefined ({cal.verdict.text})")
         within = cal.within_one_rate or 0.0
-        short = [f"kappa {kappa:.3f} < {self.min_kappa:g}"] if kappa < self.min_kappa - 1e-9 else []
+        short = [f"kappa {score(kappa)} < {threshold(self.min_kappa)}"] if kappa < self.min_kappa - 1e-9 else []
         if within < self.min_within_one - 1e-9:
-            short.append(f"{within:.0%} within one step < {self.min_within_one:.0%}")
+            short.append(f"{percent(within)} within one step < {percent(self.min_within_one)}")
         if cal.labelled < self.min_labels:
             short.append(f"{cal.labelled} labelled samples < {self.min_labels} (label more, or pass min_labels=)")
         head = f"grader {grader.name!r} #{grader.short_hash} for {model}, grading run {run.run_id}: "
-        figures = (f"kappa {kappa:.3f} >= {self.min_kappa:g}, {within:.0%} within one step >= "
-                   f"{self.min_within_one:.0%}, {cal.labelled} labelled samples >= {self.min_labels}")
+        figures = (f"kappa {score(kappa)} >= {threshold(self.min_kappa)}, {percent(within)} within one step >= "
+                   f"{percent(self.min_within_one)}, {cal.labelled} labelled samples >= {self.min_labels}")
         return AssertionResult(name=self.name, passed=not short, actual=kappa, expected=self.min_kappa,
                                message=head + ("; ".join(short) if short else figures)
                                + f" (verdict: {cal.verdict.text})")

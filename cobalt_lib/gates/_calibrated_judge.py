@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .._numbers import percent, score, threshold
 from ..calibration._judge import JudgeCalibration, prompt_hash
 from ..config._config import Config
 from ..results._report import AssertionResult, ExperimentReport
@@ -36,7 +37,7 @@ class CalibratedJudge(Assertion):
         self.evaluator = evaluator
         self.evaluator_name = evaluator if isinstance(evaluator, str) else evaluator.name
         self.min_kappa, self.min_within_one, self.min_labels, self.model = min_kappa, min_within_one, min_labels, model
-        self.name = f"calibrated {self.evaluator_name} kappa >= {self.min_kappa:g}"
+        self.name = f"calibrated {self.evaluator_name} kappa >= {threshold(self.min_kappa)}"
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "type": "calibrated", "evaluator": self.evaluator_name, "min_kappa": self.min_kappa,
@@ -84,11 +85,12 @@ class CalibratedJudge(Assertion):
                               actual=cal.kappa)
         if cal.kappa is None:
             return self._fail(f"{head}: {cal.kappa_name} of calibration {cal.run_id} is undefined ({cal.verdict.text})")
-        short = [f"{cal.kappa_name} {cal.kappa:.3f} < {self.min_kappa:g}"] if cal.kappa < self.min_kappa - 1e-9 else []
+        bar = threshold(self.min_kappa)
+        short = [f"{cal.kappa_name} {score(cal.kappa)} < {bar}"] if cal.kappa < self.min_kappa - 1e-9 else []
         within = cal.within_one
         if cal.scale == "-3..3" and (within or 0.0) < self.min_within_one - 1e-9:
-            short.append(f"{(within or 0.0):.0%} within one step < {self.min_within_one:.0%}")
-        figures = f"{cal.kappa_name} {cal.kappa:.3f} >= {self.min_kappa:g} over {cal.labelled} labelled items"
+            short.append(f"{percent(within or 0.0)} within one step < {percent(self.min_within_one)}")
+        figures = f"{cal.kappa_name} {score(cal.kappa)} >= {bar} over {cal.labelled} labelled items"
         message = f"{head}, calibration of run {cal.run_id}: " + ("; ".join(short) if short else figures)
         return AssertionResult(name=self.name, passed=not short, actual=cal.kappa, expected=self.min_kappa,
                                message=f"{message} (verdict: {cal.verdict.text})")

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .._errors import BatchPending, CobaltError
+from .._numbers import seconds, threshold
 from . import _batch_wire as wire
 from ._network import safe_url
 from ._providers import Endpoint
@@ -257,5 +258,5 @@ class BatchJudging:
         return False
 
 
-def _hours(seconds: float) -> str:
-    return f"{seconds / 3600:g} h" if seconds >= 3600 else f"{seconds:g} s"
+def _hours(value: float) -> str:
+    return f"{threshold(value / 3600)}h" if value >= 3600 else seconds(value)

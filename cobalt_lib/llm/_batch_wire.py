@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._numbers import seconds
 from ._network import safe_url
 from ._providers import Endpoint, redact
 from ._retry import retrying
@@ -215,7 +216,7 @@ async def _send(clients: Clients, endpoint: Endpoint, target: _Target, method: s
         if left <= endpoint.timeout:
             raise BudgetExhausted(endpoint) from None
         raise RequestTimeout(f"{endpoint.label} batch call failed: no complete answer from {target.shown} "
-                             f"within {endpoint.timeout:g} s ([judge] timeout)") from None
+                             f"within {seconds(endpoint.timeout)} ([judge] timeout)") from None
     except aiohttp.ClientError as exc:
         raise ConnectionFailure(f"{endpoint.label} batch call failed: {type(exc).__name__} from "
                                 f"{target.shown}: {redact(str(exc), endpoint)[:200]}") from None

@@ -20,6 +20,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import NoReturn, TypeVar
 
+from .._numbers import seconds
+
 T = TypeVar("T")
 
 #: The SDKs' backoff: 0.5 s doubled per retry, at most 8 s, less up to 25% jitter.
@@ -108,20 +110,20 @@ async def retrying(call: Callable[[float], Awaitable[T]], *, retries: int, budge
             return await call(deadline)
         except Failure as exc:
             if exc.out_of_time:
-                _explain(exc, f"gave up after {attempts(made)}: the retry budget of {budget:g} s ({budget_name}) "
+                _explain(exc, f"gave up after {attempts(made)}: the retry budget of {seconds(budget)} ({budget_name}) "
                               "ran out")
             if not exc.retryable:
                 raise
             left = deadline - timing.monotonic()
             wait = exc.retry_after
             if wait is not None and wait > left:
-                _explain(exc, f"not retried: the server asked to wait {wait:.0f} s, more than the {max(left, 0):.0f} s "
-                              f"left of the retry budget ({budget_name})")
+                _explain(exc, f"not retried: the server asked to wait {seconds(wait)}, more than the "
+                              f"{seconds(max(left, 0))} left of the retry budget ({budget_name})")
             if made > retries:
                 _explain(exc, f"gave up after {attempts(made)}" if made > 1 else "not retried: no retries are allowed")
             wait = timing.backoff(made - 1) if wait is None else wait
             if wait >= left:
-                _explain(exc, f"gave up after {attempts(made)}: the retry budget of {budget:g} s ({budget_name}) "
+                _explain(exc, f"gave up after {attempts(made)}: the retry budget of {seconds(budget)} ({budget_name}) "
                               "ran out")
             await timing.sleep(wait)
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._errors import JudgeError
+from .._numbers import seconds
 from ._network import certificate_source, environment_proxy, safe_url, ssl_context
 from ._providers import AZURE_KEY_VARIABLE, KEY_VARIABLES, Endpoint, basic_credentials, is_azure, redact
 from ._retry import DEFAULT_TIMING, Failure, Timing, retry_after_seconds, retryable_status, retrying
@@ -260,7 +261,7 @@ class Clients:
             if left <= endpoint.timeout:
                 raise BudgetExhausted(endpoint) from None
             raise RequestTimeout(f"{endpoint.label} call failed: TimeoutError: no complete answer from "
-                                 f"{target.shown} within {endpoint.timeout:g} s ([judge] timeout)") from None
+                                 f"{target.shown} within {seconds(endpoint.timeout)} ([judge] timeout)") from None
         except aiohttp.ClientSSLError as exc:
             raise TLSFailure(_tls_message(endpoint, target, exc)) from None
         except aiohttp.ClientError as exc:

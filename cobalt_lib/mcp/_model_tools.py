@@ -7,6 +7,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
+from .._numbers import score, threshold
 from ..ops._evaluate import Evaluated
 from ..ops._fresh import in_fresh_process
 from ..ops._generate import DEFAULT_SIZE, MAX_SIZE, Generated, generate_experiment
@@ -49,7 +50,7 @@ def register(server: MCPServer, project: Project) -> None:
             text = f"{evaluator}: eval-error: {ev.error}"
         else:
             verdict = {True: "pass", False: "FAIL", None: ""}[ev.passed]
-            text = (f"{evaluator}: {ev.score:.3f} {verdict} (pass mark {result.threshold:g})"
+            text = (f"{evaluator}: {score(ev.score)} {verdict} (pass mark {threshold(result.threshold)})"
                     + (f": {ev.reason}" if ev.reason else ""))
         return budgeted(result, text, None, "the whole text is in the judge's answer")
 

@@ -6,6 +6,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field
 
+from .._numbers import delta, score
 from ..links import run_page_url
 from ..ops._details import ITEM_LIMIT, ComparedRuns, RunDetails, compare_with_reasons, run_details
 from ..ops._history import HistoryEntry, run_history
@@ -131,14 +132,14 @@ def _listing_summary(runs: list[RunListing]) -> str:
         return "No runs are stored yet; call cobalt_run first."
     lines = [f"{len(runs)} runs, newest first:"]
     for r in runs:
-        scores = " ".join(f"{n}={v:.2f}" for n, v in r.scores.items() if v is not None)
+        scores = " ".join(f"{n}={score(v)}" for n, v in r.scores.items() if v is not None)
         lines.append(f"{r.run_id} {r.experiment} {r.verdict} {scores}")
     return "\n".join(lines)
 
 
 def details_summary(d: RunDetails, only_failures: bool = False) -> str:
     """The run's verdict, scores and every failing item's index, in a few lines."""
-    scores = " ".join(f"{n}={s.avg:.2f}" for n, s in d.summary.scores.items() if s.avg is not None)
+    scores = " ".join(f"{n}={score(s.avg)}" for n, s in d.summary.scores.items() if s.avg is not None)
     if d.status == "completed":
         verdict = f"gates {'PASSED' if d.passed else 'FAILED'}"
     else:
@@ -157,8 +158,7 @@ def compare_summary(compared: ComparedRuns) -> str:
     c = compared.outcome.comparison
     lines = [f"{c.run_b} against baseline {c.run_a}: {c.paired} paired items"]
     for e in c.evaluators:
-        delta = "-" if e.paired_delta is None else f"{e.paired_delta:+.3f}"
-        lines.append(f"{e.evaluator}: {delta} ({e.verdict})")
+        lines.append(f"{e.evaluator}: {delta(e.paired_delta)} ({e.verdict})")
     lines.append(f"{_count(compared.regressed_total, 'item score')} regressed"
                  + (f" (items {compared.regressed_indices})" if compared.regressed_indices else "")
                  + f", {compared.improved_total} improved"

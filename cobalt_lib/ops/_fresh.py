@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from .._errors import CobaltError, ConfigError
+from .._numbers import seconds
 from ..config._config import Config
 
 M = TypeVar("M", bound=BaseModel)
@@ -41,7 +42,7 @@ def in_fresh_process(config: Config, target: str, kwargs: dict[str, Any], result
         done = subprocess.run([sys.executable, "-c", _CHILD], input=request, capture_output=True, text=True,
                               cwd=config.root, env=environment, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
-        raise CobaltError(f"The call took more than {timeout:g} s and was stopped.") from None
+        raise CobaltError(f"The call took more than {seconds(timeout)} and was stopped.") from None
     answer = _answer(done.stdout)
     if answer is None:
         tail = "\n".join(done.stderr.strip().splitlines()[-5:])

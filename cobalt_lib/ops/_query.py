@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from .._errors import ConfigError
+from .._numbers import seconds as as_seconds
 from ..config._config import Config
 from ..results._readonly import read_only_connection
 from ..results._store import TABLES, Store
@@ -260,7 +261,7 @@ def run_query(config: Config, sql: str, limit: int = DEFAULT_LIMIT, *, seconds: 
                 answer.add(fetched)
             more = answer.left_out or bool(cursor.fetchmany(1))
         except duckdb.InterruptException:
-            raise ConfigError(f"The query ran for more than {seconds:g} s (running and fetching) and was "
+            raise ConfigError(f"The query ran for more than {as_seconds(seconds)} (running and fetching) and was "
                               "stopped; narrow it (filter on run_id or experiment, add LIMIT).") from None
         except duckdb.OutOfMemoryException:
             raise ConfigError(f"The query needs more than its {QUERY_MEMORY} of memory; aggregate, filter or "

@@ -26,7 +26,7 @@ from ..links import dagster_url
 from ..results._store import Store
 from ._calibration_view import calibration_view
 from ._charts import histogram
-from ._compare import compare_page, compare_view
+from ._compare import compare_page, compare_view, unpaired_page
 from ._groups import GROUP_ASSETS, group_view
 from ._guard import CSRF_HEADER, SAFE_METHODS, host_allowed, refusal, token_matches
 from ._labels import add_label_routes
@@ -232,6 +232,8 @@ async def compare_api(request: web.Request) -> web.Response:
     except ValueError:
         return web.json_response({"error": "offset and limit must be numbers"}, status=400)
     changed = q.get("changed") == "1"
+    if q.get("list") == "unpaired":
+        return web.json_response(unpaired_page(view["unpaired"], offset=offset, limit=limit), dumps=_dumps)
     page = await _call(lambda: compare_page(view["rows"], offset=offset, limit=limit, changed_only=changed))
     return web.json_response(page, dumps=_dumps)
 

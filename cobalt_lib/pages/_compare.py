@@ -129,7 +129,21 @@ def with_diff(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def compare_page(rows: list[dict[str, Any]], *, offset: int, limit: int, changed_only: bool) -> dict[str, Any]:
-    """One page of the ranked rows, with their word differences."""
-    chosen = [r for r in rows if r["changed"]] if changed_only else rows
+    """One page of the ranked rows, with their word differences, and how many rows did not change."""
+    chosen = [r for r in rows if r["changed"]]
+    unchanged = len(rows) - len(chosen)
+    chosen = chosen if changed_only else rows
     page = chosen[max(offset, 0): max(offset, 0) + min(max(limit, 1), 500)]
-    return {"total": len(chosen), "offset": offset, "rows": [with_diff(r) for r in page]}
+    return {"total": len(chosen), "unchanged": unchanged, "offset": offset, "rows": [with_diff(r) for r in page]}
+
+
+def unpaired_json(unpaired: list[Any]) -> list[dict[str, Any]]:
+    """The unpaired items as the page's list draws them."""
+    return [{"index": u.index, "item_id": u.item_id, "reason": u.reason} for u in unpaired]
+
+
+def unpaired_page(unpaired: list[Any], *, offset: int, limit: int) -> dict[str, Any]:
+    """One page of the items only one run has (a changed dataset can leave thousands)."""
+    start = max(offset, 0)
+    return {"total": len(unpaired), "offset": offset,
+            "rows": unpaired_json(unpaired[start: start + min(max(limit, 1), 500)])}

@@ -12,8 +12,7 @@ from urllib.parse import quote, urlencode
 
 from markupsafe import Markup, escape
 
-from ..render._compare import metric_text
-from ..render._units import money
+from .. import _numbers as numbers
 
 if TYPE_CHECKING:
     import jinja2
@@ -36,41 +35,19 @@ def environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.PackageLoader("cobalt_lib.pages", "templates"),
                              autoescape=True, trim_blocks=True, lstrip_blocks=True,
                              undefined=jinja2.StrictUndefined)
-    env.filters.update(score=fmt_score, ms=fmt_ms, usd=fmt_usd, pct=fmt_pct, num=fmt_num, day=fmt_day,
-                       metric=fmt_metric)
+    # Every number on a page goes through one of these filters, which are cobalt_lib._numbers.
+    env.filters.update(score=numbers.score, delta=numbers.delta, interval=numbers.interval,
+                       delta_interval=numbers.delta_interval, ms=numbers.duration, usd=numbers.money,
+                       pct=numbers.percent, num=numbers.number, int=numbers.integer, fixed=numbers.fixed,
+                       mark=numbers.threshold, day=fmt_day, metric=fmt_metric)
     env.globals.update(score_class=score_class, link=link)
     return env
 
 
-def fmt_score(value: Any) -> str:
-    return "–" if value is None else f"{value:.3f}"
-
-
-def fmt_num(value: Any, digits: int = 3) -> str:
-    return "–" if value is None else f"{value:.{digits}g}" if isinstance(value, float) else f"{value:,}"
-
-
-def fmt_ms(value: Any) -> str:
-    if value is None:
-        return "–"
-    if 0 < value < 0.01:
-        return "<0.01 ms"
-    return f"{value / 1000:.2f} s" if value >= 1000 else f"{value:.0f} ms" if value >= 10 else f"{value:.2f} ms"
-
-
-def fmt_usd(value: Any) -> str:
-    """Dollars as `cobalt` prints them everywhere (`$0.0000695`, `$12.50`); an unknown cost reads `unknown`."""
-    return money(value) if value is None or value < 1 else f"${value:,.2f}"
-
-
 def fmt_metric(metric: str, value: Any, sign: bool = False) -> str:
     """A run metric with its unit (`latency.p95` as `420ms`, `cost.mean` as `$0.0000695`), as `cobalt compare`
-    prints it; an unknown cost reads `unknown`."""
-    return metric_text(metric, value, sign=sign)
-
-
-def fmt_pct(value: Any) -> str:
-    return "–" if value is None else f"{value * 100:.0f}%"
+    prints it."""
+    return numbers.metric(metric, value, sign=sign)
 
 
 def fmt_day(value: Any) -> str:

@@ -16,7 +16,7 @@ from ..results._repeats import by_index, flaky_text, item_label
 from ..results._store import Store
 from ._calibration_view import calibration_view
 from ._charts import histogram
-from ._compare import compare_view, with_diff
+from ._compare import compare_view, unpaired_json, with_diff
 from ._queries import ITEMS_PER_PAGE, item_json, run_detail, trace_json
 from ._render import render
 
@@ -47,7 +47,7 @@ def compare_report_html(config: Config, baseline: str, ref: str) -> str:
     view = compare_view(config, baseline, ref)
     c = view["c"]
     data = {"page": "compare", "run_a": c.run_a, "run_b": c.run_b, "per_page": ITEMS_PER_PAGE, "api": None,
-            "rows": [with_diff(r) for r in view["rows"]]}
+            "rows": [with_diff(r) for r in view["rows"]], "unpaired": unpaired_json(view["unpaired"])}
     view["dagster"] = {"a": None, "b": None}
     return render("compare.html", static=True, data=data, rows_total=len(view["rows"]), dagster_home=None, **view)
 

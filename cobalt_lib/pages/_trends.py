@@ -1,8 +1,10 @@
 """The trends page: per experiment, each evaluator's mean and pass rate, the cost and the latency p95
-over its runs (oldest first), a tag filter, and the runs whose gates failed marked."""
+over its finished runs (oldest first, in run order), a tag filter, each gate's threshold drawn on the
+chart of its metric, and a run whose gate failed marked on that metric's chart only."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..config._config import Config
@@ -23,10 +25,14 @@ def trends_view(config: Config, experiment: str = "", tag: str = "") -> dict[str
     experiment = experiment or (stored[0]["experiment"] if stored else "")
     check_stored_experiment(store, experiment or None)
     own = [r for r in stored if r["experiment"] == experiment]
-    runs = [r for r in own if not tag or tag in (r.get("tags") or [])][:TREND_RUNS][::-1]
+    tagged = [r for r in own if not tag or tag in (r.get("tags") or [])]
+    # A run still going, stopped or failed has partial statistics: plotted, it would read as a dip.
+    runs = [r for r in tagged if r["status"] == "completed"][:TREND_RUNS][::-1]
+    left_out = len(tagged) - len([r for r in tagged if r["status"] == "completed"])
     ids = [r["run_id"] for r in runs]
     aggregates = store.rows_of("aggregates", ids)
-    failed = {v["run_id"] for v in store.rows_of("verdicts", ids) if not v["passed"]}
+    verdicts = store.rows_of("verdicts", ids)
+    failed = {v["run_id"] for v in verdicts if not v["passed"]}
     by_run: dict[str, dict[str, dict[str, Any]]] = {}
     for row in aggregates:
         by_run.setdefault(row["run_id"], {})[row["metric"]] = row
@@ -36,17 +42,52 @@ def trends_view(config: Config, experiment: str = "", tag: str = "") -> dict[str
     def values(metric: str, stat: str) -> list[float | None]:
         return [(by_run.get(r["run_id"], {}).get(metric) or {}).get(stat) for r in runs]
 
-    charts = [{"title": name, "unit": "score", "chart": line_chart(
-        [{"name": "mean", "values": values(name, "mean")}, {"name": "pass rate", "values": values(name, "pass_rate")}],
-        entries, fixed=(0.0, 1.0))} for name in evaluators]
+    def gates_on(metric: str, stats: tuple[str, ...]) -> tuple[list[dict[str, Any]], set[str]]:
+        """The newest threshold of each gate on `metric` (a plotted statistic), and the runs where one failed."""
+        marks: dict[str, dict[str, Any]] = {}
+        failed_here: set[str] = set()
+        for v in verdicts:
+            head, stat = gate_metric(v["name"])
+            if head != metric or stat not in stats:
+                continue
+            marks[v["name"]] = {"label": v["name"], "value": v["expected"]}  # verdicts come oldest run first
+            if not v["passed"]:
+                failed_here.add(v["run_id"])
+        return list(marks.values()), failed_here
+
+    charts = []
+    for name in evaluators:
+        marks, failed_here = gates_on(name, ("mean", "pass_rate", "avg"))
+        charts.append({"title": name, "unit": "score", "failed": len(failed_here), "chart": line_chart(
+            [{"name": "mean", "values": values(name, "mean")},
+             {"name": "pass rate", "values": values(name, "pass_rate")}],
+            entries, fixed=(0.0, 1.0), marks=marks, failed=failed_here)})
     costs = [_cost(e) for e in entries]
-    charts.append({"title": "cost (US$ per run, agent + judge)", "unit": "usd", "unknown": costs.count(None),
-                   "chart": line_chart([{"name": "cost", "values": costs}], entries)})
-    charts.append({"title": "latency p95 (ms)", "unit": "ms", "chart": line_chart(
-        [{"name": "latency p95", "values": values("latency", "p95")}], entries)})
+    marks, failed_here = gates_on("cost", ("mean", "avg", "total", "sum"))
+    charts.append({"title": "cost (per run, agent + judge)", "unit": "usd", "unknown": costs.count(None),
+                   "failed": len(failed_here), "chart": line_chart([{"name": "cost", "values": costs}], entries,
+                                                                    unit="usd", marks=marks, failed=failed_here)})
+    marks, failed_here = gates_on("latency", ("p95",))
+    charts.append({"title": "latency p95", "unit": "ms", "failed": len(failed_here), "chart": line_chart(
+        [{"name": "latency p95", "values": values("latency", "p95")}], entries, unit="ms", marks=marks,
+        failed=failed_here)})
     return {"experiment": experiment, "experiments": experiments, "tag": tag, "runs": entries, "charts": charts,
+            "left_out": left_out,
             "tags": sorted({t for r in own for t in r.get("tags") or []}), "failed": len(failed),
             "dagster": dagster_asset_url(config, experiment) if experiment else None}
+
+
+_GATE = re.compile(r"^(?P<path>[\w.\-]+) (?:>=|<=|>|<) ")
+
+
+def gate_metric(name: str) -> tuple[str, str]:
+    """(metric, statistic) a gate named `exact >= 0.86` or `latency.p95 <= 2000` reads: (`exact`, `mean`),
+    (`latency`, `p95`); ("", "") for a gate on no single metric (`error rate <= 5%`)."""
+    match = _GATE.match(name)
+    if match is None:
+        return "", ""
+    head, _, stat = match["path"].partition(".")
+    return head, stat or "mean"
 
 
 def _cost(entry: dict[str, Any]) -> float | None:

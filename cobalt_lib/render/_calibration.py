@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._numbers import UNKNOWN, fixed, interval, percent
 from ..calibration._metrics import SCALE
 from ..calibration._models import Calibration, ModelCalibration
 
@@ -19,18 +20,18 @@ MARKDOWN_DISAGREEMENTS = 25
 
 
 def _rate(value: float | None) -> str:
-    return "–" if value is None else f"{value:.0%}" if value in (0.0, 1.0) else f"{value:.1%}"
+    return percent(value)
 
 
 def _num(value: float | None, digits: int = 2, *, signed: bool = False) -> str:
-    return "–" if value is None else f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+    return fixed(value, digits, sign=signed)
 
 
 def _kappa(c: ModelCalibration) -> str:
     if c.weighted_kappa is None:
-        return "–"
-    ci = f" [{c.kappa_ci_low:.2f}, {c.kappa_ci_high:.2f}]" if c.kappa_ci_low is not None else ""
-    return f"{c.weighted_kappa:.2f}{ci}"
+        return UNKNOWN
+    ci = f" {interval(c.kappa_ci_low, c.kappa_ci_high)}" if c.kappa_ci_low is not None else ""
+    return f"{fixed(c.weighted_kappa, 2)}{ci}"
 
 
 def _rows(cal: Calibration) -> list[ModelCalibration]:
@@ -43,9 +44,9 @@ def summary_table(cal: Calibration) -> Table:
               "consistent", "verdict"]
     rows = []
     for c in _rows(cal):
-        top = "–" if c.majority_share is None else f"{c.majority_label:+d}: {c.majority_share:.0%}"
+        top = "–" if c.majority_share is None else f"{c.majority_label:+d}: {percent(c.majority_share)}"
         consistent = "–" if c.self_consistency is None else (
-            f"{c.self_consistency:.0%} (sd {c.mean_stddev:.2f})")
+            f"{percent(c.self_consistency)} (sd {fixed(c.mean_stddev, 2)})")
         graded = f"{c.coverage.graded}/{c.coverage.attempted}" + (f" ({c.coverage.errors} errors)"
                                                                    if c.coverage.errors else "")
         band = c.verdict.band or "–"

@@ -5,26 +5,18 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from .._numbers import UNKNOWN, delta, delta_interval, fixed, interval, metric, percent, score
 from ..results._compare import Comparison, EvaluatorDelta, FlakyItem, ItemChange, Unpaired
-from ._units import duration, money
 
 
-def _num(value: float | None, digits: int = 3, sign: bool = False) -> str:
-    if value is None:
-        return "–"
-    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
+def _num(value: float | None, sign: bool = False) -> str:
+    return delta(value) if sign else score(value)
 
 
-def metric_text(metric: str, value: float | None, *, sign: bool = False, missing: str = "–") -> str:
+def metric_text(name: str, value: float | None, *, sign: bool = False) -> str:
     """A run metric with its unit: latencies (stored in ms) as `420ms` or `4.24s`, costs as dollars
-    with significant digits (`$0.0000421`, not `0.0000`); `sign` for a delta. An unknown cost reads
-    `unknown` (as on every page), any other missing value `missing`."""
-    if value is None:
-        return money(None) if metric.split(".")[0] == "cost" else missing
-    kind = metric.split(".")[0]
-    size = abs(value)
-    text = duration(size) if kind == "latency" else money(size) if kind == "cost" else f"{size:.4f}"
-    return ("+" if value >= 0 else "-") + text if sign else ("-" if value < 0 else "") + text
+    with significant digits (`$0.0000421`, not `0.0000`); `sign` for a delta; `–` when unknown."""
+    return metric(name, value, sign=sign)
 
 
 def change_item(r: ItemChange) -> str:
@@ -86,7 +78,7 @@ def scope_note(c: Comparison) -> str:
 
 
 def ci_text(e: EvaluatorDelta) -> str:
-    return "–" if e.ci_low is None or e.ci_high is None else f"[{e.ci_low:+.3f}, {e.ci_high:+.3f}]"
+    return delta_interval(e.ci_low, e.ci_high)
 
 
 def verdict_lines(c: Comparison) -> list[str]:
@@ -104,13 +96,13 @@ def agreement_lines(c: Comparison) -> list[str]:
 
 
 def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{value:.0%}"
+    return percent(value)
 
 
-def _kappa(value: float | None, interval: tuple[float, float] | None) -> str:
+def _kappa(value: float | None, ci: tuple[float, float] | None) -> str:
     if value is None:
-        return "–"
-    return f"{value:.2f}" + (f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else "")
+        return UNKNOWN
+    return fixed(value, 2) + (f" {interval(ci[0], ci[1])}" if ci else "")
 
 
 def verdicts_markdown(c: Comparison) -> str:
@@ -119,7 +111,7 @@ def verdicts_markdown(c: Comparison) -> str:
 
 def comparison_markdown(c: Comparison) -> str:
     """The comparison as Markdown: evaluators, run metrics, top movers, unpaired items."""
-    level = f"{c.confidence:.0%}"
+    level = percent(c.confidence)
     parts = [f"### cobalt compare: `{c.run_b}` vs baseline `{c.run_a}`",
              f"{c.experiment_b} vs {c.experiment_a} · {c.paired} paired items · {len(c.unpaired)} unpaired · "
              f"{level} paired bootstrap CI ({c.resamples} resamples, seed {c.seed})"

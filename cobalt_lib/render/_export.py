@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .._numbers import UNKNOWN, duration, raw, score, threshold
 from ..results._direction import lower_is_better
 from ..results._report import Evaluation, ExperimentReport, ItemResult
 from ._markdown import report_markdown
@@ -47,7 +48,7 @@ def to_csv(report: ExperimentReport) -> str:
     for item in report.items:
         base = [item.index, item.run_index, _text(item.input), _text(item.output), _text(expected_output(item)),
                 item.status]
-        latency = "" if item.latency_ms is None else f"{item.latency_ms:.3f}"
+        latency = raw(item.latency_ms, 3)
         if not item.evaluations:
             writer.writerow([*base, "", "", item.error or "", latency])
         for name, ev in item.evaluations.items():
@@ -63,17 +64,17 @@ def _md_cell(value: Any, limit: int = 80) -> str:
 
 def _md_score(ev: Evaluation | None) -> str:
     if ev is None:
-        return "–"
-    return "ERR" if ev.status != "ok" or ev.score is None else f"{ev.score:.3f}"
+        return UNKNOWN
+    return "ERR" if ev.status != "ok" or ev.score is None else score(ev.score)
 
 
 def to_markdown(report: ExperimentReport) -> str:
     """The run summary (as in GitHub step summaries) plus a table of every item."""
     names = evaluator_names(report)
-    header = ["#", "run", "status", "input", "output", "expected output", *names, "latency (ms)"]
+    header = ["#", "run", "status", "input", "output", "expected output", *names, "latency"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for item in report.items:
-        latency = "–" if item.latency_ms is None else f"{item.latency_ms:.0f}"
+        latency = duration(item.latency_ms)
         output = item.output if item.status == "ok" else item.error
         cells = [str(item.index), str(item.run_index), item.status, _md_cell(item.input), _md_cell(output),
                  _md_cell(expected_output(item)), *(_md_score(item.evaluations.get(n)) for n in names), latency]
@@ -103,10 +104,10 @@ def _per_item_markdown(report: ExperimentReport, names: list[str]) -> str:
         for name in names:
             st = spread.evaluators.get(name)
             if st is None or st.avg is None:
-                cells.append("–")
+                cells.append(UNKNOWN)
                 continue
             passes = "" if st.pass_rate is None else f" · {round(st.pass_rate * spread.runs)}/{spread.runs} passed"
-            cells.append(f"{st.avg:.3f} ± {st.stddev or 0:.3f}{passes}")
+            cells.append(f"{score(st.avg)} ± {score(st.stddev or 0)}{passes}")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n#### Per item across runs (mean ± stddev)\n\n" + "\n".join(lines) + "\n"
 
@@ -130,7 +131,7 @@ def _case_outcome(item: ItemResult, ev: Evaluation | None, name: str) -> tuple[s
         return "error", f"eval-error: {ev.error or 'no score'}"
     if ev.passed is False:
         side = "above" if lower_is_better(name) else "below"  # `passed` was set in the evaluator's direction
-        return "failure", f"score {ev.score:.4g} is {side} the evaluator's pass mark" + (
+        return "failure", f"score {score(ev.score)} is {side} the evaluator's pass mark" + (
             f": {ev.reason}" if ev.reason else "")
     return None
 
@@ -164,9 +165,9 @@ def _case_details(item: ItemResult, ev: Evaluation | None, pass_mark: Any) -> tu
     status = item.status if item.status != "ok" or ev is None else ev.status
     properties: dict[str, str] = {"status": status}
     if ev is not None and ev.score is not None:
-        properties["score"] = f"{ev.score:.6g}"
+        properties["score"] = raw(ev.score, 6, trim=True)
     if pass_mark is not None:
-        properties["threshold"] = f"{pass_mark:g}" if isinstance(pass_mark, int | float) else str(pass_mark)
+        properties["threshold"] = threshold(pass_mark)
     if ev is not None and ev.passed is not None:
         properties["passed"] = "true" if ev.passed else "false"
     if item.status != "ok":
@@ -186,7 +187,7 @@ def _xml(text: str) -> str:
 def _add_case(suite: ET.Element, classname: str, name: str, seconds: float,
               outcome: tuple[str, str] | None) -> ET.Element:
     """One <testcase>, with a <failure> or <error> child when `outcome` says it failed."""
-    case = ET.SubElement(suite, "testcase", classname=_xml(classname), name=_xml(name), time=f"{seconds:.3f}")
+    case = ET.SubElement(suite, "testcase", classname=_xml(classname), name=_xml(name), time=raw(seconds, 3))
     if outcome is not None:
         kind, message = outcome[0], _xml(outcome[1])
         ET.SubElement(case, kind, message=message, type=kind).text = message
@@ -206,7 +207,7 @@ def _add_details(case: ET.Element, properties: dict[str, str], text: str) -> Non
 def _item_suite(report: ExperimentReport, items_fail: bool) -> ET.Element:
     """One case per item x evaluator; `items_fail`: every item below its pass mark or errored fails."""
     suite = ET.Element("testsuite", name=_xml(report.name), timestamp=report.timestamp,
-                       time=f"{report.summary.total_duration_ms / 1000:.3f}")
+                       time=raw(report.summary.total_duration_ms / 1000, 3))
     errors_failed, marks = _errors_failed_the_run(report), pass_marks(report)
     for item in report.items:
         for name in evaluator_names(report):

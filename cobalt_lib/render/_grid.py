@@ -11,7 +11,7 @@ from rich.text import Text
 
 from ..results._grid import GridCell, GridRow, VariantGrid, build_grid
 from ..results._report import ExperimentReport
-from ._units import duration, money, score
+from ._units import delta, delta_interval, duration, money, percent, score
 
 #: The style of each verdict word in a terminal cell.
 _STYLES = {"improved": "green", "regressed": "red", "no significant change": "", "not comparable": "dim",
@@ -22,8 +22,8 @@ def cell_text(cell: GridCell, *, lines: bool = False) -> str:
     """`0.850 (baseline)`, or `0.900 better  +0.050 [+0.010, +0.090]` (`lines`: the difference on a second line)."""
     if cell.verdict == "baseline":
         return f"{score(cell.mean)} (baseline)"
-    interval = "" if cell.ci_low is None else f" [{score(cell.ci_low, sign=True)}, {score(cell.ci_high, sign=True)}]"
-    return f"{score(cell.mean)} {cell.word}{chr(10) if lines else '  '}{score(cell.delta, sign=True)}{interval}"
+    interval = "" if cell.ci_low is None else f" {delta_interval(cell.ci_low, cell.ci_high)}"
+    return f"{score(cell.mean)} {cell.word}{chr(10) if lines else '  '}{delta(cell.delta)}{interval}"
 
 
 def grid_console(console: Console, *, ci: bool = False) -> Console:
@@ -64,7 +64,7 @@ def grid_table(grid: VariantGrid, *, ci: bool = False) -> Table:
 def grid_notes(grid: VariantGrid) -> list[str]:
     """What the grid's numbers mean, under it."""
     return [f"each cell: the variant's mean, then variant - {grid.baseline} over paired items with its "
-            f"{grid.confidence:.0%} paired bootstrap interval and verdict (as `cobalt compare`)",
+            f"{percent(grid.confidence)} paired bootstrap interval and verdict (as `cobalt compare`)",
             f"{grid.frontier_rule}; quality: {grid.quality}"]
 
 

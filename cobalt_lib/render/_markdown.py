@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
+from .._numbers import count, duration, money, score
 from ..results._report import ExperimentReport
-from ._units import count, money
 
-
-def _num(value: float | None, digits: int = 3) -> str:
-    return "–" if value is None else f"{value:.{digits}f}"
+_num = score
 
 
 def scores_table(report: ExperimentReport) -> str:
@@ -33,7 +31,7 @@ def report_markdown(report: ExperimentReport) -> str:
         f"### cobalt: {report.name} — {verdict}",
         f"Run `{report.id}` ({report.status}) · {count(s.total_runs, 'item')} · {count(s.errors, 'error')} · "
         f"{count(s.timeouts, 'timeout')} · "
-        f"{s.total_duration_ms / 1000:.1f} s · cost {cost}",
+        f"{duration(s.total_duration_ms)} · cost {cost}",
         scores_table(report),
         gates_list(report),
     ]) + "\n"

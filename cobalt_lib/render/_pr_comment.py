@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from ..results._compare import Comparison, EvaluatorDelta
 from ..results._report import ExperimentReport
 from ._compare import metric_text, missing_text
-from ._units import count, money, score, score_delta
+from ._units import count, delta, delta_interval, money, percent, score
 
 #: GitHub refuses a comment body over 65,536 characters.
 MAX_BODY = 65_536
@@ -43,7 +43,7 @@ def escape(text: object, limit: int = 160) -> str:
 
 
 def _interval(e: EvaluatorDelta) -> str:
-    return "–" if e.ci_low is None or e.ci_high is None else f"[{score_delta(e.ci_low)}, {score_delta(e.ci_high)}]"
+    return delta_interval(e.ci_low, e.ci_high)
 
 
 _VERDICT = {"improved": "✅ improved", "regressed": "🔻 regressed", "no significant change": "≈ noise",
@@ -106,8 +106,8 @@ def _gates(report: ExperimentReport) -> str:
 
 
 def _deltas(c: Comparison) -> str:
-    level = f"{c.confidence:.0%}"
-    rows = [f"| {escape(e.evaluator, 60)} | {score(e.mean_a)} | {score(e.mean_b)} | {score_delta(e.paired_delta)} | "
+    level = percent(c.confidence)
+    rows = [f"| {escape(e.evaluator, 60)} | {score(e.mean_a)} | {score(e.mean_b)} | {delta(e.paired_delta)} | "
             f"{_interval(e)} | {e.pairs} | {_VERDICT[e.verdict]} |" for e in c.evaluators]
     if not rows:
         return ""

@@ -15,6 +15,8 @@ import json
 import threading
 from typing import IO, TYPE_CHECKING, Any
 
+from .._numbers import score
+
 if TYPE_CHECKING:
     from ..results._report import ExperimentReport, ItemResult
     from ..run._plan import RunPlan
@@ -46,7 +48,7 @@ class ProgressLines:
             self._done += 1
             done = self._done
         scores = {name: ev.score for name, ev in item.evaluations.items()}
-        shown = " ".join(f"{n}={'ERR' if s is None else f'{s:.2f}'}" for n, s in scores.items())
+        shown = " ".join(f"{n}={'ERR' if s is None else score(s)}" for n, s in scores.items())
         message = f"item {item.index}" + (f".{item.run_index}" if item.run_index else "") + f": {item.status}"
         message += f" {shown}" if shown else (f" ({(item.error or '').splitlines()[0][:80]})" if item.error else "")
         self._write({"event": "item", **self._run, "done": done, "total": self._total, "index": item.index,

@@ -13,10 +13,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
+from .._numbers import count, duration, money, score, seconds, threshold
 from ..results._direction import mark_words, passes
 from ..results._repeats import item_label
 from ..results._report import ExperimentReport, ItemResult
-from ._units import count, duration, money
 
 if TYPE_CHECKING:
     from ..run._plan import RunPlan
@@ -25,8 +25,7 @@ if TYPE_CHECKING:
 LINE_LIMIT = 50
 
 
-def _fmt(value: float | None, digits: int = 2) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
+_fmt = score
 
 
 def _listed(labels: list[str], limit: int = 20) -> str:
@@ -82,7 +81,7 @@ class TerminalReporter:
         self._reported = set()
         n_eval = len(plan.evaluators)
         line = (f"{count(plan.total_items, 'item')} x {count(plan.runs, 'run')} x {count(n_eval, 'evaluator')}  |  "
-                f"concurrency {plan.concurrency}  |  timeout {plan.timeout:g}s")
+                f"concurrency {plan.concurrency}  |  timeout {seconds(plan.timeout)}")
         if self.ci:
             self.console.print(f"cobalt run {exp.name} ({plan.run_id}): {line}")
         else:
@@ -206,7 +205,7 @@ class TerminalReporter:
         for name, keys in found.low.items():
             labels = [_label(i, r, self._repeats) for i, r in sorted(set(keys))]
             word, sign = mark_words(name)
-            self.console.print(Text(f"⚠ {word} {name} ({sign} {self._thresholds[name]:g}): {_listed(labels)}",
+            self.console.print(Text(f"⚠ {word} {name} ({sign} {threshold(self._thresholds[name])}): {_listed(labels)}",
                                     style="yellow"))
         # With runs > 1: the items that passed in some runs and not in others are the unreliable ones.
         flaky = [f"#{spread.index} {name} {round((st.pass_rate or 0) * spread.runs)} of {spread.runs} passed"

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from .._numbers import fixed, percent
 from ._conversation import Divergence, diverged
 from ._direction import gain, lower_is_better
 from ._evaluation_identity import IdentityChange, identity_changes
@@ -328,7 +329,7 @@ def _why(d: EvaluatorDelta, confidence: float) -> str:
     """The verdict with the rule and numbers behind it: `regressed: paired mean -0.10, 95% CI [-0.15, -0.05]
     entirely below 0`."""
     interval = f"[{_signed(d.ci_low)}, {_signed(d.ci_high)}]"
-    head = f"paired mean {_signed(d.paired_delta)}, {confidence:.0%} CI {interval}"
+    head = f"paired mean {_signed(d.paired_delta)}, {percent(confidence)} CI {interval}"
     if d.verdict == "no significant change":
         return f"no significant change: {head} contains 0"
     side = "below" if (d.ci_high or 0) < 0 else "above"
@@ -338,7 +339,7 @@ def _why(d: EvaluatorDelta, confidence: float) -> str:
 
 def _signed(value: float | None) -> str:
     """`+0.10`; a rounding residue such as -1e-16 shows as `+0.00`, not `-0.00`."""
-    return f"{round(value or 0.0, 2) + 0.0:+.2f}"
+    return fixed(value or 0.0, 2, sign=True)
 
 
 def _run_metric(report: ExperimentReport, path: str) -> float | None:

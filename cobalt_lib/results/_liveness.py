@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from .._errors import ConfigError
+from .._numbers import seconds as as_seconds
 
 #: How long a lease lasts when `COBALT_LEASE_SECONDS` does not say.
 DEFAULT_LEASE_SECONDS = 60.0
@@ -43,7 +44,7 @@ def lease_seconds() -> float:
         seconds = math.nan
     if not math.isfinite(seconds) or seconds <= 0:
         raise ConfigError(f"{LEASE_VARIABLE}={raw!r} is not a positive number of seconds; unset it for the "
-                          f"default ({DEFAULT_LEASE_SECONDS:g}).")
+                          f"default ({as_seconds(DEFAULT_LEASE_SECONDS)}).")
     return seconds
 
 

@@ -78,6 +78,8 @@ def _holder(message: str) -> str:
     return found.group(1) if found else "its lock"
 
 
+#: A JSON object's key (`"country":`), which an item search skips: it matches values, not field names.
+JSON_KEY = r'"(?:[^"\\]|\\.)*"\s*:'
 #: The store's file name under the project's output directory.
 STORE_FILE = "cobalt.duckdb"
 
@@ -430,7 +432,7 @@ class Store(DagsterRuns, JudgeBatches, LabelRows, SpanRows, VariantRuns, RunIden
         """One page of a run's `outputs` rows, each with its `scores` rows under `scores`, and how many
         rows match. `sort`: index, status, latency, tokens, cost or `score:EVALUATOR`; `only`:
         `failures` (agent error, eval-error or a score below its pass mark) or `eval-errors`;
-        `search`: a case-insensitive substring of input, output, error or a reason."""
+        `search`: a case-insensitive substring of the values in input or output, the error or a reason."""
         evaluator = sort.removeprefix("score:") if sort.startswith("score:") else ""
         order = {"status": "o.status", "latency": "o.latency_ms", "tokens": "o.tokens", "cost": "o.cost_usd",
                  }.get(sort, "s.sort_score" if evaluator else "o.item_index")
@@ -438,8 +440,10 @@ class Store(DagsterRuns, JudgeBatches, LabelRows, SpanRows, VariantRuns, RunIden
                  "eval-errors": " AND coalesce(s.eval_error, false)"}.get(only or "", "")
         params: list[Any] = [evaluator, run_id, run_id]
         if search:
-            where += (" AND contains(lower(concat_ws(' ', CAST(o.input AS VARCHAR), CAST(o.output AS VARCHAR), "
-                      "o.error, s.reasons)), ?)")
+            # values, not field names: `country` must not match every item whose input has that key
+            where += (" AND contains(lower(concat_ws(' ', regexp_replace(CAST(o.input AS VARCHAR), ?, ' ', 'g'), "
+                      "regexp_replace(CAST(o.output AS VARCHAR), ?, ' ', 'g'), o.error, s.reasons)), ?)")
+            params += [JSON_KEY, JSON_KEY]
             params.append(search.lower())
         sql = (
             "WITH s AS (SELECT item_index, run_index, bool_or(status <> 'ok') AS eval_error, "

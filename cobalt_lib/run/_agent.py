@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from .._numbers import seconds
 from .._threads import DaemonThreads, UserExit
 from .._timeouts import BlockedLoopTimeout, FinishedWhileCancelled, timeout_message, within
 from ..llm._pricing import cost_usd
@@ -91,9 +92,9 @@ async def call_agent(runner: Runner, ctx: AgentContext, *, timeout: float, limit
     except BlockedLoopTimeout as exc:
         result.latency_ms = (timer() - clock[0]) * 1000
         result.status = "timeout"
-        result.error = (f"the agent did not answer within {timeout:g} s (it took {exc.elapsed:.1f} s): the event "
-                        "loop was blocked, so no timeout could fire; an async agent must not make blocking calls "
-                        "(time.sleep, requests): make it a plain def, which cobalt runs in a thread, or use an "
+        result.error = (f"the agent did not answer within {seconds(timeout)} (it took {seconds(exc.elapsed)}): "
+                        "the event loop was blocked, so no timeout could fire; an async agent must not make blocking "
+                        "calls (time.sleep, requests): make it a plain def, which cobalt runs in a thread, or use an "
                         "async client")
     except TimeoutError as exc:
         result.latency_ms = (timer() - clock[0]) * 1000

@@ -84,7 +84,7 @@ class VirtualClock:
     ([Say(503, {"x-should-retry": "false"})], "HTTP 503", 1, []),
     ([Say(302, {"Location": "http://127.0.0.1:9/"})], "HTTP 302", 1, []),  # not followed, not delivered
     ([Say(500)] * 3, "HTTP 500 (gave up after 3 attempts)", 3, [0.5, 1.0]),
-    ([Say(429, {"Retry-After": "3600"})], "HTTP 429 (not retried: the server asked to wait 3600 s, more than the 30 s "
+    ([Say(429, {"Retry-After": "3600"})], "HTTP 429 (not retried: the server asked to wait 1h 00m, more than the 30s "
      "left of the retry budget (the webhooks' budget))", 1, []),
 ], ids=["503", "retry-after-0", "retry-after-2", "409", "x-should-retry-false", "302", "gives-up", "beyond-budget"])
 def test_webhooks_retry_by_the_judges_rules(script: list[Say], warning: str | None, posts: int,

@@ -129,8 +129,8 @@ def test_history_table(runs: tuple[Path, list[dict[str, Any]]]) -> None:
     assert "date" in lines[0] and "cost" in lines[0]
     newest, baseline = next(ln for ln in lines if stored[0]["run_id"] in ln), next(
         ln for ln in lines if stored[2]["run_id"] in ln)
-    assert "FAILED" in newest and "exact=0.25  short=1.00" in newest and "unknown" in newest
-    assert "passed" in baseline and "exact=1.00" in baseline and "smoke" in baseline
+    assert "FAILED" in newest and "exact=0.250  short=1.000" in newest and "–" in newest
+    assert "passed" in baseline and "exact=1.000" in baseline and "smoke" in baseline
 
 
 def test_history_shows_running_and_incomplete_runs(project: Path) -> None:
@@ -235,7 +235,7 @@ def test_compare_table_and_markdown(runs: tuple[Path, list[dict[str, Any]]]) -> 
     latency = next(ln for ln in table.stdout.splitlines() if ln.startswith("latency.p95")).split()
     assert len(latency) == 4 and all(re.fullmatch(r"[+-]?\d+(\.\d+)?(ms|s)", cell) for cell in latency[1:]), latency
     assert next(ln for ln in table.stdout.splitlines() if ln.startswith("cost.mean")).split() == [
-        "cost.mean", "unknown", "unknown", "unknown"]  # no cost known: as every page says
+        "cost.mean", "–", "–", "–"]  # no cost known: the unknown glyph, as every page says
     assert "most regressed: item 0 exact 1.000 -> 0.000 (-1.000)  q0" in table.stdout
     # each verdict with its rule, and the rule --fail-on-regression applies (not no_regression's)
     said = " ".join(table.stdout.split())

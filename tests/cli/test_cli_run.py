@@ -146,7 +146,7 @@ def test_run_prints_items_summary_and_where_results_went(qa_project: Path) -> No
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "\x1b[" not in out  # not a TTY: no colour
-    assert "4 items x 1 run x 1 evaluator" in out and "#3 ✓ exact=1.00" in out
+    assert "4 items x 1 run x 1 evaluator" in out and "#3 ✓ exact=1.000" in out
     run = Store(qa_project / ".cobalt" / "cobalt.duckdb").runs()[0]
     assert f"run id:  {run['run_id']}" in out and f"results: {run['results_path']}" in out
     assert run["experiment"] == "qa"

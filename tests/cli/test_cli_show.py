@@ -50,15 +50,15 @@ def test_show_prints_the_items_table_one_item_in_full_and_json(project: Path) ->
     assert re.split(r"\s{2,}", lines[1].strip()) == ["#", "status", "exact", "judge", "output"]
     rows = [re.split(r"\s{2,}", line.strip()) for line in lines[3:]]
     assert rows == [["0", "ok", "0.000 ✗", "0.900", "wrong"], ["1", "ok", "1.000", "0.400 ✗", "a1"],
-                    ["2", "error", "-", "-", "RuntimeError: agent exploded on item 2"]]
+                    ["2", "error", "–", "–", "RuntimeError: agent exploded on item 2"]]
     one = cobalt(project, "show", "latest", "1")
     assert one.returncode == 0
     detail = one.stdout.split("\n\n", 1)[1].splitlines()
-    assert re.fullmatch(r"item 1: ok, \d+ ms", detail[0])
+    assert re.fullmatch(r"item 1: ok, [\d.]+(ms|s)", detail[0])
     assert detail[1:13] == [
         "input:", "  q1", "expected output:", "  a1", "output:", "  a1", "evaluations:",
-        "  exact: 1 pass (pass mark 0.5)", "    reason:", "      exact match",
-        "  judge: 0.4 FAIL (pass mark 0.5)", "    reason:"]
+        "  exact: 1.000 pass (pass mark 0.5)", "    reason:", "      exact match",
+        "  judge: 0.400 FAIL (pass mark 0.5)", "    reason:"]
     assert "metadata:\n  {\n    \"model\": \"m1\"\n  }" in one.stdout
     failed = cobalt(project, "show", "latest", "2", "--json")
     data = json.loads(failed.stdout)

@@ -200,7 +200,7 @@ def test_no_regression_names_the_limit_it_allowed(tmp_path: Path) -> None:
     assert verdicts["no_regression:relevance"].message == ("relevance 0.75 < 0.76 = baseline 0.80 x (1 - 0.05): "
                                                           "beyond the 5% tolerance")
     assert verdicts["no_regression:relevance"].passed is False
-    assert verdicts["no_regression:latency"].message == ("latency 1100 > 1050 = baseline 1000 x (1 + 0.05): "
+    assert verdicts["no_regression:latency"].message == ("latency 1.1s > 1.05s = baseline 1s x (1 + 0.05): "
                                                         "beyond the 5% tolerance")
 
 

@@ -41,7 +41,7 @@ def test_a_latency_evaluator_passes_items_at_or_below_its_mark(project: Path) ->
     assert "⚠ high responseLatency (> 0.5): #2" in buffer.getvalue() and "⚠ low" not in buffer.getvalue()
     assert report.passed and to_junit(report).count("<failure") == 0  # by default a low item is reported only
     junit = to_junit(report, items_fail=True)
-    assert junit.count("<failure") == 1 and "score 0.9 is above the evaluator&apos;s pass mark" in junit.replace(
+    assert junit.count("<failure") == 1 and "score 0.900 is above the evaluator&apos;s pass mark" in junit.replace(
         "'", "&apos;")
 
 

@@ -70,7 +70,7 @@ def test_a_run_whose_agent_always_fails_says_so_once(project: Path) -> None:
     report = exp.run(config=define_config())
     assert _failed(report) == {"every evaluator scored": "no agent call succeeded (3 of 3 failed or timed out), "
                                                          "so no evaluator scored anything",
-                               "error rate <= 0%": "error rate 100.0% (3 of 3 attempts): 3 of 3 agent calls failed "
+                               "error rate <= 0%": "error rate 100% (3 of 3 attempts): 3 of 3 agent calls failed "
                                                    "or timed out, 0 of 0 evaluations were eval-errors"}
 
 

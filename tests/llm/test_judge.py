@@ -290,7 +290,7 @@ def test_retry_budget_bounds_the_calls_too(project: Path, llm: FakeLLM) -> None:
         f'[judge]\nbase_url = "{llm.openai_url}"\ntimeout = 30\nmax_retries = 5\nretry_max_seconds = 0.5\n')
     llm.script(Reply(text='{"score": 1}', delay=5))
     ev = _run(1).items[0].evaluations["quality"]
-    assert ev.status == "eval-error" and "retry budget of 0.5 s" in (ev.error or "")
+    assert ev.status == "eval-error" and "retry budget of 500ms" in (ev.error or "")
 
 
 def test_reasoning_models_get_max_completion_tokens_and_no_temperature(judged_project: Path, llm: FakeLLM) -> None:

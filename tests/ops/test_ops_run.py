@@ -163,7 +163,7 @@ def test_a_rescore_of_a_run_whose_agent_cost_was_unknown_keeps_it_unknown(projec
     assert (first.summary.agent_cost, rescored.summary.agent_cost) == (None, None)
     assert rescored.summary.estimated_cost is None and rescored.summary.agent_tokens == 0
     entries = {e.run_id: e for e in run_history(config)}
-    assert [_cost(entries[r.id]) for r in (first, rescored)] == ["unknown", "unknown"]
+    assert [_cost(entries[r.id]) for r in (first, rescored)] == ["–", "–"]
 
 
 def test_only_failed_reruns_the_failed_items_with_their_indices_as_a_new_linked_run(

@@ -75,7 +75,7 @@ def test_run_summary_gates_histograms_and_dagster_links(served: Served, page) ->
     assert gates.count() == 3  # exact >= 0.86, every evaluator scored, error rate <= 50%
     failed = gates.filter(has_text="exact >= 0.86")
     assert "FAILED" in failed.inner_text()
-    assert failed.locator("td").nth(2).inner_text() == "0.8571" and failed.locator("td").nth(3).inner_text() == "0.86"
+    assert failed.locator("td").nth(2).inner_text() == "0.857" and failed.locator("td").nth(3).inner_text() == "0.86"
     from cobalt_lib import Store, load_config
 
     [dagster_run] = Store.for_config(load_config(served.root)).dagster_runs_of([run]).values()

@@ -1,5 +1,5 @@
 """The pages tell the truth: item links land on their detail once the table is drawn, run metrics sit in the
-compare table with their units, an unknown cost reads `unknown` everywhere, the JSON API says 404 for an
+compare table with their units, an unknown cost reads `–` (never `$0`) everywhere, the JSON API says 404 for an
 unknown run, and items flaky across repeats are marked on the run and compare pages."""
 
 from __future__ import annotations
@@ -66,19 +66,19 @@ def test_compare_run_metrics_sit_in_the_table_with_units(served: Served, page) -
     assert latency.count() == columns == 8
     assert all(re.fullmatch(r"[+-]?[\d.]+(ms|s)", latency.nth(i).inner_text()) for i in (1, 2, 3))
     cost = page.locator("#deltas tr.run-metric[data-metric='cost.mean'] td")
-    assert cost.count() == 8 and [cost.nth(i).inner_text() for i in (1, 2, 3)] == ["unknown"] * 3
+    assert cost.count() == 8 and [cost.nth(i).inner_text() for i in (1, 2, 3)] == ["–"] * 3
 
 
-def test_an_unknown_cost_reads_unknown_on_every_page(served: Served, page) -> None:
+def test_an_unknown_cost_reads_the_unknown_glyph_on_every_page(served: Served, page) -> None:
     summary = Store.for_config(load_config(served.root)).require_run(served.runs[1])["summary"]
     assert summary["agent_cost"] is None and summary["estimated_cost"] is None  # the agent reports no price
     served.go(page, "/")
     row = page.locator(f"tr:has(a[href='/runs/{served.runs[1]}'])").first
-    assert "unknown" in row.inner_text()
+    assert row.locator("td.cost span[title='agent cost']").inner_text() == "agent –" and "$0 " not in row.inner_text()
     served.go(page, f"/runs/{served.runs[1]}")
-    assert page.locator(".card:has(h3:text('Cost')) .big").inner_text() == "unknown"
+    assert page.locator(".card:has(h3:text('Cost')) .big").inner_text() == "–"
     served.go(page, "/trends?experiment=support-bot")
-    chart = page.locator(".chart[data-chart='cost (US$ per run, agent + judge)']")
+    chart = page.locator(".chart[data-chart='cost (per run, agent + judge)']")
     assert chart.locator("a.point").count() == 0 and "$0" not in chart.inner_text()
     assert "Cost unknown for 3 runs" in chart.inner_text() or "Not recorded" in chart.inner_text()
 

@@ -58,15 +58,15 @@ EXPECTED_PLAIN = """\
 ╭────────────────────────── cobalt demo ───────────────────────────╮
 │ 3 items x 1 run x 2 evaluators  |  concurrency 4  |  timeout 10s │
 ╰───────────────────────────── run-1 ──────────────────────────────╯
-    #0 ✓ exact=1.00 style=0.90* (12ms)
-    #1 ⚠ exact=0.00 style=ERR (1.50s)
+    #0 ✓ exact=1.000 style=0.900* (12ms)
+    #1 ⚠ exact=0.000 style=ERR (1.5s)
     #2 ⏱ TIMEOUT the agent did not answer within 10 s
-evaluator    avg    min    max    p50    p95   n   errors
-─────────────────────────────────────────────────────────
-exact       0.50   0.00   1.00   0.50   0.95   2        0
-style       0.90   0.90   0.90   0.90   0.90   1        1
-items 3 (2 ok, 0 errors, 1 timeout)  |  time 11.60s  |  avg latency 3.84s  |  p95 9.15s
-tokens 0 (agent 0, judge 0)  |  cost: agent unknown, judge $0.0000  |  judge calls 0, cached 1
+evaluator     avg     min     max     p50     p95   n   errors
+──────────────────────────────────────────────────────────────
+exact       0.500   0.000   1.000   0.500   0.950   2        0
+style       0.900   0.900   0.900   0.900   0.900   1        1
+items 3 (2 ok, 0 errors, 1 timeout)  |  time 11.6s  |  avg latency 3.84s  |  p95 9.15s
+tokens 0 (agent 0, judge 0)  |  cost: agent –, judge $0  |  judge calls 0, cached 1
 ⚠ low exact (< 0.5): #1
 ✗ 1 agent call failed: #2
 ✗ style: 1 evaluation error (#1); first: ValueError: no style in style()
@@ -95,7 +95,7 @@ def test_ci_mode_is_compact_and_colourless() -> None:
     assert "\x1b[" not in out and "╭" not in out
     assert out.splitlines()[0] == ("cobalt run demo (run-1): 3 items x 1 run x 2 evaluators  |  concurrency 4  "
                                    "|  timeout 10s")
-    assert "exact     | 0.50 | 0.00 | 1.00 | 0.50 | 0.95 | 2 |      0" in out
+    assert "exact     | 0.500 | 0.000 | 1.000 | 0.500 | 0.950 | 2 |      0" in out
 
 
 def test_many_items_show_a_progress_bar_instead_of_lines() -> None:
@@ -132,7 +132,7 @@ def test_money_keeps_significant_digits_for_sub_cent_amounts() -> None:
     from cobalt_lib.render._units import money
 
     assert [money(v) for v in (None, 0.0, 2.7e-05, 0.00123, 0.5, 12.3456)] == [
-        "unknown", "$0.0000", "$0.0000270", "$0.00123", "$0.5000", "$12.3456"]
+        "–", "$0", "$0.0000270", "$0.00123", "$0.5000", "$12.35"]
 
 
 def test_durations_keep_three_significant_digits_and_never_an_exponent() -> None:
@@ -140,7 +140,7 @@ def test_durations_keep_three_significant_digits_and_never_an_exponent() -> None
 
     values = (None, 0.0, 3.47e-05, 0.00318, 0.042, 5.0, 3.18, 420.4, 4240.0, -2500.0)
     assert [duration(v) for v in values] == [
-        "-", "0ms", "0.0000347ms", "0.00318ms", "0.042ms", "5ms", "3.18ms", "420ms", "4.24s", "-2.50s"]
+        "–", "0ms", "0.0000347ms", "0.00318ms", "0.042ms", "5ms", "3.18ms", "420ms", "4.24s", "-2.5s"]
 
 
 def test_a_run_without_model_evaluators_prints_no_judge_cost() -> None:
@@ -150,7 +150,7 @@ def test_a_run_without_model_evaluators_prints_no_judge_cost() -> None:
     item = ItemResult(index=0, output="a", latency_ms=1.0, evaluations={"exact": Evaluation(score=1.0)})
     reporter.on_finish(build_report(plan, [item], 1.0, "completed"))
     text = buffer.getvalue()
-    assert "tokens 0  |  cost: agent unknown  |  no judge calls" in text
+    assert "tokens 0  |  cost: agent –  |  no judge calls" in text
     assert "judge $" not in text
 
 
@@ -159,7 +159,7 @@ def test_an_item_with_an_evaluation_error_is_not_marked_as_passing() -> None:
     reporter.on_start(_plan(1))
     item = ItemResult(index=0, output="a", latency_ms=5.0,
                       evaluations={"exact": Evaluation(score=1.0), "style": Evaluation(status="eval-error")})
-    assert reporter.item_line(item).plain == "    #0 ⚠ exact=1.00 style=ERR (5ms)"
+    assert reporter.item_line(item).plain == "    #0 ⚠ exact=1.000 style=ERR (5ms)"
 
 
 def test_judge_calls_that_all_failed_still_show_in_the_totals() -> None:

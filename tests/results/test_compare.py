@@ -229,10 +229,10 @@ def test_an_evaluator_dropped_from_b_has_not_lost_scores_to_errors() -> None:
 @pytest.mark.parametrize(
     ("metric", "value", "sign", "text"),
     [("latency.p95", 4238.4, False, "4.24s"), ("latency.p95", 420.4, False, "420ms"),
-     ("latency.p95", 0.04213, False, "0.0421ms"), ("latency.p95", -1500.0, True, "-1.50s"),
+     ("latency.p95", 0.04213, False, "0.0421ms"), ("latency.p95", -1500.0, True, "-1.5s"),
      ("latency.p95", 295.0, True, "+295ms"), ("cost.mean", 4.2e-5, False, "$0.0000420"),
      ("cost.mean", 0.0123, False, "$0.0123"), ("cost.mean", -4.2e-5, True, "-$0.0000420"),
-     ("cost.mean", None, False, "unknown"), ("latency.p95", None, False, "–"), ("tokens.mean", 12.5, False, "12.5000")],
+     ("cost.mean", None, False, "–"), ("latency.p95", None, False, "–"), ("tokens.mean", 12.5, False, "12.5")],
 )
 def test_run_metrics_are_shown_with_their_units(metric: str, value: float | None, sign: bool, text: str) -> None:
     assert metric_text(metric, value, sign=sign) == text

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from ..._numbers import fixed
 from ...results._report import Evaluation
 from .._context import EvalContext
 from .._deterministic import Compared, as_text
@@ -28,7 +29,7 @@ class Bleu(Compared):
             return references
         bleu = BLEU(tokenize=self.tokenize, lowercase=self.lowercase, effective_order=True)
         result = bleu.sentence_score(as_text(ctx.output), references)
-        precisions = ", ".join(f"{p:.1f}" for p in result.precisions)
+        precisions = ", ".join(fixed(p, 1) for p in result.precisions)
         return Evaluation(score=min(1.0, result.score / 100.0), raw_score=result.score,
-                          reason=f"BLEU {result.score:.1f} (n-gram precisions {precisions}; brevity penalty "
-                                 f"{result.bp:.3f})")
+                          reason=f"BLEU {fixed(result.score, 1)} (n-gram precisions {precisions}; brevity penalty "
+                                 f"{fixed(result.bp, 3)})")

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import PrivateAttr
 
+from ..._numbers import score
 from ...results._report import Evaluation
 from .._context import EvalContext, Scoring
 from .._itemchecks import CHECKS, ItemCheck, declare_checks
@@ -70,5 +71,5 @@ class ItemChecks(EvaluatorKind):
 def _why(result: Evaluation) -> str:
     if result.status != "ok":
         return f"eval-error: {result.error}"
-    return f"{result.reason or 'failed'} (score {result.score:.2f})" if result.score not in (0.0, None) else (
+    return f"{result.reason or 'failed'} (score {score(result.score)})" if result.score not in (0.0, None) else (
         result.reason or "failed")

@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import Field
 
+from ..._numbers import threshold
 from ...results._report import Evaluation
 from .._context import EvalContext
 from .._deterministic import Compared, as_text, quote, verdict
@@ -55,6 +56,7 @@ class NumericMatch(Compared):
             return verdict(False, f"the output holds no number: {quote(ctx.output, 60)}")
         matched = math.isclose(actual, expected, rel_tol=1e-9, abs_tol=self.tolerance)
         if matched:
-            return verdict(True, f"{actual:g} matches {expected:g}")
-        within = f" within {self.tolerance:g}" if self.tolerance else ""
-        return verdict(False, f"{actual:g} differs from {expected:g}{within} (by {abs(actual - expected):g})")
+            return verdict(True, f"{threshold(actual)} matches {threshold(expected)}")
+        within = f" within {threshold(self.tolerance)}" if self.tolerance else ""
+        return verdict(False, f"{threshold(actual)} differs from {threshold(expected)}{within} "
+                              f"(by {threshold(abs(actual - expected))})")

@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from ..._numbers import score
 from ...results._report import Evaluation
 from .._context import EvalContext
 from .._deterministic import Compared, as_text
@@ -41,5 +42,6 @@ class Rouge(Compared):
         scores = [scorer.score(reference, as_text(ctx.output))[self.variant] for reference in references]
         best = max(scores, key=lambda s: s.fmeasure)
         return Evaluation(score=float(best.fmeasure), reason=(
-            f"{self.variant} F {best.fmeasure:.3f} (precision {best.precision:.3f}, recall {best.recall:.3f})"))
+            f"{self.variant} F {score(best.fmeasure)} (precision {score(best.precision)}, "
+            f"recall {score(best.recall)})"))
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from pydantic import Field, model_validator
 
+from ..._numbers import fixed
 from ...llm._pricing import cost_usd
 from ...llm._providers import Endpoint, resolve_embeddings
 from ...results._report import Evaluation
@@ -60,7 +61,7 @@ class Similarity(EvaluatorKind):
                           else judge.embed(endpoint, texts))
         cosine = _cosine(embedded.vectors[0], embedded.vectors[1])
         score = 1.0 if cosine >= scoring.threshold else max(0.0, cosine)
-        return Evaluation(score=score, raw_score=cosine, reason=f"cosine similarity {cosine:.3f}",
+        return Evaluation(score=score, raw_score=cosine, reason=f"cosine similarity {fixed(cosine, 3)}",
                           judge_model=endpoint.label, input_tokens=embedded.tokens, judge_calls=embedded.calls,
                           cached=embedded.cached, cost_usd=cost_usd(endpoint.model, embedded.tokens, 0, judge.prices))
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field
 
 from ..._errors import EvaluatorError
+from ..._numbers import fixed
 from ...results._report import Evaluation
 from .._context import EvalContext
 from .._deterministic import Deterministic
@@ -137,5 +138,5 @@ def _lcs(expected: list[ToolCall], actual: list[ToolCall]) -> Evaluation:
     recall = common / len(a) if a else 0.0
     f1 = 2 * precision * recall / (precision + recall) if common else 0.0
     return Evaluation(score=f1, reason=f"longest common sequence {common} of {len(a)} expected and {len(b)} made "
-                                       f"(precision {precision:.2f}, recall {recall:.2f}): expected "
+                                       f"(precision {fixed(precision, 2)}, recall {fixed(recall, 2)}): expected "
                                        f"{' > '.join(a) or 'none'}, made {' > '.join(b) or 'none'}")

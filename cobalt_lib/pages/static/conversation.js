@@ -13,8 +13,9 @@
     }
     return node;
   }
-  function ms(v) { return v === null || v === undefined ? "–" : v > 0 && v < 0.01 ? "<0.01 ms" : v >= 1000 ? (v / 1000).toFixed(2) + " s" : v.toFixed(v >= 10 ? 0 : 2) + " ms"; }
-  function fmt(score) { return score === null || score === undefined ? "–" : Number(score).toFixed(3); }
+  // pages.js's Numbers, the same rules as cobalt_lib/_numbers.py (it loads after this file: asked at call time)
+  function ms(v) { return window.cobaltNumbers.ms(v); }
+  function fmt(score) { return window.cobaltNumbers.score(score); }
 
   function isTranscript(item) {
     var meta = item.metadata && item.metadata.conversation;

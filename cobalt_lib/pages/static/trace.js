@@ -22,12 +22,8 @@
     value = parse(value);
     return typeof value === "string" ? value : JSON.stringify(value, null, 1);
   }
-  function ms(v) {
-    if (v === null || v === undefined) return "–";
-    if (v === 0) return "0 ms";
-    if (v >= 1000) return (v / 1000).toFixed(2) + " s";
-    return v >= 10 ? v.toFixed(0) + " ms" : v >= 0.01 ? v.toFixed(2) + " ms" : "<0.01 ms";
-  }
+  // pages.js's Numbers, the same rules as cobalt_lib/_numbers.py (it loads after this file: asked at call time)
+  function ms(v) { return window.cobaltNumbers.ms(v); }
   function tokens(span) {
     var a = span.attributes || {};
     var input = a["gen_ai.usage.input_tokens"], output = a["gen_ai.usage.output_tokens"];
