@@ -13,7 +13,7 @@ from ._common import console, print_json, project_config, warn
 @app.command()
 def calibrate(
     experiment: Annotated[str, typer.Argument(metavar="EXPERIMENT", help="The experiment whose labels to use.")],
-    evaluator: Annotated[str, typer.Option("--evaluator", "-e", metavar="NAME", help="The evaluator to calibrate.")],
+    evaluator: Annotated[str, typer.Option("--evaluator", metavar="NAME", help="The evaluator to calibrate.")],
     run: Annotated[str | None, typer.Option("--run", metavar="RUN",
                                             help="The run whose verdicts to use (default: the newest completed "
                                                  "one with the evaluator).")] = None,

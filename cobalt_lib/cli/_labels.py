@@ -19,7 +19,7 @@ app.add_typer(labels, name="labels")
 @labels.command("export")
 def export(
     experiment: Annotated[str, typer.Argument(metavar="EXPERIMENT", help="The experiment whose labels to export.")],
-    evaluator: Annotated[str | None, typer.Option("--evaluator", "-e", metavar="NAME",
+    evaluator: Annotated[str | None, typer.Option("--evaluator", metavar="NAME",
                                                   help="Only this evaluator's labels.")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", metavar="FILE.jsonl",
                                                 help="Write here (default: stdout).")] = None,
@@ -45,7 +45,7 @@ def import_(
     file: Annotated[Path, typer.Argument(metavar="FILE.jsonl", help="Labels, one JSON object a line.")],
     experiment: Annotated[str | None, typer.Option("--experiment", metavar="NAME",
                                                    help="For lines without an experiment.")] = None,
-    evaluator: Annotated[str | None, typer.Option("--evaluator", "-e", metavar="NAME",
+    evaluator: Annotated[str | None, typer.Option("--evaluator", metavar="NAME",
                                                   help="For lines without an evaluator.")] = None,
     who: Annotated[str | None, typer.Option("--who", help="Who labelled, for lines that do not say.")] = None,
 ) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,15 +19,18 @@ class RunIdentities:
         def _transaction(self, *, ensure_schema: bool = False) -> AbstractContextManager[Any]: ...
         def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]: ...
 
-    def keep_identity(self, run_id: str, identity: EvaluationIdentity) -> EvaluationIdentity:
+    def keep_identity(self, run_id: str,
+                      identity: EvaluationIdentity | Callable[[], EvaluationIdentity]) -> EvaluationIdentity:
         """Store the run's identity unless it has one already, and return the stored one: a resumed run,
-        or a shard of a Dagster run, keeps what the run started with."""
+        or a shard of a Dagster run, keeps what the run started with. `identity` may be a function: then
+        it is worked out only when none is stored (one connection either way)."""
         import json
 
         with self._transaction(ensure_schema=True) as con:
             found = con.execute("SELECT identity FROM identities WHERE run_id = ?", [run_id]).fetchone()
             if found is not None:
                 return EvaluationIdentity.model_validate_json(found[0])
+            identity = identity() if callable(identity) else identity
             con.execute("INSERT INTO identities VALUES (?, ?)", [run_id, json.dumps(identity.model_dump(mode="json"))])
         return identity
 

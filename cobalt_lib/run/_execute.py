@@ -102,8 +102,7 @@ def start_run(plan: RunPlan) -> None:
         return
     plan.store.start_run(run_row(pending, finished=False))
     # A resumed run, or a run Dagster launched, keeps the identity stored when it first started.
-    stored = plan.store.identities_of([plan.run_id]).get(plan.run_id)
-    plan.identity = stored if stored is not None else plan.store.keep_identity(plan.run_id, plan.measured_with())
+    plan.identity = plan.store.keep_identity(plan.run_id, plan.measured_with)
 
 
 Step = Callable[[Session, T], Awaitable[ItemResult]]

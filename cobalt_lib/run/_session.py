@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 from ._ledger import StoreLedger
 from ._plan import RunPlan
-from ._requests import FailedItemsRun, FreshRun, RescoreRun
+from ._requests import RescoreRun
 
 
 class Observer(Protocol):
@@ -108,16 +108,14 @@ class Parts:
 
 
 def judge_batches(plan: RunPlan, group: Sequence[RunPlan] = ()) -> Callable[[Clients], BatchJudging] | None:
-    """How the run's judge sends its calls through batches, when it does: the run asked for it, or an
-    earlier attempt of the run left batches open (a resumed run waits on them). A run group's judge
-    (`group`: its plans) notes its batches under the first run and waits on any of the group's."""
+    """How the run's judge sends its calls through batches, when the run asked for it (a resumed run asks
+    when it started so, a retried Dagster run by its tag), waiting on the batches an earlier attempt left
+    open. A run group's judge (`group`: its plans) notes its batches under the first run and waits on any
+    of the group's."""
     plans = group or [plan]
+    if not any(p.judge_batch for p in plans):
+        return None  # no store read: a run that never asked for batches has none open
     ledger = StoreLedger(plan.store, plan.run_id, also=[p.run_id for p in plans])
-    # Only a run that ran before (resumed, or a retried Dagster partition) can have batches open.
-    if not any(p.judge_batch for p in plans) and (
-            all(isinstance(p.request, FreshRun | RescoreRun | FailedItemsRun) for p in plans)
-            or not ledger.open_batches()):
-        return None
     judge = plan.config.judge
     deadline, window = judge.batch_deadline_seconds, judge.batch_window_seconds
     return lambda clients: BatchJudging(clients, deadline=deadline, window=window, ledger=ledger,

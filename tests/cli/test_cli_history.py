@@ -419,7 +419,8 @@ def test_history_table_never_cuts_run_ids_or_costs(width: int) -> None:
                                      "(see `cobalt run --help`)"),
      (("run", "-c", "abc"), "Invalid value for '--concurrency' / '-c': 'abc' is not a valid integer "
                             "(see `cobalt run --help`)"),
-     (("compare", "latest"), "Missing argument 'B' (see `cobalt compare --help`)"),
+     (("compare", "latest"), "cobalt compare takes two runs, A (the baseline) and B, or --group GROUP for the "
+                             "variants of a run group."),
      (("history", "--limit", "1.5"), "Invalid value for '--limit' / '-n': '1.5' is not a valid integer "
                                      "(see `cobalt history --help`)"),
      (("history", "--bogus"), "No such option: --bogus (see `cobalt history --help`)"),
