@@ -248,9 +248,10 @@ def data_size(n: float) -> str:
 
 
 def distinct(actual: float, limit: float) -> tuple[str, str]:
-    """Two numbers in the fewest significant digits (six at least) that tell them apart when they differ:
-    1000.0004 over 1000 never reads "1000 over 1000"; plain decimals, never an exponent."""
-    digits = 6
+    """Two numbers in the fewest significant digits (four at least, as gate messages always read) that tell
+    them apart when they differ: 1000.0004 over 1000 never reads "1000 over 1000"; plain decimals, never an
+    exponent."""
+    digits = 4
     while digits < 17 and actual != limit and f"{actual:.{digits}g}" == f"{limit:.{digits}g}":
         digits += 1
 
@@ -283,7 +284,7 @@ def threshold(value: Any) -> str:
     if special is not None:
         return special
     if isinstance(value, int):
-        return f"{value:,d}"
+        return str(value)  # as written: a gate's name keeps `60000` (its Dagster check's name is derived from it)
     from decimal import Decimal
 
     short = format(Decimal(repr(float(value))), "f")  # the shortest text of the float, in plain decimals

@@ -45,6 +45,21 @@ def llm(_llm_server: FakeLLM) -> Iterator[FakeLLM]:
     _llm_server.reset()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _no_project_above_the_temporary_directories(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A `.cobalt/`, `experiments/` or config file above the tests' temporary directories (a stray
+    `/tmp/.cobalt` left by a command run in /tmp) would become every test project's root: stop at once."""
+    from cobalt_lib.config._config import CONFIG_FILES
+
+    base = tmp_path_factory.getbasetemp().resolve()
+    for directory in base.parents:
+        found = [name for name in (".cobalt", "experiments", *CONFIG_FILES) if (directory / name).exists()
+                 and name != "pyproject.toml"]
+        if found:
+            pytest.exit(f"{directory / found[0]} is above the tests' temporary directory {base}: every test project "
+                        f"would find it as its root; move it away and run again.", returncode=2)
+
+
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for name in SECRET_VARIABLES:

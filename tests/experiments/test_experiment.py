@@ -83,7 +83,7 @@ def test_agent_errors_and_timeouts_leave_the_rest_scored(project: Path) -> None:
     by_index = {i.index: i for i in report.items}
     assert by_index[1].status == "error" and by_index[1].error == "ValueError: boom on one"
     assert "boom on one" in (by_index[1].traceback or "") and "in agent" in (by_index[1].traceback or "")
-    assert by_index[3].status == "timeout" and "0.3 s" in (by_index[3].error or "")
+    assert by_index[3].status == "timeout" and "300ms" in (by_index[3].error or "")
     assert by_index[1].evaluations == {} and by_index[3].evaluations == {}
     assert [i.index for i in report.items if i.status == "ok"] == [0, 2, 4, 5]
     s = report.summary
@@ -504,7 +504,7 @@ def test_an_async_agent_that_swallows_its_cancellation_is_left_behind_and_the_ru
     report = experiment("stubborn", DATA.slice(0, 3), stubborn, timeout=0.2,
                         evaluators=[Evaluator(name="exact", type="exact-match")]).run()
     assert [i.status for i in report.items] == ["ok", "timeout", "ok"]
-    assert report.items[1].error == ("the agent did not answer within 0.2 s; it ignored the cancellation and "
+    assert report.items[1].error == ("the agent did not answer within 200ms; it ignored the cancellation and "
                                      "was left running")
     assert report.summary.scores["exact"].avg == 1.0
 
@@ -542,5 +542,5 @@ def test_a_function_evaluator_past_the_timeout_is_an_eval_error_and_the_run_goes
         assert item.status == "ok" and item.evaluations["exact"].score == 1.0
         for name in ("sync", "async"):
             assert item.evaluations[name].status == "eval-error"
-            assert item.evaluations[name].error == "the evaluator did not answer within 0.3 s"
+            assert item.evaluations[name].error == "the evaluator did not answer within 300ms"
     assert report.summary.scores["sync"].count == 0 and report.summary.scores["sync"].errors == 2

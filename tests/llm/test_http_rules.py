@@ -127,7 +127,7 @@ def _not_retried(world: World, reply: Say, *message: str) -> None:
 def _retry_after_beyond_budget(world: World) -> None:
     with judge_server(Say(429, {"Retry-After": "3600"}), Say()) as server:
         evaluation = world.score(server.url + "/v1", budget=120)
-    error = failed(evaluation, "HTTP 429", "the server asked to wait 3600 s, more than the 120 s left")
+    error = failed(evaluation, "HTTP 429", "the server asked to wait 1h 00m, more than the 2m 00s left")
     assert "gave up after 1" not in error and len(server.received) == 1 and world.clock.waits == []
 
 
