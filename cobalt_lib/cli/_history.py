@@ -170,7 +170,7 @@ def compare(
         "--accept-identity-change", help="With --fail-on-regression: compare with a baseline measured "
         "differently, or missing items of B, all the same (the differences are still shown).")] = False,
     group: Annotated[str | None, typer.Option(
-        "--group", "-g", metavar="GROUP", help="Instead of A and B: the grid of a run group (every variant against "
+        "--group", metavar="GROUP", help="Instead of A and B: the grid of a run group (every variant against "
         "the baseline variant): its id, a prefix, `latest`, or one of its runs.")] = None,
     quality: Annotated[str | None, typer.Option(
         "--quality", metavar="EVALUATOR", help="With --group: the evaluator the frontier ranks quality by "

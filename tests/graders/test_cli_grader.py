@@ -115,6 +115,6 @@ def test_a_broken_edit_in_the_editor_goes_back_to_the_editor(studio_root: Path, 
                           capture_output=True, timeout=120, input="draft\nedit\ny\nquit\n",
                           env={**os.environ, "EDITOR": f"{sys.executable} {editor}"})
     assert done.returncode == 0, done.stderr
-    assert "failed to load: SyntaxError: " in done.stdout  # said, and the editor opens again
+    assert "failed to load: SyntaxError: " in " ".join(done.stdout.split())  # said (wrapped), the editor again
     assert "edit it again? [Y/n] y" in done.stdout and "- The answer is polite and short." in done.stdout
     assert not list((studio_root / ".cobalt" / "studio" / "dates").glob("editing-*"))  # no leftover

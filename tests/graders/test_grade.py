@@ -107,6 +107,6 @@ def test_grading_run_is_stored_like_any_run(grading: Path) -> None:
     assert run is not None and run["config"]["grading"]["grader"]["hash"] == outcome.grader_hash  # type: ignore[attr-defined]
     markdown = export_run(config, outcome.run_id, format="markdown").text  # type: ignore[attr-defined]
     assert f"#### Calibration of grader numbers #{outcome.grader_hash[:12]}" in markdown  # type: ignore[attr-defined]
-    assert "| openai/off | 10/10 | 20.0% | 100% | 0.80 | +0.80 |" in markdown
+    assert "| openai/off | 10/10 | 20% | 100% | 0.80 | +0.80 |" in markdown
     assert "##### openai/off: confusion matrix" in markdown and "##### Agreement between models" in markdown
     assert "##### openai/off: disagreements (8 of 8, largest first)" in markdown

@@ -217,7 +217,7 @@ def test_past_the_deadline_every_waiting_call_stops_the_run(llm: FakeLLM) -> Non
     clock = _Clock()
     timing = PollTiming(first=25, factor=1, most=25, monotonic=clock.monotonic, sleep=clock.sleep)
     batching = BatchJudging(Clients(), deadline=60, window=0.01, timing=timing)
-    with pytest.raises(BatchPending, match=r"had not ended after 60 s \(\[judge\] batch_deadline\)"):
+    with pytest.raises(BatchPending, match=r"had not ended after 1m 00s \(\[judge\] batch_deadline\)"):
         asyncio.run(_ask(batching, _endpoint(llm), ["a", "b"]))
     assert clock.slept == [25, 25, 10]  # the last wait ends at the deadline, not past it
 

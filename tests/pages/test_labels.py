@@ -144,5 +144,5 @@ def test_a_calibrated_run_shows_its_figures_and_percent_pass_marks(labelled: Lab
     expect(row).to_have_count(1)
     expect(row).to_contain_text("reason 2")
     expect(row).to_contain_text("note 2")
-    expect(page.locator(".evaluator[data-evaluator='helpful'] h3")).to_contain_text("pass mark 50%")
+    expect(page.locator(".evaluator[data-evaluator='helpful'] h3")).to_contain_text("pass mark 0.5")
     screenshot(page, "pages-calibration")

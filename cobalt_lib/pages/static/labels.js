@@ -150,12 +150,14 @@
     state.minus = false;
     return value;
   }
+  // In the capture phase, before the pages' own shortcuts (n: next page, /: search, x): while an item is
+  // open for labelling its keys are the labelling's, and the pages never see them.
   document.addEventListener("keydown", function (event) {
     var target = event.target;
     if (event.ctrlKey || event.metaKey || event.altKey || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName)) return;
     var open = state.index !== null && !document.getElementById("detail").hidden;
     var scale = state.scales[state.active];
-    if (event.key === "q" || (event.key === "n" && !open)) { start(); event.preventDefault(); return; }
+    if (event.key === "q") { start(); event.preventDefault(); event.stopImmediatePropagation(); return; }
     if (!open || !scale) return;
     var note = function () {
       var w = document.querySelector('.label-widget[data-evaluator="' + CSS.escape(state.active) + '"] .label-note');
@@ -181,7 +183,8 @@
       save(state.index, state.active, value, note());
     }
     event.preventDefault();
-  });
+    event.stopImmediatePropagation();
+  }, true);
   var table = document.getElementById("items");
   if (table) new MutationObserver(function (changes) {
     if (changes.some(function (c) { return c.target.tagName === "TBODY"; })) mark();
