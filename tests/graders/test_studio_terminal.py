@@ -34,8 +34,9 @@ path.write_text(path.read_text().replace("The answer is polite.", "The answer is
 
 
 def _spawn(root: Path, editor: Path) -> pexpect.spawn:
-    env = {**os.environ, "PROMPT_TOOLKIT_NO_CPR": "1", "NO_COLOR": "1", "TERM": "xterm",
-           "EDITOR": f"{sys.executable} {editor}"}
+    # COLUMNS and LINES as the pty's own size: an inherited COLUMNS (a test runner's) would win over it
+    env = {**os.environ, "PROMPT_TOOLKIT_NO_CPR": "1", "NO_COLOR": "1", "TERM": "xterm", "COLUMNS": "220",
+           "LINES": "60", "EDITOR": f"{sys.executable} {editor}"}
     return pexpect.spawn(str(BIN / "cobalt"), ["studio", "labelled.jsonl", "--model", "openai/a", "--model",
                                                "openai/b"], cwd=str(root), env=env, encoding="utf-8",
                          dimensions=(60, 220), timeout=60)
