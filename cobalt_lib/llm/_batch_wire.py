@@ -8,27 +8,19 @@ is refused: the key would go along.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._numbers import seconds
 from ._network import safe_url
 from ._providers import Endpoint, redact
 from ._retry import retrying
 from ._wire import (
-    BudgetExhausted,
     Clients,
     Completion,
-    ConnectionFailure,
     ProviderError,
-    RequestTimeout,
     _json_object,
-    _read_capped,
-    _redirect_error,
-    _status_error,
     _Target,
     chat_answer,
     endpoint_url,
@@ -199,27 +191,10 @@ async def _send(clients: Clients, endpoint: Endpoint, target: _Target, method: s
         data.add_field("file", file[1], filename=file[0], content_type="application/jsonl")
     elif json_body is not None:
         data = json.dumps(json_body, ensure_ascii=False).encode("utf-8")
-    left = deadline - clients.timing.monotonic()
-    cap = MAX_RESULTS_BYTES if raw else clients.max_response_bytes
-    try:
-        async with asyncio.timeout(min(max(endpoint.timeout, 300.0) if raw else endpoint.timeout, left)), \
-                clients.session().request(method, target.parsed, data=data, headers=headers, ssl=target.ssl,
-                                          proxy=target.proxy, proxy_auth=target.proxy_auth,
-                                          allow_redirects=False) as response:
-            status = response.status
-            if 300 <= status < 400:
-                raise _redirect_error(endpoint, target, status, response.headers.get("Location"))
-            body = await _read_capped(response, cap, endpoint, target)
-            if status >= 400:
-                raise _status_error(endpoint, target.shown, status, response.headers, body)
-    except TimeoutError:
-        if left <= endpoint.timeout:
-            raise BudgetExhausted(endpoint) from None
-        raise RequestTimeout(f"{endpoint.label} batch call failed: no complete answer from {target.shown} "
-                             f"within {seconds(endpoint.timeout)} ([judge] timeout)") from None
-    except aiohttp.ClientError as exc:
-        raise ConnectionFailure(f"{endpoint.label} batch call failed: {type(exc).__name__} from "
-                                f"{target.shown}: {redact(str(exc), endpoint)[:200]}") from None
+    # a results file may be large: it gets five minutes at least, and up to MAX_RESULTS_BYTES
+    body = await clients.send(endpoint, target, method, data, deadline, headers=headers,
+                              cap=MAX_RESULTS_BYTES if raw else None,
+                              timeout=max(endpoint.timeout, 300.0) if raw else None)
     if raw:
         return body.decode("utf-8", errors="replace")
     return _json_object(endpoint, target, body)

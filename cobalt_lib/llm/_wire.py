@@ -241,32 +241,41 @@ class Clients:
 
     async def _post(self, endpoint: Endpoint, path: str, payload: bytes, deadline: float) -> dict[str, Any]:
         """One POST, within `[judge] timeout` and what is left of the retry budget (one timer for both)."""
-        import aiohttp
-
         target = self._targets.get((endpoint, path))
         if target is None:
             target = self._targets[(endpoint, path)] = self._target(endpoint, path)
+        return _json_object(endpoint, target, await self.send(endpoint, target, "POST", payload, deadline))
+
+    async def send(self, endpoint: Endpoint, target: _Target, method: str, data: Any, deadline: float, *,
+                   headers: Mapping[str, str] | None = None, cap: int | None = None,
+                   timeout: float | None = None) -> bytes:
+        """One request's body, within `timeout` (default `[judge] timeout`) and what is left of the retry
+        budget ending at `deadline`; redirects refused, the body read up to `cap`, failures typed."""
+        import aiohttp
+
+        limit = endpoint.timeout if timeout is None else timeout
         left = deadline - self.timing.monotonic()
         try:
-            async with asyncio.timeout(min(endpoint.timeout, left)), self.session().post(
-                    target.parsed, data=payload, headers=target.headers, ssl=target.ssl, proxy=target.proxy,
-                    proxy_auth=target.proxy_auth, allow_redirects=False) as response:
+            async with asyncio.timeout(min(limit, left)), self.session().request(
+                    method, target.parsed, data=data, headers=target.headers if headers is None else headers,
+                    ssl=target.ssl, proxy=target.proxy, proxy_auth=target.proxy_auth,
+                    allow_redirects=False) as response:
                 status = response.status
                 if 300 <= status < 400:
                     raise _redirect_error(endpoint, target, status, response.headers.get("Location"))
-                raw = await _read_capped(response, self.max_response_bytes, endpoint, target)
+                raw = await _read_capped(response, self.max_response_bytes if cap is None else cap, endpoint, target)
                 if status >= 400:
                     raise _status_error(endpoint, target.shown, status, response.headers, raw)
         except TimeoutError:
-            if left <= endpoint.timeout:
+            if left <= limit:
                 raise BudgetExhausted(endpoint) from None
             raise RequestTimeout(f"{endpoint.label} call failed: TimeoutError: no complete answer from "
-                                 f"{target.shown} within {seconds(endpoint.timeout)} ([judge] timeout)") from None
+                                 f"{target.shown} within {seconds(limit)} ([judge] timeout)") from None
         except aiohttp.ClientSSLError as exc:
             raise TLSFailure(_tls_message(endpoint, target, exc)) from None
         except aiohttp.ClientError as exc:
             raise ConnectionFailure(_connection_message(endpoint, target.shown, exc)) from None
-        return _json_object(endpoint, target, raw)
+        return raw
 
 
 def _proxy(endpoint: Endpoint, url: str) -> tuple[Any, Any]:
