@@ -9,8 +9,6 @@ gate checks, and makes no agent or judge call.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -101,8 +99,10 @@ def record_runs(run_ids: Iterable[str], *, config: Config, experiments: Sequence
                 remote_job_origin=job_origin(config, job.name))
             # Noted before it executes: a record sensor ticking meanwhile must not record the run again.
             store.mark_in_dagster(run["run_id"], dagster_run.run_id, RECORDED)
-            with contextlib.redirect_stderr(io.StringIO()):  # Dagster's own log lines; the outcome is ours
-                execute_run(InMemoryJob(job), dagster_run, instance)
+            # Quiet through its console logger (QUIET_RUN_CONFIG), never by swapping sys.stderr: the run's
+            # dictConfig closes every logging handler, and a handler that spares only the current sys.stderr
+            # (absl's, which TensorFlow and rouge-score bring) would close the process's real stderr.
+            execute_run(InMemoryJob(job), dagster_run, instance)
             recorded[run["run_id"]] = dagster_run.run_id
     finally:
         if own:

@@ -393,6 +393,35 @@ def test_record_runs_records_a_library_run_once(fresh: Project) -> None:
     assert fresh.store.dagster_runs_of([report.id]) == {report.id: dagster_run_id}
 
 
+def test_recording_leaves_a_handler_that_spares_only_stderr_its_stream(fresh: Project) -> None:
+    """absl's logging handler (TensorFlow, rouge-score) closes its stream on close unless that stream is the
+    current sys.stderr, and a Dagster run's dictConfig closes every handler: recording must not swap
+    sys.stderr meanwhile, or the process's own stderr is closed under it."""
+    import contextlib
+    import io
+    import logging
+    import sys
+
+    class SparesOnlyStderr(logging.StreamHandler):  # type: ignore[type-arg]
+        def close(self) -> None:
+            if self.stream not in (sys.stderr, sys.stdout, sys.__stderr__, sys.__stdout__):
+                self.stream.close()
+            super().close()
+
+    stderr = io.StringIO()
+    handler = SparesOnlyStderr(stderr)
+    logger = logging.getLogger("cobalt-test-absl-like")
+    logger.addHandler(handler)
+    try:
+        with contextlib.redirect_stderr(stderr):  # this process's stderr, as absl found it when imported
+            report = fresh.experiment("support-bot").run(config=fresh.config)
+            recorded = cobalt_dagster.record_runs([report.id], config=fresh.config)
+            assert not stderr.closed
+        assert list(recorded) == [report.id]
+    finally:
+        logger.removeHandler(handler)
+
+
 def test_recorded_checks_look_like_the_executed_checks(fresh: Project, instance: dg.DagsterInstance,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SUPPORT_BOT_BROKEN", "1")
