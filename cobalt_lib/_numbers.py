@@ -191,8 +191,13 @@ def money(value: float | None, *, sign: bool = False) -> str:
         text = f"${_plain(size, 4)}"
     else:
         text = f"${_plain(size, _decimals_for(size), commas=False)}"
-    negative = float(value) < 0 and text != "$0"
-    return ("-" if negative else "+" if sign else "") + text
+    return _signed_unit(value, text, "$0", sign)
+
+
+def _signed_unit(value: float, text: str, zero: str, sign: bool) -> str:
+    """`text` (a magnitude with its unit) with the value's sign: `-` when negative (never on `zero`), `+`
+    for a change (`sign`)."""
+    return ("-" if float(value) < 0 and text != zero else "+" if sign else "") + text
 
 
 def duration(ms: float | None, *, sign: bool = False) -> str:
@@ -215,8 +220,7 @@ def duration(ms: float | None, *, sign: bool = False) -> str:
         text = f"{_plain(size, 0)}ms"
     else:
         text = f"{_trim(_plain(size, _decimals_for(size)))}ms"
-    negative = float(ms) < 0 and text != "0ms"
-    return ("-" if negative else "+" if sign else "") + text
+    return _signed_unit(ms, text, "0ms", sign)
 
 
 def seconds(value: float | None, *, sign: bool = False) -> str:

@@ -27,20 +27,26 @@ from ._verdict import GATING_KAPPA, MIN_RELIABLE_SAMPLES, MONITORING_KAPPA, verd
 _NOT_PROMPT = frozenset({"name", "threshold", "description", "model", "provider", "base_url"})
 
 
-class Observation(BaseModel):
-    """One usable verdict of the evaluator on a labelled item (one per repeat)."""
+class _LabelledItem(BaseModel):
+    """What an observation and a disagreement say of their item: where it is, the judge's reason, the
+    person's note, and what the item asked and the agent answered."""
 
     item_id: str
     item_index: int
     run_index: int = 0
-    label: float
-    judged: float
-    score: float | None = None
     reason: str = ""
     note: str = ""
     who: str = ""
     input: Any = None
     output: Any = None
+
+
+class Observation(_LabelledItem):
+    """One usable verdict of the evaluator on a labelled item (one per repeat)."""
+
+    label: float
+    judged: float
+    score: float | None = None
 
 
 class Figure(BaseModel):
@@ -55,20 +61,12 @@ class Figure(BaseModel):
     how: str = ""
 
 
-class LabelDisagreement(BaseModel):
+class LabelDisagreement(_LabelledItem):
     """A labelled item where the evaluator's verdict falls in another category than the person's label."""
 
-    item_id: str
-    item_index: int
-    run_index: int = 0
     label: str
     judged: str
     difference: float
-    reason: str = ""
-    note: str = ""
-    who: str = ""
-    input: Any = None
-    output: Any = None
 
 
 class JudgeCalibration(BaseModel):
