@@ -20,20 +20,8 @@
   var select = document.getElementById("label-evaluator");
   var progress = document.getElementById("label-progress");
 
-  function el(tag, attrs) {
-    var node = document.createElement(tag);
-    Object.keys(attrs || {}).forEach(function (key) {
-      var value = attrs[key];
-      if (value === null || value === undefined || value === false) return;
-      if (key === "class") node.className = value;
-      else if (key.slice(0, 2) === "on") node.addEventListener(key.slice(2), value);
-      else node.setAttribute(key, value === true ? "" : value);
-    });
-    for (var i = 2; i < arguments.length; i++) {
-      if (arguments[i] !== null && arguments[i] !== undefined) node.append(arguments[i]);
-    }
-    return node;
-  }
+  // pages.js's element builder (it loads after this file: asked at call time, by then it is there)
+  function el() { return window.cobaltEl.apply(null, arguments); }
   function getJSON(url) {
     return fetch(url, {headers: {"Accept": "application/json"}}).then(function (r) {
       return r.json().then(function (body) { if (!r.ok) throw new Error(body.error || "HTTP " + r.status); return body; });

@@ -91,6 +91,7 @@
     }
     return node;
   }
+  window.cobaltEl = el;  // labels.js builds its widgets with it
 
   // ---- the keyboard: shortcuts listed on `?` ---------------------------------------------------
   var shortcuts = [["?", "show or hide these shortcuts"], ["t", "change the colour theme"]];
