@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 from cobalt_lib import Dataset, Evaluator, experiment
-from cobalt_lib.results import Store
 from cobalt_lib.run._identity import evaluation_identity
+from cobalt_lib.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -39,7 +39,7 @@ HEAVY = ("SELECT s.evaluator, count(DISTINCT s.reason || o.output) AS n FROM out
          "USING (run_id, item_index, run_index) GROUP BY 1")
 WRITER = """
 import sys, time
-from cobalt_lib.results import Store
+from cobalt_lib.store import Store
 store = Store(__import__("pathlib").Path(sys.argv[1]))
 print("ready", flush=True)
 sys.stdin.readline()
@@ -53,7 +53,7 @@ print(time.monotonic() - started)
 def make_store(path: Path, runs: int, items: int, evaluators: int) -> None:
     import duckdb
 
-    from cobalt_lib.results import Store
+    from cobalt_lib.store import Store
 
     Store(path).ensure_schema()
     with duckdb.connect(str(path)) as con:
@@ -80,7 +80,7 @@ def make_store(path: Path, runs: int, items: int, evaluators: int) -> None:
 
 def time_snapshot(path: Path, repeats: int) -> tuple[list[float], float]:
     """The copy's wall times, and the memory DuckDB holds for it (MiB)."""
-    from cobalt_lib.results import Store
+    from cobalt_lib.store import Store
 
     times, held = [], 0.0
     for _ in range(repeats):

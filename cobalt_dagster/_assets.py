@@ -18,8 +18,8 @@ from cobalt_lib import AssertionResult, Experiment, ExperimentReport, Store
 from cobalt_lib.gates import Assertion
 from cobalt_lib.links import dagster_check_names as check_names
 from cobalt_lib.links import dagster_tags
-from cobalt_lib.results import load_report
 from cobalt_lib.run import RunPlan, finish_from_store, start_run
+from cobalt_lib.store import load_report
 
 from ._metadata import (
     aggregates_metadata,

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cobalt_lib import Config, ConfigError, ExperimentReport, Store
-from cobalt_lib.results import load_report
+from cobalt_lib.store import load_report
 
 from ._metadata import (
     aggregates_metadata,

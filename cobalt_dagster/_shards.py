@@ -25,8 +25,9 @@ import dagster as dg
 from dagster_duckdb import DuckDBResource
 
 from cobalt_lib import Experiment
-from cobalt_lib.results import Exchange, item_from_rows
+from cobalt_lib.results import item_from_rows
 from cobalt_lib.run import Shard, ShardDone, cut, run_shard, start_run
+from cobalt_lib.store import Exchange
 
 from ._metadata import TABLE_ROWS, outputs_counts, scores_counts
 from ._replay import EXECUTED, is_recording, stage_metadata, stored_report

@@ -41,7 +41,6 @@ if TYPE_CHECKING:
         ItemSpread,
         SpanRecord,
         Stats,
-        Store,
         Summary,
         duplicate_ids,
         identity_changes,
@@ -49,6 +48,7 @@ if TYPE_CHECKING:
         read_results,
     )
     from .run import AgentContext, ConversationContext
+    from .store import Store
 
 __version__ = "0.1.0"
 
@@ -64,8 +64,9 @@ _EXPORTS: dict[str, str] = {name: module for module, names in {
     ".graders": "Grader grader load_grader",
     ".llm": "track_usage",
     ".results": "AssertionResult EvalResult Evaluation EvaluationIdentity ExperimentReport ItemResult ItemSpread "
-        "SpanRecord Stats Store Summary duplicate_ids identity_changes item_identity read_results",
+        "SpanRecord Stats Summary duplicate_ids identity_changes item_identity read_results",
     ".run": "AgentContext ConversationContext",
+    ".store": "Store",
 }.items() for name in names.split()}
 
 __all__ = [

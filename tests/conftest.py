@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from fakellm import FakeLLM
 
 from cobalt_lib import REGISTRY, Store
-from cobalt_lib.results._liveness import utc_now
+from cobalt_lib.store._liveness import utc_now
 
 SECRET_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "OPENAI_BASE_URL",
                     "ANTHROPIC_BASE_URL")

@@ -9,7 +9,7 @@ import dagster as dg
 
 import cobalt_dagster
 from cobalt_lib import Config, Experiment, ExperimentReport, Store
-from cobalt_lib.results import load_report
+from cobalt_lib.store import load_report
 
 
 def execute_job(config: Config, experiment: Experiment, *, run_id: str | None = None,

@@ -264,12 +264,12 @@ def test_size_checks_report_what_to_split(tmp_path: Path) -> None:
 VIOLATIONS = [
     ("layers", "cobalt_dagster/_metadata.py", "from cobalt_lib.ops import run_history"),
     ("layers", "cobalt_lib/run/_plan.py", "from cobalt_dagster import record_run"),
-    ("engine", "cobalt_lib/results/_store.py", "from cobalt_lib.run import summarise"),
+    ("engine", "cobalt_lib/store/_store.py", "from cobalt_lib.run import summarise"),
     ("acyclic", "cobalt_lib/run/_plan.py", "from cobalt_lib.run._execute import execute"),
     ("adapters", "cobalt_lib/mcp/_read_tools.py", "from cobalt_lib.pages import write_report"),
     ("dagster", "cobalt_lib/results/_direction.py", "import dagster"),
     ("dagster-api", "cobalt_lib/ops/_clean.py", "from cobalt_dagster._instance import forget_runs"),
-    ("lib-api", "cobalt_dagster/_metadata.py", "from cobalt_lib.results._store import Store"),
+    ("lib-api", "cobalt_dagster/_metadata.py", "from cobalt_lib.store._store import Store"),
 ]
 
 

@@ -31,8 +31,8 @@ def project_config() -> Config:
 def _replay_journals(config: Config) -> None:
     """Rows a run left on disk while another process held the store go in before the command reads it
     (waiting a moment at most: a store still held leaves them for the next command)."""
-    from ..results._journal import left, replay_left
-    from ..results._store import Store
+    from ..store._journal import left, replay_left
+    from ..store._store import Store
 
     store = Store.for_config(config)
     if left(store):

@@ -22,7 +22,7 @@ from ._assertions import Assertion
 
 if TYPE_CHECKING:
     from ..calibration._stored import StoredCalibration
-    from ..results._store import Store
+    from ..store._store import Store
     from ._calibrated_judge import Described
 
 
@@ -54,7 +54,7 @@ class Calibrated(Assertion):
 
     def evaluate(self, report: ExperimentReport, config: Config) -> list[AssertionResult]:
         from ..calibration._stored import stored_calibrations
-        from ..results._store import Store
+        from ..store._store import Store
 
         grader = self._load(config)
         models = [self.model] if self.model else experiment_models(report, config, grader.hash)

@@ -18,7 +18,7 @@ from ..results._report import AssertionResult, ExperimentReport
 from ._assertions import Assertion
 
 if TYPE_CHECKING:
-    from ..results._store import Store
+    from ..store._store import Store
 
 
 class Described(Protocol):
@@ -44,7 +44,7 @@ class CalibratedJudge(Assertion):
                 "min_within_one": self.min_within_one, "min_labels": self.min_labels, "model": self.model}
 
     def evaluate(self, report: ExperimentReport, config: Config) -> list[AssertionResult]:
-        from ..results._store import Store
+        from ..store._store import Store
 
         described = self._described(report)
         if described is None:

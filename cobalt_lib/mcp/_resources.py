@@ -17,8 +17,8 @@ from ..ops._experiments import ExperimentCatalog
 from ..ops._fresh import in_fresh_process
 from ..ops._history import run_history
 from ..ops._query import EXAMPLES, store_schema
-from ..results._history import load_report
-from ..results._store import Store
+from ..store._history import load_report
+from ..store._store import Store
 from ._budget import budget_chars, dumps, fit_any, fit_run
 from ._common import Project, for_tools
 

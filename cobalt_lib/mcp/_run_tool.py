@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field
 from ..ops._details import ITEM_LIMIT, RunDetails, report_details
 from ..ops._generate import project_path
 from ..ops._refs import store_with_runs
-from ..results._history import load_report
+from ..store._history import load_report
 from ._budget import DEFAULT_TOKENS, budget_chars, fit_run, size
 from ._common import BudgetArg, Project, answer, for_tools, tool_errors
 from ._read_tools import details_summary

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from .._errors import ConfigError
-from ..results._history import resolve_run
-from ..results._store import Store
+from ..store._history import resolve_run
+from ..store._store import Store
 
 
 def tagged_runs(store: Store, tag: str) -> list[dict[str, Any]]:

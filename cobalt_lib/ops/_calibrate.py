@@ -21,8 +21,8 @@ from ..calibration._judge import JudgeCalibration, Observation, calibrate_judge,
 from ..calibration._scales import judged_value, label_value, scale_of
 from ..calibration._stored import EXPERIMENT_PREFIX
 from ..config._config import Config
-from ..results._history import resolve_run
-from ..results._store import Store
+from ..store._history import resolve_run
+from ..store._store import Store
 from ._labels import current_labels, identity_of, output_hash
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from ..config._config import Config, parse_duration
-from ..results._exchange import Exchange
-from ..results._store import Store
-from ..results._values import VALUES_DIR, orphans
+from ..store._exchange import Exchange
+from ..store._store import Store
+from ..store._values import VALUES_DIR, orphans
 
 #: A temporary file younger than this may belong to a write in progress: leave it.
 TMP_GRACE_SECONDS = 3600.0

@@ -10,8 +10,8 @@ from ..config._config import Config
 from ..render._compare import lost_text, missing_text
 from ..results._compare import GRADING_RULE, Comparison, compare_reports
 from ..results._evaluation_identity import refusal
-from ..results._history import load_report
 from ..results._report import ExperimentReport
+from ..store._history import load_report
 from ._refs import pair_ids, store_with_runs
 
 

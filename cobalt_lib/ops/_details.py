@@ -18,8 +18,8 @@ from ..links import compare_page_url, dagster_run_url, run_page_url
 from ..render._export import pass_marks
 from ..results._compare import ItemChange
 from ..results._direction import lower_is_better
-from ..results._history import load_report, resolve_run
 from ..results._report import AssertionResult, ExperimentReport, ItemResult, Summary
+from ..store._history import load_report, resolve_run
 from ..traces._compact import compact_trace
 from ._compare import CompareOutcome, compare_runs
 from ._refs import store_with_runs

@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 from .._errors import ConfigError
 from ..config._config import Config
 from ..render._export import RENDERERS, format_for, to_junit
-from ..results._history import load_report, resolve_run
+from ..store._history import load_report, resolve_run
 from ._refs import store_with_runs
 
 

@@ -234,7 +234,7 @@ def _warnings(calibration: Calibration) -> list[str]:
 
 def previous_calibration(config: Config, grader: Grader, run_id: str) -> PreviousCalibration | None:
     """The newest earlier grading run of a grader of the same name (same rubric or not)."""
-    from ..results._store import Store
+    from ..store._store import Store
 
     earlier = [c for c in stored_calibrations(Store.for_config(config), grader=grader.name) if c.run_id != run_id]
     if not earlier:

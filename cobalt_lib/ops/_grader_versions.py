@@ -65,7 +65,7 @@ def _figures(stored: StoredCalibration) -> dict[str, VersionFigures]:
 def grader_versions(config: Config, name: str, samples: Path | None = None) -> list[GraderVersion]:
     """The versions of grader `name` graded in this project (only on the samples file `samples`, when
     given), oldest first."""
-    from ..results._store import Store
+    from ..store._store import Store
 
     wanted = str(samples.resolve()) if samples is not None else None
     runs = [c for c in stored_calibrations(Store.for_config(config), grader=name) if wanted in (None, c.input)]
@@ -99,7 +99,7 @@ def version_grader(config: Config, version: GraderVersion) -> Grader:
     """The grader of a stored version: from the file it was graded from while that still holds it, else
     rebuilt from the rubric its grading run stored; checked against the version's hash either way."""
     from ..graders._source import deck_from_payload
-    from ..results._store import Store
+    from ..store._store import Store
 
     if version.source and Path(version.source).is_file():
         loaded = load_grader(version.source)
@@ -170,7 +170,7 @@ def export_grader(config: Config, grader: Grader, samples: list[Sample] | None, 
 
 
 def calibrated_models(config: Config, grader: Grader) -> list[str]:
-    from ..results._store import Store
+    from ..store._store import Store
 
     found: dict[str, None] = {}
     for stored in stored_calibrations(Store.for_config(config), grader_hash=grader.hash):

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from .._errors import ConfigError
 from ..config._config import Config
-from ..results._store import Store
+from ..store._store import Store
 
 
 class HistoryEntry(BaseModel):

@@ -18,7 +18,7 @@ from ..calibration._scales import SCALE_TEXT, Scale, category, judged_value, lab
 from ..calibration._verdict import MIN_RELIABLE_SAMPLES
 from ..config._config import Config
 from ..results._identity import content_hash, item_identity
-from ..results._store import Store
+from ..store._store import Store
 
 #: The longest note kept with a label (characters).
 MAX_NOTE = 4000

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 from .._errors import ConfigError, DatasetError
 from ..calibration._scales import SCALE_TEXT, label_value
 from ..config._config import Config
-from ..results._store import Store
+from ..store._store import Store
 from ._labels import MAX_NOTE, Label, current_labels, evaluator_scales, who_default
 
 #: Bad lines named in one import error (the rest counted).

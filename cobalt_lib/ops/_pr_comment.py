@@ -10,9 +10,9 @@ from pydantic import BaseModel, Field
 from .._errors import ConfigError
 from ..config._config import Config
 from ..render._pr_comment import MAX_ITEMS, CommentSection, comment_markdown
-from ..results._history import load_report
 from ..results._report import ExperimentReport
-from ..results._store import Store
+from ..store._history import load_report
+from ..store._store import Store
 from ._baselines import baseline_run, check_tag, named_runs, tagged_runs
 from ._compare import compare_stored, regression_reasons
 from ._refs import store_with_runs

@@ -4,7 +4,7 @@
   anything is read unless it is one SELECT whose every query node is a SELECT, a set operation or a
   CTE: a `DELETE`, `INSERT` or `UPDATE` inside a CTE or subquery is refused too.
 - **Only the store**: it runs on views over the store file attached read-only, with external access
-  off (`results._readonly`): no other file can be read, nothing is copied per query.
+  off (`store._readonly`): no other file can be read, nothing is copied per query.
 - **Bounded**: `memory_limit` and `threads` are set for the query; one time limit covers running it
   and fetching its rows (a timer interrupts the connection); the answer stops at `limit` rows or
   `MAX_ANSWER_BYTES` of JSON, whichever comes first, and a value too big for that is cut with a
@@ -28,8 +28,8 @@ from pydantic import BaseModel
 from .._errors import ConfigError
 from .._numbers import seconds as as_seconds
 from ..config._config import Config
-from ..results._readonly import read_only_connection
-from ..results._store import TABLES, Store
+from ..store._readonly import read_only_connection
+from ..store._store import TABLES, Store
 
 #: Rows returned when the caller gives no limit, and the most it may ask for.
 DEFAULT_LIMIT = 200

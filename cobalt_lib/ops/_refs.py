@@ -6,8 +6,8 @@ from pydantic import BaseModel
 
 from .._errors import ConfigError
 from ..config._config import Config
-from ..results._history import resolve_run
-from ..results._store import Store
+from ..store._history import resolve_run
+from ..store._store import Store
 
 #: Run references that depend on which experiment's runs they are looked up in.
 RELATIVE = ("latest", "previous")

@@ -12,14 +12,14 @@ from .._aio import run_anywhere
 from .._errors import ConfigError
 from ..config._config import Config
 from ..experiments._discovery import load_experiments
-from ..results._history import load_report, resolve_run
 from ..results._report import ExperimentReport
-from ..results._store import Store
 from ..run._execute import execute
 from ..run._plan import prepare
 from ..run._requests import RescoreRun
 from ..run._resume import failed_request, resume_request
 from ..run._session import Observer
+from ..store._history import load_report, resolve_run
+from ..store._store import Store
 from ._refs import store_with_runs
 from ._run import RunOutcome, run_plan, run_plans
 from ._select import Selection, resume_scope

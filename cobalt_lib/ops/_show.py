@@ -11,10 +11,10 @@ from .._errors import ConfigError
 from ..config._config import Config
 from ..render._export import evaluator_names, pass_marks
 from ..results._evaluation_identity import EvaluationIdentity
-from ..results._history import load_report, resolve_run
 from ..results._repeats import by_index, flaky_text, repeat_passed
 from ..results._report import ItemResult
 from ..results._spans import SpanRecord
+from ..store._history import load_report, resolve_run
 from ._refs import store_with_runs
 
 

@@ -16,13 +16,13 @@ from ..config._config import Config
 from ..experiments._experiment import Experiment
 from ..experiments._variants import select_variants
 from ..results._grid import VariantGrid, build_grid
-from ..results._history import load_report
 from ..results._report import ExperimentReport
 from ..run._execute import RunInterrupted
 from ..run._group import execute_group, new_group_id
 from ..run._plan import RunPlan
 from ..run._requests import FreshRun
 from ..run._session import Observer
+from ..store._history import load_report
 from ._refs import store_with_runs
 
 

@@ -23,7 +23,7 @@ from aiohttp import web
 
 from .._errors import CobaltError, ConfigError, StoreError
 from ..links import dagster_url
-from ..results._store import Store
+from ..store._store import Store
 from ._calibration_view import calibration_view
 from ._charts import histogram
 from ._compare import compare_page, compare_view, unpaired_page

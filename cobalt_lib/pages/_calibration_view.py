@@ -14,7 +14,7 @@ from ..config._config import Config
 from ..ops._calibrate import stored_judge_calibrations
 from ..render._judge_calibration import figure_text
 from ..render._units import decimal, interval, percent, points, signed
-from ..results._store import Store
+from ..store._store import Store
 
 #: Disagreements shown per model on the page.
 SHOWN = 25

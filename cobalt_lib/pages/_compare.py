@@ -14,10 +14,10 @@ from ..ops._refs import resolve_pair
 from ..render._transcript import transcript_text
 from ..results._conversation import first_divergence, transcript_of
 from ..results._direction import gain
-from ..results._history import load_report
 from ..results._pairing import ItemPair, pair_items
 from ..results._report import ExperimentReport, ItemResult
-from ..results._store import Store
+from ..store._history import load_report
+from ..store._store import Store
 from ._queries import dagster_run_page
 
 #: Above this many words per output, the outputs are shown without word-level marks (difflib is quadratic).

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..ops._variants import variant_grid
 from ..results._grid import VariantGrid
-from ..results._history import load_report
 from ..results._report import ExperimentReport, ItemResult
-from ..results._store import Store
+from ..store._history import load_report
+from ..store._store import Store
 
 if TYPE_CHECKING:
     from ..config._config import Config

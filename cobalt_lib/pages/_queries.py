@@ -17,7 +17,7 @@ from ..results._repeats import item_label, stored_flaky
 from ..results._report import ItemResult, Summary
 from ..results._rows import item_from_rows
 from ..results._spans import SpanRecord
-from ..results._store import Store
+from ..store._store import Store
 
 #: Runs per page of the runs list.
 RUNS_PER_PAGE = 100

@@ -11,9 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..results._history import load_report
 from ..results._repeats import by_index, flaky_text, item_label
-from ..results._store import Store
+from ..store._history import load_report
+from ..store._store import Store
 from ._calibration_view import calibration_view
 from ._charts import histogram
 from ._compare import compare_view, unpaired_json, with_diff

@@ -10,7 +10,7 @@ from typing import Any
 from ..config._config import Config
 from ..links import dagster_asset_url
 from ..ops._history import check_stored_experiment, history_entry
-from ..results._store import Store
+from ..store._store import Store
 from ._charts import line_chart
 
 #: The newest runs a trend draws.

@@ -53,8 +53,8 @@ class ProjectSession:
         """The project's configuration; rows an earlier run left in a journal go into the store first, as
         every cobalt command does before reading it."""
         if self._config is None:
-            from ..results._journal import left, replay_left
-            from ..results._store import Store
+            from ..store._journal import left, replay_left
+            from ..store._store import Store
 
             config = load_config(self.start)
             for warning in config_warnings(config):

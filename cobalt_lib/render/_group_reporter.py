@@ -8,9 +8,9 @@ from typing import IO, TYPE_CHECKING
 from rich.text import Text
 
 from ..results._grid import build_grid
-from ..results._history import load_report
 from ..results._report import ExperimentReport, ItemResult
-from ..results._store import Store
+from ..store._history import load_report
+from ..store._store import Store
 from ._grid import grid_console, grid_notes, grid_table
 from ._terminal import LINE_LIMIT, TerminalReporter
 

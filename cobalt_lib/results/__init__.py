@@ -1,12 +1,12 @@
-"""A run's data: the report models, statistics, the DuckDB store, results files, history and comparison."""
+"""A run's record and its analysis: the report models, statistics, results files, pairing and comparison.
+
+The persistence of runs (the store, its journal, the exchange of Dagster's shards) is `cobalt_lib.store`."""
 
 from __future__ import annotations
 
 from ._compare import Comparison, EvaluatorDelta, compare_reports
 from ._evaluation_identity import EvaluationIdentity, IdentityChange, identity_changes
-from ._exchange import Exchange, redact_url
 from ._grid import GridCell, GridRow, VariantGrid, build_grid
-from ._history import load_report, resolve_run, stored_item_batches, stored_items
 from ._identity import content_hash, duplicate_ids, item_identity
 from ._pairing import ItemPair, Unpaired, pair_items
 from ._repeats import flaky_text, item_label, repeat_passed
@@ -14,20 +14,15 @@ from ._report import AssertionResult, EvalResult, Evaluation, ExperimentReport, 
 from ._results_file import read_results, results_filename, write_results
 from ._rows import aggregate_rows, item_from_rows, output_row, run_row, score_rows, stats_from_row, verdict_rows
 from ._spans import SpanRecord
-from ._store import TABLES, Store
 from ._summary import run_summary
-from ._writer import BatchWriter
 
 __all__ = [
-    "TABLES",
     "AssertionResult",
-    "BatchWriter",
     "Comparison",
     "EvalResult",
     "Evaluation",
     "EvaluationIdentity",
     "EvaluatorDelta",
-    "Exchange",
     "ExperimentReport",
     "GridCell",
     "GridRow",
@@ -37,7 +32,6 @@ __all__ = [
     "ItemSpread",
     "SpanRecord",
     "Stats",
-    "Store",
     "Summary",
     "Unpaired",
     "VariantGrid",
@@ -51,20 +45,15 @@ __all__ = [
     "item_from_rows",
     "item_identity",
     "item_label",
-    "load_report",
     "output_row",
     "pair_items",
     "read_results",
-    "redact_url",
     "repeat_passed",
-    "resolve_run",
     "results_filename",
     "run_row",
     "run_summary",
     "score_rows",
     "stats_from_row",
-    "stored_item_batches",
-    "stored_items",
     "verdict_rows",
     "write_results",
 ]

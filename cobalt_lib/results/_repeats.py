@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from ._report import ItemResult
 
 if TYPE_CHECKING:
-    from ._store import Store
+    from ..store._store import Store
 
 
 def item_label(index: int, run_index: int = 0, repeats: int = 1) -> str:

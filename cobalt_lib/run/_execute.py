@@ -17,11 +17,11 @@ from typing import Any, Literal, Protocol, TypeVar, overload
 from .._errors import StoreError
 from .._files import disk_full
 from .._timeouts import FinishedWhileCancelled
-from ..results._journal import Journal, left_work, replay_left, stalled
 from ..results._report import ExperimentReport, ItemResult
 from ..results._results_file import write_results
 from ..results._rows import aggregate_rows, output_row, run_row, score_rows, span_rows, verdict_rows
-from ..results._writer import BatchWriter
+from ..store._journal import Journal, left_work, replay_left, stalled
+from ..store._writer import BatchWriter
 from ._gc import collector_tuned_for_a_run
 from ._lease import lease
 from ._plan import RunPlan

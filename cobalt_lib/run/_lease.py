@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import TracebackType
 
-from ..results._liveness import lease_seconds
-from ..results._store import Store
+from ..store._liveness import lease_seconds
+from ..store._store import Store
 
 #: The longest a renewal waits for another process's lock before leaving it to the next tick.
 _RENEWAL_WAIT = 2.0

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from .._errors import StoreError
 from ..llm._batch import StoredBatch
-from ..results._store import Store
+from ..store._store import Store
 
 
 class StoreLedger:

@@ -17,7 +17,7 @@ from ..llm._cache import ResponseCache
 from ..llm._providers import Endpoint
 from ..results._evaluation_identity import EvaluationIdentity
 from ..results._report import ItemResult
-from ..results._store import Store
+from ..store._store import Store
 from ._conversation import check_conversations
 from ._identity import evaluation_identity
 from ._requests import FailedItemsRun, FreshRun, PartitionRun, RescoreRun, ResumeRun, RunRequest

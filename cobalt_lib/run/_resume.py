@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import ConfigError
 from ..config._config import Config
-from ..results._history import resolve_run, stored_items
-from ..results._journal import replay_left
 from ..results._report import ItemResult
-from ..results._store import Store
+from ..store._history import resolve_run, stored_items
+from ..store._journal import replay_left
+from ..store._store import Store
 from ._agent import input_hash
 from ._requests import FailedItemsRun, ResumeRun
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
-from ..results._exchange import Exchange
 from ..results._report import ExperimentReport, ItemResult
+from ..store._exchange import Exchange
 from ._execute import Counted, full_step, stream
 from ._plan import RunPlan
 from ._stages import item_keys

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from ..results._history import CHUNK_ITEMS, stored_item_batches
 from ..results._report import ExperimentReport, ItemResult
+from ..store._history import CHUNK_ITEMS, stored_item_batches
 from ._execute import finish
 from ._lease import lease
 from ._plan import RunPlan

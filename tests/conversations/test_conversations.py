@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from cobalt_lib import ConversationContext, Dataset, Evaluator, SimulatedUser, Store, experiment, load_config
 from cobalt_lib.cli import app
 from cobalt_lib.ops import compare_runs
-from cobalt_lib.results._history import stored_items
+from cobalt_lib.store._history import stored_items
 
 
 def cli(*args: str) -> str:

@@ -21,8 +21,8 @@ from dagster_jobs import execute_job
 import cobalt_dagster
 from cobalt_lib import Config, ConfigError, Dataset, Evaluator, Experiment, Store, experiment, load_config
 from cobalt_lib.experiments._discovery import load_experiments
-from cobalt_lib.results._history import load_report
 from cobalt_lib.run._plan import new_run_id, prepare
+from cobalt_lib.store._history import load_report
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "dagster_project"
 BIN = Path(sys.executable).parent

@@ -17,8 +17,8 @@ from shardjob import EXPERIMENT, ITEMS, make_project, reconstructable
 
 import cobalt_dagster
 from cobalt_lib import Store, load_config
-from cobalt_lib.results import Exchange
 from cobalt_lib.run import new_run_id
+from cobalt_lib.store import Exchange
 
 SHARD_STEP = f"{EXPERIMENT}_run_shard"
 CHECK = "gate_exact_min_0_75"

@@ -140,7 +140,7 @@ def test_outputs_json_cannot_hold_are_stored_as_text_everywhere(project: Path) -
     assert report.items[0].metadata == {"obj": "opaque-object"}
     import json
 
-    from cobalt_lib.results._store import Store
+    from cobalt_lib.store._store import Store
 
     saved = json.loads(Path(report.results_path).read_text())
     assert [i["output"] for i in saved["items"]] == [i.output for i in report.items]

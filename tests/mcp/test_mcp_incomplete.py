@@ -111,7 +111,7 @@ def test_the_github_step_summary_and_annotations_say_incomplete(killed: tuple[Pa
                                                                 monkeypatch: pytest.MonkeyPatch,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     from cobalt_lib.ci import github_outputs
-    from cobalt_lib.results._history import load_report
+    from cobalt_lib.store._history import load_report
 
     root, run_id = killed
     monkeypatch.setenv("GITHUB_ACTIONS", "true")

@@ -116,6 +116,6 @@ def test_the_identity_is_stored_with_the_run_and_read_back_without_its_results_f
     assert a.identity.dataset.items == 6 and a.identity.agent.source_file == "experiments/judged.cobalt.py"
     assert a.identity.agent.source_hash and a.identity.cobalt_version
     Path(str(a.results_path)).unlink()  # the store's rows alone still say what the run measured
-    from cobalt_lib.results._history import load_report
+    from cobalt_lib.store._history import load_report
 
     assert load_report(Store.for_config(load_config()), a.id).identity == a.identity

@@ -9,7 +9,7 @@ from conftest import killed_and_live_runs
 
 from cobalt_lib import CobaltError, ConfigError, Store, load_config
 from cobalt_lib.ops import check_select, run_query, store_schema
-from cobalt_lib.results import TABLES
+from cobalt_lib.store import TABLES
 
 
 def test_every_stored_column_has_a_line_in_the_schema() -> None:

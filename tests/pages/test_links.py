@@ -19,7 +19,7 @@ from cobalt_lib.ops import (
     run_page_url,
 )
 from cobalt_lib.pages._queries import RunFilters, runs_list
-from cobalt_lib.results import Store
+from cobalt_lib.store import Store
 
 
 def test_dagster_urls_follow_the_dagster_ui_scheme(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,8 +12,9 @@ from playwright.sync_api import expect
 
 from cobalt_lib import load_config
 from cobalt_lib.pages import PagesServer
-from cobalt_lib.results import ItemResult, Store
+from cobalt_lib.results import ItemResult
 from cobalt_lib.results._rows import output_row
+from cobalt_lib.store import Store
 
 CONFIG = {"runs": 1, "dataset": {"size": 4}, "evaluators": [{"name": "exact", "type": "exact-match", "threshold": 0.5}]}
 

@@ -18,7 +18,7 @@ from playwright.sync_api import expect
 
 from cobalt_lib import load_config
 from cobalt_lib.ci import github_outputs
-from cobalt_lib.results import Store, load_report
+from cobalt_lib.store import Store, load_report
 
 
 def _offline(page) -> list[str]:

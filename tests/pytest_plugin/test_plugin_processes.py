@@ -52,7 +52,7 @@ def run(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def stored(root: Path) -> Store:
     """The store as the next cobalt command sees it: rows a run left in a journal go in first."""
-    from cobalt_lib.results._journal import replay_left
+    from cobalt_lib.store._journal import replay_left
 
     store = Store(root / ".cobalt" / "cobalt.duckdb")
     replay_left(store)

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from cobalt_lib import Dataset, Evaluator, Store, experiment, load_config, threshold
-from cobalt_lib.results import ItemResult, output_row, score_rows, stored_item_batches
+from cobalt_lib.results import ItemResult, output_row, score_rows
 from cobalt_lib.results._report import Evaluation
 from cobalt_lib.run import PartitionRun, finish_from_store, prepare
+from cobalt_lib.store import stored_item_batches
 
 
 def _agent(ctx):  # type: ignore[no-untyped-def]

@@ -14,10 +14,10 @@ from traced_agent import MODEL, async_agent, per_city_replies, sync_agent
 
 from cobalt_lib import Dataset, Evaluator, Store, experiment, load_config
 from cobalt_lib.llm._pricing import cost_usd
-from cobalt_lib.results._history import load_report
 from cobalt_lib.run._execute import execute
 from cobalt_lib.run._plan import prepare
 from cobalt_lib.run._requests import RescoreRun
+from cobalt_lib.store._history import load_report
 
 CITIES = ["Paris", "Oslo", "Lima", "Reykjavik", "Rome", "Kyiv", "Quito", "Accra", "Hanoi", "Bern", "Dakar", "Sucre"]
 

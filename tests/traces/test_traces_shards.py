@@ -11,10 +11,10 @@ from typing import Any
 from traced_agent import async_agent, per_city_replies
 
 from cobalt_lib import Dataset, Evaluator, Store, experiment, load_config
-from cobalt_lib.results._exchange import Exchange
 from cobalt_lib.run._execute import start_run
 from cobalt_lib.run._plan import prepare
 from cobalt_lib.run._shard import cut, run_shard
+from cobalt_lib.store._exchange import Exchange
 
 CITIES = ["Paris", "Oslo", "Lima", "Rome", "Kyiv"]
 

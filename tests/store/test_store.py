@@ -28,7 +28,7 @@ from cobalt_lib import (
     read_results,
     threshold,
 )
-from cobalt_lib.results._liveness import utc_now
+from cobalt_lib.store._liveness import utc_now
 
 
 def _mixed_run():
@@ -233,8 +233,8 @@ def test_a_concurrent_reader_never_breaks_a_run(project: Path) -> None:
 @pytest.mark.slow
 def test_a_batch_that_meets_a_held_lock_is_kept_and_written_once_the_lock_goes(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    from cobalt_lib.results import _store
-    from cobalt_lib.results._writer import BatchWriter
+    from cobalt_lib.store import _store
+    from cobalt_lib.store._writer import BatchWriter
 
     monkeypatch.setattr(_store, "WAIT_NOTICE_SECONDS", 0.0)
     path = tmp_path / "s.duckdb"

@@ -7,7 +7,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._spans import SpanRecord, span_from_row
+from ..results._spans import SpanRecord, span_from_row
 from ._tables import fetch
 from ._values import restore
 

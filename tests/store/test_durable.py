@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 from cobalt_lib import Store
-from cobalt_lib.results._journal import Journal, left, replay_left
-from cobalt_lib.results._writer import BatchWriter
+from cobalt_lib.store._journal import Journal, left, replay_left
+from cobalt_lib.store._writer import BatchWriter
 
 
 def _output(index: int, output: object, **extra: object) -> dict[str, object]:

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import ConfigError
-from ._report import AssertionResult, ExperimentReport, ItemResult, Summary
-from ._results_file import read_results
-from ._rows import item_from_rows, stats_from_row
+from ..results._report import AssertionResult, ExperimentReport, ItemResult, Summary
+from ..results._results_file import read_results
+from ..results._rows import item_from_rows, stats_from_row
 from ._store import Store
 
 

@@ -7,7 +7,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._evaluation_identity import EvaluationIdentity
+from ..results._evaluation_identity import EvaluationIdentity
 
 
 class RunIdentities:
