@@ -106,7 +106,7 @@ async def call_agent(runner: Runner, ctx: AgentContext, *, timeout: float, limit
         result.status = "error"
         result.error = escape_surrogates(f"SystemExit: {exc}" if isinstance(exc, UserExit)
                                          else f"{type(exc).__name__}: {exc}")
-        result.traceback = traceback.format_exc(limit=20)
+        result.traceback = escape_surrogates(traceback.format_exc(limit=20))
     finally:
         if holding and not release_later:
             limit.release()
