@@ -9,7 +9,8 @@
     ├── JudgeError           a judge call failed after its retries
     ├── BatchPending         a judge batch outlived `[judge] batch_deadline`: the run stops, resumable
     └── StoreError           the DuckDB store or results directory cannot be used
-        └── StoreLocked      another process held the store for longer than the wait
+        ├── StoreLocked      another process held the store for longer than the wait
+        └── LeaseLost        another process took over the run this one was working on
 
 Failures inside user code (an agent that raises, an evaluator that returns garbage) are not
 errors: they become records in the report.
@@ -61,3 +62,11 @@ class StoreLocked(StoreError):
     def __init__(self, message: str, holder: str) -> None:
         super().__init__(message)
         self.holder = holder
+
+
+class LeaseLost(StoreError):
+    """Another process claimed run `run_id` (its lease lapsed): this process writes none of its rows any more."""
+
+    def __init__(self, run_id: str, message: str) -> None:
+        super().__init__(message)
+        self.run_id = run_id

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import math
+import re
 import time
 import traceback
 from collections.abc import Callable, Mapping
@@ -103,8 +104,9 @@ async def call_agent(runner: Runner, ctx: AgentContext, *, timeout: float, limit
     except Exception as exc:
         result.latency_ms = (timer() - clock[0]) * 1000
         result.status = "error"
-        result.error = f"SystemExit: {exc}" if isinstance(exc, UserExit) else f"{type(exc).__name__}: {exc}"
-        result.traceback = traceback.format_exc(limit=20)
+        result.error = escape_surrogates(f"SystemExit: {exc}" if isinstance(exc, UserExit)
+                                         else f"{type(exc).__name__}: {exc}")
+        result.traceback = escape_surrogates(traceback.format_exc(limit=20))
     finally:
         if holding and not release_later:
             limit.release()
@@ -218,21 +220,34 @@ def json_safe(value: Any) -> Any:
     """`value` as JSON holds it, so the report, the results file and the store agree.
 
     Objects JSON cannot hold become their `str()`, bytes are decoded as UTF-8 (bad bytes replaced),
-    NaN and infinities become None.
+    NaN and infinities become None, and a lone surrogate (half of a pair, which UTF-8 cannot hold) is
+    kept escaped, as the six characters `\\ud800`.
     """
-    if isinstance(value, str | bool | int | None):
+    if isinstance(value, str):
+        return escape_surrogates(value)
+    if isinstance(value, bool | int | None):
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, bytes | bytearray):
         return bytes(value).decode("utf-8", errors="replace")
     if isinstance(value, Mapping):
-        return {str(k): json_safe(v) for k, v in value.items()}
+        return {escape_surrogates(str(k)): json_safe(v) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
         return [json_safe(v) for v in value]
     if hasattr(value, "model_dump"):  # a pydantic model the agent returned
         return json_safe(value.model_dump(mode="json"))
-    return str(value)
+    return escape_surrogates(str(value))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def escape_surrogates(text: str) -> str:
+    """`text` with each surrogate code point written as its escape (`\\udc80`): valid UTF-8 everywhere."""
+    if _SURROGATE.search(text) is None:
+        return text
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def agent_usage(

@@ -21,6 +21,7 @@ from ..results._report import ExperimentReport, ItemResult
 from ..results._results_file import write_results
 from ..results._rows import aggregate_rows, output_row, run_row, score_rows, span_rows, verdict_rows
 from ..store._journal import Journal, left_work, replay_left, stalled
+from ..store._liveness import claimed
 from ..store._writer import BatchWriter
 from ._gc import collector_tuned_for_a_run
 from ._lease import lease
@@ -91,16 +92,19 @@ def save(plan: RunPlan, report: ExperimentReport) -> None:
 
 
 def start_run(plan: RunPlan) -> None:
-    """Record the run as `running` before any agent call."""
+    """Record the run as `running` before any agent call. The library path claims the run for this
+    process (a fenced lease: `Store.start_run`); a Dagster run's steps, in many processes, share its lease."""
+    claim = plan.source != "dagster"
     pending = ExperimentReport(id=plan.run_id, name=plan.experiment.name, timestamp=plan.timestamp,
                                status="running", source=plan.source, parent_run_id=plan.parent_run_id,
                                tags=plan.tags, config=plan.describe(),
                                variant=plan.variant.name if plan.variant else None, group_id=plan.group_id)
     if isinstance(plan.request, FreshRun | FailedItemsRun | RescoreRun):
         # A new run id: its evaluation identity goes in with its row, one transaction.
-        plan.store.start_run(run_row(pending, finished=False), identity=plan.measured_with().model_dump(mode="json"))
+        plan.store.start_run(run_row(pending, finished=False), identity=plan.measured_with().model_dump(mode="json"),
+                             claim=claim)
         return
-    plan.store.start_run(run_row(pending, finished=False))
+    plan.store.start_run(run_row(pending, finished=False), claim=claim)
     # A resumed run, or a run Dagster launched, keeps the identity stored when it first started.
     plan.identity = plan.store.keep_identity(plan.run_id, plan.measured_with)
 
@@ -336,6 +340,8 @@ def finish(plan: RunPlan, items: Sequence[ItemResult] | FinishedItems,
             plan.identity = plan.store.identities_of([plan.run_id]).get(plan.run_id)
     with collector_tuned_for_a_run():
         report = build_report(plan, items, duration_ms, status)
+    if (claim := claimed(plan.store.path, plan.run_id)) is not None and claim.lost is not None:
+        return report  # another process has the run now: it saves it, this one writes nothing more
     try:
         save(plan, report)
     except Exception as exc:

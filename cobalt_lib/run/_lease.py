@@ -4,6 +4,12 @@ A thread rather than an asyncio task, so the same renewer serves the library eng
 whose blocking work would delay a task) and a synchronous Dagster step in a process of its own. A
 renewal is one short write; one that meets a busy store gives up quickly and quietly, and the next
 tick tries again: a lease outlives two failed renewals, and a failed renewal never stops the run.
+A renewal that finds the run taken over by another process (`LeaseLost`: its claim was fenced off)
+stops renewing; the run's next write stops the run, saying why.
+
+While a renewer runs, this process counts as working on the run (`_liveness.working`): on this host
+the run reads `running` however long a reader holds the store, and once the renewer stops, a run
+that did not finish reads `incomplete` at once.
 """
 
 from __future__ import annotations
@@ -13,7 +19,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import TracebackType
 
-from ..store._liveness import lease_seconds
+from .._errors import LeaseLost
+from ..store._liveness import lease_seconds, working
 from ..store._store import Store
 
 #: The longest a renewal waits for another process's lock before leaving it to the next tick.
@@ -47,6 +54,11 @@ class LeaseRenewer:
         """Extend the lease now; False when the store could not be written (tried again at the next tick)."""
         try:
             self._store.renew_lease(self.run_id, self.seconds)
+        except LeaseLost as exc:
+            self.failures += 1
+            self.last_error = exc
+            self._stop.set()  # no use renewing a claim another process holds
+            return False
         except Exception as exc:  # a busy or broken store must not end the run: the lease has slack
             self.failures += 1
             self.last_error = exc
@@ -56,6 +68,7 @@ class LeaseRenewer:
 
     def start(self) -> LeaseRenewer:
         if self._thread is None:
+            working(self._store.path, self.run_id, True)
             self._stop.clear()
             self._thread = threading.Thread(target=self._loop, name=f"cobalt-lease-{self.run_id}", daemon=True)
             self._thread.start()
@@ -67,6 +80,7 @@ class LeaseRenewer:
         if self._thread is not None:
             self._thread.join()
             self._thread = None
+            working(self._store.path, self.run_id, False)
 
     def _loop(self) -> None:
         # The first renewal after one interval: whoever started the run has just written a fresh lease.

@@ -10,7 +10,7 @@ from ..config._config import Config
 from ..results._report import ItemResult
 from ..store._history import resolve_run, stored_items
 from ..store._journal import replay_left
-from ..store._store import Store
+from ..store._store import Store, held_message
 from ._agent import input_hash
 from ._requests import FailedItemsRun, ResumeRun
 
@@ -66,11 +66,7 @@ def failed_request(experiment: Experiment, config: Config, ref: str, **options: 
 
 
 def _still_running(run_id: str, name: str, run: Mapping[str, Any]) -> ConfigError:
-    until = run.get("lease_until")
-    held = f"its lease runs until {until:%Y-%m-%d %H:%M:%S %Z}" if until is not None else "it has no lease yet"
-    return ConfigError(f"Run {run_id} of {name!r} is still running (started by process {run.get('pid')} on "
-                       f"{run.get('host')}; {held}); stop it first, or wait for it to finish. A run whose process "
-                       "died reads incomplete once its lease runs out.")
+    return ConfigError(held_message({**run, "run_id": run_id, "experiment": name}))
 
 
 def _failed(item: ItemResult) -> bool:

@@ -15,11 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .._errors import StoreError
-from ._liveness import lease_seconds
+from ._liveness import gone, lease_seconds
 from ._tables import TABLES, present_columns
 
 if TYPE_CHECKING:
@@ -39,8 +38,9 @@ def read_only_connection(store: Store, *, memory_limit: str, threads: int) -> It
     try:
         store._attach_read_only(con)
         present = present_columns(con, "database_name = 'store'")
+        ended = _ended(con, store) if "runs" in present else []
         for table in TABLES:
-            con.execute(f"CREATE VIEW {table} AS {_select(table, present.get(table), store.now())}")
+            con.execute(f"CREATE VIEW {table} AS {_select(table, present.get(table), ended)}")
         con.execute("SET enable_external_access = false")
         con.execute("SET lock_configuration = true")
         yield con
@@ -48,7 +48,16 @@ def read_only_connection(store: Store, *, memory_limit: str, threads: int) -> It
         con.close()
 
 
-def _select(table: str, present: set[str] | None, now: datetime) -> str:
+def _ended(con: Any, store: Store) -> list[str]:
+    """The `running` runs no process works on any more (`_liveness.gone`): their holder's process is
+    gone where this host can tell, else their lease ran out."""
+    cursor = con.execute("SELECT * FROM store.main.runs WHERE status = 'running'")
+    names = [d[0] for d in cursor.description]
+    rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    return gone(store.path, rows, store.now(), lease_seconds())
+
+
+def _select(table: str, present: set[str] | None, ended: list[str]) -> str:
     """The view's query: the stored columns in the schema's order, NULL for a column an older store
     lacks, no rows for a table it lacks; `runs.status` as read live."""
     columns = []
@@ -56,15 +65,16 @@ def _select(table: str, present: set[str] | None, now: datetime) -> str:
         sql_type = kind.replace(" PRIMARY KEY", "")
         if present is None or name not in present:
             columns.append(f"CAST(NULL AS {sql_type}) AS {name}")
-        elif table == "runs" and name == "status" and {"lease_until", "started_at"} <= present:
-            columns.append(_live_status(now))
+        elif table == "runs" and name == "status":
+            columns.append(_live_status(ended))
         else:
             columns.append(name)
     source = f"store.main.{table}" if present is not None else "(SELECT 1) WHERE false"
     return f"SELECT {', '.join(columns)} FROM {source}"
 
 
-def _live_status(now: datetime) -> str:
-    seconds = int(lease_seconds() * 1e6)
-    return (f"CASE WHEN status = 'running' AND coalesce(lease_until, started_at + to_microseconds({seconds})) "
-            f"< TIMESTAMPTZ '{now.isoformat()}' THEN 'incomplete' ELSE status END AS status")
+def _live_status(ended: list[str]) -> str:
+    if not ended:
+        return "status"
+    ids = ", ".join("'" + run_id.replace("'", "''") + "'" for run_id in ended)
+    return f"CASE WHEN status = 'running' AND run_id IN ({ids}) THEN 'incomplete' ELSE status END AS status"

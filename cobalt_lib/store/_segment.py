@@ -4,6 +4,11 @@ A segment is a file of rows per table (newline-delimited JSON, values over the c
 and a header, `<stem>.json`, written last, which says what else the transaction does: replace a
 run's rows of some tables first, add to its working time. A segment without its header was never
 sealed and holds nothing to apply.
+
+A journal's segment has an id, recorded in the store's `segments` table in the transaction that puts
+it in: a segment replayed after it went in (its process died before removing it) is skipped. A
+segment of a run this process claimed carries the claim's epoch and token (its `fence`): it goes in
+only while the run's row still holds them, else `LeaseLost` (another process took the run over).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._errors import LeaseLost
 from ._tables import insert_file, read_rows_sql, write_rows
 
 #: The columns that identify a row, for the tables a replayed segment may hold again.
@@ -32,6 +38,10 @@ class Segment:
     delete_run: str | None = None
     delete_tables: list[str] = field(default_factory=list)
     add_work: tuple[str, float] | None = None
+    #: A journal segment's id (None for a write's own segment, which is never replayed).
+    segment_id: str | None = None
+    #: `{run_id: (epoch, token)}` of the claims the rows were written under (`_liveness`).
+    fence: dict[str, tuple[int, str]] = field(default_factory=dict)
 
     @property
     def header(self) -> Path:
@@ -48,15 +58,18 @@ class Segment:
 
 def seal(directory: Path, stem: str, batches: dict[str, list[dict[str, Any]]], *, values: Path, limit: int,
          delete_run: str | None = None, delete_tables: Sequence[str] = (),
-         add_work: tuple[str, float] | None = None) -> Segment:
+         add_work: tuple[str, float] | None = None, segment_id: str | None = None,
+         fence: dict[str, tuple[int, str]] | None = None) -> Segment:
     """Write `batches` as a segment in `directory`: the rows' files, then the header (a rename)."""
-    segment = Segment(directory, stem, delete_run=delete_run, delete_tables=list(delete_tables), add_work=add_work)
+    segment = Segment(directory, stem, delete_run=delete_run, delete_tables=list(delete_tables), add_work=add_work,
+                      segment_id=segment_id, fence=dict(fence or {}))
     for table, rows in batches.items():
         if rows:
             name = f"{stem}.{table}.ndjson"
             segment.files[table] = (name, write_rows(directory / name, table, rows, values, limit))
     head = {"files": segment.files, "delete_run": delete_run, "delete_tables": segment.delete_tables,
-            "add_work": list(add_work) if add_work else None}
+            "add_work": list(add_work) if add_work else None, "segment_id": segment_id,
+            "fence": {run: list(claim) for run, claim in segment.fence.items()}}
     tmp = directory / f".{stem}.json.tmp"
     tmp.write_text(json.dumps(head), encoding="utf-8")
     os.replace(tmp, segment.header)
@@ -70,13 +83,31 @@ def read(header: Path) -> Segment:
     return Segment(header.parent, header.name.removesuffix(".json"),
                    files={t: (str(n), int(size)) for t, (n, size) in head.get("files", {}).items()},
                    delete_run=head.get("delete_run"), delete_tables=list(head.get("delete_tables") or []),
-                   add_work=(str(work[0]), float(work[1])) if work else None)
+                   add_work=(str(work[0]), float(work[1])) if work else None, segment_id=head.get("segment_id"),
+                   fence={str(r): (int(e), str(t)) for r, (e, t) in (head.get("fence") or {}).items()})
+
+
+def run_ids(batches: dict[str, list[dict[str, Any]]], delete_run: str | None = None,
+            add_work: tuple[str, float] | None = None) -> set[str]:
+    """The runs whose rows a transaction writes."""
+    found = {str(row["run_id"]) for rows in batches.values() for row in rows if row.get("run_id") is not None}
+    return found | {r for r in (delete_run, add_work[0] if add_work else None) if r is not None}
 
 
 def apply(con: Any, segment: Segment, *, replay: bool = False) -> float | None:
     """Inside the caller's transaction: do what the segment holds. A `replay` (a segment another process
     sealed, which may have gone in just before that process died) first deletes the rows it holds again.
-    Returns the run's working time after `add_work`, when the segment adds some."""
+    Returns the run's working time after `add_work`, when the segment adds some. A segment already in
+    the store (its id recorded) does nothing; one whose claim another process took raises LeaseLost."""
+    if segment.segment_id is not None and con.execute("SELECT 1 FROM segments WHERE segment_id = ?",
+                                                      [segment.segment_id]).fetchall():
+        return None
+    for run_id, (epoch, token) in segment.fence.items():
+        check_fence(con, run_id, epoch, token)
+    if segment.segment_id is not None:
+        con.execute("INSERT INTO segments (segment_id, run_id, applied_at) VALUES (?, ?, current_timestamp)",
+                    [segment.segment_id, segment.delete_run or next(iter(segment.fence), None)
+                     or (segment.add_work[0] if segment.add_work else None)])
     prior = None
     if "runs" in segment.delete_tables and "runs" in segment.files:
         prior = _prior_work(con, segment.delete_run)
@@ -108,3 +139,13 @@ def _add_work(con: Any, run_id: str, ms: float) -> float | None:
     found = con.execute("UPDATE runs SET worked_ms = coalesce(worked_ms, 0) + ? WHERE run_id = ? RETURNING worked_ms",
                         [ms, run_id]).fetchall()
     return float(found[0][0]) if found else None
+
+
+def check_fence(con: Any, run_id: str, epoch: int, token: str) -> None:
+    """Raise LeaseLost unless run `run_id`'s row still holds the claim (`epoch`, `token`)."""
+    found = con.execute("SELECT lease_epoch, lease_token, pid, host FROM runs WHERE run_id = ?", [run_id]).fetchall()
+    if found and (found[0][0], found[0][1]) == (epoch, token):
+        return
+    by = f"process {found[0][2]} on {found[0][3]}" if found else "a command that removed it"
+    raise LeaseLost(run_id, f"Run {run_id} was taken over by {by} while this process worked on it; this process "
+                            "stops writing it, so no item runs twice.")

@@ -9,9 +9,11 @@ tables themselves are in `_tables`, what makes a run live in `_liveness`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import re
+import secrets
 import socket
 import sys
 import tempfile
@@ -22,9 +24,21 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .._errors import ConfigError, StoreError, StoreLocked
-from ._liveness import Clock, expired, lease_end, lease_seconds, utc_now
-from ._segment import apply, seal
+from .._errors import ConfigError, LeaseLost, StoreError, StoreLocked
+from ._liveness import (
+    Claim,
+    Clock,
+    claimed,
+    fences,
+    gone,
+    hold,
+    holder_fields,
+    lease_end,
+    lease_seconds,
+    live,
+    utc_now,
+)
+from ._segment import apply, check_fence, run_ids, seal
 from ._store_batches import JudgeBatches
 from ._store_dagster import DagsterRuns
 from ._store_identity import RunIdentities
@@ -90,6 +104,17 @@ _OPENED = [0]
 _OPENED_LOCK = threading.Lock()
 
 
+#: Per store file, the lock every write connection of this process holds: DuckDB lets two connections of
+#: one process write at once, and a lease renewal meeting the run's own final write failed it
+#: ("Conflict on tuple deletion"). One writer at a time, in the process as across processes.
+_WRITE_LOCKS: dict[str, threading.RLock] = {}
+
+
+def _write_lock(path: Path) -> threading.RLock:
+    with _OPENED_LOCK:
+        return _WRITE_LOCKS.setdefault(str(path.absolute()), threading.RLock())
+
+
 def _shared() -> dict[str, Any]:
     held: dict[str, Any] | None = getattr(_SHARED, "held", None)
     if held is None:
@@ -149,8 +174,6 @@ class Store(DagsterRuns, JudgeBatches, LabelRows, SpanRows, VariantRuns, RunIden
     def connect(self, *, read_only: bool = False, wait: float | None = None) -> Iterator[Any]:
         """A short connection, retried while another process holds the file, for up to `wait` seconds
         (default `lock_timeout`; then StoreLocked). Inside `reading()`, the block's connection."""
-        import duckdb
-
         held = getattr(_SHARED, "held", None)
         if held and (shared := held.get(str(self.path.absolute()))) is not None:
             if not read_only:
@@ -162,6 +185,21 @@ class Store(DagsterRuns, JudgeBatches, LabelRows, SpanRows, VariantRuns, RunIden
         self.path.parent.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
         deadline = started + (self.lock_timeout if wait is None else wait)
+        lock = None if read_only else _write_lock(self.path)
+        if lock is not None and not lock.acquire(timeout=max(0.0, deadline - started)):
+            raise StoreLocked(f"Cannot open the results store {self.path}: another thread of this process is "
+                              "writing it.", f"this process (PID {os.getpid()})")
+        try:
+            with self._opened(read_only, started, deadline) as con:
+                yield con
+        finally:
+            if lock is not None:
+                lock.release()
+
+    @contextmanager
+    def _opened(self, read_only: bool, started: float, deadline: float) -> Iterator[Any]:
+        import duckdb
+
         delay = 0.02
         told = False
         while True:
@@ -236,7 +274,10 @@ class Store(DagsterRuns, JudgeBatches, LabelRows, SpanRows, VariantRuns, RunIden
                 yield con
                 con.execute("COMMIT")
             except BaseException:
-                con.execute("ROLLBACK")
+                # The transaction's own error is the one to report: a ROLLBACK failing too (a full disk)
+                # says less, and DuckDB drops the transaction with the connection anyway.
+                with contextlib.suppress(Exception):
+                    con.execute("ROLLBACK")
                 raise
 
     def write(self, batches: dict[str, list[dict[str, Any]]], *, delete_run: str | None = None,
@@ -245,16 +286,32 @@ class Store(DagsterRuns, JudgeBatches, LabelRows, SpanRows, VariantRuns, RunIden
 
         `add_work=(run_id, ms)` also adds to that run's working time, in the same transaction, and
         returns the run's new total (None when the run has no row). Journals that ended processes left
-        behind (`_journal`) go in first."""
+        behind (`_journal`) go in first. The rows of a run this process claimed go in only while it
+        holds the claim (else LeaseLost)."""
+        return self._write(batches, delete_run=delete_run, delete_tables=delete_tables, add_work=add_work)
+
+    def _write(self, batches: dict[str, list[dict[str, Any]]], *, delete_run: str | None = None,
+               delete_tables: Sequence[str] = (), add_work: tuple[str, float] | None = None,
+               claim: tuple[str, str] | None = None) -> float | None:
+        """`write`; with `claim=(run_id, token)`, the run is first claimed for this process, in the same
+        transaction (`_claim`), its rows written unfenced."""
         from ._journal import replay_left
 
         replay_left(self)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        fence = {} if claim else fences(self.path, run_ids(batches, delete_run, add_work))
         with tempfile.TemporaryDirectory(prefix=".write-", dir=self.path.parent) as tmp:
             segment = seal(Path(tmp), "rows", batches, values=self.values_dir, limit=self.max_value_bytes,
-                           delete_run=delete_run, delete_tables=delete_tables, add_work=add_work)
+                           delete_run=delete_run, delete_tables=delete_tables, add_work=add_work, fence=fence)
             with self._transaction(ensure_schema=True) as con:
-                return apply(con, segment)
+                if claim is None:
+                    return apply(con, segment)
+                epoch = self._claim(con, *claim)
+                done = apply(con, segment)
+                con.execute("UPDATE runs SET lease_token = ?, lease_epoch = ? WHERE run_id = ?",
+                            [claim[1], epoch, claim[0]])
+            hold(self.path, claim[0], Claim(claim[1], epoch))
+            return done
 
     def delete_items(self, run_id: str, table: str, keys: Sequence[tuple[int, int]]) -> None:
         """Delete the rows of some (item_index, run_index) pairs of a run, in one transaction."""
@@ -263,25 +320,67 @@ class Store(DagsterRuns, JudgeBatches, LabelRows, SpanRows, VariantRuns, RunIden
                 con.execute(f"DELETE FROM {table} WHERE run_id = ? AND item_index = ? AND run_index = ?",
                             [run_id, index, run_index])
 
-    def start_run(self, row: dict[str, Any], *, identity: dict[str, Any] | None = None) -> None:
+    def start_run(self, row: dict[str, Any], *, identity: dict[str, Any] | None = None, claim: bool = False) -> None:
         """Write the run's row as `running` with a fresh lease (a resumed run keeps the working time
         already stored), and its evaluation `identity` in the same transaction when given (a new run's).
-        `pid` and `host` are stored for people to read; liveness is the lease alone."""
+
+        With `claim`, this process takes the run (`_claim`: refused with one sentence while another
+        process works on it) and names itself its holder (`_liveness`); its later writes of the run's
+        rows are fenced by the claim. Without, `pid` and `host` are for people to read, and liveness is
+        the lease alone (a Dagster run, whose steps run in many processes)."""
         row = {"pid": os.getpid(), "host": socket.gethostname(), "status": "running",
-               "lease_until": lease_end(self.now(), lease_seconds()).isoformat(), **row}
+               "lease_until": lease_end(self.now(), lease_seconds()).isoformat(),
+               **(holder_fields() if claim else {}), **row}
         batches: dict[str, list[dict[str, Any]]] = {"runs": [row]}
         if identity is not None:
             batches["identities"] = [{"run_id": row["run_id"], "identity": identity}]
-        self.write(batches, delete_run=row["run_id"], delete_tables=list(batches))
+        self._write(batches, delete_run=row["run_id"], delete_tables=list(batches),
+                    claim=(row["run_id"], secrets.token_hex(16)) if claim else None)
+
+    def _claim(self, con: Any, run_id: str, token: str) -> int:
+        """Inside the caller's transaction: take run `run_id` for this process, one compare-and-set on its
+        lease as read here (so a renewal or another claim in between makes it fail), and return the new
+        epoch. Refused (ConfigError) while another process works on the run, or once it is completed."""
+        columns = ["run_id", "experiment", "status", "started_at", "lease_until", "lease_token", "lease_epoch",
+                   "pid", "host", "holder"]
+        found = con.execute(f"SELECT {', '.join(columns)} FROM runs WHERE run_id = ?", [run_id]).fetchall()
+        if not found:
+            return 1
+        row = dict(zip(columns, found[0], strict=True))
+        if row["status"] == "completed":
+            raise ConfigError(f"Run {run_id} of {row['experiment']!r} is already completed; there is nothing to "
+                              "resume.")
+        if row["status"] == "running" and live(self.path, row, self.now(), lease_seconds()):
+            raise ConfigError(held_message(row))
+        taken = con.execute(
+            "UPDATE runs SET lease_epoch = ?, lease_token = ? WHERE run_id = ? AND status = ? "
+            "AND lease_epoch IS NOT DISTINCT FROM ? AND lease_token IS NOT DISTINCT FROM ? "
+            "AND lease_until IS NOT DISTINCT FROM ? RETURNING lease_epoch",
+            [(row["lease_epoch"] or 0) + 1, token, run_id, row["status"], row["lease_epoch"], row["lease_token"],
+             row["lease_until"]]).fetchall()
+        if not taken:
+            raise ConfigError(held_message(row, just=True))
+        return int(taken[0][0])
 
     def renew_lease(self, run_id: str, seconds: float) -> bool:
         """Extend a `running` run's lease to `seconds` from now, in one short write; False when the run
         is not running here (finished, or no such row). A busy store raises StoreError after
-        `lock_timeout`."""
+        `lock_timeout`. A run this process claimed is renewed only while the claim holds: else LeaseLost
+        (and the claim is marked lost, which stops the process's writes)."""
+        claim = claimed(self.path, run_id)
+        fence = " AND lease_token = ?" if claim is not None else ""
+        params = [lease_end(self.now(), seconds), run_id, *([claim.token] if claim is not None else [])]
         with self.connect() as con:
-            found = con.execute("UPDATE runs SET lease_until = ? WHERE run_id = ? AND status = 'running' "
-                                "RETURNING run_id", [lease_end(self.now(), seconds), run_id]).fetchall()
-        return bool(found)
+            found = con.execute(f"UPDATE runs SET lease_until = ? WHERE run_id = ? AND status = 'running'{fence} "
+                                "RETURNING run_id", params).fetchall()
+            if found or claim is None:
+                return bool(found)
+            try:
+                check_fence(con, run_id, claim.epoch, claim.token)
+            except LeaseLost as lost:
+                claim.lost = str(lost)
+                raise
+        return False
 
     def finish_run(self, run_row: dict[str, Any], aggregates: list[dict[str, Any]],
                    verdicts: list[dict[str, Any]], *, via: Writer | None = None) -> None:
@@ -289,6 +388,8 @@ class Store(DagsterRuns, JudgeBatches, LabelRows, SpanRows, VariantRuns, RunIden
         journal, when given)."""
         run_id = run_row["run_id"]
         row = {"pid": os.getpid(), "host": socket.gethostname(), **run_row}
+        if (claim := claimed(self.path, run_id)) is not None:  # the row keeps the claim: a resume takes it next
+            row.update(holder_fields(), lease_token=claim.token, lease_epoch=claim.epoch)
         (self if via is None else via).write({"runs": [row], "aggregates": aggregates, "verdicts": verdicts},
                             delete_run=run_id, delete_tables=["runs", "aggregates", "verdicts"])
 
@@ -375,6 +476,7 @@ class Store(DagsterRuns, JudgeBatches, LabelRows, SpanRows, VariantRuns, RunIden
 
         if missing_ok and not self.path.exists():
             return []
+        self._take_waiting()
         try:
             return self.with_live_status(self.query(sql, params))
         except duckdb.CatalogException:  # a file without the tables yet: no run was ever started in it
@@ -382,12 +484,23 @@ class Store(DagsterRuns, JudgeBatches, LabelRows, SpanRows, VariantRuns, RunIden
                 return []
             raise
 
+    def _take_waiting(self) -> None:
+        """Rows that ended processes left in journals (their store was held) go in before a read of the
+        runs, when the store is free this moment: a page, the MCP server or the sensor reading the runs
+        sees them as a CLI command would, not a finished run with 0 items."""
+        from ._journal import left, replay_left
+
+        if str(self.path.absolute()) in _shared() or not left(self):
+            return
+        with contextlib.suppress(StoreError):
+            replay_left(self, wait=0.0, quiet=True)
+
     def with_live_status(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Mark `running` runs whose lease expired as `incomplete` (a killed run cannot say so itself).
         The rows need `status`, `lease_until` and `started_at` (see `_liveness` for a row without a lease)."""
-        now, seconds = self.now(), lease_seconds()
+        ended = set(gone(self.path, rows, self.now(), lease_seconds()))
         for row in rows:
-            if row["status"] == "running" and expired(row, now, seconds):
+            if row["run_id"] in ended:
                 row["status"] = "incomplete"
         return rows
 
@@ -526,9 +639,11 @@ class Store(DagsterRuns, JudgeBatches, LabelRows, SpanRows, VariantRuns, RunIden
                 make_tables(con, present_columns(con, "database_name = 'store'"), copy_from="store")
             finally:
                 con.execute("DETACH store")
-            con.execute("UPDATE runs SET status = 'incomplete' WHERE status = 'running' AND "
-                        "coalesce(lease_until, started_at + to_microseconds(CAST(? * 1e6 AS BIGINT))) < ?",
-                        [lease_seconds(), self.now()])
+            cursor = con.execute("SELECT * FROM runs WHERE status = 'running'")
+            names = [d[0] for d in cursor.description]
+            running = [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+            for run_id in gone(self.path, running, self.now(), lease_seconds()):
+                con.execute("UPDATE runs SET status = 'incomplete' WHERE run_id = ?", [run_id])
             con.execute("SET enable_external_access = false")
             con.execute("SET lock_configuration = true")
             yield con
@@ -550,3 +665,15 @@ class Store(DagsterRuns, JudgeBatches, LabelRows, SpanRows, VariantRuns, RunIden
                     raise StoreError(f"Cannot open the results store {self.path}: {exc}") from None
                 time.sleep(delay * (0.5 + random.random()))
                 delay = min(delay * 2, 0.5)
+
+
+def held_message(row: dict[str, Any], *, just: bool = False) -> str:
+    """One sentence: the run is another process's, which works on it still (or has `just` taken it)."""
+    until = row.get("lease_until")
+    held = f"its lease runs until {until:%Y-%m-%d %H:%M:%S %Z}" if until is not None else "it has no lease yet"
+    if just:
+        return (f"Run {row['run_id']} of {row['experiment']!r} was just taken by another process; only one process "
+                "works on a run: wait for that one to finish.")
+    return (f"Run {row['run_id']} of {row['experiment']!r} is still running (started by process {row.get('pid')} on "
+            f"{row.get('host')}; {held}); stop it first, or wait for it to finish. A run whose process "
+            "died reads incomplete at once on its host, elsewhere once its lease runs out.")

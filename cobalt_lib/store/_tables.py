@@ -24,6 +24,9 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("lease_until", "TIMESTAMPTZ"),
         # The run group (the runs of every variant of one `cobalt run`) and this run's variant (docs/variants.md).
         ("group_id", "VARCHAR"), ("variant", "VARCHAR"),
+        # The fenced claim (`_liveness`): set by one compare-and-set when a process takes the run, checked by
+        # every write of its rows; `holder` is the holding process's start time, boot and pid namespace.
+        ("lease_token", "VARCHAR"), ("lease_epoch", "BIGINT"), ("holder", "VARCHAR"),
     ],
     "outputs": [
         ("run_id", "VARCHAR"), ("item_index", "INTEGER"), ("run_index", "INTEGER"), ("input", "JSON"),
@@ -32,6 +35,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("input_hash", "VARCHAR"),
         # The item's identity (`item_identity`: its `id`, else its content hash): what compare pairs by.
         ("item_id", "VARCHAR"),
+        *((name, "JSON") for name in ("cut_values", "unheld_values")),
     ],
     "scores": [
         ("run_id", "VARCHAR"), ("item_index", "INTEGER"), ("run_index", "INTEGER"), ("evaluator", "VARCHAR"),
@@ -41,6 +45,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("judge_calls", "INTEGER"),
         # A conversation item's per-turn verdicts ([{turn, score, reason, status, passed, error}]), else NULL.
         ("turns", "JSON"),
+        *((name, "JSON") for name in ("cut_values", "unheld_values")),
     ],
     "aggregates": [
         ("run_id", "VARCHAR"), ("metric", "VARCHAR"), ("kind", "VARCHAR"), ("mean", "DOUBLE"),
@@ -71,12 +76,24 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("span_id", "VARCHAR"), ("parent_id", "VARCHAR"), ("trace_id", "VARCHAR"), ("name", "VARCHAR"),
         ("kind", "VARCHAR"), ("start_ns", "BIGINT"), ("duration_ms", "DOUBLE"), ("status", "VARCHAR"),
         ("status_message", "VARCHAR"), ("attributes", "JSON"), ("events", "JSON"),
+        *((name, "JSON") for name in ("cut_values", "unheld_values")),
     ],
     # What each run measured with (`_evaluation_identity`), written once when it starts: a table of its
     # own, as the run row is replaced whenever a run starts, resumes or finishes.
     "identities": [("run_id", "VARCHAR"), ("identity", "JSON")],
+    # The journal segments already in the store (`_segment`): a segment replayed again is skipped, so its
+    # working time is never added twice.
+    "segments": [("segment_id", "VARCHAR"), ("run_id", "VARCHAR"), ("applied_at", "TIMESTAMPTZ")],
 }
+#: In `outputs`, `scores` and `spans`: `cut_values` maps each column stored cut to its side file's digest
+#: (`_values`), `unheld_values` each column whose value its type cannot hold to that value as text (the
+#: column is NULL).
 COLUMNS = {table: [name for name, _ in cols] for table, cols in TABLES.items()}
+#: The integer columns of each table, with their ranges.
+_INT_RANGES = {"INTEGER": (-2**31, 2**31 - 1), "BIGINT": (-2**63, 2**63 - 1)}
+_INTEGERS = {table: [(n, *_INT_RANGES[k]) for n, k in cols if k in _INT_RANGES] for table, cols in TABLES.items()}
+_DOUBLES = {table: [n for n, k in cols if k == "DOUBLE"] for table, cols in TABLES.items()}
+_NOTED = {"outputs", "scores", "spans"}
 JSON_COLUMNS = {name for cols in TABLES.values() for name, kind in cols if kind == "JSON"}
 
 
@@ -115,10 +132,10 @@ def write_rows(path: Path, table: str, rows: Iterable[dict[str, Any]], values: P
     # A lone surrogate (an agent's string cut in the middle of a pair) cannot be UTF-8: stored as `?`.
     with path.open("w", encoding="utf-8", errors="replace") as fh:
         for row in rows:
-            line = json.dumps({c: finite(row.get(c)) for c in columns}, ensure_ascii=False, default=str)
+            row = held(table, row)
+            line = _line(row, columns)
             if len(line) > limit // 4:  # perhaps over the cap in UTF-8: the exact check, value by value
-                line = json.dumps({c: finite(v) for c, v in cap_row(table, row, values, limit).items()
-                                   if c in columns}, ensure_ascii=False, default=str)
+                line = _line(cap_row(table, row, values, limit), columns)
             longest = max(longest, len(line))
             fh.write(line)
             fh.write("\n")
@@ -139,6 +156,53 @@ def read_rows_sql(table: str, longest: int) -> str:
 def insert_file(con: Any, table: str, path: Path, longest: int) -> None:
     """Insert the rows of a file from `write_rows` (its longest line `longest` bytes)."""
     con.execute(f"INSERT INTO {table} ({', '.join(COLUMNS[table])}) {read_rows_sql(table, longest)}", [str(path)])
+
+
+def _line(row: dict[str, Any], columns: list[str]) -> str:
+    values = {c: finite(row.get(c)) for c in columns}
+    if "cut_values" in values and values["cut_values"] is None:
+        values["cut_values"] = {}  # a row written now says what was cut: nothing (`_values.restore`)
+    try:
+        return json.dumps(values, ensure_ascii=False, default=str, allow_nan=False)
+    except ValueError:  # a NaN or infinity inside a JSON value: kept as its text ("NaN")
+        return json.dumps(_nan_as_text(values), ensure_ascii=False, default=str)
+
+
+def _nan_as_text(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _nan_as_text(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_nan_as_text(v) for v in value]
+    return value
+
+
+def held(table: str, row: dict[str, Any]) -> dict[str, Any]:
+    """`row` with each value its column's type cannot hold (a token count of 2**63, NaN or text where an
+    integer goes, a number past a double's range) set to NULL, and, in `outputs`, `scores` and `spans`,
+    kept as text under `unheld_values`: that row alone is changed, never refused."""
+    unheld: dict[str, str] | None = None
+    for name, low, high in _INTEGERS[table]:
+        value = row.get(name)
+        if value is None or (type(value) is int and low <= value <= high):
+            continue
+        if isinstance(value, float) and value.is_integer() and low <= value <= high:
+            continue
+        unheld = {**(unheld or {}), name: str(value)}
+    for name in _DOUBLES[table]:
+        value = row.get(name)
+        if value is None or type(value) is float or (type(value) is int and abs(value) < 2**1023):
+            continue
+        if isinstance(value, bool | float):
+            continue
+        unheld = {**(unheld or {}), name: str(value)}
+    if unheld is None:
+        return row
+    row = {**row, **dict.fromkeys(unheld)}
+    if table in _NOTED:
+        row["unheld_values"] = {**(row.get("unheld_values") or {}), **unheld}
+    return row
 
 
 def finite(value: Any) -> Any:

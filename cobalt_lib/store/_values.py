@@ -4,8 +4,11 @@ DuckDB's JSON reader fails a row over about 32 MB, and with it the whole batch, 
 error, traceback or judge answer longer than `[store] max_value_bytes` (UTF-8 bytes of its text: the
 string itself, or the JSON of any other value) is stored as a string: its first `max_value_bytes`
 bytes and a marker naming its full length and its side file,
-`<output_dir>/values/<sha256 of its JSON>.json`, which holds the whole value's JSON. `restore` puts
-the whole values back into rows read from the store.
+`<output_dir>/values/<sha256 of its JSON>.json`, which holds the whole value's JSON. The row's
+`cut_values` column maps each column cut to its digest: `restore` puts the whole values back into
+rows read from the store from that column alone, so a value that merely ends with the marker's text
+(an agent's output, say) is read back as itself. A row stored before that column existed has the
+marker checked against the side file: its digest, length and head.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ def cap_row(table: str, row: dict[str, Any], values: Path, limit: int) -> dict[s
         _keep(values / f"{digest}.json", whole)
         head = data[:limit].decode("utf-8", "ignore")  # a character cut in two is dropped
         out[column] = head + marker(len(head.encode("utf-8", "surrogatepass")), len(data), digest)
+        out["cut_values"] = {**(out.get("cut_values") or {}), column: digest}
     return out
 
 
@@ -84,17 +88,42 @@ def _found(value: Any) -> re.Match[str] | None:
     return _MARKER.search(value[-200:])
 
 
+_RESTORED = ("input", "output", "metadata", "error", "traceback", "reason", "raw_response", "attributes", "events")
+
+
 def restore(rows: Iterable[dict[str, Any]], values: Path) -> None:
     """Put the whole value back, from its side file, wherever a row holds a cut one (in place). A
     value whose side file is gone stays cut, marker and all."""
     for row in rows:
-        for column in ("input", "output", "metadata", "error", "traceback", "reason", "raw_response", "attributes",
-                       "events"):
+        cut = row.get("cut_values")
+        if isinstance(cut, dict):
+            for column, digest in cut.items():
+                if column in _RESTORED and re.fullmatch("[0-9a-f]{64}", str(digest)):
+                    with contextlib.suppress(OSError, ValueError):
+                        row[column] = json.loads((values / f"{digest}.json").read_bytes())
+            continue
+        for column in _RESTORED:
             found = _found(row.get(column))
-            if found is None:
-                continue
-            with contextlib.suppress(OSError, ValueError):
-                row[column] = json.loads((values / f"{found.group(3)}.json").read_bytes())
+            if found is not None and (whole := _verified(row[column], found, values)) is not None:
+                row[column] = whole[0]
+
+
+def _verified(stored: str, found: re.Match[str], values: Path) -> tuple[Any] | None:
+    """The whole value of a row cut before `cut_values` existed, when its side file is the one its marker
+    names and the row holds that value's head: else the text is a value of its own that ends like a marker."""
+    try:
+        whole = (values / f"{found.group(3)}.json").read_bytes()
+        value = json.loads(whole)
+    except (OSError, ValueError):
+        return None
+    if hashlib.sha256(whole).hexdigest() != found.group(3):
+        return None
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    data = text.encode("utf-8", "surrogatepass")
+    head = stored[:found.start()].encode("utf-8", "surrogatepass")
+    if len(data) != int(found.group(2)) or len(head) != int(found.group(1)) or not data.startswith(head):
+        return None
+    return (value,)
 
 
 def referenced(store: Any) -> set[str]:

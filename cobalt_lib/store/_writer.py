@@ -14,8 +14,9 @@ import sys
 import threading
 from typing import Any
 
-from .._errors import StoreError, StoreLocked
+from .._errors import LeaseLost, StoreError, StoreLocked
 from ._journal import Journal, stalled
+from ._liveness import Claim, claimed
 from ._store import Store
 
 #: How long one cycle of the thread waits for a lock before it leaves the batch for the next cycle.
@@ -42,10 +43,18 @@ class BatchWriter:
         self._error: BaseException | None = None
         self._failures = 0
         self._told = False
+        #: The claim of each run whose rows come in, where this process holds one: once it is lost (another
+        #: process took the run over), `add` raises LeaseLost, which stops the stage.
+        self._claims: dict[object, Claim | None] = {}
         self._thread = threading.Thread(target=self._loop, name="cobalt-store-writer", daemon=True)
         self._thread.start()
 
     def add(self, table: str, row: dict[str, Any]) -> None:
+        run_id = row.get("run_id")
+        if run_id not in self._claims:
+            self._claims[run_id] = claimed(self.store.path, run_id) if isinstance(run_id, str) else None
+        if (claim := self._claims[run_id]) is not None and claim.lost is not None:
+            raise LeaseLost(str(run_id), claim.lost)
         with self._cond:
             self._pending.setdefault(table, []).append(row)
             self._count += 1
@@ -75,6 +84,9 @@ class BatchWriter:
         except StoreLocked as exc:
             self._tell(exc)
             return None
+        except LeaseLost:
+            self.journal.discard()  # refused writes: the run's new holder does these items itself
+            raise
         except Exception as exc:
             error = exc
         finally:
@@ -116,5 +128,7 @@ class BatchWriter:
         except StoreLocked as exc:  # the batches stay sealed on disk: the next cycle tries again
             self._failures += 1
             self._tell(exc)
+        except LeaseLost:  # the claim is marked lost: `add` stops the stage, and nothing more is written
+            self._failures += 1
         except Exception:  # the batches stay sealed on disk; the next cycle and close() try again
             self._failures += 1

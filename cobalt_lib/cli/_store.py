@@ -1,0 +1,70 @@
+"""`cobalt store status` and `cobalt store sync`: rows on their way into the store, and rows it refused."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from ._app import Group, _App, app
+from ._common import print_json, project_config
+
+if TYPE_CHECKING:
+    from ..ops._journal import JournalStatus
+
+store_app = _App(name="store", help="The results store: what waits to go in, and rows it refused.", cls=Group,
+                 no_args_is_help=True, rich_markup_mode="markdown")
+app.add_typer(store_app, name="store")
+
+
+def _show(status: JournalStatus) -> None:
+    if status.empty():
+        typer.echo(f"Nothing waits for the results store {status.store}.")
+        return
+    for waiting in status.waiting:
+        who = "its process is still writing it" if waiting.live else "the next cobalt command puts it in"
+        typer.echo(f"waiting: {waiting.segments} batch(es) in {waiting.directory} ({who})")
+    for aside in status.aside:
+        typer.echo(f"set aside: {aside.rows} row(s) of {aside.table} of run {aside.run_id} in {aside.path}: "
+                   f"{aside.errors[0]}")
+    if status.aside:
+        typer.echo("`cobalt store sync` puts the rows set aside back into the store.")
+
+
+@store_app.command()
+def status(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """List the rows waiting to go into the store (journals of ended runs) and the rows it refused.
+
+    Example: `cobalt store status`
+    """
+    from ..ops._journal import journal_status
+
+    found = journal_status(project_config())
+    if as_json:
+        print_json(found.model_dump(mode="json"))
+    else:
+        _show(found)
+
+
+@store_app.command()
+def sync(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Put into the store every row waiting for it, and the rows it refused before (written anew). Exits 1
+    when some rows are still kept out.
+
+    Example: `cobalt store sync`
+    """
+    from ..ops._journal import sync_journals
+
+    found = sync_journals(project_config())
+    if as_json:
+        print_json(found.model_dump(mode="json"))
+    else:
+        typer.echo(f"{found.restored} row(s) put into the results store {found.store}.")
+        if not found.empty():
+            _show(found)
+    if found.aside or any(not w.live for w in found.waiting):
+        raise typer.Exit(1)

@@ -1,0 +1,96 @@
+"""What waits on its way into the store: journals left by ended processes, and rows the store refused.
+
+`cobalt store status` lists them; `cobalt store sync` puts them in (journals first, then the rows kept
+aside, written anew so values cobalt now stores differently go in).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from ..config._config import Config
+from ..store._journal import SET_ASIDE_DIR, in_use, left, put_back, refused_before, replay_left, set_aside
+from ..store._segment import read
+from ..store._store import Store
+
+
+class Waiting(BaseModel):
+    """A journal's segments not yet in the store; `live` when its process is still writing it."""
+
+    directory: Path
+    segments: int
+    live: bool
+
+
+class Aside(BaseModel):
+    """Rows of one table of a run that the store refused, each with why, kept in `path`."""
+
+    path: Path
+    table: str
+    run_id: str | None
+    rows: int
+    errors: list[str]
+
+
+class JournalStatus(BaseModel):
+    """What `cobalt store status` shows: journals waiting, and rows kept aside."""
+
+    store: Path
+    waiting: list[Waiting] = Field(default_factory=list)
+    aside: list[Aside] = Field(default_factory=list)
+    #: Rows put in by this call (`sync_journals`).
+    restored: int = 0
+
+    def empty(self) -> bool:
+        return not (self.waiting or self.aside)
+
+
+def journal_status(config: Config) -> JournalStatus:
+    """The journals waiting under the project's output directory and the rows the store refused."""
+    store = Store.for_config(config)
+    status = JournalStatus(store=store.path)
+    for directory in [*left(store), *refused_before(store)]:
+        segments = len(list(directory.glob("[0-9]*.json")))
+        status.waiting.append(Waiting(directory=directory, segments=segments, live=in_use(directory)))
+    status.aside = [Aside(path=g.path, table=g.table, run_id=g.run_id, rows=g.rows, errors=g.errors)
+                    for g in set_aside(store)]
+    return status
+
+
+def sync_journals(config: Config) -> JournalStatus:
+    """Put in what waits: the journals of ended processes (and those an older cobalt moved aside whole),
+    then the rows kept aside. Returns what is left, with how many rows went in."""
+    store = Store.for_config(config)
+    for directory in refused_before(store):  # an older cobalt's refusal: a journal like any other
+        target = directory.with_name(directory.name.removeprefix(".refused-"))
+        if not target.exists():
+            directory.rename(target)
+    before = sum(_rows(h) for d in left(store) for h in d.glob("[0-9]*.json"))
+    replay_left(store)
+    after = sum(_rows(h) for d in left(store) for h in d.glob("[0-9]*.json"))
+    restored, _ = put_back(store)
+    status = journal_status(config)
+    status.restored = before - after + restored
+    aside_dir = store.path.parent / "journal" / SET_ASIDE_DIR
+    if aside_dir.is_dir() and not any(aside_dir.iterdir()):
+        shutil.rmtree(aside_dir, ignore_errors=True)
+    return status
+
+
+def _rows(header: Path) -> int:
+    """The rows a sealed segment holds (its files' lines)."""
+    try:
+        segment = read(header)
+    except (OSError, ValueError):
+        return 0
+    total = 0
+    for table in segment.files:
+        try:
+            with segment.rows(table).open("rb") as fh:
+                total += sum(1 for _ in fh)
+        except OSError:
+            continue
+    return total
