@@ -9,6 +9,7 @@ import re
 import shlex
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,18 @@ def step(name: str) -> dict[str, Any]:
     [found] = [s for s in steps() if s["name"] == name]
     return found
 
+
+
+def test_every_extra_the_action_and_the_docs_name_exists() -> None:
+    """`pip install cobalt-evals[NAME]` with a NAME pyproject.toml lacks installs nothing extra, silently."""
+    root = ACTION.parents[0]
+    project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    extras = set(project["optional-dependencies"])
+    texts = {ACTION: ACTION.read_text(encoding="utf-8"), root / "README.md": (root / "README.md").read_text("utf-8")}
+    texts |= {page: page.read_text(encoding="utf-8") for page in (root / "docs").glob("*.md")}
+    named = {(path.name, extra) for path, text in texts.items() for extra in re.findall(r"cobalt-evals\[(\w+)\]", text)}
+    assert named, "the action names an extra for `cobalt-package`"
+    assert {(name, extra) for name, extra in named if extra not in extras} == set()
 
 def test_the_action_is_composite_and_names_only_what_it_declares() -> None:
     data = action()
