@@ -250,6 +250,57 @@ def test_github_actions_summary_and_annotations(qa_project: Path) -> None:
     assert "❌ **exact >= 0.75**" in text
 
 
+#: An experiment file with a typo in an evaluator's type: it fails to load (issue 34's repro).
+MISTYPED = ('from cobalt_lib import Dataset, Evaluator, experiment\n'
+            'experiment("m", Dataset([{"input": "q"}]), lambda ctx: "a",\n'
+            '           evaluators=[Evaluator(name="c", type="contain", value="a")])\n')
+
+
+def test_a_file_that_does_not_load_fails_a_ci_run_and_says_so_on_github(qa_project: Path) -> None:
+    (qa_project / "experiments" / "m.cobalt.py").write_text(MISTYPED)
+    broken = qa_project.resolve() / "experiments" / "m.cobalt.py"
+    cause = f"{broken} did not load: Evaluator 'c' has unknown type 'contain'; did you mean 'contains'?"
+    outside = cobalt(qa_project, "run", "--no-dagster")  # outside --ci: a warning, the others run
+    assert outside.returncode == 0, outside.stderr
+    assert outside.stderr.startswith(f"warning: {cause}") and "its experiments are skipped, the others run." \
+        in outside.stderr
+    summary, reports = qa_project / "summary.md", qa_project / "ci-reports"
+    ci = cobalt(qa_project, "run", "--ci", "--no-dagster", "--add-tag", "ci:7-1", GITHUB_ACTIONS="true",
+                GITHUB_STEP_SUMMARY=str(summary), COBALT_REPORT_DIR=str(reports))
+    assert ci.returncode == 2, ci.stdout + ci.stderr
+    [error] = ci.stderr.strip().splitlines()
+    assert error.startswith(f"error: {cause}") and error.endswith(
+        "`cobalt run --ci` runs nothing while an experiment file does not load (without --ci its experiments are "
+        "skipped with a warning): fix it, or move it out of the test directory.")
+    [annotation] = [line for line in ci.stdout.splitlines() if line.startswith("::error")]
+    assert annotation.startswith(f"::error title=cobalt%3A an experiment file did not load::{cause}")
+    assert summary.read_text().startswith("### cobalt: no experiment ran, an experiment file did not load\n\n"
+                                          f"- {cause}")
+    assert "cobalt run qa" not in ci.stdout  # nothing ran
+    comment = cobalt(qa_project, "ci", "comment", "--tag", "ci:7-1", "--baseline-tag", "branch:main", "--dry-run",
+                     COBALT_REPORT_DIR=str(reports))
+    assert comment.returncode == 0, comment.stderr
+    assert comment.stdout.startswith("<!-- cobalt:pr-comment -->\n## ❌ cobalt evals: no experiment ran, an "
+                                     "experiment file did not load")
+    assert f"- {cause}" in comment.stdout
+    again = cobalt(qa_project, "run", "--ci", "--no-dagster", "-f", "qa", "--add-tag", "ci:7-2",
+                   GITHUB_ACTIONS="true", GITHUB_STEP_SUMMARY=str(summary), COBALT_REPORT_DIR=str(reports))
+    assert again.returncode == 2  # a filter does not excuse the broken file: it might hold the experiment
+
+
+def test_when_the_only_experiment_file_does_not_load_that_is_the_headline(project: Path) -> None:
+    (project / "experiments").mkdir()
+    (project / "experiments" / "m.cobalt.py").write_text(MISTYPED)
+    result = cobalt(project, "run")
+    assert result.returncode == 2
+    [error] = result.stderr.strip().splitlines()
+    assert error.startswith(f"error: {project.resolve() / 'experiments' / 'm.cobalt.py'} did not load: "
+                            "Evaluator 'c' has unknown type 'contain'; did you mean 'contains'?")
+    assert error.endswith("; it is the only experiment file in experiments/ matching **/*.cobalt.py, "
+                          "**/*_experiment.py, so nothing ran.")
+    assert "cobalt init" not in error and "No experiments found" not in error
+
+
 class _Hook(BaseHTTPRequestHandler):
     received: ClassVar[list[dict]] = []
     status = 200
