@@ -11,7 +11,14 @@ from typing import TYPE_CHECKING, Any, Literal
 from .._errors import ConfigError
 from ..config._config import Config
 from ..evaluators._evaluator import Evaluator
-from ..gates._assertions import RUN_METRICS, Assertion, NoRegression, check_metric, experiment_gates
+from ..gates._assertions import (
+    RUN_METRICS,
+    Assertion,
+    NoRegression,
+    check_evaluator,
+    check_metric,
+    experiment_gates,
+)
 from ..llm._batch_wire import supports_batches
 from ..llm._cache import ResponseCache
 from ..llm._providers import Endpoint
@@ -241,6 +248,8 @@ def _gates(experiment: Experiment, config: Config, *, update_baselines: bool) ->
     for gate in assertions:
         for path in gate.metrics(config):
             check_metric(path, known, f"Assertion {gate.name!r}")
+        for name in gate.evaluator_names():
+            check_evaluator(name, (e.name for e in experiment.evaluators), f"Assertion {gate.name!r}")
     return assertions
 
 

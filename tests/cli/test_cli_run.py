@@ -197,6 +197,11 @@ def test_add_tag_and_concurrency_reach_the_run(qa_project: Path) -> None:
      ({"experiments/gate.cobalt.py": OTHER.replace('"other-agent"', '"gated"').replace(
          'lambda ctx: "x",', 'lambda ctx: "x", assertions=[__import__("cobalt_lib").threshold("exactt", 1)],')},
       "refers to metric 'exactt'"),
+     ({"experiments/calibrated.cobalt.py": OTHER.replace(
+         '"other-agent"', '"judged"').replace(
+         'lambda ctx: "x",', 'lambda ctx: "x", assertions=[__import__("cobalt_lib").calibrated("exakt")],')},
+      "Assertion 'calibrated exakt kappa >= 0.7' names evaluator 'exakt', which this experiment does not have; "
+      "did you mean 'exact'?"),
      # A broken file given by name (discovered, it is a warning and the others run: tests/mcp/test_mcp_discovery.py)
      ({"experiments/bad.cobalt.py": "def broken(:\n"}, "line 1: syntax error"),
      ({"experiments/data.cobalt.py": "from cobalt_lib import Dataset\nDataset.from_file('d.jsonl')\n",
