@@ -180,6 +180,7 @@ def prepare(experiment: Experiment, config: Config, request: RunRequest | None =
     judge_batch = config.judge.batch_mode() if request.judge_batch is None else request.judge_batch
     if judge_batch:
         _check_batchable(endpoints)
+        _check_batch_api(endpoints)
     return RunPlan(
         experiment=experiment, config=config, run_id=shape.run_id, timestamp=shape.timestamp,
         runs=shape.runs or experiment.runs, concurrency=agent_limit,
@@ -201,6 +202,33 @@ def _check_batchable(endpoints: Mapping[str, Endpoint | None]) -> None:
             raise ConfigError(f"evaluator {name!r} judges with {endpoint.label}, and {endpoint.provider} has no batch "
                               "API; judge it with provider openai or anthropic, or run without batch judging "
                               "([judge] batch = false, COBALT_JUDGE_BATCH=0 or --no-judge-batch).")
+
+
+def _check_batch_api(endpoints: Mapping[str, Endpoint | None]) -> None:
+    """An OpenAI-compatible server without the Batch API is said now, not after every agent call was spent."""
+    from .._aio import run_anywhere
+    from ..llm._batch_wire import has_batch_api, speaks_openai_batches_for_sure
+    from ..llm._wire import Clients
+
+    asked = {e: name for name, e in reversed(list(endpoints.items()))
+             if e is not None and not speaks_openai_batches_for_sure(e)}
+
+    async def ask() -> list[tuple[str, Endpoint, str]]:
+        clients = Clients()
+        try:
+            missing = []
+            for endpoint, name in asked.items():
+                found, shown = await has_batch_api(clients, endpoint)
+                if found is False:
+                    missing.append((name, endpoint, shown))
+            return missing
+        finally:
+            await clients.aclose()
+
+    for name, endpoint, shown in run_anywhere(ask()) if asked else []:
+        raise ConfigError(f"evaluator {name!r} judges with {endpoint.label}, whose server has no batch API "
+                          f"(GET {shown} was not found); run without batch judging ([judge] batch = false, "
+                          "COBALT_JUDGE_BATCH=0 or --no-judge-batch), or judge with a server that has one.")
 
 
 def run_variant(experiment: Experiment, name: str | None) -> Variant | None:
