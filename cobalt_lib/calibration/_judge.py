@@ -88,6 +88,8 @@ class JudgeCalibration(BaseModel):
     labels: int = 0
     #: Labelled items whose label was set on another output than this run's (the agent answered differently).
     stale_labels: int = 0
+    #: Labels on item ids this run does not hold (a typo in an id, or items of another dataset): not counted.
+    unmatched_labels: int = 0
     #: Labels still needed before the figures are reliable (0 once there are enough).
     needed: int = 0
     figures: list[Figure] = Field(default_factory=list)

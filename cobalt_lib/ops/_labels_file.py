@@ -30,6 +30,8 @@ class Imported(BaseModel):
     path: str
     written: int = 0
     per_evaluator: dict[str, int] = Field(default_factory=dict)
+    #: Warnings: labels on item ids that no stored run of their experiment holds (they calibrate nothing yet).
+    warnings: list[str] = Field(default_factory=list)
 
 
 def export_lines(config: Config, experiment: str, evaluator: str | None = None) -> list[dict[str, Any]]:
@@ -139,7 +141,33 @@ def import_labels(config: Config, path: Path, *, experiment: str | None = None, 
     for row in rows:
         key = f"{row['experiment']} / {row['evaluator']}"
         result.per_evaluator[key] = result.per_evaluator.get(key, 0) + 1
+    result.warnings = unmatched_labels(store, rows)
     return result
+
+
+#: Item ids named in a warning about labels that match no item.
+SHOWN_IDS = 5
+
+
+def unmatched_labels(store: Store, rows: list[dict[str, Any]]) -> list[str]:
+    """Per experiment, a warning when some labels are on item ids no stored run of it holds: a typo in an id,
+    or a dataset whose items were renamed; such a label pairs with no score, so no calibration counts it."""
+    warnings = []
+    for experiment in dict.fromkeys(row["experiment"] for row in rows):
+        ids = [row["item_id"] for row in rows if row["experiment"] == experiment]
+        held = store.held_identities(experiment, ids)
+        missing = [i for i in dict.fromkeys(ids) if i not in held]
+        if not missing:
+            continue
+        labels = sum(1 for i in ids if i not in held)
+        shown = ", ".join(missing[:SHOWN_IDS]) + (f" and {len(missing) - SHOWN_IDS} more" if len(missing) > SHOWN_IDS
+                                                  else "")
+        is_are, on = ("is", "an item id") if labels == 1 else ("are", "item ids")
+        warnings.append(f"{labels} of the {len(ids)} label{'s' if len(ids) != 1 else ''} for {experiment!r} {is_are} "
+                        f"on {on} no stored run of it holds ({shown}), matching no item, so no calibration counts "
+                        f"{'it' if labels == 1 else 'them'}; check the ids against `cobalt labels export {experiment}` "
+                        "or the dataset's `id` fields.")
+    return warnings
 
 
 def _row(text: str, store: Store, scales_of: dict[str, dict[str, Any]], experiment: str | None,
