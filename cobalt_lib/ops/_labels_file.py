@@ -14,14 +14,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from .._errors import ConfigError, DatasetError
+from .._errors import ConfigError, DatasetError, raise_bad_lines
 from ..calibration._scales import SCALE_TEXT, label_value
 from ..config._config import Config
 from ..results._store import Store
 from ._labels import MAX_NOTE, Label, current_labels, evaluator_scales, who_default
-
-#: Bad lines named in one import error (the rest counted).
-SHOWN_ERRORS = 20
 
 
 class Imported(BaseModel):
@@ -130,10 +127,7 @@ def import_labels(config: Config, path: Path, *, experiment: str | None = None, 
             rows.append(_row(text, store, scales_of, experiment, evaluator, who))
         except ValueError as exc:
             problems.append(f"{path}:{number}: {exc}")
-    if problems:
-        more = f"\n... and {len(problems) - SHOWN_ERRORS} more bad lines" if len(problems) > SHOWN_ERRORS else ""
-        raise DatasetError(f"{len(problems)} bad line{'s' if len(problems) != 1 else ''} in {path}, nothing imported:\n"
-                           + "\n".join(problems[:SHOWN_ERRORS]) + more)
+    raise_bad_lines(problems, path, nothing=", nothing imported")
     if not rows:
         raise DatasetError(f"Labels file {path} holds no labels; write one JSON object per line.")
     store.add_labels(rows)
