@@ -48,3 +48,24 @@ def test_labels_on_item_ids_no_run_holds_are_counted_by_import_and_calibrate(
     assert f"warning: 1 of the 7 labels of 'exact' is on an item id run {report.id} does not hold, so it calibrates " \
            "nothing here: a typo in an id, or items of another dataset (`cobalt labels export qa` lists the labels' " \
            "ids)." in err.splitlines()
+
+
+FLAT = '''
+from cobalt_lib import Dataset, Evaluator, experiment
+items = [{"id": f"q{i}", "input": f"question {i}"} for i in range(6)]
+experiment("flat", Dataset(items), lambda ctx: "an answer",
+           evaluators=[Evaluator(name="quality", type="function", fn=lambda ctx: 0.5)])
+'''
+
+
+def test_an_undefined_spearman_says_why(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "experiments").mkdir()
+    (project / "experiments" / "flat.cobalt.py").write_text(FLAT, encoding="utf-8")
+    run_experiments(load_config(), Selection(), RunOptions(dagster=False))
+    labels = [{"experiment": "flat", "evaluator": "quality", "item_id": f"q{i}", "value": i / 5} for i in range(6)]
+    (project / "labels.jsonl").write_text("".join(json.dumps(line) + "\n" for line in labels), encoding="utf-8")
+    assert cobalt(capsys, "labels", "import", "labels.jsonl")[0] == 0
+    code, out, err = cobalt(capsys, "calibrate", "flat", "--evaluator", "quality")
+    assert code == 0, err
+    [row] = [line for line in out.splitlines() if "Spearman" in line]
+    assert "– (undefined: the judge's scores are all equal (0.50))" in row and "– –" not in row
