@@ -11,9 +11,9 @@ from typing import Any
 from fakellm import FakeLLM, answer
 
 from cobalt_lib import Dataset, Evaluator, define_config, experiment, load_config
+from cobalt_lib.ops._run import run_plan
 from cobalt_lib.render._terminal import TerminalReporter
 from cobalt_lib.results._report import Evaluation, ItemResult
-from cobalt_lib.ops._run import run_plan
 from cobalt_lib.run import FreshRun, prepare
 from cobalt_lib.run._stages import build_report
 
