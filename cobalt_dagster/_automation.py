@@ -11,11 +11,9 @@ import dagster as dg
 
 from cobalt_lib import Config, ConfigError
 from cobalt_lib.links import JUDGE_BATCH_TAG, dagster_tags, variant_tags
-from cobalt_lib.run import new_group_id, new_run_id
+from cobalt_lib.run import local_instance_exists, new_group_id, new_run_id, requests_dir, write_run_request
 
 from ._assets import ExperimentDefs
-
-REQUESTS_DIR = "requests"
 
 
 def build_schedules(config: Config, defs: list[ExperimentDefs]) -> list[dg.ScheduleDefinition]:
@@ -64,14 +62,7 @@ def variant_runs(target: ExperimentDefs, tags: dict[str, str],
 
 def request_run(config: Config, experiment: str, **options: Any) -> Path:
     """Ask the daemon's sensor for a run of `experiment` (what `cobalt request` does)."""
-    directory = config.output_path / REQUESTS_DIR
-    directory.mkdir(parents=True, exist_ok=True)
-    run_id = new_run_id()
-    path = directory / f"{run_id}.json"
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"experiment": experiment, "run_id": run_id, **options}), encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return write_run_request(config, experiment, **options)
 
 
 #: How old the sensor daemon's latest heartbeat may be for the daemon to count as running: Dagster's
@@ -88,9 +79,9 @@ def daemon_running(config: Config, *, now: float | None = None) -> bool:
     """
     import time
 
-    from ._instance import dagster_home, local_instance
+    from ._instance import local_instance
 
-    if not (dagster_home(config) / "dagster.yaml").is_file():
+    if not local_instance_exists(config):
         return False
     instance = local_instance(config)
     try:
@@ -115,7 +106,7 @@ def forget_daemon(config: Config) -> None:
 
 def build_sensor(config: Config, defs: list[ExperimentDefs]) -> dg.SensorDefinition:
     by_name = {d.experiment.name: d for d in defs} | {d.name: d for d in defs}
-    directory = config.output_path / REQUESTS_DIR
+    directory = requests_dir(config)
 
     @dg.sensor(name="cobalt_run_requests", minimum_interval_seconds=5, jobs=[d.job for d in defs],
                default_status=dg.DefaultSensorStatus.RUNNING,

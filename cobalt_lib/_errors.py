@@ -18,6 +18,8 @@ errors: they become records in the report.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 class CobaltError(Exception):
     """Base of every error cobalt raises on purpose."""
@@ -70,3 +72,21 @@ class LeaseLost(StoreError):
     def __init__(self, run_id: str, message: str) -> None:
         super().__init__(message)
         self.run_id = run_id
+
+
+#: The most bad lines one error about a file lists; the others are counted.
+SHOWN_BAD_LINES = 20
+
+
+def raise_bad_lines(problems: Sequence[str | CobaltError], where: object, *, nothing: str = "") -> None:
+    """Raise one error for every bad line of a file found (a sentence each, naming its line), so that one pass
+    fixes them all: a lone problem is raised as it is; several are listed under a count, up to
+    `SHOWN_BAD_LINES`. `nothing`: what was not done because of them (", nothing imported")."""
+    if not problems:
+        return
+    if len(problems) == 1 and not nothing:
+        raise problems[0] if isinstance(problems[0], CobaltError) else DatasetError(problems[0])
+    more = len(problems) - SHOWN_BAD_LINES
+    tail = f"\n... and {more} more bad lines" if more > 0 else ""
+    raise DatasetError(f"{len(problems)} bad line{'s' if len(problems) != 1 else ''} in {where}{nothing}:\n"
+                       + "\n".join(map(str, problems[:SHOWN_BAD_LINES])) + tail)

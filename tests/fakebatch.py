@@ -49,15 +49,35 @@ class BatchAPI:
             self.expire_after: int | None = None
             #: Every batch API call, as (method, path).
             self.calls: list[tuple[str, str]] = []
+            #: Answer every batch endpoint 404, as a server without a batch API does.
+            self.absent = False
 
     def install(self, app: web.Application) -> None:
-        app.router.add_post("/v1/files", self._upload)
-        app.router.add_get("/v1/files/{file_id}/content", self._file_content)
-        app.router.add_post("/v1/batches", self._create_openai)
-        app.router.add_get("/v1/batches/{batch_id}", self._retrieve_openai)
-        app.router.add_post("/v1/messages/batches", self._create_anthropic)
-        app.router.add_get("/v1/messages/batches/{batch_id}", self._retrieve_anthropic)
-        app.router.add_get("/v1/messages/batches/{batch_id}/results", self._results_anthropic)
+        routes = [("POST", "/v1/files", self._upload), ("GET", "/v1/files/{file_id}/content", self._file_content),
+                  ("GET", "/v1/batches", self._list_openai), ("POST", "/v1/batches", self._create_openai),
+                  ("GET", "/v1/batches/{batch_id}", self._retrieve_openai),
+                  ("POST", "/v1/messages/batches", self._create_anthropic),
+                  ("GET", "/v1/messages/batches/{batch_id}", self._retrieve_anthropic),
+                  ("GET", "/v1/messages/batches/{batch_id}/results", self._results_anthropic)]
+        for method, path, handler in routes:
+            app.router.add_route(method, path, self._unless_absent(handler))
+
+    def _unless_absent(self, handler: Any) -> Any:
+        """With `absent` set, the server is one without a batch API (vLLM, Ollama): 404, as FastAPI says it."""
+        async def answer(request: web.Request) -> web.StreamResponse:
+            if self.absent:
+                self._note(request)
+                return web.json_response({"detail": "Not Found"}, status=404)
+            return await handler(request)  # type: ignore[no-any-return]
+
+        return answer
+
+    async def _list_openai(self, request: web.Request) -> web.Response:
+        self._note(request)
+        with self._lock:
+            listed = [{"id": b.batch_id, "object": "batch", "status": b.status} for b in self.batches.values()
+                      if b.provider == "openai"]
+        return web.json_response({"object": "list", "data": listed, "has_more": False})
 
     def _note(self, request: web.Request) -> None:
         with self._lock:

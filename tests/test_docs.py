@@ -213,3 +213,31 @@ def test_block_runs(block: Block, outcomes: Outcomes) -> None:
     failure = outcomes[(block.prior or (block,))[0].id].result()[block.id]
     if failure is not None:
         pytest.fail(failure, pytrace=False)
+
+
+#: What differs from one run to the next in `cobalt run`'s output: run ids, timestamps, durations, the project path.
+_VARYING = [(re.compile(r"\d{14}-[0-9a-f]{8}"), "RUN-ID"), (re.compile(r"\d{8}T\d{6}Z"), "TIMESTAMP"),
+            (re.compile(r"\d[\d.,]*(?:ms|µs|s)\b"), "DURATION"),
+            (re.compile(r"results: \S*/\.cobalt/"), "results: ROOT/")]
+
+
+def _steady(text: str) -> list[str]:
+    for pattern, stands_for in _VARYING:
+        text = pattern.sub(stands_for, text)
+    lines = [line.rstrip() for line in text.strip().splitlines()]
+    items = sorted(line for line in lines if line.startswith("    #"))  # items print as they finish, in any order
+    first = next((i for i, line in enumerate(lines) if line.startswith("    #")), len(lines))
+    return lines[:first] + items + [line for line in lines[first:] if not line.startswith("    #")]
+
+
+def test_the_readme_sample_output_is_what_cobalt_run_prints(tmp_path: Path) -> None:
+    """The quickstart's "You will see" block, against the quickstart run today (ids and timings aside)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    [experiment] = [b for b in BLOCKS if b.page == "README.md" and b.file == "experiments/capitals.cobalt.py"]
+    sample = readme.split("You will see (run ids and timings differ):\n\n```text\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "experiments" / "capitals.cobalt.py").write_text(experiment.code, encoding="utf-8")
+    result = subprocess.run(["cobalt", "run"], cwd=tmp_path, env=_environment(), capture_output=True, text=True,
+                            timeout=TIMEOUT)
+    assert result.returncode == 0, result.stderr
+    assert _steady(result.stdout) == _steady(sample), result.stdout

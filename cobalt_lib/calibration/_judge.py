@@ -59,6 +59,8 @@ class Figure(BaseModel):
     high: float | None = None
     kind: Literal["rate", "kappa", "correlation", "difference"] = "rate"
     how: str = ""
+    #: Why there is no value, when there is none ("the judge's scores are all equal").
+    why: str = ""
 
 
 class LabelDisagreement(_LabelledItem):
@@ -88,6 +90,8 @@ class JudgeCalibration(BaseModel):
     labels: int = 0
     #: Labelled items whose label was set on another output than this run's (the agent answered differently).
     stale_labels: int = 0
+    #: Labels on item ids this run does not hold (a typo in an id, or items of another dataset): not counted.
+    unmatched_labels: int = 0
     #: Labels still needed before the figures are reliable (0 once there are enough).
     needed: int = 0
     figures: list[Figure] = Field(default_factory=list)
@@ -193,10 +197,20 @@ def _figures(scale: Scale, groups: Any, observations: Sequence[Observation], *, 
     interval = f.fisher_interval(rho, len(pairs))
     weights = f.quadratic_weights(size)
     return [Figure(name="spearman", title="Spearman's rho", value=rho, low=interval[0] if interval else None,
-                   high=interval[1] if interval else None, kind="correlation", how="Fisher z interval"),
+                   high=interval[1] if interval else None, kind="correlation", how="Fisher z interval",
+                   why="" if rho is not None else _no_correlation(pairs)),
             booted("binned_kappa", f"kappa over {size} bins", lambda m: f.kappa(m, weights), "kappa"),
             _continuous("mae", "mean absolute error", [abs(j - t) for t, j in pairs], observations, resamples, seed),
             _continuous("bias", "bias (verdict − label)", [j - t for t, j in pairs], observations, resamples, seed)]
+
+
+def _no_correlation(pairs: Sequence[tuple[float, float]]) -> str:
+    """Why a rank correlation is undefined: too few pairs, or one side that never varies."""
+    if len(pairs) < 2:
+        return f"undefined: {len(pairs)} labelled verdict{'' if len(pairs) == 1 else 's'}, it needs 2 or more"
+    if len({j for _, j in pairs}) == 1:
+        return f"undefined: the judge's scores are all equal ({decimal(pairs[0][1])})"
+    return f"undefined: the labels are all equal ({decimal(pairs[0][0])})"
 
 
 def _ratio(name: str, title: str, hits: float, n: float) -> Figure:

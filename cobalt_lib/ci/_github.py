@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..ops._pr_comment import ci_report_dir, clear_stopped, record_stopped
 from ..render._grid import group_markdowns
 from ..render._markdown import report_markdown
 from ..results._report import ExperimentReport
@@ -15,8 +16,6 @@ from ..results._report import ExperimentReport
 if TYPE_CHECKING:
     from ..config._config import Config
 
-#: Where the HTML reports go under GitHub Actions (default: `reports/` under the output directory).
-REPORT_DIR_VARIABLE = "COBALT_REPORT_DIR"
 
 
 def _escape_data(text: str) -> str:
@@ -37,6 +36,8 @@ def github_outputs(reports: Sequence[ExperimentReport], config: Config | None = 
     if os.environ.get("GITHUB_ACTIONS") != "true":
         return []
     warnings: list[str] = []
+    if config is not None:
+        clear_stopped(config)
     written = html_reports(reports, config, warnings) if config is not None else {}
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_path:
@@ -69,7 +70,7 @@ def html_reports(reports: Sequence[ExperimentReport], config: Config, warnings: 
     from .._errors import CobaltError
     from ..pages import write_report
 
-    directory = Path(os.environ.get(REPORT_DIR_VARIABLE) or config.output_path / "reports")
+    directory = ci_report_dir(config)
     written = {}
     for report in reports:
         path = directory / f"{report.name}-{report.id}.html".replace("/", "_")
@@ -78,3 +79,30 @@ def html_reports(reports: Sequence[ExperimentReport], config: Config, warnings: 
         except (OSError, CobaltError) as exc:
             warnings.append(f"could not write the HTML report {path}: {getattr(exc, 'strerror', None) or exc}")
     return written
+
+
+def github_stopped(sentences: Sequence[str], config: Config, tags: Sequence[str]) -> list[str]:
+    """Under GitHub Actions, when `cobalt run --ci` ran nothing because experiment files did not load: one
+    `::error` per file, a section of the step summary, and a note `cobalt ci comment --tag` puts on the pull
+    request. Returns warnings (what could not be written)."""
+    if os.environ.get("GITHUB_ACTIONS") != "true":
+        return []
+    warnings: list[str] = []
+    for sentence in sentences:
+        print(f"::error title={_escape_property('cobalt: an experiment file did not load')}::{_escape_data(sentence)}",
+              flush=True)
+    summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary_path:
+        files = "an experiment file" if len(sentences) == 1 else f"{len(sentences)} experiment files"
+        section = [f"### cobalt: no experiment ran, {files} did not load", "", *(f"- {s}" for s in sentences), ""]
+        try:
+            with Path(summary_path).open("a", encoding="utf-8") as fh:
+                fh.write("\n".join(section) + "\n")
+        except OSError as exc:
+            warnings.append(f"could not append to GITHUB_STEP_SUMMARY ({summary_path}): {exc.strerror or exc}")
+    try:
+        record_stopped(config, list(tags), list(sentences))
+    except OSError as exc:
+        warnings.append(f"could not leave the note for `cobalt ci comment` in {ci_report_dir(config)}: "
+                        f"{exc.strerror or exc}")
+    return warnings

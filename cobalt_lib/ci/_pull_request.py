@@ -37,6 +37,10 @@ class GitHubError(CobaltError):
     """GitHub refused or failed a call about the pull request comment."""
 
 
+class NotAPullRequest(ConfigError):
+    """The workflow's event (a push, a schedule) is about no pull request."""
+
+
 class PullRequest(BaseModel):
     """The pull request a workflow run is for, and where its API is."""
 
@@ -73,10 +77,11 @@ def pull_request_from_env(env: Mapping[str, str] | None = None) -> PullRequest:
         raise ConfigError(f"The event file GITHUB_EVENT_PATH={event_path} is not JSON ({exc}).") from None
     pr = event.get("pull_request") if isinstance(event, dict) else None
     if not isinstance(pr, dict) or not isinstance(pr.get("number"), int):
-        name = env.get("GITHUB_EVENT_NAME") or "this"
-        raise ConfigError(f"The {name} event is not about a pull request (its event file {event_path} has no "
-                          "`pull_request.number`); run `cobalt ci comment` on `pull_request` events only "
-                          "(`if: github.event_name == 'pull_request'`).")
+        name = env.get("GITHUB_EVENT_NAME")
+        raise NotAPullRequest(f"{f'The {name} event' if name else 'This workflow event'} is not about a pull request "
+                              f"(its event file {event_path} has no `pull_request.number`), so there is no pull "
+                              "request to comment on; run `cobalt ci comment` on `pull_request` events only (`if: "
+                              "github.event_name == 'pull_request'`), or add --dry-run to print the comment instead.")
     repository = env.get("GITHUB_REPOSITORY", "")
     if repository.count("/") != 1 or not all(repository.split("/")):
         raise ConfigError(f"GITHUB_REPOSITORY={repository!r} is not `owner/name`; GitHub Actions sets it.")
@@ -126,9 +131,10 @@ async def aupsert_comment(pr: PullRequest, token: str, marker: str, body: str, *
 
 
 class _Attempt(Failure):
-    def __init__(self, problem: str, *, retryable: bool, retry_after: float | None = None) -> None:
+    def __init__(self, problem: str, *, retryable: bool, retry_after: float | None = None,
+                 unreachable: bool = False) -> None:
         super().__init__(problem)
-        self.retryable, self.retry_after = retryable, retry_after
+        self.retryable, self.retry_after, self.unreachable = retryable, retry_after, unreachable
 
 
 class _Api:
@@ -177,7 +183,9 @@ class _Api:
             try:
                 response = await self.client.request(method, url, json=payload)
             except httpx.HTTPError as exc:
-                raise _Attempt(f"{type(exc).__name__} reaching {safe_url(url, path=False)}", retryable=True) from None
+                said = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                raise _Attempt(f"Cannot reach GitHub's API at {safe_url(self.pr.api_url)} ({said})", retryable=True,
+                               unreachable=True) from None
             status = response.status_code
             if status < 300:
                 return response
@@ -190,6 +198,9 @@ class _Api:
             return await retrying(attempt, retries=3, budget=120.0, budget_name="the comment's calls",
                                   timing=self.timing)
         except _Attempt as exc:
+            if exc.unreachable:
+                raise GitHubError(f"{exc}; check the runner's network (and GITHUB_API_URL, if this is GitHub "
+                                  "Enterprise), then run the step again.") from None
             raise GitHubError(str(exc)) from None
 
 

@@ -62,8 +62,21 @@ class Command(_Readable, TyperCommand):
     pass
 
 
+#: `cobalt --help` lists the commands in the order a user meets them: set up and run, read the results, share
+#: and serve them, then the evaluators and their calibration, CI, housekeeping. A new command takes its place here.
+COMMAND_ORDER = ("init", "run", "show", "history", "compare", "report", "export", "rescore", "serve", "request",
+                 "mcp", "evaluators", "labels", "calibrate", "grade", "studio", "grader", "ci", "store", "clean")
+
+
 class Group(_Readable, TyperGroup):
     command_class = Command
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        names: list[str] = super().list_commands(ctx)
+        if ctx.parent is not None:  # a group's own subcommands keep the order they were written in
+            return names
+        place = {name: i for i, name in enumerate(COMMAND_ORDER)}
+        return sorted(names, key=lambda name: (place.get(name, len(place)), name))
 
 
 class _App(typer.Typer):

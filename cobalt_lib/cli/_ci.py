@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ._app import Group, _App, app
 from ._common import print_json, project_config, warn
+
+if TYPE_CHECKING:
+    from ..ci._pull_request import PullRequest
 
 ci_app = _App(name="ci", help="Commands for CI jobs: the pull request comment.", cls=Group, no_args_is_help=True,
               rich_markup_mode="markdown")
@@ -39,7 +42,8 @@ def comment(
         "--accept-identity-change", help="Compare with a baseline measured differently (dataset, judge prompt or "
         "model, evaluator options) all the same; the differences are still listed.")] = False,
     dry_run: Annotated[bool, typer.Option(
-        "--dry-run", help="Print the comment's Markdown instead of posting it (needs no token or event).")] = False,
+        "--dry-run", help="Print the comment's Markdown instead of posting it (needs no token; a pull request event in "
+        "GITHUB_EVENT_PATH still gives its base branch, commit and link).")] = False,
     json_output: Annotated[bool, typer.Option("--json", help="Print what was posted as JSON.")] = False,
 ) -> None:
     """Create or update the pull request's one cobalt comment: each run's gates, its deltas against the
@@ -57,7 +61,7 @@ def comment(
     from ..ops._pr_comment import pr_comment
 
     config = project_config()
-    pr = None if dry_run else pull_request_from_env()
+    pr = _dry_run_pull_request() if dry_run else pull_request_from_env()
     token = None if dry_run else github_token()  # checked before any work: a missing token is said at once
     base = baseline_tag or (f"branch:{pr.base_ref}" if pr is not None and pr.base_ref else None)
     if base is None:
@@ -85,3 +89,18 @@ def comment(
         for name, reasons in outcome.regressions.items():
             print(f"{name}: {'; '.join(reasons)} (--fail-on-regression)", file=sys.stderr)
         raise typer.Exit(1)
+
+
+def _dry_run_pull_request() -> PullRequest | None:
+    """With --dry-run, the pull request of a set GITHUB_EVENT_PATH still gives the comment its base branch, commit
+    and link (an event about no pull request, or none set, gives none)."""
+    import os
+
+    from ..ci._pull_request import NotAPullRequest, pull_request_from_env
+
+    if not os.environ.get("GITHUB_EVENT_PATH"):
+        return None
+    try:
+        return pull_request_from_env()
+    except NotAPullRequest:
+        return None

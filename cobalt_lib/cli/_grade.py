@@ -57,12 +57,14 @@ def grade(
 
 
 def _print(outcome: GradeOutcome) -> None:
+    from .._numbers import count
     from ..render._calibration import print_calibration
 
     out = console()
     cal = outcome.calibration
     graded = sum(r.score is not None for r in outcome.results)
-    out.print(f"Graded {cal.samples} samples x {len(cal.models)} models x {cal.iterations} iterations with "
+    out.print(f"Graded {count(cal.samples, 'sample')} x {count(len(cal.models), 'model')} x "
+              f"{count(cal.iterations, 'iteration')} with "
               f"{outcome.grader} #{outcome.grader_hash[:12]}: {graded} of {len(outcome.results)} answers usable.")
     print_calibration(out, cal, previous=_previous_lines(outcome))
     out.print(f"Results: {outcome.results_path}")

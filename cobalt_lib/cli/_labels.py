@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from ._app import Group, _App, app
-from ._common import project_config
+from ._common import project_config, warn
 
 labels = _App(name="labels", cls=Group, no_args_is_help=True, rich_markup_mode="markdown",
               help="Move human labels in and out of the store as JSONL.")
@@ -61,3 +61,4 @@ def import_(
     for key, n in done.per_evaluator.items():
         typer.echo(f"{key}: {n} label{'s' if n != 1 else ''}")
     typer.echo(f"Imported {done.written} label{'s' if done.written != 1 else ''} from {file}")
+    warn(done.warnings)

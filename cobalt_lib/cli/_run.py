@@ -10,6 +10,7 @@ from typing import IO, TYPE_CHECKING, Annotated
 import typer
 
 from .._errors import ConfigError
+from ..experiments._discovery import FilesDidNotLoad
 from ._app import app
 from ._common import announce, print_json, project_config, warn
 
@@ -84,7 +85,8 @@ def run(
     progress = None if progress_jsonl is None else open(progress_jsonl, "w", encoding="utf-8")  # noqa: SIM115
     reporter = _observer(json_output, ci, progress)
     options = RunOptions(concurrency=concurrency, add_tags=add_tag or [], dagster=not no_dagster,
-                         update_baselines=update_baselines, judge_batch=judge_batch, variants=variant or [])
+                         update_baselines=update_baselines, judge_batch=judge_batch, variants=variant or [],
+                         strict_loading=ci)
     if variant and (resume or only_failed):
         raise ConfigError("--variant picks the variants of a new run; a resumed or re-run run keeps its own variant.")
     try:
@@ -95,6 +97,12 @@ def run(
     except RunInterrupted as exc:
         _say_interrupted(exc)
         raise  # the entry point turns it into exit code 130 (143 after SIGTERM, 129 after SIGHUP)
+    except FilesDidNotLoad as exc:
+        if ci:  # the workflow's annotations, step summary and pull request comment say it too
+            from ..ci._github import github_stopped
+
+            warn(github_stopped(exc.sentences, config, add_tag or []))
+        raise  # exit code 2, the sentence on stderr
     finally:
         if progress is not None:
             progress.close()

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, overload
 from urllib.parse import urlsplit
 
-from .._errors import DatasetError
+from .._errors import CobaltError, DatasetError, raise_bad_lines
 from ._itemcheck import check_item
 
 Item = dict[str, Any]
@@ -158,14 +158,19 @@ def _parse_json(text: str, where: str) -> list[Item]:
         data = data["items"]
     if not isinstance(data, list):
         raise DatasetError(f"{where}: expected a JSON array of items or an object with 'items'.")
+    problems: list[str | CobaltError] = []
     for i, item in enumerate(data):
         if not isinstance(item, dict):
-            raise DatasetError(f"{where}: item {i} is a {type(item).__name__}, not an object.")
+            problems.append(f"{where}: item {i} is a {type(item).__name__}, not an object.")
+            continue
         try:
             check_item(item, f"{where}, item {i}")
         except DatasetError:
-            check_item(item, f"{where}, line {_item_lines(text)[i]}")
-            raise
+            try:
+                check_item(item, f"{where}, line {_item_lines(text)[i]}")
+            except DatasetError as exc:
+                problems.append(exc)
+    raise_bad_lines(problems, where)
     if any(_CHECKS in item for item in data):
         for item, line in zip(data, _item_lines(text), strict=True):
             _declare_checks(item, f"{where}, line {line}")
@@ -255,27 +260,35 @@ _LINE_END = re.compile(r"\r\n|\r|\n")
 
 def _parse_jsonl(text: str, where: str) -> list[Item]:
     items: list[Item] = []
+    problems: list[str | CobaltError] = []
     # Split on real line ends only: str.splitlines() also breaks on U+2028, U+0085 etc., which
     # may appear unescaped inside a JSON string.
     for lineno, line in enumerate(_LINE_END.split(text), start=1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(
-                f"{where}, line {lineno}: invalid JSON ({exc.msg} at column {exc.colno}); "
-                "each line must be one JSON object."
-            ) from None
-        if not isinstance(item, dict):
-            raise DatasetError(f"{where}, line {lineno}: expected a JSON object, got {type(item).__name__}.")
-        check_item(item, f"{where}, line {lineno}")
-        if _CHECKS in item:
-            _declare_checks(item, f"{where}, line {lineno}")
-        if _CONVERSATION in item:
-            _declare_conversation(item, f"{where}, line {lineno}")
-        items.append(item)
+        if line.strip():
+            try:
+                items.append(_jsonl_item(line, lineno, where))
+            except CobaltError as exc:  # every bad line is said at once, not the first only
+                problems.append(exc)
+    raise_bad_lines(problems, where)
     return items
+
+
+def _jsonl_item(line: str, lineno: int, where: str) -> Item:
+    try:
+        item = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise DatasetError(
+            f"{where}, line {lineno}: invalid JSON ({exc.msg} at column {exc.colno}); "
+            "each line must be one JSON object."
+        ) from None
+    if not isinstance(item, dict):
+        raise DatasetError(f"{where}, line {lineno}: expected a JSON object, got {type(item).__name__}.")
+    check_item(item, f"{where}, line {lineno}")
+    if _CHECKS in item:
+        _declare_checks(item, f"{where}, line {lineno}")
+    if _CONVERSATION in item:
+        _declare_conversation(item, f"{where}, line {lineno}")
+    return item
 
 
 #: Python's csv module refuses fields over 128 KiB by default; long documents are ordinary here.
@@ -309,6 +322,7 @@ def _parse_csv(text: str, where: str) -> list[Item]:
     if not header or not all(header) or len(set(header)) != len(header):
         raise DatasetError(f"{where}, line 1: the header row needs unique, non-empty column names.")
     items: list[Item] = []
+    problems: list[str | CobaltError] = []
     start = reader.line_num + 1
     try:
         for row in reader:
@@ -316,17 +330,23 @@ def _parse_csv(text: str, where: str) -> list[Item]:
             row_line, start = start, reader.line_num + 1
             if not row or not any(cell.strip() for cell in row):
                 continue
-            if len(row) != len(header):
-                raise DatasetError(
-                    f"{where}, line {row_line}: {len(row)} fields where the header has "
-                    f"{len(header)}; quote fields that contain commas."
-                )
-            item = dict(zip(header, row, strict=True))
-            if _CHECKS in item:
-                _declare_checks(item, f"{where}, line {row_line}")
-            if _CONVERSATION in item:
-                _declare_conversation(item, f"{where}, line {row_line}")
-            items.append(item)
-    except csv.Error as exc:
-        raise DatasetError(f"{where}, line {reader.line_num}: malformed CSV ({exc}).") from None
+            try:
+                items.append(_csv_item(header, row, f"{where}, line {row_line}"))
+            except CobaltError as exc:  # every bad row is said at once
+                problems.append(exc)
+    except csv.Error as exc:  # the reader cannot go on past this one
+        problems.append(f"{where}, line {reader.line_num}: malformed CSV ({exc}).")
+    raise_bad_lines(problems, where)
     return items
+
+
+def _csv_item(header: list[str], row: list[str], where: str) -> Item:
+    if len(row) != len(header):
+        raise DatasetError(f"{where}: {len(row)} fields where the header has {len(header)}; quote fields that "
+                           "contain commas.")
+    item: Item = dict(zip(header, row, strict=True))
+    if _CHECKS in item:
+        _declare_checks(item, where)
+    if _CONVERSATION in item:
+        _declare_conversation(item, where)
+    return item

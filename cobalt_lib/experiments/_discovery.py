@@ -78,11 +78,13 @@ def load_file(path: Path) -> list[Experiment]:
 
 
 def load_experiments(config: Config, files: Iterable[Path] | None = None,
-                     name_filter: str | None = None, *, problems: list[str] | None = None) -> list[Experiment]:
+                     name_filter: str | None = None, *, problems: list[str] | None = None,
+                     unloaded: list[str] | None = None) -> list[Experiment]:
     """Load the given files (or every discovered one); keep names containing `name_filter`.
 
     With `problems`, a discovered file that does not load (a syntax error, an import error, an exception
-    at import) is reported there, one sentence each, and the others still load; without it, the first such
+    at import) is reported there, one sentence each, and the others still load; with `unloaded`, its sentence
+    ("PATH did not load: why") goes there instead, for the caller to decide; with neither, the first such
     file raises. A file given by name always raises. A link out of the project is never loaded (`discover_files`).
     """
     experiments: list[Experiment] = []
@@ -92,15 +94,42 @@ def load_experiments(config: Config, files: Iterable[Path] | None = None,
         try:
             experiments.extend(load_file(path))
         except CobaltError as exc:  # a syntax error, an import error, an exception at import, a bad dataset
-            if problems is None or files is not None:
+            if (problems is None and unloaded is None) or files is not None:
                 raise
             said = str(exc).rstrip(".")
-            problems.append(f"{said if str(path) in said else f'{path} did not load: {said}'}; its experiments are "
-                            "skipped, the others run.")
+            sentence = said if str(path) in said else f"{path} did not load: {said}"
+            if unloaded is not None:
+                unloaded.append(sentence)
+            elif problems is not None:
+                problems.append(skipped(sentence))
     _refuse_duplicate_names(experiments)
     if name_filter:
         experiments = [e for e in experiments if name_filter in e.name]
     return experiments
+
+
+def skipped(unloaded: str) -> str:
+    """The warning for a file that did not load while the others run."""
+    return f"{unloaded}; its experiments are skipped, the others run."
+
+
+class FilesDidNotLoad(ConfigError):
+    """Discovered experiment files that did not load, where that stops the command: every one of them failed,
+    or `cobalt run --ci` (where a file skipped would be a test silently not run)."""
+
+    def __init__(self, sentences: list[str], *, where: str | None = None) -> None:
+        self.sentences = list(sentences)
+        n = len(sentences)
+        said = "; ".join(sentences)
+        if where is not None:  # nothing loaded at all: the cause is the headline
+            head = (f"{said}; it is the only experiment file in {where}, so nothing ran" if n == 1 else
+                    f"None of the {n} experiment files in {where} loaded, so nothing ran: {said}")
+            super().__init__(head + ".")
+        else:
+            head = said if n == 1 else f"{n} experiment files did not load: {said}"
+            super().__init__(f"{head}; `cobalt run --ci` runs nothing while an experiment file does not load "
+                             "(without --ci its experiments are skipped with a warning): fix it, or move it out "
+                             "of the test directory.")
 
 
 def _refuse_duplicate_names(experiments: Iterable[Experiment]) -> None:

@@ -55,6 +55,8 @@ def parse_variants(spec: Any, baseline: str | None, where: str) -> list[Variant]
 
 
 def _product(axes: Mapping[Any, Any], where: str) -> list[tuple[str, dict[str, Any]]]:
+    if not axes:  # the product of no axes is one empty set: a lone variant nobody declared
+        return []
     for key, values in axes.items():
         _check_key(key, where)
         if isinstance(values, str | bytes | Mapping) or not isinstance(values, Iterable):

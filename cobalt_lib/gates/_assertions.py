@@ -40,6 +40,15 @@ def check_metric(path: str, known: Iterable[str], where: str) -> None:
         raise ConfigError(f"{where} refers to metric {path!r}, which this experiment does not produce; {hint}")
 
 
+def check_evaluator(name: str, known: Iterable[str], where: str) -> None:
+    """Raise before the run if `name` is none of the experiment's evaluators."""
+    names = list(known)
+    if name not in names:
+        close = difflib.get_close_matches(name, names, n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"its evaluators: {', '.join(names) or 'none'}."
+        raise ConfigError(f"{where} names evaluator {name!r}, which this experiment does not have; {hint}")
+
+
 G = TypeVar("G", bound="Assertion")
 
 
@@ -51,6 +60,10 @@ class Assertion(abc.ABC):
     variant: str | None = None
 
     def metrics(self, config: Config) -> list[str]:
+        return []
+
+    def evaluator_names(self) -> list[str]:
+        """The experiment's evaluators the gate names (checked, as `metrics` are, when the run is planned)."""
         return []
 
     def applies_to(self, variant: str | None) -> bool:

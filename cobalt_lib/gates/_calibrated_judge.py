@@ -39,6 +39,9 @@ class CalibratedJudge(Assertion):
         self.min_kappa, self.min_within_one, self.min_labels, self.model = min_kappa, min_within_one, min_labels, model
         self.name = f"calibrated {self.evaluator_name} kappa >= {threshold(self.min_kappa)}"
 
+    def evaluator_names(self) -> list[str]:
+        return [self.evaluator_name]
+
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "type": "calibrated", "evaluator": self.evaluator_name, "min_kappa": self.min_kappa,
                 "min_within_one": self.min_within_one, "min_labels": self.min_labels, "model": self.model}

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from .._errors import ConfigError, DatasetError
+from .._errors import ConfigError, DatasetError, raise_bad_lines
 
 #: Accepted spellings of each field: camelCase as in Bolt Foundry's samples, and snake_case.
 _KEYS = {
@@ -43,15 +43,22 @@ def load_samples(path: str | Path) -> list[Sample]:
                            '{"userMessage": ..., "assistantResponse": ..., "score": -3..3} lines.')
     samples: list[Sample] = []
     seen: dict[str, int] = {}
+    problems: list[str | DatasetError] = []
     for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
             continue
-        sample = _sample(_row(line, file, number), file, number)
+        try:
+            sample = _sample(_row(line, file, number), file, number)
+        except DatasetError as exc:  # every bad line is said at once, as `cobalt labels import` does
+            problems.append(exc)
+            continue
         if sample.id in seen:
-            raise DatasetError(f"{file}:{number}: id {sample.id!r} is already used on line {seen[sample.id]}; "
-                               "ids must be unique.")
+            problems.append(f"{file}:{number}: id {sample.id!r} is already used on line {seen[sample.id]}; "
+                            "ids must be unique.")
+            continue
         seen[sample.id] = number
         samples.append(sample)
+    raise_bad_lines(problems, file)
     if not samples:
         raise DatasetError(f"Samples file {file} holds no samples; add one JSON object per line.")
     return samples

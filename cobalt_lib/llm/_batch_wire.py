@@ -17,8 +17,10 @@ from ._network import safe_url
 from ._providers import Endpoint, redact
 from ._retry import retrying
 from ._wire import (
+    DEFAULT_URLS,
     Clients,
     Completion,
+    HTTPStatusError,
     ProviderError,
     _json_object,
     _Target,
@@ -55,6 +57,26 @@ Outcome = Completion | ProviderError
 
 def supports_batches(endpoint: Endpoint) -> bool:
     return endpoint.provider in ("openai", "anthropic")
+
+
+def speaks_openai_batches_for_sure(endpoint: Endpoint) -> bool:
+    """OpenAI's own API has the Batch API; another OpenAI-compatible server (vLLM, Ollama, a LiteLLM proxy) may
+    not, which `has_batch_api` asks it."""
+    return endpoint.provider != "openai" or endpoint_url(endpoint, "").startswith(DEFAULT_URLS["openai"])
+
+
+async def has_batch_api(clients: Clients, endpoint: Endpoint) -> tuple[bool | None, str]:
+    """Ask an OpenAI-compatible server whether it speaks the Batch API, by listing its batches (a GET that
+    costs nothing): `(False, the URL)` when that is not found there, `(True, ...)` when it is; `(None, ...)`
+    when the server could not tell (down, the key refused): the run's own calls will say why."""
+    target = clients._target(endpoint, "/batches")
+    try:
+        await _call(clients, endpoint, "GET", "/batches")
+    except HTTPStatusError as exc:
+        return (False if exc.status in (404, 405) else None), target.shown
+    except ProviderError:
+        return None, target.shown
+    return True, target.shown
 
 
 async def submit(clients: Clients, endpoint: Endpoint, requests: Sequence[tuple[str, str, dict[str, Any]]]) -> str:

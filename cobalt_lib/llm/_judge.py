@@ -101,6 +101,21 @@ class Judge:
         self._limit = asyncio.Semaphore(concurrency)
         #: Set for a run that judges through the provider's batch API (`[judge] batch`).
         self.batch = batch(self.clients) if batch is not None else None
+        #: Model calls sent and not answered yet, and those answered (or failed), for a live count.
+        self.in_flight = 0
+        self.answered = 0
+        self._watchers: list[Callable[[int, int], None]] = []
+
+    def watch(self, watcher: Callable[[int, int], None]) -> Callable[[], None]:
+        """Call `watcher(in flight, answered)` as each model call starts and ends; returns the unwatch."""
+        self._watchers.append(watcher)
+        return lambda: self._watchers.remove(watcher)
+
+    def _moved(self, started: int) -> None:
+        self.in_flight += started
+        self.answered += started < 0
+        for watcher in list(self._watchers):
+            watcher(self.in_flight, self.answered)
 
     async def aclose(self) -> None:
         if self.batch is not None:
@@ -151,11 +166,19 @@ class Judge:
         try:
             for attempt in range(2):
                 if self.batch is not None:  # waits for hours, holding no slot: the batch is the limit
-                    completion = await self.batch.complete(endpoint, system, messages)
+                    self._moved(1)
+                    try:
+                        completion = await self.batch.complete(endpoint, system, messages)
+                    finally:
+                        self._moved(-1)
                     batched = True
                 else:
                     async with self._limit:
-                        completion = await self.clients.complete(endpoint, system, messages)
+                        self._moved(1)
+                        try:
+                            completion = await self.clients.complete(endpoint, system, messages)
+                        finally:
+                            self._moved(-1)
                 calls += 1
                 usage[0] += completion.input_tokens
                 usage[1] += completion.output_tokens

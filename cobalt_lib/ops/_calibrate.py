@@ -56,12 +56,15 @@ def calibrate_evaluator(config: Config, experiment: str, evaluator: str, *, run:
     scale = scale_of(described)
     with store.reading():  # one connection for the reads
         observations, scored, models, stale = _observations(config, store, row, evaluator, scale)
-        labels = len(current_labels(config, experiment, evaluator))
+        current = {label.item_id for label in current_labels(config, experiment, evaluator)}
+        held = set(store.item_identities(row["run_id"]).values())
+        labels = len(current)
     cal = calibrate_judge(scale, observations, resamples=resamples, experiment=experiment, evaluator=evaluator,
                           evaluator_type=str(described.get("type")), run_id=row["run_id"],
                           prompt_hash=prompt_hash(described), model=models.most_common(1)[0][0] if models else None,
                           items=scored, labels=labels, created_at=datetime.now(UTC).isoformat())
     cal.stale_labels = stale
+    cal.unmatched_labels = len(current - held)
     previous = _previous(store, cal)
     warnings = _warnings(cal)
     if save and cal.labelled:
@@ -161,6 +164,20 @@ def _previous(store: Store, cal: JudgeCalibration) -> PreviousJudge | None:
 
 
 def _warnings(cal: JudgeCalibration) -> list[str]:
+    return _unmatched(cal) + _labelled_warnings(cal)
+
+
+def _unmatched(cal: JudgeCalibration) -> list[str]:
+    if not cal.unmatched_labels:
+        return []
+    n = cal.unmatched_labels
+    on = "is on an item id" if n == 1 else "are on item ids"
+    return [f"{n} of the {cal.labels} labels of {cal.evaluator!r} {on} run "
+            f"{cal.run_id} does not hold, so {'it calibrates' if n == 1 else 'they calibrate'} nothing here: a typo "
+            f"in an id, or items of another dataset (`cobalt labels export {cal.experiment}` lists the labels' ids)."]
+
+
+def _labelled_warnings(cal: JudgeCalibration) -> list[str]:
     if cal.stale_labels:
         return [f"{cal.stale_labels} of the {cal.labelled} labelled items were labelled on another answer than run "
                 f"{cal.run_id}'s (the agent answered differently since): those labels judged the earlier answer; "

@@ -14,14 +14,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from .._errors import ConfigError, DatasetError
+from .._errors import ConfigError, DatasetError, raise_bad_lines
 from ..calibration._scales import SCALE_TEXT, label_value
 from ..config._config import Config
 from ..store._store import Store
 from ._labels import MAX_NOTE, Label, current_labels, evaluator_scales, who_default
-
-#: Bad lines named in one import error (the rest counted).
-SHOWN_ERRORS = 20
 
 
 class Imported(BaseModel):
@@ -30,6 +27,8 @@ class Imported(BaseModel):
     path: str
     written: int = 0
     per_evaluator: dict[str, int] = Field(default_factory=dict)
+    #: Warnings: labels on item ids that no stored run of their experiment holds (they calibrate nothing yet).
+    warnings: list[str] = Field(default_factory=list)
 
 
 def export_lines(config: Config, experiment: str, evaluator: str | None = None) -> list[dict[str, Any]]:
@@ -128,10 +127,7 @@ def import_labels(config: Config, path: Path, *, experiment: str | None = None, 
             rows.append(_row(text, store, scales_of, experiment, evaluator, who))
         except ValueError as exc:
             problems.append(f"{path}:{number}: {exc}")
-    if problems:
-        more = f"\n... and {len(problems) - SHOWN_ERRORS} more bad lines" if len(problems) > SHOWN_ERRORS else ""
-        raise DatasetError(f"{len(problems)} bad line{'s' if len(problems) != 1 else ''} in {path}, nothing imported:\n"
-                           + "\n".join(problems[:SHOWN_ERRORS]) + more)
+    raise_bad_lines(problems, path, nothing=", nothing imported")
     if not rows:
         raise DatasetError(f"Labels file {path} holds no labels; write one JSON object per line.")
     store.add_labels(rows)
@@ -139,7 +135,33 @@ def import_labels(config: Config, path: Path, *, experiment: str | None = None, 
     for row in rows:
         key = f"{row['experiment']} / {row['evaluator']}"
         result.per_evaluator[key] = result.per_evaluator.get(key, 0) + 1
+    result.warnings = unmatched_labels(store, rows)
     return result
+
+
+#: Item ids named in a warning about labels that match no item.
+SHOWN_IDS = 5
+
+
+def unmatched_labels(store: Store, rows: list[dict[str, Any]]) -> list[str]:
+    """Per experiment, a warning when some labels are on item ids no stored run of it holds: a typo in an id,
+    or a dataset whose items were renamed; such a label pairs with no score, so no calibration counts it."""
+    warnings = []
+    for experiment in dict.fromkeys(row["experiment"] for row in rows):
+        ids = [row["item_id"] for row in rows if row["experiment"] == experiment]
+        held = store.held_identities(experiment, ids)
+        missing = [i for i in dict.fromkeys(ids) if i not in held]
+        if not missing:
+            continue
+        labels = sum(1 for i in ids if i not in held)
+        shown = ", ".join(missing[:SHOWN_IDS]) + (f" and {len(missing) - SHOWN_IDS} more" if len(missing) > SHOWN_IDS
+                                                  else "")
+        is_are, on = ("is", "an item id") if labels == 1 else ("are", "item ids")
+        warnings.append(f"{labels} of the {len(ids)} label{'s' if len(ids) != 1 else ''} for {experiment!r} {is_are} "
+                        f"on {on} no stored run of it holds ({shown}), matching no item, so no calibration counts "
+                        f"{'it' if labels == 1 else 'them'}; check the ids against `cobalt labels export {experiment}` "
+                        "or the dataset's `id` fields.")
+    return warnings
 
 
 def _row(text: str, store: Store, scales_of: dict[str, dict[str, Any]], experiment: str | None,

@@ -3,13 +3,16 @@
 
 from __future__ import annotations
 
+import json
+import os
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from .._errors import ConfigError
 from ..config._config import Config
-from ..render._pr_comment import MAX_ITEMS, CommentSection, comment_markdown
+from ..render._pr_comment import MAX_ITEMS, CommentSection, comment_markdown, stopped_markdown
 from ..results._report import ExperimentReport
 from ..store._history import load_report
 from ..store._store import Store
@@ -17,6 +20,10 @@ from ._baselines import baseline_run, check_tag, named_runs, tagged_runs
 from ._compare import compare_stored, regression_reasons
 from ._refs import store_with_runs
 
+#: Where the HTML reports and the CI notes go under GitHub Actions (default: `reports/` under the output directory).
+REPORT_DIR_VARIABLE = "COBALT_REPORT_DIR"
+#: What `cobalt run --ci` leaves there when it stopped before any run (files that did not load), for the comment.
+STOPPED_FILE = "cobalt-stopped.json"
 #: The hidden first line that finds the comment again; a key tells several workflows' comments apart.
 MARKER = "<!-- cobalt:pr-comment{key} -->"
 
@@ -32,6 +39,35 @@ class CommentOutcome(BaseModel):
     #: Experiments whose run failed a gate (or did not complete).
     failed: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+
+
+def ci_report_dir(config: Config) -> Path:
+    return Path(os.environ.get(REPORT_DIR_VARIABLE) or config.output_path / "reports")
+
+
+def record_stopped(config: Config, tags: list[str], sentences: list[str]) -> Path:
+    """Note why `cobalt run --ci` ran nothing, under the tags its runs would have carried, so that
+    `cobalt ci comment --tag TAG` says it on the pull request (there is no run to comment on)."""
+    path = ci_report_dir(config) / STOPPED_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"tags": tags, "problems": sentences}), encoding="utf-8")
+    return path
+
+
+def clear_stopped(config: Config) -> None:
+    """After runs that did run: a note left by an earlier stopped run (a restored cache) no longer holds."""
+    (ci_report_dir(config) / STOPPED_FILE).unlink(missing_ok=True)
+
+
+def read_stopped(config: Config, tag: str) -> list[str] | None:
+    """The sentences of a stopped `cobalt run --ci` whose runs would have carried `tag`; None: none stopped."""
+    try:
+        note = json.loads((ci_report_dir(config) / STOPPED_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(note, dict) or tag not in note.get("tags", []):
+        return None
+    return [str(p) for p in note.get("problems", [])]
 
 
 def marker_for(key: str | None) -> str:
@@ -50,6 +86,10 @@ def pr_comment(config: Config, *, baseline_tag: str, tag: str | None = None, run
         raise ConfigError("Say which runs to comment on: --tag TAG (the newest run of each experiment with it) "
                           "or --run RUN, not both and not neither.")
     marker = marker_for(comment_key)
+    stopped = read_stopped(config, tag) if tag is not None else None
+    if stopped is not None:
+        return CommentOutcome(body=stopped_markdown(stopped, marker=marker, report_url=report_url, commit=commit),
+                              marker=marker, runs=[], failed=[])
     store = store_with_runs(config, "runs to comment on")
     chosen = tagged_runs(store, check_tag(tag, "--tag")) if tag is not None else named_runs(store, runs or [])
     if not chosen:

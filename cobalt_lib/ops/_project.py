@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 from .._errors import ConfigError
 from ..config._config import Config
 from ..experiments._discovery import load_experiments
+from ..run import local_instance_exists, write_run_request
 
 
 def config_warnings(config: Config) -> list[str]:
@@ -33,17 +34,25 @@ class RunRequested(BaseModel):
 def request_experiment(config: Config, experiment: str, *, concurrency: int | None = None,
                        add_tags: Sequence[str] = ()) -> RunRequested:
     """Ask the running dashboard's daemon for a run of `experiment` (a file its sensor picks up)."""
-    from cobalt_dagster import daemon_running, request_run
-
     names = [e.name for e in load_experiments(config, problems=[])]
     if experiment not in names:
         raise ConfigError(f"No experiment named {experiment!r}; known: {', '.join(names) or 'none'}.")
     options: dict[str, Any] = {"concurrency": concurrency} if concurrency else {}
     if add_tags:
         options["tags"] = list(add_tags)
-    path = request_run(config, experiment, **options)
-    running = daemon_running(config)
+    path = write_run_request(config, experiment, **options)
+    running = _daemon_running(config)
     warnings = [] if running else ["no `cobalt serve` daemon is running for this project, so the request waits "
                                    "until `cobalt serve` runs."]
     return RunRequested(experiment=experiment, run_id=path.stem, path=str(path), daemon_running=running,
                         warnings=warnings)
+
+
+def _daemon_running(config: Config) -> bool:
+    # No instance, no daemon: asked before importing cobalt_dagster, so a request to a project that never
+    # ran `cobalt serve` imports no Dagster.
+    if not local_instance_exists(config):
+        return False
+    from cobalt_dagster import daemon_running
+
+    return daemon_running(config)

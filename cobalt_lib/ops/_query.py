@@ -139,6 +139,21 @@ COLUMN_NOTES: dict[str, dict[str, str]] = {
 }
 
 
+TABLE_NOTES["segments"] = "one row per journal segment the store took in: a replayed segment goes in once"
+COLUMN_NOTES["segments"] = {"segment_id": "the journal segment's id", "run_id": "the run its rows belong to",
+                            "applied_at": "when its rows went into the store (UTC)"}
+COLUMN_NOTES["runs"] |= {
+    "lease_token": "the claim of the process working on the run (a running run has one worker)",
+    "lease_epoch": "how many times the run was claimed: rows written under an older claim are refused",
+    "holder": "the holding process's start time, boot id and pid namespace: a dead holder frees the run on its host",
+}
+for _table in ("outputs", "scores", "spans"):
+    COLUMN_NOTES[_table] |= {
+        "cut_values": "JSON: each column stored cut to max_value_bytes (whole in a side file), with its digest",
+        "unheld_values": "JSON: each column whose value its type cannot hold (NULL there), that value as text",
+    }
+
+
 #: Queries that answer common questions; `<run id>` stands for a run's id.
 EXAMPLES = {
     "failed items of a run (a failed or timed-out agent call, an eval-error, or a score below its pass mark)":

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 from .._aio import run_anywhere
 from .._testing import pause_point
 from ..config._config import Config, RecordMode
+from ..experiments._discovery import FilesDidNotLoad
 from ..experiments._experiment import Experiment
 from ..gates._assertions import NoRegression
 from ..results._evaluation_identity import identity_changes, measurement_changes
@@ -46,6 +47,9 @@ class RunOptions(BaseModel):
     judge_batch: bool | None = None
     #: Only these variants (names or `key=value`) of experiments with variants, and their baseline; empty: all.
     variants: list[str] = Field(default_factory=list)
+    #: A discovered file that does not load stops every run (`cobalt run --ci`) instead of being skipped with a
+    #: warning: in CI a file skipped is an evaluation silently not run.
+    strict_loading: bool = False
 
 
 class BaselineUpdate(BaseModel):
@@ -98,7 +102,10 @@ def prepare_runs(config: Config, selection: Selection, options: RunOptions) -> P
     config.dagster.record_mode()  # a bad COBALT_DAGSTER_RECORD is a usage error before anything runs
     config.judge.batch_mode()  # and so is a bad COBALT_JUDGE_BATCH
     problems: list[str] = []
-    experiments = select_experiments(config, selection, problems)
+    unloaded: list[str] = []
+    experiments = select_experiments(config, selection, problems, unloaded if options.strict_loading else None)
+    if unloaded:
+        raise FilesDidNotLoad(unloaded)
     check_variant_filter(experiments, options.variants)
     plans = [plan for exp in experiments
              for plan in variant_plans(exp, request, options.variants, partial(prepare, exp, config))]

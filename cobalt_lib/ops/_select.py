@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 from .._errors import ConfigError
 from .._testing import pause_point
 from ..config._config import Config
-from ..experiments._discovery import load_experiments
+from ..experiments._discovery import FilesDidNotLoad, load_experiments, skipped
 from ..experiments._experiment import Experiment
 from ..gates._assertions import Threshold
 from ..run._plan import RunPlan
@@ -25,24 +25,33 @@ class Selection(BaseModel):
     tags: list[str] = Field(default_factory=list)
 
 
-def select_experiments(config: Config, selection: Selection, problems: list[str] | None = None) -> list[Experiment]:
+def select_experiments(config: Config, selection: Selection, problems: list[str] | None = None,
+                       unloaded: list[str] | None = None) -> list[Experiment]:
     """The selected experiments; selecting nothing is an error that says what was found, so a
     mistyped filter or tag is plain. `problems`: discovered files that did not load, or link out of the
-    project, one sentence each (the others still load)."""
+    project, one sentence each (the others still load); with `unloaded`, the files that did not load go
+    there instead, for the caller to decide (`cobalt run --ci` stops). When every file failed, that is the error."""
     files, name_filter, tags = selection.files, selection.name_filter, selection.tags
     pause_point("discovery")  # tests: an interrupt while experiment files are imported
-    seen: list[str] = []
-    found = load_experiments(config, files or None, problems=seen)
+    refused: list[str] = []
+    broken: list[str] = []
+    found = load_experiments(config, files or None, problems=refused, unloaded=broken)
+    where = ", ".join(map(str, files)) if files else f"{config.test_dir}/ matching {', '.join(config.test_match)}"
+    if not found and broken:
+        raise FilesDidNotLoad(broken, where=where)
+    seen = refused + ([] if unloaded is not None else [skipped(b) for b in broken])
     if problems is not None:
         problems.extend(seen)
+    if unloaded is not None:
+        unloaded.extend(broken)
     if not found:
-        where = ", ".join(map(str, files)) if files else f"{config.test_dir}/ matching {', '.join(config.test_match)}"
-        skipped = f" ({' '.join(seen)})" if seen else ""
-        raise ConfigError(f"No experiments found in {where}{skipped}; create one with `cobalt init` or pass a file.")
+        said = f" ({' '.join(seen)})" if seen else ""
+        raise ConfigError(f"No experiments found in {where}{said}; create one with `cobalt init` or pass a file.")
     named = [e for e in found if not name_filter or name_filter in e.name]
     if not named:
+        mentioned = seen + (broken if unloaded is not None else [])
         raise ConfigError(f"No experiment name contains {name_filter!r} (--filter); found: "
-                          f"{', '.join(sorted({e.name for e in found}))}." + "".join(f" {p}" for p in seen))
+                          f"{', '.join(sorted({e.name for e in found}))}." + "".join(f" {p}" for p in mentioned))
     chosen = [e for e in named if not tags or set(tags) & set(e.tags)]
     if not chosen:
         known = sorted({t for e in named for t in e.tags})

@@ -169,6 +169,20 @@ def _experiment_file(path: Path, parent: pytest.Collector) -> ExperimentFile | N
                                       tags=list(parent.config.getoption("cobalt_tags")), items=_items(parent.config))
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """`--cobalt-tag` that no experiment has is a usage error naming the tags there are, as `cobalt run --tag`
+    says it, rather than a quiet "no tests ran"."""
+    config = session.config
+    tags = list(config.getoption("cobalt_tags"))
+    if not tags or not _enabled(config) or _PROJECT not in config.stash:
+        return
+    project = config.stash[_PROJECT]
+    if project.collected and not project.tag_matched:
+        known = ", ".join(sorted(project.tags_seen)) or "none"
+        raise pytest.UsageError(f"cobalt: none of the {project.collected} experiments found has the tag "
+                                f"{' or '.join(tags)} (--cobalt-tag); their tags: {known}.")
+
+
 @pytest.fixture
 def cobalt(request: pytest.FixtureRequest) -> CobaltRunner:
     """Run the project's experiments from a test: `report = cobalt.run("qa-agent"); cobalt.assert_passed(report)`."""

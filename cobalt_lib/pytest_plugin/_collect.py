@@ -58,8 +58,11 @@ class ExperimentFile(pytest.File):
 
     def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
         for exp in load_file(self.path):
+            self.project.collected += 1
+            self.project.tags_seen.update(exp.tags)
             if self.tags and not set(self.tags) & set(exp.tags):
                 continue
+            self.project.tag_matched += 1
             if self.items_mode:
                 yield ExperimentItems.from_parent(self, name=exp.name, experiment=exp)
             else:

@@ -47,6 +47,10 @@ class ProjectSession:
         self._config: Config | None = None
         self._files: frozenset[Path] | None = None
         self._experiments: dict[str, Experiment] | None = None
+        #: What `--cobalt-tag` collection saw: how many experiments, how many had a tag asked for, and their tags.
+        self.collected = 0
+        self.tag_matched = 0
+        self.tags_seen: set[str] = set()
 
     @property
     def config(self) -> Config:

@@ -64,6 +64,9 @@ class GroupReporter:
     def on_finish(self, report: ExperimentReport) -> None:
         self.plain.on_finish(report)
 
+    def on_judge_calls(self, in_flight: int, answered: int) -> None:
+        self.plain.on_judge_calls(in_flight, answered)
+
     def for_plan(self, plan: RunPlan) -> Observer:
         """The observer of one variant's run in a group."""
         if plan.group_id is None or plan.variant is None:
@@ -124,6 +127,9 @@ class _Member:
 
     def on_item(self, item: ItemResult) -> None:
         self.lines.on_item(item)
+
+    def on_judge_calls(self, in_flight: int, answered: int) -> None:
+        self.lines.on_judge_calls(in_flight, answered)
 
     def on_finish(self, report: ExperimentReport) -> None:
         self.group.finished(report, self.lines)

@@ -15,7 +15,9 @@ SHOWN_DISAGREEMENTS = 10
 
 
 def figure_text(f: Figure) -> str:
-    """`71% [52%, 85%]`, `0.64 [0.41, 0.80]`, `bias +0.20 [...]`."""
+    """`71% [52%, 85%]`, `0.64 [0.41, 0.80]`, `bias +0.20 [...]`; without a value, why not."""
+    if f.value is None and f.why:
+        return f"– ({f.why})"
     if f.kind == "rate":
         return f"{percent(f.value)} {interval(f.low, f.high, rate=True)}".rstrip()
     value = signed(f.value) if f.name == "bias" else decimal(f.value)

@@ -71,6 +71,21 @@ def comment_markdown(sections: list[CommentSection], *, marker: str, report_url:
     return body
 
 
+def stopped_markdown(sentences: list[str], *, marker: str, report_url: str | None = None,
+                     commit: str | None = None) -> str:
+    """The comment when `cobalt run --ci` ran nothing: the experiment files that did not load, and why."""
+    files = "an experiment file" if len(sentences) == 1 else f"{len(sentences)} experiment files"
+    lines = [marker, f"## ❌ cobalt evals: no experiment ran, {files} did not load", ""]
+    facts = [f"commit `{commit[:12]}`" if commit else "", f"[workflow run]({report_url})" if report_url else ""]
+    if any(facts):
+        lines += [" · ".join(f for f in facts if f), ""]
+    lines += [f"- {escape(s, 2000)}" for s in sentences]
+    lines += ["", "Fix the file and push again: `cobalt run --ci` runs nothing while an experiment file does not "
+              "load, so that no evaluation is skipped unseen.", ""]
+    body = "\n".join(lines)
+    return body if len(body) <= MAX_BODY else body[: MAX_BODY - 2] + "…\n"
+
+
 def _headline(sections: list[CommentSection], failed: list[str], regressed: list[str]) -> str:
     if not sections:
         return "no runs to report"

@@ -56,6 +56,11 @@ class ProgressLines:
         if self.inner is not None:
             self.inner.on_item(item)
 
+    def on_judge_calls(self, in_flight: int, answered: int) -> None:
+        counting = getattr(self.inner, "on_judge_calls", None)
+        if counting is not None:
+            counting(in_flight, answered)
+
     def for_plan(self, plan: RunPlan) -> ProgressLines:
         """The lines of one variant's run in a group: its own counts, the inner reporter's own observer."""
         split = getattr(self.inner, "for_plan", None)

@@ -64,6 +64,7 @@ class TerminalReporter:
         self._lock = threading.Lock()
         self._progress: Progress | None = None
         self._task: Any = None
+        self._judging: Any = None
         self._thresholds: dict[str, float] = {}
         self._done = 0
         self._total = 0
@@ -90,11 +91,13 @@ class TerminalReporter:
         if self.live and self._total > LINE_LIMIT:
             self._task = self._start_progress().add_task("running", total=self._total)
 
-    def _start_progress(self) -> Progress:
+    def _start_progress(self, *, bar: bool = True) -> Progress:
+        """The live display: the progress bar of a long run, or (`bar=False`) a line of text alone."""
         if self._progress is None:
-            self._progress = Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
-                                      MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("ETA"),
-                                      TimeRemainingColumn(), console=self.console, transient=True)
+            columns = (BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("ETA"),
+                       TimeRemainingColumn()) if bar else (TimeElapsedColumn(),)
+            self._progress = Progress(TextColumn("[progress.description]{task.description}"), *columns,
+                                      console=self.console, transient=True)
             self._progress.start()
         return self._progress
 
@@ -110,6 +113,23 @@ class TerminalReporter:
                 return
             self._print(self.item_line(item))
 
+    def on_judge_calls(self, in_flight: int, answered: int) -> None:
+        """On a terminal, a live line counts the judge calls: until they answer, an item has no line to show."""
+        if not self.live:
+            return
+        with self._lock:
+            said = (f"judge: {count(in_flight, 'call')} in flight, {answered:,d} answered" if in_flight else
+                    f"judge: {count(answered, 'call')} answered")
+            first = self._judging is None
+            if first:  # a long run's bar says it beside "running"; a short run gets a line of its own
+                self._judging = self._task if self._task is not None else \
+                    self._start_progress(bar=False).add_task(said, total=None)
+            assert self._progress is not None
+            shown = f"running  {said}" if self._judging is self._task else said
+            self._progress.update(self._judging, description=shown)
+            if first:  # shown at once, not at the next refresh: a slow judge is when it matters
+                self._progress.refresh()
+
     def _print(self, line: Text) -> None:
         if self._progress is None and self._plain:
             # Not a terminal (a pipe, a log file): no colour and no wrapping, so the plain text is what
@@ -119,10 +139,11 @@ class TerminalReporter:
         (self._progress.console if self._progress is not None else self.console).print(line)
 
     def on_finish(self, report: ExperimentReport) -> None:
-        if self._progress is not None:
-            self._progress.stop()
-            self._progress = None
-        self._task = None
+        with self._lock:
+            if self._progress is not None:
+                self._progress.stop()
+                self._progress = None
+            self._task = self._judging = None
         self.print_summary(report)
 
     # -- rendering -------------------------------------------------------------------------------

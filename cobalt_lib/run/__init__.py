@@ -25,6 +25,7 @@ from .._testing import pause_point
 from ._agent import AgentContext, call_agent
 from ._aggregate import summarise
 from ._conversation import ConversationContext
+from ._daemon_requests import REQUESTS_DIR, local_instance_exists, requests_dir, write_run_request
 from ._execute import RunInterrupted, agent_step, execute, finish, full_step, rescore_step, start_run, stream
 from ._group import execute_group, new_group_id
 from ._lease import LeaseRenewer, lease
@@ -38,6 +39,7 @@ from ._stored import finish_from_store
 from ._variant import Variant
 
 __all__ = [
+    "REQUESTS_DIR",
     "AgentContext",
     "ConversationContext",
     "FailedItemsRun",
@@ -67,11 +69,13 @@ __all__ = [
     "item_keys",
     "judge_verdicts",
     "lease",
+    "local_instance_exists",
     "new_group_id",
     "new_run_id",
     "pause_point",
     "prepare",
     "produce",
+    "requests_dir",
     "rescore_step",
     "resume_request",
     "run_coroutine",
@@ -80,4 +84,5 @@ __all__ = [
     "start_run",
     "stream",
     "summarise",
+    "write_run_request",
 ]

@@ -188,7 +188,13 @@ async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Seq
             async with Session(plan) as session:
                 if "outputs" in tables:
                     session.output_sink = lambda item: _add_output(rows, plan.run_id, item)
-                await bounded(keys, in_flight(plan, session), one)
+                counting = getattr(observer, "on_judge_calls", None)  # the live line counts judge calls
+                unwatch = session.judge.watch(counting) if counting is not None else None
+                try:
+                    await bounded(keys, in_flight(plan, session), one)
+                finally:
+                    if unwatch is not None:
+                        unwatch()
     finally:
         work = (plan.run_id, (time.perf_counter() - started) * 1000)
         total = None

@@ -11,7 +11,14 @@ from typing import TYPE_CHECKING, Any, Literal
 from .._errors import ConfigError
 from ..config._config import Config
 from ..evaluators._evaluator import Evaluator
-from ..gates._assertions import RUN_METRICS, Assertion, NoRegression, check_metric, experiment_gates
+from ..gates._assertions import (
+    RUN_METRICS,
+    Assertion,
+    NoRegression,
+    check_evaluator,
+    check_metric,
+    experiment_gates,
+)
 from ..llm._batch_wire import supports_batches
 from ..llm._cache import ResponseCache
 from ..llm._providers import Endpoint
@@ -173,6 +180,7 @@ def prepare(experiment: Experiment, config: Config, request: RunRequest | None =
     judge_batch = config.judge.batch_mode() if request.judge_batch is None else request.judge_batch
     if judge_batch:
         _check_batchable(endpoints)
+        _check_batch_api(endpoints)
     return RunPlan(
         experiment=experiment, config=config, run_id=shape.run_id, timestamp=shape.timestamp,
         runs=shape.runs or experiment.runs, concurrency=agent_limit,
@@ -194,6 +202,33 @@ def _check_batchable(endpoints: Mapping[str, Endpoint | None]) -> None:
             raise ConfigError(f"evaluator {name!r} judges with {endpoint.label}, and {endpoint.provider} has no batch "
                               "API; judge it with provider openai or anthropic, or run without batch judging "
                               "([judge] batch = false, COBALT_JUDGE_BATCH=0 or --no-judge-batch).")
+
+
+def _check_batch_api(endpoints: Mapping[str, Endpoint | None]) -> None:
+    """An OpenAI-compatible server without the Batch API is said now, not after every agent call was spent."""
+    from .._aio import run_anywhere
+    from ..llm._batch_wire import has_batch_api, speaks_openai_batches_for_sure
+    from ..llm._wire import Clients
+
+    asked = {e: name for name, e in reversed(list(endpoints.items()))
+             if e is not None and not speaks_openai_batches_for_sure(e)}
+
+    async def ask() -> list[tuple[str, Endpoint, str]]:
+        clients = Clients()
+        try:
+            missing = []
+            for endpoint, name in asked.items():
+                found, shown = await has_batch_api(clients, endpoint)
+                if found is False:
+                    missing.append((name, endpoint, shown))
+            return missing
+        finally:
+            await clients.aclose()
+
+    for name, endpoint, shown in run_anywhere(ask()) if asked else []:
+        raise ConfigError(f"evaluator {name!r} judges with {endpoint.label}, whose server has no batch API "
+                          f"(GET {shown} was not found); run without batch judging ([judge] batch = false, "
+                          "COBALT_JUDGE_BATCH=0 or --no-judge-batch), or judge with a server that has one.")
 
 
 def run_variant(experiment: Experiment, name: str | None) -> Variant | None:
@@ -241,6 +276,8 @@ def _gates(experiment: Experiment, config: Config, *, update_baselines: bool) ->
     for gate in assertions:
         for path in gate.metrics(config):
             check_metric(path, known, f"Assertion {gate.name!r}")
+        for name in gate.evaluator_names():
+            check_evaluator(name, (e.name for e in experiment.evaluators), f"Assertion {gate.name!r}")
     return assertions
 
 

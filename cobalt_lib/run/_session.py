@@ -30,7 +30,9 @@ from ._requests import RescoreRun
 class Observer(Protocol):
     """Receives progress; the terminal reporter and the MCP server implement it.
 
-    `on_item` gets each item once, scored (or failed: an agent error or timeout is never scored).
+    `on_item` gets each item once, scored (or failed: an agent error or timeout is never scored). An
+    observer with a method `on_judge_calls(in_flight, answered)` also hears each judge call start and end
+    (the terminal's live line counts them: an item's line waits for its judge calls).
     """
 
     def on_start(self, plan: RunPlan) -> None: ...

@@ -75,6 +75,19 @@ class LabelRows:
         sql = f"SELECT * FROM labels{where}" if history else _CURRENT.format(where=where)
         return self._label_query(sql + " ORDER BY seq", params)
 
+    def held_identities(self, experiment: str, identities: Sequence[str]) -> set[str]:
+        """Which of `identities` are items of some stored run of `experiment` (a label on any other matches
+        nothing that was run)."""
+        wanted, found = list(dict.fromkeys(identities)), set[str]()
+        for start in range(0, len(wanted), 500):  # bounded IN lists
+            chunk = wanted[start : start + 500]
+            rows = self._label_query(
+                "SELECT DISTINCT coalesce(o.item_id, o.input_hash) AS ident FROM outputs o JOIN runs r ON "
+                f"r.run_id = o.run_id WHERE r.experiment = ? AND coalesce(o.item_id, o.input_hash) IN "
+                f"({', '.join('?' for _ in chunk)})", [experiment, *chunk])
+            found.update(str(r["ident"]) for r in rows)
+        return found
+
     def item_identities(self, run_id: str) -> dict[int, str]:
         """`{item_index: identity}` of a run's items (its `id`, else its content hash), read without the
         items' values."""

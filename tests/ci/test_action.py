@@ -9,6 +9,7 @@ import re
 import shlex
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,18 @@ def step(name: str) -> dict[str, Any]:
     [found] = [s for s in steps() if s["name"] == name]
     return found
 
+
+
+def test_every_extra_the_action_and_the_docs_name_exists() -> None:
+    """`pip install cobalt-evals[NAME]` with a NAME pyproject.toml lacks installs nothing extra, silently."""
+    root = ACTION.parents[0]
+    project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    extras = set(project["optional-dependencies"])
+    texts = {ACTION: ACTION.read_text(encoding="utf-8"), root / "README.md": (root / "README.md").read_text("utf-8")}
+    texts |= {page: page.read_text(encoding="utf-8") for page in (root / "docs").glob("*.md")}
+    named = {(path.name, extra) for path, text in texts.items() for extra in re.findall(r"cobalt-evals\[(\w+)\]", text)}
+    assert named, "the action names an extra for `cobalt-package`"
+    assert {(name, extra) for name, extra in named if extra not in extras} == set()
 
 def test_the_action_is_composite_and_names_only_what_it_declares() -> None:
     data = action()
@@ -135,6 +148,45 @@ experiment("qa", Dataset([{"id": f"q{i}", "expected_output": "a"} for i in range
         assert [r["path"] for r in hub.requests if r["method"] == "PATCH"] == [
             f"/repos/{REPOSITORY}/issues/comments/{mine['id']}"]
     assert f"#{PULL}" in hub.requests[0]["path"] or f"/issues/{PULL}/" in hub.requests[0]["path"]
+
+
+@pytest.mark.slow
+def test_an_experiment_file_that_does_not_load_stops_the_run_and_the_comment_says_why(tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    (project / "experiments").mkdir(parents=True)
+    (project / "experiments" / "qa.cobalt.py").write_text(
+        'from cobalt_lib import Dataset, Evaluator, experiment\n'
+        'experiment("qa", Dataset([{"expected_output": "a"}]), lambda ctx: "a",\n'
+        '           evaluators=[Evaluator(name="c", type="contain", value="a")])\n', encoding="utf-8")
+    bin_dir = str(Path(sys.executable).parent)
+    reports = tmp_path / "reports"
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "COBALT_"))}
+    base.update(PATH=f"{bin_dir}{os.pathsep}{base.get('PATH', '')}", GITHUB_ACTIONS="true",
+                GITHUB_STEP_SUMMARY=str(tmp_path / "summary.md"), COBALT_REPORT_DIR=str(reports))
+
+    def run_step(name: str, **env: str) -> dict[str, str]:
+        outputs = tmp_path / f"{name}.out"
+        outputs.write_text("")
+        result = subprocess.run(["bash", "-e", "-c", step(name)["run"]], cwd=project, capture_output=True, text=True,
+                                env={**base, **env, "GITHUB_OUTPUT": str(outputs)}, timeout=120)
+        assert result.returncode == 0, result.stdout + result.stderr
+        return dict(line.split("=", 1) for line in outputs.read_text().splitlines())
+
+    assert run_step("Run the experiments", RUN_ARGS="--no-dagster", BRANCH_TAG="branch:fix",
+                    RUN_TAG="ci:42-1") == {"exit-code": "2", "stopped": "true"}
+    comment = step("Comment on the pull request")
+    assert "steps.run.outputs.stopped == 'true'" in comment["if"]  # the comment step runs after that exit 2
+    assert comment["env"]["COBALT_REPORT_DIR"] == "${{ steps.names.outputs.reports }}"
+    with github() as hub:
+        assert run_step("Comment on the pull request", GITHUB_TOKEN=TOKEN, RUN_TAG="ci:42-1",
+                        BASELINE_TAG="branch:main", REPORT_URL="", COMMENT_KEY="", FAIL_ON_REGRESSION="true",
+                        ACCEPT_IDENTITY_CHANGE="false", GITHUB_EVENT_PATH=str(event_file(tmp_path)),
+                        GITHUB_REPOSITORY=REPOSITORY, GITHUB_API_URL=hub.url) == {"exit-code": "0"}
+        [mine] = [c for c in hub.comments if c["body"].startswith("<!-- cobalt:pr-comment -->")]
+    assert mine["body"].startswith("<!-- cobalt:pr-comment -->\n## ❌ cobalt evals: no experiment ran, an experiment "
+                                   "file did not load")
+    assert "qa.cobalt.py did not load: Evaluator 'c' has unknown type 'contain'; did you mean 'contains'?" \
+        in mine["body"]
 
 
 def test_the_workflows_the_docs_show_use_the_action_with_the_permission_it_needs() -> None:

@@ -164,11 +164,51 @@ def test_outside_a_pull_request_or_without_a_token_it_says_what_to_do(
         monkeypatch.setenv("GITHUB_EVENT_NAME", "push")
         monkeypatch.setenv("GITHUB_EVENT_PATH", str(push))
         code, _, err = cobalt(capsys, "ci", "comment", "--tag", "ci:1")
-        assert code == 2 and f"The push event is not about a pull request (its event file {push} has no" in err
+        assert code == 2 and err.strip() == (
+            f"error: The push event is not about a pull request (its event file {push} has no `pull_request.number`), "
+            "so there is no pull request to comment on; run `cobalt ci comment` on `pull_request` events only (`if: "
+            "github.event_name == 'pull_request'`), or add --dry-run to print the comment instead.")
+        monkeypatch.delenv("GITHUB_EVENT_NAME")
+        code, _, err = cobalt(capsys, "ci", "comment", "--tag", "ci:1")
+        assert code == 2 and err.startswith("error: This workflow event is not about a pull request (its event file")
         monkeypatch.delenv("GITHUB_EVENT_PATH")
         code, _, err = cobalt(capsys, "ci", "comment", "--tag", "ci:1")
         assert code == 2 and "GITHUB_EVENT_PATH is not set" in err
         assert hub.requests == []
+
+
+def test_dry_run_reads_a_set_event_for_the_base_branch_and_commit(
+        ci_project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    run_qa(monkeypatch, "branch:main")
+    run_qa(monkeypatch, "ci:1", broken="0")
+    with github() as hub:
+        in_pull_request(monkeypatch, hub, ci_project, token=None)  # a dry run needs no token
+        code, out, err = cobalt(capsys, "ci", "comment", "--tag", "ci:1", "--dry-run")
+        assert code == 0, err
+        assert hub.requests == []  # printed, not posted
+    # the base branch (so no --baseline-tag is needed) and the head commit come from the event file
+    assert f"commit `{'b' * 12}` · baseline: the newest run on `main` that passed its gates" in out
+    assert "baseline run `" in out
+
+
+def test_github_unreachable_is_one_sentence_saying_what_to_check(
+        ci_project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    run_qa(monkeypatch, "ci:1")
+    with socket.socket() as sock:  # a port nothing listens on once closed
+        sock.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    with github() as hub:
+        in_pull_request(monkeypatch, hub, ci_project)
+    monkeypatch.setenv("GITHUB_API_URL", closed)
+    code, out, err = cobalt(capsys, "ci", "comment", "--tag", "ci:1", "--baseline-tag", "branch:main")
+    assert code == 2 and out == ""
+    [line] = err.strip().splitlines()
+    assert line.startswith(f"error: Cannot reach GitHub's API at {closed} (ConnectError")
+    assert line.endswith("(gave up after 4 attempts); check the runner's network (and GITHUB_API_URL, if this is "
+                         "GitHub Enterprise), then run the step again.")
+    assert TOKEN not in err
 
 
 def test_github_refusing_the_call_is_one_sentence_without_the_token(

@@ -49,3 +49,34 @@ def test_export_help_names_the_formats_in_the_help_column_not_in_a_folded_metava
     text = help_text("export")
     assert "FORMAT" in text and "csv, markdown, json, junit or baseline" in " ".join(text.split())
     assert "--junit-items-fail" in text and "<bool>" not in text
+
+
+def _commands() -> dict[str, list[str]]:
+    """Every top-level command of the typer app, with a group's subcommands."""
+    root = typer.main.get_command(app)
+    return {name: list(getattr(command, "commands", {}) or []) for name, command in root.commands.items()}
+
+
+def test_help_lists_the_commands_in_their_deliberate_order() -> None:
+    from cobalt_lib.cli._app import COMMAND_ORDER
+
+    assert sorted(_commands()) == sorted(COMMAND_ORDER), "a new command takes its place in COMMAND_ORDER"
+    text = help_text()
+    listed = [line.split()[1] for line in text.splitlines() if line.startswith("│ ") and line[2:3].isalpha()]
+    assert listed == list(COMMAND_ORDER)
+
+
+def test_the_docs_command_table_lists_every_command_and_subcommand() -> None:
+    import re
+
+    page = (Path(__file__).parents[2] / "docs" / "cli.md").read_text(encoding="utf-8")
+    table = page[page.index("| command | what it does |"):page.index("`cobalt --help` lists them in this order.")]
+    rows = re.findall(r"^\| \[`cobalt ([^`]+)`\]\(#([\w-]+)\)", table, re.M)
+    documented = {words.split()[0]: [w for w in re.split(r"[\s\\|]+", words)[1:] if w] for words, _ in rows}
+    assert documented == _commands()
+    from cobalt_lib.cli._app import COMMAND_ORDER
+
+    assert [words.split()[0] for words, _ in rows] == list(COMMAND_ORDER)  # in the order `cobalt --help` has
+    anchors = {re.sub(r"[^\w\- ]", "", heading).strip().lower().replace(" ", "-")
+               for heading in re.findall(r"^#+ (.+)$", page, re.M)}
+    assert {anchor for _, anchor in rows} <= anchors

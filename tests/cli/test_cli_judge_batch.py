@@ -54,3 +54,20 @@ def test_a_batch_past_its_deadline_stops_the_run_and_resume_finishes_it_on_the_s
     scores = sorted(r["score"] for r in store.rows("scores", run_id))
     assert scores == [0.5, 0.6, 0.7]
     assert [(b["batch_id"], b["status"]) for b in store.judge_batches(run_id)] == [(sent.group(1), "completed")]
+
+
+@pytest.mark.slow
+def test_a_server_without_a_batch_api_is_said_before_any_agent_call(project: Path, llm: FakeLLM) -> None:
+    llm.batches.absent = True  # as vLLM, Ollama or a LiteLLM proxy without batches answer
+    (project / "experiments").mkdir()
+    (project / "experiments" / "judged.cobalt.py").write_text(EXPERIMENT.replace(
+        'lambda ctx: "an answer"', '(lambda ctx: open("agent-called", "a").write("x") and "an answer")'))
+    write_judge_config(project, llm)
+    result = cobalt(project, "run", "--judge-batch", OPENAI_API_KEY=TEST_KEY, COBALT_DAGSTER_RECORD="off")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.strip() == (
+        f"error: evaluator 'quality' judges with openai/gpt-4o-mini, whose server has no batch API (GET "
+        f"{llm.openai_url}/batches was not found); run without batch judging ([judge] batch = false, "
+        "COBALT_JUDGE_BATCH=0 or --no-judge-batch), or judge with a server that has one.")
+    assert not (project / "agent-called").exists()
+    assert llm.batches.calls == [("GET", "/v1/batches")] and llm.count("chat") == 0

@@ -197,6 +197,11 @@ def test_add_tag_and_concurrency_reach_the_run(qa_project: Path) -> None:
      ({"experiments/gate.cobalt.py": OTHER.replace('"other-agent"', '"gated"').replace(
          'lambda ctx: "x",', 'lambda ctx: "x", assertions=[__import__("cobalt_lib").threshold("exactt", 1)],')},
       "refers to metric 'exactt'"),
+     ({"experiments/calibrated.cobalt.py": OTHER.replace(
+         '"other-agent"', '"judged"').replace(
+         'lambda ctx: "x",', 'lambda ctx: "x", assertions=[__import__("cobalt_lib").calibrated("exakt")],')},
+      "Assertion 'calibrated exakt kappa >= 0.7' names evaluator 'exakt', which this experiment does not have; "
+      "did you mean 'exact'?"),
      # A broken file given by name (discovered, it is a warning and the others run: tests/mcp/test_mcp_discovery.py)
      ({"experiments/bad.cobalt.py": "def broken(:\n"}, "line 1: syntax error"),
      ({"experiments/data.cobalt.py": "from cobalt_lib import Dataset\nDataset.from_file('d.jsonl')\n",
@@ -248,6 +253,57 @@ def test_github_actions_summary_and_annotations(qa_project: Path) -> None:
     text = summary.read_text()
     assert text.startswith("### cobalt: qa — FAILED") and "| exact | 0.250 |" in text
     assert "❌ **exact >= 0.75**" in text
+
+
+#: An experiment file with a typo in an evaluator's type: it fails to load (issue 34's repro).
+MISTYPED = ('from cobalt_lib import Dataset, Evaluator, experiment\n'
+            'experiment("m", Dataset([{"input": "q"}]), lambda ctx: "a",\n'
+            '           evaluators=[Evaluator(name="c", type="contain", value="a")])\n')
+
+
+def test_a_file_that_does_not_load_fails_a_ci_run_and_says_so_on_github(qa_project: Path) -> None:
+    (qa_project / "experiments" / "m.cobalt.py").write_text(MISTYPED)
+    broken = qa_project.resolve() / "experiments" / "m.cobalt.py"
+    cause = f"{broken} did not load: Evaluator 'c' has unknown type 'contain'; did you mean 'contains'?"
+    outside = cobalt(qa_project, "run", "--no-dagster")  # outside --ci: a warning, the others run
+    assert outside.returncode == 0, outside.stderr
+    assert outside.stderr.startswith(f"warning: {cause}") and "its experiments are skipped, the others run." \
+        in outside.stderr
+    summary, reports = qa_project / "summary.md", qa_project / "ci-reports"
+    ci = cobalt(qa_project, "run", "--ci", "--no-dagster", "--add-tag", "ci:7-1", GITHUB_ACTIONS="true",
+                GITHUB_STEP_SUMMARY=str(summary), COBALT_REPORT_DIR=str(reports))
+    assert ci.returncode == 2, ci.stdout + ci.stderr
+    [error] = ci.stderr.strip().splitlines()
+    assert error.startswith(f"error: {cause}") and error.endswith(
+        "`cobalt run --ci` runs nothing while an experiment file does not load (without --ci its experiments are "
+        "skipped with a warning): fix it, or move it out of the test directory.")
+    [annotation] = [line for line in ci.stdout.splitlines() if line.startswith("::error")]
+    assert annotation.startswith(f"::error title=cobalt%3A an experiment file did not load::{cause}")
+    assert summary.read_text().startswith("### cobalt: no experiment ran, an experiment file did not load\n\n"
+                                          f"- {cause}")
+    assert "cobalt run qa" not in ci.stdout  # nothing ran
+    comment = cobalt(qa_project, "ci", "comment", "--tag", "ci:7-1", "--baseline-tag", "branch:main", "--dry-run",
+                     COBALT_REPORT_DIR=str(reports))
+    assert comment.returncode == 0, comment.stderr
+    assert comment.stdout.startswith("<!-- cobalt:pr-comment -->\n## ❌ cobalt evals: no experiment ran, an "
+                                     "experiment file did not load")
+    assert f"- {cause}" in comment.stdout
+    again = cobalt(qa_project, "run", "--ci", "--no-dagster", "-f", "qa", "--add-tag", "ci:7-2",
+                   GITHUB_ACTIONS="true", GITHUB_STEP_SUMMARY=str(summary), COBALT_REPORT_DIR=str(reports))
+    assert again.returncode == 2  # a filter does not excuse the broken file: it might hold the experiment
+
+
+def test_when_the_only_experiment_file_does_not_load_that_is_the_headline(project: Path) -> None:
+    (project / "experiments").mkdir()
+    (project / "experiments" / "m.cobalt.py").write_text(MISTYPED)
+    result = cobalt(project, "run")
+    assert result.returncode == 2
+    [error] = result.stderr.strip().splitlines()
+    assert error.startswith(f"error: {project.resolve() / 'experiments' / 'm.cobalt.py'} did not load: "
+                            "Evaluator 'c' has unknown type 'contain'; did you mean 'contains'?")
+    assert error.endswith("; it is the only experiment file in experiments/ matching **/*.cobalt.py, "
+                          "**/*_experiment.py, so nothing ran.")
+    assert "cobalt init" not in error and "No experiments found" not in error
 
 
 class _Hook(BaseHTTPRequestHandler):

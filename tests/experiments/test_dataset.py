@@ -200,6 +200,30 @@ def test_malformed_jsonl_line_names_file_and_line(project: Path) -> None:
         Dataset.from_file("bad.jsonl")
 
 
+def test_every_bad_line_of_a_dataset_is_named_at_once(project: Path) -> None:
+    (project / "bad.jsonl").write_text('{"a": 1}\n{"a": \n[1]\n{"a": 2}\n"x"\n', encoding="utf-8")
+    with pytest.raises(DatasetError) as raised:
+        Dataset.from_file("bad.jsonl")
+    assert str(raised.value).splitlines() == [
+        "3 bad lines in bad.jsonl:",
+        "bad.jsonl, line 2: invalid JSON (Expecting value at column 7); each line must be one JSON object.",
+        "bad.jsonl, line 3: expected a JSON object, got list.",
+        "bad.jsonl, line 5: expected a JSON object, got str."]
+    (project / "bad.csv").write_text('input,expected_output\nq,a\nq,a,extra\nq\n', encoding="utf-8")
+    with pytest.raises(DatasetError) as raised:
+        Dataset.from_file("bad.csv")
+    assert str(raised.value).splitlines() == [
+        "2 bad lines in bad.csv:",
+        "bad.csv, line 3: 3 fields where the header has 2; quote fields that contain commas.",
+        "bad.csv, line 4: 1 fields where the header has 2; quote fields that contain commas."]
+    (project / "many.jsonl").write_text("{oops\n" * 25, encoding="utf-8")
+    with pytest.raises(DatasetError) as raised:
+        Dataset.from_file("many.jsonl")
+    said = str(raised.value).splitlines()
+    assert said[0] == "25 bad lines in many.jsonl:" and len(said) == 22  # the count, 20 lines, the rest counted
+    assert said[20].startswith("many.jsonl, line 20: invalid JSON") and said[21] == "... and 5 more bad lines"
+
+
 def test_jsonl_line_that_is_not_an_object_names_line(project: Path) -> None:
     (project / "d.jsonl").write_text('{"a": 1}\n[1, 2]\n', encoding="utf-8")
     with pytest.raises(DatasetError, match=r"d\.jsonl, line 2: expected a JSON object, got list"):

@@ -52,3 +52,10 @@ def test_grade_exits_1_when_no_answer_was_usable_and_its_stored_run_failed(gradi
     assert done.stderr.strip().endswith(
         f"error: grading run {data['run_id']} FAILED: evaluator 'openai/garbage' scored none of the 10 items: "
         + data["results"][0]["error"].splitlines()[0])
+
+
+def test_the_headline_counts_agree_with_their_nouns(grading: Path) -> None:
+    done = _cobalt(grading, "grade", "--input", "samples.jsonl", "--grader", "graders/numbers.py", "--model",
+                   "openai/agree")
+    assert done.returncode == 0, done.stderr
+    assert "Graded 10 samples x 1 model x 1 iteration with numbers #" in done.stdout

@@ -29,6 +29,20 @@ def test_samples_keys_ids_and_errors(tmp_path: Path) -> None:
         load_samples(path)
 
 
+def test_every_bad_line_of_a_samples_file_is_named_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_text('{"userMessage": "q", "assistantResponse": "a", "id": "x"}\n{oops\n'
+                    '{"userMessage": "q", "assistantResponse": "a", "score": 5}\n'
+                    '{"userMessage": "q", "assistantResponse": "a", "id": "x"}\n')
+    with pytest.raises(DatasetError) as raised:
+        load_samples(path)
+    assert str(raised.value).splitlines() == [
+        f"3 bad lines in {path}:",
+        f"{path}:2: not valid JSON (Expecting property name enclosed in double quotes, column 2).",
+        f"{path}:3: score 5 must be an integer from -3 to 3 (or left out).",
+        f"{path}:4: id 'x' is already used on line 1; ids must be unique."]
+
+
 def test_model_routing(monkeypatch: pytest.MonkeyPatch) -> None:
     assert route_model("openai/gpt-4o", "openai") == ("openai", "gpt-4o")
     assert route_model("anthropic/claude-sonnet-4-5", "openai") == ("anthropic", "claude-sonnet-4-5")

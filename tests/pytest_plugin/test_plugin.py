@@ -117,6 +117,14 @@ def test_node_ids_and_tags_select_experiments(pytester: pytest.Pytester, project
                                                                    "test_unit.py::test_ordinary"]
 
 
+def test_a_tag_no_experiment_has_names_the_tags_there_are(pytester: pytest.Pytester, project: Path) -> None:
+    result = pytester.runpytest("-p", "no:cacheprovider", "--cobalt", "--cobalt-tag", "nosuch", "-q")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR  # not 5, "no tests ran", with nothing said
+    assert "ERROR: cobalt: none of the 2 experiments found has the tag nosuch (--cobalt-tag); their tags: geo." \
+        in result.stderr.lines
+    assert runs(project) == []
+
+
 def test_ini_option_switches_it_on_and_no_cobalt_off(pytester: pytest.Pytester, project: Path) -> None:
     pytester.makeini("[pytest]\ncobalt_experiments = true\ntestpaths = tests\n")
     (project / "tests").mkdir()

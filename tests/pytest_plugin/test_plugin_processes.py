@@ -91,7 +91,7 @@ def test_xdist_items_mode_keeps_an_experiments_items_on_one_worker(tmp_path: Pat
 def comparable(store: Store, run_id: str) -> dict[str, Any]:
     """A run's rows without what differs between any two runs: ids, clocks, process, durations."""
     timing = ("latency", "latency_ms", "run_id", "started_at", "finished_at", "lease_until", "pid", "worked_ms",
-              "results_path", "total_duration_ms", "avg_latency_ms")
+              "lease_token", "holder", "results_path", "total_duration_ms", "avg_latency_ms")
 
     def strip(value: Any) -> Any:
         if isinstance(value, dict):

@@ -6,8 +6,12 @@ import io
 import json
 import re
 from pathlib import Path
+from typing import Any
 
-from cobalt_lib import Dataset, Evaluator, define_config, experiment
+from fakellm import FakeLLM, answer
+
+from cobalt_lib import Dataset, Evaluator, define_config, experiment, load_config
+from cobalt_lib.ops._run import run_plan
 from cobalt_lib.render._terminal import TerminalReporter
 from cobalt_lib.results._report import Evaluation, ItemResult
 from cobalt_lib.run import FreshRun, prepare
@@ -207,3 +211,22 @@ def test_an_error_message_keeps_its_whole_first_line_in_the_output_and_the_full_
     assert "second line" not in buffer.getvalue()
     stored = json.loads(Path(report.results_path or "").read_text())["items"][0]["error"]
     assert stored == f"RuntimeError: {advice}\nsecond line" == report.items[0].error
+
+
+def test_the_live_line_counts_judge_calls_in_flight(judged_project: Path, llm: FakeLLM) -> None:
+    """An item's line waits for its judge calls: meanwhile the live line says how many are out."""
+    buffer = io.StringIO()
+    seen: list[str] = []
+
+    def judge(kind: str, body: dict[str, Any]) -> Any:  # runs as the call is in flight
+        seen.append(ANSI.sub("", buffer.getvalue()))
+        return answer(0.9)
+
+    llm.respond = judge
+    exp = experiment("judged", Dataset([{"input": "q0"}]), lambda ctx: "a",
+                     evaluators=[Evaluator(name="quality", prompt="{{input}} {{output}}")], concurrency=1)
+    reporter = TerminalReporter(buffer, width=100, force_terminal=True)
+    report = run_plan(prepare(exp, load_config(judged_project), FreshRun()), reporter, record=False)
+    assert report.passed
+    assert len(seen) == 1 and "judge: 1 call in flight, 0 answered" in seen[0]
+    assert "#0 ✓ quality=0.900" in ANSI.sub("", buffer.getvalue())

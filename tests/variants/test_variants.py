@@ -112,6 +112,7 @@ def _agent(ctx: object) -> str:
 
 @pytest.mark.parametrize(("options", "message"), [
     ({"variants": []}, "variants is empty"),
+    ({"variants": {}}, "variants is empty; declare at least one, or leave variants out."),
     ({"variants": {"model": "gpt-4o"}}, "variant axis 'model' must be a list of values"),
     ({"variants": [{"name": "a"}, {"name": "a"}]}, "variant name 'a' is used twice"),
     ({"variants": {"model": ["a", "b"]}, "baseline": "model=bb"}, "baseline='model=bb' is not one of its variants; "
