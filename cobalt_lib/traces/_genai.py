@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..llm._json import loads_strict
 from ..llm._pricing import cost_usd
 from ..results._spans import SpanRecord
 
@@ -44,8 +45,8 @@ def kind_of(attributes: Mapping[str, Any]) -> str:
 def json_value(value: Any) -> Any:
     """An attribute that holds JSON text, parsed (a text that is not JSON stays text)."""
     if isinstance(value, str) and value[:1] in "[{":
-        with contextlib.suppress(ValueError):
-            return json.loads(value)
+        with contextlib.suppress(ValueError):  # NaN and Infinity too: JSON has none
+            return loads_strict(value)
     return value
 
 
