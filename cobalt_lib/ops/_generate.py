@@ -206,10 +206,6 @@ def validate_file(config: Config, path: str, name: str | None = None) -> Validat
     if not declared:
         raise ConfigError(f"{file.name} declares no experiment: decorate the agent with @experiment(...) or call "
                           "experiment(name, dataset, agent, ...).")
-    wrong = [exp.name for exp in declared if name is not None and exp.name != name]
-    if wrong:
-        raise ConfigError(f"{file.name} declares experiment {wrong[0]!r}, not {name!r} as asked: name the experiment "
-                          f"{name!r} (the name follows the file's name), and declare no other.")
     others = {e.name: e.source_file for other in discover_files(config) if other != file
               for e in _loadable(other)}
     for exp in declared:
@@ -217,6 +213,10 @@ def validate_file(config: Config, path: str, name: str | None = None) -> Validat
             raise ConfigError(f"Experiment name {exp.name!r} is already declared in {others[exp.name]}; give this "
                               "experiment another name.")
         prepare(exp, config)
+    wrong = [exp.name for exp in declared if name is not None and exp.name != name]
+    if wrong:
+        raise ConfigError(f"{file.name} declares experiment {wrong[0]!r}, not {name!r} as asked: name the experiment "
+                          f"{name!r} (the name follows the file's name), and declare no other.")
     return Validation(experiments=[experiment_info(config, exp) for exp in declared],
                       discovered=file in discover_files(config))
 
