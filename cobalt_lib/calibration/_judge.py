@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 from .._numbers import decimal
 from ._metrics import spearman
 from ._models import Verdict
+from ._people import HumanCeiling
 from ._scales import Scale, categories, category, category_values, shown
 from ._verdict import GATING_KAPPA, MIN_RELIABLE_SAMPLES, MONITORING_KAPPA, verdict
 
@@ -106,6 +107,8 @@ class JudgeCalibration(BaseModel):
     disagreements: list[LabelDisagreement] = Field(default_factory=list)
     verdict: Verdict = Field(default_factory=Verdict)
     created_at: str = ""
+    #: Agreement between the people who labelled (when two or more labelled an item), the judge beside it.
+    human: HumanCeiling | None = None
 
     def figure(self, name: str) -> Figure | None:
         return next((f for f in self.figures if f.name == name), None)

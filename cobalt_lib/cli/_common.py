@@ -11,9 +11,9 @@ import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from ..config._config import Config
     from ..results._report import ExperimentReport
 
@@ -40,9 +40,12 @@ def _replay_journals(config: Config) -> None:
 
 
 def console() -> Console:
-    """stdout; colour only on a terminal, and wide enough that piped tables do not fold."""
-    out = Console(highlight=False)
-    return out if out.is_terminal else Console(highlight=False, width=max(out.width, 160), no_color=True)
+    """stdout; colour only on a terminal, and wide enough that piped tables do not fold; markup off, so text
+    that looks like Rich markup (`[/INST]`, `[s7]`) prints as it is."""
+    from ..render._console import plain_console
+
+    out = plain_console()
+    return out if out.is_terminal else plain_console(width=max(out.width, 160), no_color=True)
 
 
 def warn(warnings: Iterable[str]) -> None:

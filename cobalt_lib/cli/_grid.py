@@ -14,6 +14,7 @@ def compare_group(group: str | None, runs: tuple[str | None, str | None], *, exp
                   quality: str | None, json_output: bool, markdown: bool, fail_on_regression: bool) -> None:
     """Print the grid of run group `group`; with `fail_on_regression`, exit 1 when a variant's cell is worse."""
     from ..ops._variants import variant_grid
+    from ..render._console import plain_console
     from ..render._grid import grid_console, grid_markdown, grid_notes, grid_table
 
     if group is None:
@@ -26,9 +27,7 @@ def compare_group(group: str | None, runs: tuple[str | None, str | None], *, exp
     elif markdown:
         typer.echo(grid_markdown(grid), nl=False)
     else:
-        from rich.console import Console
-
-        console = grid_console(Console(highlight=False, soft_wrap=True))
+        console = grid_console(plain_console(soft_wrap=True))
         console.print(grid_table(grid))
         for note in grid_notes(grid):
             console.print(note, style="dim")

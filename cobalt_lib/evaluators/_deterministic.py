@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from .._numbers import distinct
+from ..llm._json import NonFiniteJson, loads_strict, non_finite
 from ..results._report import Evaluation
 from ._context import EvalContext, Scoring
 from ._kind import EvaluatorKind, require_field
@@ -77,15 +78,22 @@ class NotJson(ValueError):
 
 
 def parse_json(value: Any, what: str = "the output") -> Any:
-    """A JSON text parsed, or a structured value (dict, list, number, bool, None) as it is."""
+    """A JSON text parsed, or a structured value (dict, list, number, bool, None) as it is; NaN and Infinity,
+    which Python's json reads but JSON has not, are NotJson in either."""
     if isinstance(value, bytes | bytearray):
         value = value.decode("utf-8", errors="replace")
     if not isinstance(value, str):
+        found = non_finite(value)
+        if found is not None:
+            raise NotJson(f"{what} holds {found[1]!r} at {found[0]}, which JSON cannot hold "
+                          "(JSON has no NaN or Infinity)")
         return value
     try:
-        return json.loads(value)
+        return loads_strict(value)
     except json.JSONDecodeError as exc:
         raise NotJson(f"{what} is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+    except NonFiniteJson as exc:
+        raise NotJson(f"{what} is not valid JSON ({exc})") from None
 
 
 def quote(value: Any, limit: int = 80) -> str:

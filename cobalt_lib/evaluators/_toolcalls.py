@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
+from ..llm._json import NonFiniteJson, loads_strict
 from ..results._report import Evaluation
 from ..traces._genai import tool_calls
 from ._deterministic import quote
@@ -48,9 +49,11 @@ def read_calls(value: Any, what: str) -> list[ToolCall]:
         return []
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = loads_strict(value)
         except json.JSONDecodeError as exc:
             raise ValueError(f"{what} is not valid JSON ({exc.msg})") from None
+        except NonFiniteJson as exc:
+            raise ValueError(f"{what} is not valid JSON ({exc})") from None
     if not isinstance(value, list):
         raise ValueError(f"{what} must be a list of tool calls, got {type(value).__name__}")
     return [_read_call(call, f"{what}[{i}]") for i, call in enumerate(value)]
@@ -66,8 +69,8 @@ def _read_call(call: Any, where: str) -> ToolCall:
     arguments = next((body[key] for key in ("arguments", "args", "input") if key in body), None)
     if isinstance(arguments, str):
         # a text that is not JSON is kept as text: only an identical expected text can match it
-        with contextlib.suppress(json.JSONDecodeError):
-            arguments = json.loads(arguments) if arguments.strip() else {}
+        with contextlib.suppress(ValueError):  # broken JSON, or NaN/Infinity, which JSON has not
+            arguments = loads_strict(arguments) if arguments.strip() else {}
     return ToolCall(name, arguments)
 
 

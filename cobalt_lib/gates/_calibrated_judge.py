@@ -1,10 +1,11 @@
 """`calibrated("helpful")`: any evaluator that gates a deploy must have been measured against human labels.
 
-The gate reads the calibrations `cobalt calibrate` stores, keyed by the evaluator's prompt hash and
-model: it passes only when the newest calibration of the evaluator as it is now (same prompt hash) for
-the model the run judged with reached `min_kappa` (the kappa of its scale: weighted kappa for -3..3,
-Cohen's kappa for pass/fail, kappa over bins for 0..1; for -3..3 also `min_within_one`) over at least
-`min_labels` labelled items. Too few labels is a failure that says how many more to label.
+The gate reads the calibrations `cobalt calibrate` stores, keyed by the experiment, the evaluator's prompt
+hash and model: it passes only when the newest calibration in this experiment of the evaluator as it is now
+(same prompt hash) for the model the run judged with reached `min_kappa` (the kappa of its scale:
+weighted kappa for -3..3, Cohen's kappa for pass/fail, kappa over bins for 0..1; for -3..3 also
+`min_within_one`) over at least `min_labels` labelled items. Too few labels is a failure that says how
+many more to label.
 """
 
 from __future__ import annotations
@@ -66,11 +67,23 @@ class CalibratedJudge(Assertion):
         return next((e for e in declared if e.get("name") == self.evaluator), None)
 
     def _check(self, report: ExperimentReport, store: Store, digest: str, model: str | None) -> AssertionResult:
-        found = stored_calibration(store, digest, model)
+        found = stored_calibration(store, digest, model, experiment=report.name)
         head = f"evaluator {self.evaluator_name!r} #{digest[:12]}" + (f" on {model}" if model else "")
         command = f"cobalt calibrate {report.name} --evaluator {self.evaluator_name}"
         if found is None:
-            earlier = store.calibrations(evaluator=self.evaluator_name)
+            # Calibrations are kept per experiment: another experiment's labels never pass this one's gate.
+            earlier = store.calibrations(experiment=report.name, evaluator=self.evaluator_name)
+            same_prompt = [r for r in earlier if r["prompt_hash"] == digest]
+            if same_prompt:
+                measured = same_prompt[0].get("model") or "no model"
+                return self._fail(f"{head}: the judge model changed since its last calibration (run "
+                                  f"{same_prompt[0]['run_id']} measured it on {measured}, this run judged with "
+                                  f"{model or 'no model'}); label its items and run: {command}")
+            elsewhere = sorted({str(r["experiment"]) for r in store.calibrations(prompt_hash=digest)})
+            if not earlier and elsewhere:
+                return self._fail(f"{head} has no calibration in experiment {report.name!r} (only in "
+                                  f"{', '.join(map(repr, elsewhere))}, on other items); label this experiment's items "
+                                  f"and run: {command}")
             if earlier:
                 return self._fail(f"{head} changed since its last calibration (run {earlier[0]['run_id']} measured "
                                   f"#{str(earlier[0]['prompt_hash'])[:12]}); label its items and run: {command}")
@@ -102,9 +115,10 @@ class CalibratedJudge(Assertion):
         return AssertionResult(name=self.name, passed=False, actual=actual, expected=self.min_kappa, message=message)
 
 
-def stored_calibration(store: Store, digest: str, model: str | None) -> JudgeCalibration | None:
-    """The newest calibration stored for this prompt hash and judge model."""
-    rows = store.calibrations(prompt_hash=digest)
+def stored_calibration(store: Store, digest: str, model: str | None, *,
+                       experiment: str | None = None) -> JudgeCalibration | None:
+    """The newest calibration stored for this prompt hash and judge model (of `experiment`, when given)."""
+    rows = store.calibrations(prompt_hash=digest, experiment=experiment)
     return next((JudgeCalibration.model_validate(r["figures"]) for r in rows if _same(r.get("model"), model)), None)
 
 

@@ -11,17 +11,18 @@ from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, InputRequiredResult, TextContent
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, CallToolResult, GetPromptResult, InputRequiredResult, TextContent
 from pydantic import BaseModel, Field, ValidationError
 
 from .._errors import CobaltError
 from ..config._config import Config, load_config
-from ._budget import DEFAULT_TOKENS, MAX_TOKENS, MIN_TOKENS, budget_chars, dumps, fit_any
+from ._budget import DEFAULT_TOKENS, MAX_TOKENS, MIN_TOKENS, budget_tokens, dumps, estimate_tokens, fit_any
 from ._stdio import serve_stdio_until_eof
 
 #: The `budget` argument every tool that can answer at length takes.
 BudgetArg = Annotated[int, Field(ge=MIN_TOKENS, le=MAX_TOKENS, description=(
-    f"The most this answer may take, in tokens (estimated as characters / 4; default {DEFAULT_TOKENS:,}): long "
+    f"The most this answer may take, in tokens (estimated from above; default {DEFAULT_TOKENS:,}): long "
     "fields are clipped and items left out, each with how to get the rest."))]
 
 
@@ -38,6 +39,9 @@ class Project:
 #: CLI advice in cobalt's messages, and the tool call that does the same over MCP.
 _FOR_TOOLS = [
     (re.compile(r"`cobalt history` lists the stored runs"), "cobalt_results() lists the stored runs"),
+    (re.compile(r"`cobalt history` shows each run's group"), "cobalt_results() lists the stored runs with their "
+                                                            "group_id"),
+    (re.compile(r"`cobalt history` lists the experiments"), "cobalt://experiments lists the experiments"),
     (re.compile(r"`cobalt run --resume (latest|[\w.-]+)`"), r"cobalt_run(resume='\1')"),
     (re.compile(r"`cobalt run --resume`"), "cobalt_run(resume=<the run id>)"),
     (re.compile(r"run `cobalt run` first"), "call cobalt_run first"),
@@ -48,10 +52,15 @@ _FOR_TOOLS = [
 
 
 def for_tools(message: str) -> str:
-    """A message of cobalt's with its CLI advice turned into the tool calls that do the same."""
+    """A message of cobalt's with its CLI advice turned into the tool calls that do the same; advice with no
+    such call (a command a model cannot run here) is left out rather than passed on."""
     for pattern, replacement in _FOR_TOOLS:
         message = pattern.sub(replacement, message)
-    return message
+    return _CLI_ADVICE.sub("", message)
+
+
+#: A clause still naming a `cobalt ...` command after the translations above.
+_CLI_ADVICE = re.compile(r"[;,]?\s*[^;.]*`cobalt [^`]*`[^;.]*(?=[;.]|$)")
 
 
 @contextmanager
@@ -87,7 +96,7 @@ def answer(data: Any, summary: str, notes: list[str] | None = None) -> CallToolR
 def budgeted(model: BaseModel, summary: str, tokens: int | None, pointer: str) -> CallToolResult:
     """`answer` for any model, within `tokens`: default fields left out, then strings and lists cut."""
     data, notes = fit_any(model.model_dump(mode="json", exclude_defaults=True),
-                          budget_chars(tokens) - len(summary) - 400, pointer)
+                          budget_tokens(tokens) - estimate_tokens(summary) - 100, pointer)
     return answer(data, summary, notes)
 
 
@@ -100,9 +109,41 @@ class CobaltServer(MCPServer):
 
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Context[Any, Any] | None = None) -> CallToolResult | InputRequiredResult:
+        tool = self._tool_manager.get_tool(name)
+        if tool is not None:
+            known = list(tool.parameters.get("properties", {}))
+            unknown = [key for key in arguments if key not in known]
+            if unknown:
+                # The SDK drops unknown keys silently: a misspelt `limt` would run with the default limit.
+                raise ToolError(f"{name}: unknown argument{'s' if len(unknown) > 1 else ''} "
+                                f"{', '.join(repr(k) for k in unknown)}; {name} takes {', '.join(known) or 'none'}.")
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             if isinstance(exc.__cause__, ValidationError):
                 raise ToolError(argument_error(name, exc.__cause__)) from exc.__cause__
             raise
+
+    async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None,
+                         context: Context[Any, Any] | None = None) -> GetPromptResult | InputRequiredResult:
+        """The SDK answers a missing argument as an internal error; here it is invalid params, naming it."""
+        prompt = self._prompt_manager.get_prompt(name)
+        if prompt is None:
+            known = ", ".join(p.name for p in self._prompt_manager.list_prompts())
+            raise MCPError(INVALID_PARAMS, f"No prompt is named {name!r}; the prompts are {known}.")
+        declared = prompt.arguments or []
+        missing = [a.name for a in declared if a.required and a.name not in (arguments or {})]
+        if missing:
+            raise MCPError(INVALID_PARAMS, f"Prompt {name!r} needs the argument{'s' if len(missing) > 1 else ''} "
+                           f"{', '.join(repr(m) for m in missing)} ({_described(declared)}).", {"missing": missing})
+        unknown = [key for key in arguments or {} if key not in {a.name for a in declared}]
+        if unknown:
+            raise MCPError(INVALID_PARAMS, f"Prompt {name!r} takes no argument {', '.join(map(repr, unknown))}; "
+                           f"its arguments: {_described(declared) or 'none'}.", {"unknown": unknown})
+        return await super().get_prompt(name, arguments, context)
+
+
+def _described(arguments: list[Any]) -> str:
+    """`experiment: The experiment to improve.; threshold: ...` (optional ones marked)."""
+    return "; ".join(f"{a.name}: {a.description or ''}{'' if a.required else ' (optional)'}".strip()
+                     for a in arguments)

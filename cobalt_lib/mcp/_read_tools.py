@@ -11,7 +11,7 @@ from ..links import run_page_url
 from ..ops._details import ITEM_LIMIT, ComparedRuns, RunDetails, compare_with_reasons, run_details
 from ..ops._history import HistoryEntry, run_history
 from ..ops._query import DEFAULT_LIMIT, MAX_LIMIT, QueryResult, run_query
-from ._budget import DEFAULT_TOKENS, budget_chars, fit_any, fit_run, size
+from ._budget import DEFAULT_TOKENS, budget_tokens, estimate_tokens, fit_any, fit_run, size
 from ._common import BudgetArg, Project, answer, budgeted, tool_errors
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
@@ -88,9 +88,10 @@ def register(server: MCPServer, project: Project) -> None:
                                   limit=limit or ITEM_LIMIT, item=item, trace=trace)
         text = details_summary(details, only_failures)
         if not trace:
-            return answer({"run": fit_run(details, budget_chars(budget) - len(text), whole=item is not None)}, text)
+            return answer({"run": fit_run(details, budget_tokens(budget) - estimate_tokens(text),
+                                                  whole=item is not None)}, text)
         traces, details.traces = details.traces, {}
-        room = budget_chars(budget) - len(text)
+        room = budget_tokens(budget) - estimate_tokens(text)
         data = fit_run(details, room // 2, whole=item is not None)  # the traces get the other half
         shown = {f"{i['index']}:{i.get('run_index', 0)}" for i in data["items"]}
         data["traces"], notes = fit_any({k: v for k, v in traces.items() if k in shown}, room - size(data),
@@ -122,9 +123,26 @@ def register(server: MCPServer, project: Project) -> None:
     ) -> Annotated[CallToolResult, QueryResult]:
         with tool_errors():
             result = run_query(project.config(), sql, limit)
-        more = " (more rows matched; raise limit or aggregate)" if result.truncated else ""
-        return budgeted(result, f"{result.row_count} rows{more}; columns: {', '.join(result.columns)}", budget,
-                        "select substr(column, start, length) to read the rest")
+        return _query_answer(result, budget)
+
+
+def _query_answer(result: QueryResult, budget: int | None) -> CallToolResult:
+    """The rows within the budget, and `row_count`, the summary and the note saying what was returned: rows the
+    budget left out are counted (never reported as shown), and the note is never clipped with the values."""
+    data = result.model_dump(mode="json", exclude_defaults=True, exclude={"note"})
+    room = budget_tokens(budget) - 2 * estimate_tokens(result.note or "") - 400
+    fitted, notes = fit_any(data, room, "select substr(column, start, length) to read the rest")
+    rows = fitted.get("rows", [])
+    note = result.note
+    if len(rows) < result.row_count:
+        fitted["truncated"] = True
+        cut = f"{len(rows)} of the {result.row_count} rows the query returned fit the response budget and are shown"
+        note = f"{cut} (select fewer or shorter columns, raise budget, or aggregate)" + (f"; {note}" if note else "")
+    fitted["row_count"] = len(rows)
+    if note:
+        fitted["note"] = note
+    more = " (more rows matched; see the note)" if fitted.get("truncated") else ""
+    return answer(fitted, f"{len(rows)} rows{more}; columns: {', '.join(result.columns)}", notes)
 
 
 def _listing_summary(runs: list[RunListing]) -> str:

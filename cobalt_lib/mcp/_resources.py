@@ -19,7 +19,7 @@ from ..ops._history import run_history
 from ..ops._query import EXAMPLES, store_schema
 from ..store._history import load_report
 from ..store._store import Store
-from ._budget import budget_chars, dumps, fit_any, fit_run
+from ._budget import budget_tokens, dumps, fit_any, fit_run
 from ._common import Project, for_tools
 
 JSON = "application/json"
@@ -70,12 +70,12 @@ def register(server: MCPServer, project: Project) -> None:
     def run(run_id: str) -> str:
         with _errors():
             details = run_details(_load(project), run_id)
-        return dumps(fit_run(details, budget_chars(None)))
+        return dumps(fit_run(details, budget_tokens(None)))
 
 
 def _fitted(data: Any) -> str:
     """`data` as compact JSON within the default budget."""
-    fitted, _ = fit_any(data, budget_chars(None), "cobalt_results or cobalt_query read the rest")
+    fitted, _ = fit_any(data, budget_tokens(None), "cobalt_results or cobalt_query read the rest")
     return dumps(fitted)
 
 

@@ -25,7 +25,7 @@ from ..ops._details import ITEM_LIMIT, RunDetails, report_details
 from ..ops._generate import project_path
 from ..ops._refs import store_with_runs
 from ..store._history import load_report
-from ._budget import DEFAULT_TOKENS, budget_chars, fit_run, size
+from ._budget import DEFAULT_TOKENS, budget_tokens, estimate_tokens, fit_run, size
 from ._common import BudgetArg, Project, answer, for_tools, tool_errors
 from ._read_tools import details_summary
 
@@ -84,7 +84,7 @@ def register(server: MCPServer, project: Project) -> None:
         text = _summary(result)
         data = result.model_dump(mode="json", exclude_defaults=True, exclude={"runs"})
         # The budget covers the text, the answer's own fields and every run: what is left is shared.
-        share = (budget_chars(budget) - len(text) - size(data)) // max(1, len(result.runs))
+        share = (budget_tokens(budget) - estimate_tokens(text) - size(data)) // max(1, len(result.runs))
         data["runs"] = [fit_run(run, share) for run in result.runs]
         return answer(data, text)
 

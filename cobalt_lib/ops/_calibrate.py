@@ -18,12 +18,13 @@ from pydantic import BaseModel, Field
 
 from .._errors import ConfigError
 from ..calibration._judge import JudgeCalibration, Observation, calibrate_judge, prompt_hash
+from ..calibration._people import HumanCeiling, consensus, human_ceiling
 from ..calibration._scales import judged_value, label_value, scale_of
 from ..calibration._stored import EXPERIMENT_PREFIX
 from ..config._config import Config
 from ..store._history import resolve_run
 from ..store._store import Store
-from ._labels import current_labels, identity_of, output_hash
+from ._labels import Label, current_labels, identity_of, output_hash
 
 
 class PreviousJudge(BaseModel):
@@ -65,6 +66,7 @@ def calibrate_evaluator(config: Config, experiment: str, evaluator: str, *, run:
                           items=scored, labels=labels, created_at=datetime.now(UTC).isoformat())
     cal.stale_labels = stale
     cal.unmatched_labels = len(current - held)
+    cal.human = _ceiling(config, experiment, evaluator, scale, observations, resamples)
     previous = _previous(store, cal)
     warnings = _warnings(cal)
     if save and cal.labelled:
@@ -98,7 +100,10 @@ def _observations(config: Config, store: Store, run: dict[str, Any], evaluator: 
     """(label, verdict) of every usable score of a labelled item; how many items were scored usably; the
     judge models seen. Only the labelled items' values are read (a grading run's: every item's, as each
     sample carries its truth)."""
-    labels = {label.item_id: label for label in current_labels(config, run["experiment"], evaluator)}
+    # Each person's label of an item (the newest per person); the verdict is measured against their consensus.
+    labels: dict[str, list[Label]] = {}
+    for each in current_labels(config, run["experiment"], evaluator):
+        labels.setdefault(each.item_id, []).append(each)
     keys = {(k["item_index"], k["run_index"]): k for k in store.output_keys(run["run_id"])}
     scores = [s for s in store.evaluator_rows(run["run_id"], evaluator)
               if keys.get((s["item_index"], s["run_index"]), {}).get("status") == "ok"
@@ -115,21 +120,40 @@ def _observations(config: Config, store: Store, run: dict[str, Any], evaluator: 
         if output is None:
             continue
         ident = identity_of(output)
-        label = labels.get(ident)
-        truth = label.value if label else _sample_truth(scale, output.get("input"))
+        by = labels.get(ident, [])
+        label = by[-1] if by else None
+        truth = consensus(scale, [b.value for b in by]) if by else _sample_truth(scale, output.get("input"))
         judged = judged_value(scale, score.get("score"), score.get("raw_score"), score.get("passed"))
         if truth is None or judged is None:
             continue
-        if label and label.output_hash and label.output_hash != output_hash(output.get("output")):
+        if any(b.output_hash and b.output_hash != output_hash(output.get("output")) for b in by):
             stale.add(ident)
         found.append(Observation(item_id=ident, item_index=score["item_index"], run_index=score["run_index"],
                                  label=truth, judged=judged, score=score.get("score"),
                                  reason=score.get("reason") or "",
-                                 note=label.note if label else "from the samples file",
-                                 who=label.who if label else "", input=output.get("input"),
+                                 note=_notes(by) if label else "from the samples file",
+                                 who=", ".join(b.who for b in by), input=output.get("input"),
                                  output=output.get("output")))
     scored = {str(keys[(s["item_index"], s["run_index"])]["ident"]) for s in scores}
     return found, len(scored), models, len(stale)
+
+
+def _notes(labels: list[Label]) -> str:
+    """One person's note as it is; several people's each with who wrote it."""
+    if len(labels) == 1:
+        return labels[0].note
+    return "; ".join(f"{b.who or '?'}: {b.note}" for b in labels if b.note)
+
+
+def _ceiling(config: Config, experiment: str, evaluator: str, scale: Any, observations: list[Observation],
+             resamples: int) -> HumanCeiling | None:
+    """The human ceiling over the items the run scored: each person's label beside the first repeat's verdict."""
+    people: dict[str, dict[str, float]] = {}
+    for label in current_labels(config, experiment, evaluator):
+        people.setdefault(label.item_id, {})[label.who or "?"] = label.value
+    judged = {o.item_id: o.judged for o in observations if o.run_index == 0}
+    return human_ceiling(scale, {item: by for item, by in people.items() if item in judged}, judged,
+                         resamples=resamples)
 
 
 def _sample_truth(scale: Any, item: Any) -> float | None:

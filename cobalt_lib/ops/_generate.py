@@ -94,7 +94,7 @@ def generate_experiment(config: Config, agent_file: str, output_file: str | None
     request = generation_request(_rel(config, agent), source, import_hint(config.root.resolve(), agent, target),
                                  _rel(config, target), size, context, name)
     endpoint = _endpoint(config)
-    return run_anywhere(_write_validated(config, endpoint, request, target))
+    return run_anywhere(_write_validated(config, endpoint, request, target, name))
 
 
 def experiment_name(target: Path) -> str:
@@ -115,18 +115,18 @@ def refuse_taken_name(config: Config, name: str, target: Path) -> None:
                           f"output_file={taken[0].file!r} and overwrite=true.")
 
 
-async def _write_validated(config: Config, endpoint: Endpoint, request: str, target: Path) -> Generated:
+async def _write_validated(config: Config, endpoint: Endpoint, request: str, target: Path, name: str) -> Generated:
     judge = Judge(ResponseCache(config.output_path / "cache", 0, enabled=False), 1,
                   {name: (p.input, p.output) for name, p in config.prices.items()})
     spent = _Spent()
     try:
         code = await _ask(judge, endpoint, request, spent)
-        error = _try_file(config, target, code)
+        error = _try_file(config, target, code, name)
         attempts = 1
         if isinstance(error, str):
             attempts = 2
             code = await _ask(judge, endpoint, repair_request(request, code, error), spent)
-            error = _try_file(config, target, code)
+            error = _try_file(config, target, code, name)
         if isinstance(error, str):
             raise ConfigError(f"The generated experiment file did not load, even after one repair attempt: {error} "
                               f"Nothing was written. Call again with more context, or write {_rel(config, target)} "
@@ -175,15 +175,15 @@ def python_block(text: str) -> Code | str:
     return Code(max(blocks, key=len) + "\n")
 
 
-def _try_file(config: Config, target: Path, code: str) -> Validation | str:
+def _try_file(config: Config, target: Path, code: str, name: str) -> Validation | str:
     """Write `code` to `target` and validate it in a fresh process; on failure, undo the write and say why."""
     previous = target.read_bytes() if target.exists() else None
     made = [p for p in (target.parent, *target.parent.parents) if not p.exists()]
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(code, encoding="utf-8")
     try:
-        return in_fresh_process(config, "cobalt_lib.ops._generate:validate_file", {"path": str(target)}, Validation,
-                                timeout=120)
+        return in_fresh_process(config, "cobalt_lib.ops._generate:validate_file",
+                                {"path": str(target), "name": name}, Validation, timeout=120)
     except CobaltError as exc:
         if previous is None:
             target.unlink(missing_ok=True)
@@ -195,8 +195,9 @@ def _try_file(config: Config, target: Path, code: str) -> Validation | str:
         return str(exc)
 
 
-def validate_file(config: Config, path: str) -> Validation:
-    """In the fresh process: load the file as discovery does and plan each experiment it declares."""
+def validate_file(config: Config, path: str, name: str | None = None) -> Validation:
+    """In the fresh process: load the file as discovery does and plan each experiment it declares; with `name`,
+    the file must declare the experiment of that name and no other (the name the request asked for)."""
     from ..experiments._discovery import discover_files, load_file
     from ..run._plan import prepare
 
@@ -212,6 +213,10 @@ def validate_file(config: Config, path: str) -> Validation:
             raise ConfigError(f"Experiment name {exp.name!r} is already declared in {others[exp.name]}; give this "
                               "experiment another name.")
         prepare(exp, config)
+    wrong = [exp.name for exp in declared if name is not None and exp.name != name]
+    if wrong:
+        raise ConfigError(f"{file.name} declares experiment {wrong[0]!r}, not {name!r} as asked: name the experiment "
+                          f"{name!r} (the name follows the file's name), and declare no other.")
     return Validation(experiments=[experiment_info(config, exp) for exp in declared],
                       discovered=file in discover_files(config))
 

@@ -8,7 +8,9 @@ item identity), so it applies to every later run of the same item. What the page
 from __future__ import annotations
 
 import getpass
+import os
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -68,12 +70,89 @@ class LabelQueue(BaseModel):
         return f"{self.labelled} of {self.target}{fewer}"
 
 
-def who_default() -> str:
-    """The person labelling: the account the command or the pages server runs as."""
+#: The environment variable naming the person labelling (wins over the user's config file).
+USER_VARIABLE = "COBALT_USER"
+
+
+def user_config_path() -> Path:
+    """The user's own cobalt config (not the project's): `$XDG_CONFIG_HOME/cobalt/config.toml`, by default
+    `~/.config/cobalt/config.toml`; its `[user] name` names the person labelling on this machine."""
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "cobalt" / "config.toml"
+
+
+def who_default(root: Path | None = None) -> str:
+    """The person labelling: `COBALT_USER`, else `[user] name` in the user's config file, else the repository's
+    `git config user.email` (read in `root`), else the account the command or the pages server runs as."""
+    named = os.environ.get(USER_VARIABLE, "").strip() or _configured_name()
+    if named:
+        return named
+    email = _git_email(root)
+    if email:
+        return email
     try:
         return getpass.getuser()
     except Exception:  # no user name in this environment (a container without one)
         return ""
+
+
+def _configured_name() -> str:
+    import tomllib
+
+    path = user_config_path()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return ""
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: the user config is not readable TOML ({exc}); fix it or remove it.") from None
+    user = data.get("user")
+    name = user.get("name") if isinstance(user, dict) else None
+    if name is not None and not isinstance(name, str):
+        raise ConfigError(f"{path}: [user] name must be text, such as name = \"Ana Lima\".")
+    return (name or "").strip()
+
+
+def _git_email(root: Path | None) -> str:
+    """`git config user.email` as git reads it (the repository's config, then the user's global and XDG
+    ones), read from the files: no git process per label, and none needed on a machine without git."""
+    for path in _git_configs(root or Path.cwd()):
+        email = _config_value(path, "user", "email")
+        if email:
+            return email
+    return ""
+
+
+def _git_configs(root: Path) -> list[Path]:
+    found: list[Path] = []
+    for directory in (root.resolve(), *root.resolve().parents):
+        dot = directory / ".git"
+        if dot.is_dir():
+            found.append(dot / "config")
+            break
+        if dot.is_file():  # a worktree or submodule: `gitdir: PATH`, whose `commondir` holds the config
+            text = dot.read_text(encoding="utf-8", errors="replace").strip()
+            gitdir = (directory / text.removeprefix("gitdir:").strip()).resolve()
+            common = gitdir / "commondir"
+            base = (gitdir / common.read_text(encoding="utf-8").strip()).resolve() if common.is_file() else gitdir
+            found.append(base / "config")
+            break
+    home = Path.home()
+    found.append(Path(os.environ.get("GIT_CONFIG_GLOBAL") or home / ".gitconfig"))
+    found.append(Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config") / "git" / "config")
+    return found
+
+
+def _config_value(path: Path, section: str, key: str) -> str:
+    import configparser
+
+    parser = configparser.ConfigParser(strict=False, interpolation=None)
+    try:
+        parser.read_string(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, configparser.Error):  # absent, or a syntax configparser does not read
+        return ""
+    value = parser.get(section, key, fallback="").strip().strip('"')
+    return value
 
 
 def evaluator_scales(run: dict[str, Any]) -> dict[str, EvaluatorScale]:
@@ -112,7 +191,7 @@ def set_label(config: Config, run_id: str, index: int, evaluator: str, value: An
     if not records:
         raise ConfigError(f"Run {run_id} has no item {index}; `cobalt show {run_id}` lists its items.")
     row = {"experiment": run["experiment"], "evaluator": evaluator, "item_id": identity_of(records[0]),
-           "value": stored, "note": note.strip(), "who": who_default() if who is None else who,
+           "value": stored, "note": note.strip(), "who": who_default(config.root) if who is None else who,
            "set_at": datetime.now(UTC).isoformat(), "run_id": run_id, "item_index": index,
            "output_hash": output_hash(records[0].get("output"))}
     store.add_labels([row])
@@ -171,20 +250,30 @@ def _identities(store: Store, run_id: str) -> dict[int, str]:
     return store.item_identities(run_id)
 
 
-def label_queue(config: Config, run_id: str, evaluator: str) -> LabelQueue:
+def label_queue(config: Config, run_id: str, evaluator: str, *, second_for: str | None = None) -> LabelQueue:
     """The run's items in labelling order for `evaluator`: unlabelled items whose score is usable first,
     taken in turn from each of the scale's score bands (so the first labels span the range), then
-    unlabelled items without a usable score, then the labelled ones (by index)."""
+    unlabelled items without a usable score, then the labelled ones (by index).
+
+    `second_for` (a person): a second opinion first, the items only one other person labelled (by index),
+    so that agreement between people can be measured; then the order above, without the items that person
+    labelled already."""
     store = Store.for_config(config)
     with store.reading():  # one read-only connection for every read
-        return _label_queue(config, store, run_id, evaluator)
+        return _label_queue(config, store, run_id, evaluator, second_for)
 
 
-def _label_queue(config: Config, store: Store, run_id: str, evaluator: str) -> LabelQueue:
+def _label_queue(config: Config, store: Store, run_id: str, evaluator: str,
+                 second_for: str | None = None) -> LabelQueue:
     run = store.require_run(run_id)
     scale = _evaluator(run, evaluator).scale
     identities = _identities(store, run_id)
-    labelled = {label.item_id for label in current_labels(config, run["experiment"], evaluator)}
+    people: dict[str, set[str]] = {}
+    for label in current_labels(config, run["experiment"], evaluator):
+        people.setdefault(label.item_id, set()).add(label.who)
+    if second_for is not None:
+        return _second_opinion(run, evaluator, scale, identities, people, second_for)
+    labelled = set(people)
     judged: dict[int, float] = {}
     for row in store.evaluator_scores(run_id, evaluator):
         value = judged_value(scale, row.get("score"), row.get("raw_score"), row.get("passed"))
@@ -198,6 +287,17 @@ def _label_queue(config: Config, store: Store, run_id: str, evaluator: str) -> L
     done = sorted(i for i in identities if identities[i] in labelled)
     return LabelQueue(run_id=run_id, experiment=run["experiment"], evaluator=evaluator, scale=scale,
                       order=order + done, labelled=len({identities[i] for i in done}),
+                      items=len(set(identities.values())))
+
+
+def _second_opinion(run: dict[str, Any], evaluator: str, scale: Scale, identities: dict[int, str],
+                    people: dict[str, set[str]], who: str) -> LabelQueue:
+    alone = sorted(i for i, ident in identities.items() if len(people.get(ident, set())) == 1
+                   and who not in people[ident])
+    theirs = sorted(i for i, ident in identities.items() if who in people.get(ident, set()))
+    rest = sorted(i for i in identities if i not in alone and i not in theirs)
+    return LabelQueue(run_id=run["run_id"], experiment=run["experiment"], evaluator=evaluator, scale=scale,
+                      order=alone + rest + theirs, labelled=len({identities[i] for i in theirs}),
                       items=len(set(identities.values())))
 
 

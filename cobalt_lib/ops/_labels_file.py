@@ -120,6 +120,7 @@ def import_labels(config: Config, path: Path, *, experiment: str | None = None, 
     store = Store.for_config(config)
     scales_of: dict[str, dict[str, Any]] = {}
     rows, problems = [], []
+    who = who or who_default(config.root)  # a line's own "who" wins; asked once, not per line
     for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if not text.strip():
             continue
@@ -201,7 +202,7 @@ def _row(text: str, store: Store, scales_of: dict[str, dict[str, Any]], experime
     if not isinstance(note, str) or len(note) > MAX_NOTE:
         raise ValueError(f'"note" must be text of at most {MAX_NOTE} characters.')
     return {"experiment": exp, "evaluator": name, "item_id": str(item_id), "value": value, "note": note,
-            "who": str(line.get("who") or who or who_default()), "set_at": _when(line.get("set_at")),
+            "who": str(line.get("who") or who), "set_at": _when(line.get("set_at")),
             "run_id": None, "item_index": None}
 
 

@@ -35,7 +35,9 @@ def add_label_routes(app: web.Application, config_key: web.AppKey[Config]) -> No
 
     async def queue_api(request: web.Request) -> web.Response:
         evaluator = request.query.get("evaluator", "")
-        queue = await asyncio.to_thread(label_queue, request.app[config_key], request.match_info["run_id"], evaluator)
+        # ?second=NAME: a second opinion for NAME, the items only one other person labelled first
+        queue = await asyncio.to_thread(label_queue, request.app[config_key], request.match_info["run_id"], evaluator,
+                                        second_for=_who(request.query.get("second")))
         return web.json_response({**queue.model_dump(mode="json"), "progress": queue.progress})
 
     async def label_api(request: web.Request) -> web.Response:
@@ -49,7 +51,7 @@ def add_label_routes(app: web.Application, config_key: web.AppKey[Config]) -> No
         try:
             label = await asyncio.to_thread(set_label, request.app[config_key], request.match_info["run_id"],
                                             int(index), str(body.get("evaluator") or ""), body.get("value"),
-                                            note=body.get("note") or "")
+                                            note=body.get("note") or "", who=_who(body.get("who")))
         except ConfigError as exc:
             return web.json_response({"error": str(exc)}, status=400)
         return web.json_response({"label": label.model_dump(mode="json") if label else None},
@@ -65,6 +67,13 @@ def add_label_routes(app: web.Application, config_key: web.AppKey[Config]) -> No
     app.add_routes([web.get("/api/runs/{run_id}/labels", labels_api), web.get("/api/runs/{run_id}/queue", queue_api),
                     web.post("/api/runs/{run_id}/items/{index}/label", label_api),
                     web.get("/static/labels/{name}", static_api)])
+
+
+def _who(value: object) -> str | None:
+    """The name the page asked its person for once (None: the server's own default, `who_default`)."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    return value.strip()[:200]
 
 
 def _loopback(remote: str | None) -> bool:

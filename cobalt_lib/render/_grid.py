@@ -11,6 +11,7 @@ from rich.text import Text
 
 from ..results._grid import GridCell, GridRow, VariantGrid, build_grid
 from ..results._report import ExperimentReport
+from ._console import plain_console
 from ._units import delta, delta_interval, duration, money, percent, score
 
 #: The style of each verdict word in a terminal cell.
@@ -31,7 +32,7 @@ def grid_console(console: Console, *, ci: bool = False) -> Console:
     at a width that keeps each row on its lines, as a log has no width to fit."""
     if console.is_terminal:
         return console
-    return Console(file=console.file, width=max(console.width, 240), no_color=ci, highlight=False, soft_wrap=False)
+    return plain_console(file=console.file, width=max(console.width, 240), no_color=ci, soft_wrap=False)
 
 
 def frontier_text(row: GridRow) -> str:

@@ -46,6 +46,12 @@ def print_judge_calibration(console: Console, cal: JudgeCalibration, previous: s
                       f"needs ({cal.needed} more)")
     if previous:
         console.print(f"  {previous}")
+    if cal.human is not None:
+        from ..calibration._people import ceiling_lines
+
+        console.print("Human ceiling (agreement between the people who labelled):")
+        for line in ceiling_lines(cal.human):
+            console.print(f"  {line}")
     if cal.pairs:
         matrix = Table("label \\ verdict", *cal.categories, box=box.SIMPLE_HEAD, show_edge=False,
                        title="Confusion: label x verdict", title_justify="left")

@@ -7,7 +7,6 @@ import threading
 from typing import IO, TYPE_CHECKING, Any
 
 from rich import box
-from rich.console import Console
 from rich.panel import Panel
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
@@ -17,6 +16,7 @@ from .._numbers import count, duration, money, score, seconds, threshold
 from ..results._direction import mark_words, passes
 from ..results._repeats import item_label
 from ..results._report import ExperimentReport, ItemResult
+from ._console import plain_console
 
 if TYPE_CHECKING:
     from ..run._plan import RunPlan
@@ -57,8 +57,8 @@ class TerminalReporter:
                  force_terminal: bool | None = None) -> None:
         out = file or sys.stdout
         self.ci = ci
-        self.console = Console(file=out, width=width, force_terminal=False if ci else force_terminal,
-                               no_color=ci, highlight=False, soft_wrap=True)
+        self.console = plain_console(file=out, width=width, force_terminal=False if ci else force_terminal,
+                                     no_color=ci, soft_wrap=True)
         self.live = self.console.is_terminal and not ci
         self._plain = not self.console.is_terminal  # asked once: rich calls isatty() on every ask
         self._lock = threading.Lock()
@@ -86,8 +86,8 @@ class TerminalReporter:
         if self.ci:
             self.console.print(f"cobalt run {exp.name} ({plan.run_id}): {line}")
         else:
-            self.console.print(Panel(Text(line), title=f"[bold]cobalt[/] {exp.name}", subtitle=plan.run_id,
-                                     box=box.ROUNDED, expand=False))
+            self.console.print(Panel(Text(line), title=Text.assemble(("cobalt", "bold"), f" {exp.name}"),
+                                     subtitle=Text(plan.run_id), box=box.ROUNDED, expand=False))
         if self.live and self._total > LINE_LIMIT:
             self._task = self._start_progress().add_task("running", total=self._total)
 

@@ -8,7 +8,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..results._spans import SpanRecord
-from ..traces._genai import MESSAGE_KEYS, json_value, message_text, messages, model_of, tokens_of
+from ..traces._genai import (
+    MESSAGE_KEYS,
+    json_value,
+    message_text,
+    messages,
+    model_of,
+    tokens_of,
+    tool_arguments,
+    tool_result,
+)
 from ..traces._tree import span_tree, summarise, walk
 from ._units import count, duration
 
@@ -53,9 +62,9 @@ def span_head(span: SpanRecord, start_ns: int) -> str:
 def span_body(span: SpanRecord) -> list[str]:
     """A model call's messages (`role: text`), a tool call's arguments and result."""
     if span.kind == "tool":
-        return [f"{label}: {clip(_text(span.attributes[key]))}" for label, key in
-                (("arguments", "gen_ai.tool.call.arguments"), ("result", "gen_ai.tool.call.result"))
-                if key in span.attributes]
+        return [f"{label}: {clip(_text(value))}" for label, value in
+                (("arguments", tool_arguments(span.attributes)), ("result", tool_result(span.attributes)))
+                if value is not None]
     if span.kind not in ("model", "embeddings"):
         return []
     return [f"{m.get('role', '?')}: {clip(message_text(m))}" for key in MESSAGE_KEYS

@@ -3,9 +3,11 @@ measured against them.
 
 Labels are human work, not a run's output: they live in tables of their own, outside `TABLES`, so
 deleting or cleaning runs never takes them. A label is keyed by (experiment, evaluator, item identity),
-so it applies to every later run of the same item. Setting a label appends a row and the newest row of
-a key wins; earlier rows stay as the key's history (who said what, when), which explains a calibration
-that moved. Clearing a label appends a row whose value is NULL.
+so it applies to every later run of the same item. Each person's label is kept beside the others': setting
+a label appends a row and the newest row of a key *and person* (`who`) wins, so two people's labels of one
+item are both current (the agreement between people is the ceiling a judge is measured against); earlier
+rows stay as the history (who said what, when), which explains a calibration that moved. Clearing a label
+appends a row whose value is NULL (for that person).
 """
 
 from __future__ import annotations
@@ -30,8 +32,11 @@ LABEL_TABLES = {
         ("labelled", "INTEGER"), ("kappa", "DOUBLE"), ("created_at", "TIMESTAMPTZ"), ("figures", "JSON"),
     ],
 }
-_CURRENT = ("SELECT * EXCLUDE (rank) FROM (SELECT *, row_number() OVER (PARTITION BY experiment, evaluator, item_id "
-            "ORDER BY seq DESC) AS rank FROM labels{where}) WHERE rank = 1 AND value IS NOT NULL")
+_LABEL_COLUMNS = ", ".join(n for n, _ in LABEL_TABLES["labels"])
+#: Standard SQL (it runs on Postgres too): the newest row per item and person.
+_CURRENT = (f"SELECT {_LABEL_COLUMNS} FROM (SELECT *, row_number() OVER (PARTITION BY experiment, evaluator, item_id, "
+            "coalesce(who, '') ORDER BY seq DESC) AS label_rank FROM labels{where}) AS newest "
+            "WHERE label_rank = 1 AND value IS NOT NULL")
 
 
 class LabelRows:

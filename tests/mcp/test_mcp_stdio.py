@@ -184,7 +184,7 @@ async def test_resources_read_the_project_and_the_store(served: Served, runs: Ru
     described = await read("cobalt://schema")
     schema = {t["name"]: t for t in described["tables"]}
     assert set(schema) == {"runs", "outputs", "scores", "aggregates", "verdicts", "dagster_runs", "judge_batches",
-                           "spans", "identities"}
+                           "spans", "identities", "segments"}
     assert all(c["description"] for t in schema.values() for c in t["columns"])
     [outputs_input] = [c["description"] for c in schema["outputs"]["columns"] if c["name"] == "input"]
     assert "the whole dataset item" in outputs_input
@@ -259,13 +259,14 @@ async def test_generate_writes_a_validated_experiment(served: Served, llm: FakeL
 
 
 async def test_generate_repairs_a_broken_file_once(served: Served, llm: FakeLLM) -> None:
-    llm.script(text(fenced(BROKEN)), text(fenced(GENERATED)))
+    repaired = GENERATED.replace('"agent", dataset', '"repaired", dataset')  # named as its file asks
+    llm.script(text(fenced(BROKEN)), text(fenced(repaired)))
     result = data(await served.client.call_tool("cobalt_generate", {
         "agent_file": "agent.py", "output_file": "experiments/repaired.cobalt.py"}))
     assert result["attempts"] == 2 and result["repaired"] is True
     repair = llm.requests[1]["body"]["messages"][-1]["content"]
     assert "no_such_function" in repair and "ImportError" in repair and "def answer(question: str)" in repair
-    assert (served.root / "experiments" / "repaired.cobalt.py").read_text() == GENERATED.lstrip("\n")
+    assert (served.root / "experiments" / "repaired.cobalt.py").read_text() == repaired.lstrip("\n")
     (served.root / "experiments" / "repaired.cobalt.py").unlink()
 
 

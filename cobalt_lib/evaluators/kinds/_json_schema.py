@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any, Self
 
 from pydantic import Field, PrivateAttr, model_validator
@@ -10,8 +9,7 @@ from pydantic import Field, PrivateAttr, model_validator
 from ...results._report import Evaluation
 from .._context import EvalContext
 from .._deterministic import Deterministic, NotJson, parse_json, verdict
-
-_REQUIRED = re.compile(r"^(.*) is a required property$")
+from .._jsonschema import compile_schema, schema_problem
 
 
 class JsonSchema(Deterministic):
@@ -25,15 +23,7 @@ class JsonSchema(Deterministic):
 
     @model_validator(mode="after")
     def _valid_schema(self) -> Self:
-        from jsonschema import Draft202012Validator, SchemaError, validators
-
-        cls = validators.validator_for(self.schema_, default=Draft202012Validator)
-        try:
-            cls.check_schema(self.schema_)
-        except SchemaError as exc:
-            where = path_text(exc.absolute_path)
-            raise ValueError(f"schema is not a valid JSON Schema: {exc.message} (at {where} of the schema)") from None
-        self._validator = cls(self.schema_, format_checker=cls.FORMAT_CHECKER)
+        self._validator = compile_schema(self.schema_, "schema")
         return self
 
     def describe(self) -> dict[str, Any]:
@@ -44,24 +34,5 @@ class JsonSchema(Deterministic):
             instance = parse_json(ctx.output)
         except NotJson as exc:
             return verdict(False, str(exc))
-        errors = sorted(self._validator.iter_errors(instance), key=lambda e: [str(p) for p in e.absolute_path])
-        if not errors:
-            return verdict(True, "valid against the schema")
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        return verdict(False, f"at {path_text(errors[0].absolute_path)}: {error_text(errors[0])}{more}")
-
-
-def path_text(path: Any) -> str:
-    """`$`, `$.address.country`, `$.items[0]`."""
-    text = "$"
-    for part in path:
-        text += f"[{part}]" if isinstance(part, int) else f".{part}"
-    return text
-
-
-def error_text(error: Any) -> str:
-    if error.validator == "required":
-        match = _REQUIRED.match(error.message)
-        if match:
-            return f"missing required property {match.group(1)}"
-    return str(error.message)
+        problem = schema_problem(self._validator, instance)
+        return verdict(problem is None, problem or "valid against the schema")

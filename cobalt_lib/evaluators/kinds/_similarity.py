@@ -56,14 +56,27 @@ class Similarity(EvaluatorKind):
     async def score(self, ctx: EvalContext, scoring: Scoring) -> Evaluation:
         judge, endpoint = scoring.judge, scoring.endpoint
         assert judge is not None and endpoint is not None
-        texts = [_as_text(ctx.output), _as_text(ctx.item.get(self.field))]
+        references = _references(ctx.item.get(self.field))
+        if not references:
+            return Evaluation(status="eval-error", error=f"item field {self.field!r} is an empty list of "
+                                                         "references; give at least one reference text")
+        texts = [_as_text(ctx.output), *references]
         embedded = await (embed_locally(judge, endpoint, texts) if endpoint.provider == LOCAL
                           else judge.embed(endpoint, texts))
-        cosine = _cosine(embedded.vectors[0], embedded.vectors[1])
+        # Several references, as bleu and rouge take them: the output is as close as its nearest one.
+        cosines = [_cosine(embedded.vectors[0], vector) for vector in embedded.vectors[1:]]
+        best = max(range(len(cosines)), key=cosines.__getitem__)
+        cosine = cosines[best]
         score = 1.0 if cosine >= scoring.threshold else max(0.0, cosine)
-        return Evaluation(score=score, raw_score=cosine, reason=f"cosine similarity {fixed(cosine, 3)}",
+        nearest = f" (nearest of {len(cosines)} references: #{best + 1})" if len(cosines) > 1 else ""
+        return Evaluation(score=score, raw_score=cosine, reason=f"cosine similarity {fixed(cosine, 3)}{nearest}",
                           judge_model=endpoint.label, input_tokens=embedded.tokens, judge_calls=embedded.calls,
                           cached=embedded.cached, cost_usd=cost_usd(endpoint.model, embedded.tokens, 0, judge.prices))
+
+
+def _references(value: Any) -> list[str]:
+    """item[`field`] as one reference text, or a list of several (never the list's JSON as one text)."""
+    return [_as_text(v) for v in value] if isinstance(value, list) else [_as_text(value)]
 
 
 def _as_text(value: Any) -> str:

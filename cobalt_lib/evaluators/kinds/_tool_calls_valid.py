@@ -6,11 +6,12 @@ from typing import Any, Self
 
 from pydantic import Field, PrivateAttr, model_validator
 
+from ...llm._json import non_finite
 from ...results._report import Evaluation
 from .._context import EvalContext
 from .._deterministic import Deterministic
+from .._jsonschema import compile_schema, schema_problem
 from .._toolcalls import Source, ToolCall, made_calls, source_field
-from ._json_schema import error_text, path_text
 
 
 class ToolCallsValid(Deterministic):
@@ -28,16 +29,8 @@ class ToolCallsValid(Deterministic):
 
     @model_validator(mode="after")
     def _valid_tools(self) -> Self:
-        from jsonschema import Draft202012Validator, SchemaError, validators
-
         for name, parameters in _tools(self.schema_).items():
-            cls = validators.validator_for(parameters, default=Draft202012Validator)
-            try:
-                cls.check_schema(parameters)
-            except SchemaError as exc:
-                raise ValueError(f"the arguments schema of tool {name!r} is not a valid JSON Schema: {exc.message}") \
-                    from None
-            self._validators[name] = cls(parameters)
+            self._validators[name] = compile_schema(parameters, f"the arguments schema of tool {name!r}")
         return self
 
     def describe(self) -> dict[str, Any]:
@@ -59,11 +52,11 @@ class ToolCallsValid(Deterministic):
         validator = self._validators.get(call.name)
         if validator is None:
             return f"unknown tool {call.name!r} (known: {', '.join(self._validators) or 'none'})"
-        errors = sorted(validator.iter_errors(call.arguments if call.arguments is not None else {}),
-                        key=lambda e: [str(p) for p in e.absolute_path])
-        if not errors:
-            return None
-        return f"{call.name}: at {path_text(errors[0].absolute_path)}: {error_text(errors[0])}"
+        found = non_finite(call.arguments)
+        if found is not None:
+            return f"{call.name}: at {found[0]}: {found[1]!r} is not a JSON value (JSON has no NaN or Infinity)"
+        problem = schema_problem(validator, call.arguments if call.arguments is not None else {})
+        return f"{call.name}: {problem}" if problem else None
 
 
 def _tools(schema: dict[str, Any] | list[dict[str, Any]]) -> dict[str, Any]:

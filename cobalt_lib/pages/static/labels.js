@@ -60,12 +60,26 @@
     else if (by > 0) start();  // past the end: the queue again, unlabelled items first
   }
 
+  // Who labels: asked once, kept in this browser; empty leaves it to the server (COBALT_USER, [user] name,
+  // git's user.email, the account).
+  function labeller() {
+    var who = null;
+    try { who = window.localStorage.getItem("cobalt.labeller"); } catch (e) { return ""; }
+    if (who === null) {
+      who = (window.prompt("Your name, kept with each label you set (leave empty for this machine's user):") || "").trim();
+      try { window.localStorage.setItem("cobalt.labeller", who); } catch (e) { /* private mode: ask again */ }
+    }
+    return who;
+  }
+
   function save(index, name, value, note) {
     var box = document.querySelector('.label-widget[data-evaluator="' + CSS.escape(name) + '"] .label-status');
     if (box) box.textContent = "saving…";
+    var who = labeller();
     return token().then(function (t) {
       return fetch(data.api + "/items/" + index + "/label", {method: "POST", headers: {"Content-Type": "application/json",
-        "X-CSRF-Token": t, "Accept": "application/json"}, body: JSON.stringify({evaluator: name, value: value, note: note})});
+        "X-CSRF-Token": t, "Accept": "application/json"},
+        body: JSON.stringify({evaluator: name, value: value, note: note, who: who})});
     }).then(function (r) {
       return r.json().then(function (body) { if (!r.ok) throw new Error(body.error || "HTTP " + r.status); return body; });
     }).then(function (body) {

@@ -121,3 +121,18 @@ def test_the_local_backend_embeds_on_this_machine_and_caches(project: Path, llm:
     again = _experiment(provider="local", model="/models/mini").run()
     assert all(i.evaluations["semantic"].cached for i in again.items)
     assert llm.count() == 0
+
+
+def test_a_list_of_references_scores_against_the_nearest_one(judged_project: Path, llm: FakeLLM) -> None:
+    """Issue 34 item 11: as bleu and rouge do, a list of references is several texts, and the output is as
+    close as its nearest one; the list's JSON text is never embedded as one string."""
+    references = ["Rome is the capital of Italy.", "The capital of France is Paris."]
+    data = Dataset([{"input": "q", "expected_output": references}, {"input": "r", "expected_output": []}])
+    report = experiment("sim-list", data, lambda ctx: "The capital of France is Paris.",
+                        evaluators=[Evaluator(name="semantic", type="similarity")]).run(config=load_config())
+    listed, empty = (i.evaluations["semantic"] for i in report.items)
+    assert listed.score == 1.0 and listed.raw_score == pytest.approx(1.0)
+    assert listed.reason == "cosine similarity 1.000 (nearest of 2 references: #2)"
+    sent = [t for r in llm.requests if r["kind"] == "embeddings" for t in r["body"]["input"]]
+    assert sorted(sent) == sorted(["The capital of France is Paris.", "Rome is the capital of Italy."])
+    assert empty.status == "eval-error" and "empty list of references" in (empty.error or "")

@@ -175,3 +175,36 @@ def test_evaluate_sync_scores_one_output_outside_a_run() -> None:
         total.evaluate_sync("12")
     with pytest.raises(EvaluatorError, match=r"Evaluator 'g' \(g_eval\) calls a model: score it in an experiment run"):
         Evaluator(name="g", type="g_eval", criteria="polite").evaluate_sync("hi")
+
+
+@pytest.mark.parametrize(("output", "reason"), [
+    ("NaN", "the output is not valid JSON (NaN is not a JSON value (JSON has no NaN or Infinity))"),
+    ('{"score": Infinity}', "the output is not valid JSON (Infinity is not a JSON value (JSON has no NaN or "
+                            "Infinity))"),
+    ("[-Infinity]", "the output is not valid JSON (-Infinity is not a JSON value (JSON has no NaN or Infinity))"),
+    ({"score": float("nan")}, "the output holds nan at $.score, which JSON cannot hold (JSON has no NaN or "
+                              "Infinity)")])
+def test_nan_and_infinity_are_not_json(output: Any, reason: str) -> None:
+    """Issue 34 item 12: Python's json.loads reads NaN and Infinity, JSON does not; a `maximum: 10` must not
+    pass `{"score": NaN}` (NaN compares false with everything, so jsonschema lets it through)."""
+    assert (score("json_valid", output).score, score("json_valid", output).reason) == (0.0, reason)
+    bounded = score("json_schema", output, schema={"properties": {"score": {"type": "number", "maximum": 10}}})
+    assert (bounded.score, bounded.reason) == (0.0, reason)
+    assert score("json_schema", '{"score": 3}', schema={"properties": {"score": {"maximum": 10}}}).score == 1.0
+
+
+DATED = {"type": "object", "properties": {"date": {"type": "string", "format": "date"}}}
+
+
+def test_json_schema_and_tool_calls_valid_check_formats_alike() -> None:
+    """Issue 34 item 13: one validator, formats checked, for both kinds: the same schema says the same thing."""
+    assert score("json_schema", '{"date": "2024-13-45"}', schema=DATED).reason == \
+        "at $.date: '2024-13-45' is not a 'date'"
+    evaluator = Evaluator(name="t", type="tool_calls_valid", schema={"book": DATED})
+    calls = [{"name": "book", "arguments": {"date": "2024-13-45"}},
+             {"name": "book", "arguments": '{"date": "2024-12-24"}'}, {"name": "book", "arguments": '{"date": NaN}'}]
+    ctx = EvalContext(item={}, output="", metadata={"tool_calls": calls})
+    result = asyncio.run(evaluator.evaluate(ctx, None, None))
+    assert result.score == pytest.approx(1 / 3)
+    assert result.reason == ("2 of 3 tool calls invalid: book: at $.date: '2024-13-45' is not a 'date'; "
+                             "book: at $: '{\"date\": NaN}' is not of type 'object'")

@@ -111,7 +111,7 @@ def test_tool_calls_valid_in_openai_and_plain_tool_shapes() -> None:
     bad = score([openai("search", limit="two"), plain("delete_all")], kind="tool_calls_valid",
                 schema={"search": TOOLS[0]["function"]["parameters"]})
     assert bad.score == 0.0 and bad.passed is False
-    assert bad.reason == ("2 of 2 tool calls invalid: search: at $: missing required property 'q'; "
+    assert bad.reason == ("2 of 2 tool calls invalid: search: at $: missing required property 'q' (and 1 more); "
                           "unknown tool 'delete_all' (known: search)")
     half = score([openai("search", q="a"), plain("nope")], kind="tool_calls_valid", schema=TOOLS)
     assert half.score == 0.5 and half.passed is False  # its pass mark is 1: every call must be valid
