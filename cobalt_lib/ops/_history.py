@@ -50,9 +50,10 @@ def run_history(config: Config, *, experiment: str | None = None, tag: str | Non
     if limit < 1:
         raise ConfigError(f"--limit must be 1 or more, got {limit}.")
     store = Store.for_config(config)
-    check_stored_experiment(store, experiment)
-    runs = store.run_page(RunSelection(experiment=experiment, tag=tag), limit=limit)
-    means = store.evaluator_means([r["run_id"] for r in runs])
+    with store.reading():  # the view's three reads over one connection
+        check_stored_experiment(store, experiment)
+        runs = store.run_page(RunSelection(experiment=experiment, tag=tag), limit=limit)
+        means = store.evaluator_means([r["run_id"] for r in runs])
     return [history_entry(r, means.get(r["run_id"], {})) for r in runs]
 
 

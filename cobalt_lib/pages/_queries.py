@@ -69,26 +69,28 @@ def runs_list(config: Config, filters: RunFilters) -> dict[str, Any]:
     the page, its count and the filters' choices come from SQL, never every stored run."""
     store = Store.for_config(config)
     selection = _selection(filters)
-    shown = store.run_page(selection, offset=max(0, filters.offset), limit=RUNS_PER_PAGE)
-    ids = [r["run_id"] for r in shown]
-    held = store.dagster_runs_of(ids)
-    stats = _evaluator_stats(store.rows_of("aggregates", ids))
-    gates: dict[str, list[bool]] = {}
-    for verdict in store.rows_of("verdicts", ids):
-        gates.setdefault(verdict["run_id"], []).append(bool(verdict["passed"]))
-    rows = []
-    for run in shown:
-        run_stats = stats.get(run["run_id"], {})
-        entry = history_entry(run, {name: s["mean"] for name, s in run_stats.items()})
-        passed = gates.get(run["run_id"], [])
-        rows.append({"entry": entry, "stats": run_stats, "gates_passed": passed.count(True),
-                     "gates_failed": passed.count(False),
-                     "dagster": dagster_run_page(config, held[run["run_id"]]) if run["run_id"] in held else None,
-                     # a run in progress has no aggregates yet: what it has done so far instead
-                     "live": store.live_counts(run["run_id"]) if run["status"] == "running" else None})
+    with store.reading():  # the view's reads over one connection
+        shown = store.run_page(selection, offset=max(0, filters.offset), limit=RUNS_PER_PAGE)
+        ids = [r["run_id"] for r in shown]
+        held = store.dagster_runs_of(ids)
+        stats = _evaluator_stats(store.rows_of("aggregates", ids))
+        gates: dict[str, list[bool]] = {}
+        for verdict in store.rows_of("verdicts", ids):
+            gates.setdefault(verdict["run_id"], []).append(bool(verdict["passed"]))
+        rows = []
+        for run in shown:
+            run_stats = stats.get(run["run_id"], {})
+            entry = history_entry(run, {name: s["mean"] for name, s in run_stats.items()})
+            passed = gates.get(run["run_id"], [])
+            rows.append({"entry": entry, "stats": run_stats, "gates_passed": passed.count(True),
+                         "gates_failed": passed.count(False),
+                         "dagster": dagster_run_page(config, held[run["run_id"]]) if run["run_id"] in held else None,
+                         # a run in progress has no aggregates yet: what it has done so far instead
+                         "live": store.live_counts(run["run_id"]) if run["status"] == "running" else None})
+        counted = {"total": store.run_count(selection), "stored": store.run_count(),
+                   "experiments": store.experiment_names(), "tags": store.tag_names()}
     return {
-        "rows": rows, "total": store.run_count(selection), "stored": store.run_count(), "filters": filters,
-        "per_page": RUNS_PER_PAGE, "experiments": store.experiment_names(), "tags": store.tag_names(),
+        "rows": rows, **counted, "filters": filters, "per_page": RUNS_PER_PAGE,
         "statuses": ["completed", "failed-gates", "running", "incomplete", "failed"],
         "running": any(r["status"] == "running" for r in shown), "dagster_url": dagster_url(config),
     }

@@ -22,17 +22,19 @@ TREND_RUNS = 200
 def trends_view(config: Config, experiment: str = "", tag: str = "") -> dict[str, Any]:
     """Charts of `experiment` (default: the newest run's) over its runs tagged `tag` (default: all)."""
     store = Store.for_config(config)
-    experiments = store.experiment_names()
-    experiment = experiment or store.newest_experiment() or ""
-    check_stored_experiment(store, experiment or None)
-    tagged = RunSelection(experiment=experiment, tag=tag or None)
-    # A run still going, stopped or failed has partial statistics: plotted, it would read as a dip.
-    finished = replace(tagged, status="completed")
-    runs = store.run_page(finished, limit=TREND_RUNS)[::-1]
-    left_out = store.run_count(tagged) - store.run_count(finished)
-    ids = [r["run_id"] for r in runs]
-    aggregates = store.rows_of("aggregates", ids)
-    verdicts = store.rows_of("verdicts", ids)
+    with store.reading():  # the view's reads over one connection
+        experiments = store.experiment_names()
+        experiment = experiment or store.newest_experiment() or ""
+        check_stored_experiment(store, experiment or None)
+        tagged = RunSelection(experiment=experiment, tag=tag or None)
+        # A run still going, stopped or failed has partial statistics: plotted, it would read as a dip.
+        finished = replace(tagged, status="completed")
+        runs = store.run_page(finished, limit=TREND_RUNS)[::-1]
+        left_out = store.run_count(tagged) - store.run_count(finished)
+        ids = [r["run_id"] for r in runs]
+        aggregates = store.rows_of("aggregates", ids)
+        verdicts = store.rows_of("verdicts", ids)
+        tag_names = store.tag_names(experiment)
     failed = {v["run_id"] for v in verdicts if not v["passed"]}
     by_run: dict[str, dict[str, dict[str, Any]]] = {}
     for row in aggregates:
@@ -74,7 +76,7 @@ def trends_view(config: Config, experiment: str = "", tag: str = "") -> dict[str
         failed=failed_here)})
     return {"experiment": experiment, "experiments": experiments, "tag": tag, "runs": entries, "charts": charts,
             "left_out": left_out,
-            "tags": store.tag_names(experiment), "failed": len(failed),
+            "tags": tag_names, "failed": len(failed),
             "dagster": dagster_asset_url(config, experiment) if experiment else None}
 
 
