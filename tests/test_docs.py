@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from slowdown import scaled
 
 ROOT = Path(__file__).parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -165,9 +166,10 @@ def _execute(block: Block, workdir: Path, scripts: Path) -> str | None:
     command = [sys.executable, str(script)] if block.lang == "python" else ["bash", "-e", str(script)]
     try:
         result = subprocess.run(command, cwd=workdir, env=_environment(), capture_output=True, text=True,
-                                timeout=TIMEOUT)
-    except subprocess.TimeoutExpired:
-        return f"{block.id}: did not finish within {TIMEOUT} s"
+                                timeout=scaled(TIMEOUT))
+    except subprocess.TimeoutExpired as exc:
+        return (f"{block.id}: did not finish within {exc.timeout:.0f} s"
+                f" ({TIMEOUT} s on a quiet machine, scaled by its load)")
     if result.returncode != 0:
         return (f"{block.id}: exited with code {result.returncode}\n--- stderr ---\n{result.stderr}"
                 f"--- stdout (last 2000 characters) ---\n{result.stdout[-2000:]}")

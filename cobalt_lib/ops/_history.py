@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 from .._errors import ConfigError
 from ..config._config import Config
 from ..store._store import Store
+from ..store._store_history import RunSelection
 
 
 class HistoryEntry(BaseModel):
@@ -49,10 +50,10 @@ def run_history(config: Config, *, experiment: str | None = None, tag: str | Non
     if limit < 1:
         raise ConfigError(f"--limit must be 1 or more, got {limit}.")
     store = Store.for_config(config)
-    check_stored_experiment(store, experiment)
-    runs = [r for r in store.runs(experiment, missing_ok=True) if tag is None or tag in (r.get("tags") or [])]
-    runs = runs[:limit]
-    means = store.evaluator_means([r["run_id"] for r in runs])
+    with store.reading():  # the view's three reads over one connection
+        check_stored_experiment(store, experiment)
+        runs = store.run_page(RunSelection(experiment=experiment, tag=tag), limit=limit)
+        means = store.evaluator_means([r["run_id"] for r in runs])
     return [history_entry(r, means.get(r["run_id"], {})) for r in runs]
 
 
@@ -95,7 +96,7 @@ def check_stored_experiment(store: Store, experiment: str | None) -> None:
     than never run, and an exit 0 with nothing listed would hide the typo from a script."""
     if experiment is None:
         return
-    known = sorted({r["experiment"] for r in store.runs(missing_ok=True)})
+    known = store.experiment_names()
     if not known or experiment in known:  # an empty store (no run of anything yet) is reported as such
         return
     close = difflib.get_close_matches(experiment, known, n=1, cutoff=0.5)

@@ -3,12 +3,13 @@ store's short read-only connections (a page never holds the store while a run wr
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date
 from typing import Any
 from urllib.parse import quote
 
 from pydantic import BaseModel
 
+from .._errors import ConfigError
 from ..config._config import Config
 from ..links import dagster_asset_url, dagster_check_names, dagster_check_result_url, dagster_url, pages_url
 from ..ops._history import history_entry, run_duration_ms
@@ -18,6 +19,7 @@ from ..results._report import ItemResult, Summary
 from ..results._rows import item_from_rows
 from ..results._spans import SpanRecord
 from ..store._store import Store
+from ..store._store_history import RunSelection
 
 #: Runs per page of the runs list.
 RUNS_PER_PAGE = 100
@@ -51,44 +53,44 @@ class ItemQuery(BaseModel):
     only: str = ""
 
 
-def _day(value: Any) -> str:
-    return value.date().isoformat() if isinstance(value, datetime) else str(value or "")[:10]
-
-
-def _matches(run: dict[str, Any], f: RunFilters) -> bool:
-    day = _day(run.get("started_at"))
-    status = not f.status or run["status"] == f.status or (f.status == "failed-gates" and run.get("passed") is False)
-    return (status and (not f.experiment or run["experiment"] == f.experiment)
-            and (not f.tag or f.tag in (run.get("tags") or []))
-            and (not f.since or day >= f.since) and (not f.until or day <= f.until))
+def _selection(f: RunFilters) -> RunSelection:
+    for name in ("since", "until"):
+        day = getattr(f, name)
+        try:
+            day and date.fromisoformat(day)
+        except ValueError:
+            raise ConfigError(f"The runs list's {name} filter must be a day as YYYY-MM-DD, not {day!r}.") from None
+    return RunSelection(experiment=f.experiment or None, tag=f.tag or None, status=f.status or None,
+                        since=f.since or None, until=f.until or None)
 
 
 def runs_list(config: Config, filters: RunFilters) -> dict[str, Any]:
-    """Every stored run matching `filters`, newest first, one page of them, with means, pass rates and gates."""
+    """One page of the stored runs matching `filters`, newest first, with means, pass rates and gates:
+    the page, its count and the filters' choices come from SQL, never every stored run."""
     store = Store.for_config(config)
-    runs = store.runs(missing_ok=True)
-    chosen = [r for r in runs if _matches(r, filters)]
-    shown = chosen[filters.offset: filters.offset + RUNS_PER_PAGE]
-    ids = [r["run_id"] for r in shown]
-    held = store.dagster_runs_of(ids)
-    stats = _evaluator_stats(store.rows_of("aggregates", ids))
-    gates: dict[str, list[bool]] = {}
-    for verdict in store.rows_of("verdicts", ids):
-        gates.setdefault(verdict["run_id"], []).append(bool(verdict["passed"]))
-    rows = []
-    for run in shown:
-        run_stats = stats.get(run["run_id"], {})
-        entry = history_entry(run, {name: s["mean"] for name, s in run_stats.items()})
-        passed = gates.get(run["run_id"], [])
-        rows.append({"entry": entry, "stats": run_stats, "gates_passed": passed.count(True),
-                     "gates_failed": passed.count(False),
-                     "dagster": dagster_run_page(config, held[run["run_id"]]) if run["run_id"] in held else None,
-                     # a run in progress has no aggregates yet: what it has done so far instead
-                     "live": store.live_counts(run["run_id"]) if run["status"] == "running" else None})
+    selection = _selection(filters)
+    with store.reading():  # the view's reads over one connection
+        shown = store.run_page(selection, offset=max(0, filters.offset), limit=RUNS_PER_PAGE)
+        ids = [r["run_id"] for r in shown]
+        held = store.dagster_runs_of(ids)
+        stats = _evaluator_stats(store.rows_of("aggregates", ids))
+        gates: dict[str, list[bool]] = {}
+        for verdict in store.rows_of("verdicts", ids):
+            gates.setdefault(verdict["run_id"], []).append(bool(verdict["passed"]))
+        rows = []
+        for run in shown:
+            run_stats = stats.get(run["run_id"], {})
+            entry = history_entry(run, {name: s["mean"] for name, s in run_stats.items()})
+            passed = gates.get(run["run_id"], [])
+            rows.append({"entry": entry, "stats": run_stats, "gates_passed": passed.count(True),
+                         "gates_failed": passed.count(False),
+                         "dagster": dagster_run_page(config, held[run["run_id"]]) if run["run_id"] in held else None,
+                         # a run in progress has no aggregates yet: what it has done so far instead
+                         "live": store.live_counts(run["run_id"]) if run["status"] == "running" else None})
+        counted = {"total": store.run_count(selection), "stored": store.run_count(),
+                   "experiments": store.experiment_names(), "tags": store.tag_names()}
     return {
-        "rows": rows, "total": len(chosen), "stored": len(runs), "filters": filters, "per_page": RUNS_PER_PAGE,
-        "experiments": sorted({r["experiment"] for r in runs}),
-        "tags": sorted({t for r in runs for t in r.get("tags") or []}),
+        "rows": rows, **counted, "filters": filters, "per_page": RUNS_PER_PAGE,
         "statuses": ["completed", "failed-gates", "running", "incomplete", "failed"],
         "running": any(r["status"] == "running" for r in shown), "dagster_url": dagster_url(config),
     }

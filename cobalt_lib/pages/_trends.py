@@ -5,12 +5,14 @@ chart of its metric, and a run whose gate failed marked on that metric's chart o
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 from ..config._config import Config
 from ..links import dagster_asset_url
 from ..ops._history import check_stored_experiment, history_entry
 from ..store._store import Store
+from ..store._store_history import RunSelection
 from ._charts import line_chart
 
 #: The newest runs a trend draws.
@@ -20,18 +22,19 @@ TREND_RUNS = 200
 def trends_view(config: Config, experiment: str = "", tag: str = "") -> dict[str, Any]:
     """Charts of `experiment` (default: the newest run's) over its runs tagged `tag` (default: all)."""
     store = Store.for_config(config)
-    stored = store.runs(missing_ok=True)
-    experiments = sorted({r["experiment"] for r in stored})
-    experiment = experiment or (stored[0]["experiment"] if stored else "")
-    check_stored_experiment(store, experiment or None)
-    own = [r for r in stored if r["experiment"] == experiment]
-    tagged = [r for r in own if not tag or tag in (r.get("tags") or [])]
-    # A run still going, stopped or failed has partial statistics: plotted, it would read as a dip.
-    runs = [r for r in tagged if r["status"] == "completed"][:TREND_RUNS][::-1]
-    left_out = len(tagged) - len([r for r in tagged if r["status"] == "completed"])
-    ids = [r["run_id"] for r in runs]
-    aggregates = store.rows_of("aggregates", ids)
-    verdicts = store.rows_of("verdicts", ids)
+    with store.reading():  # the view's reads over one connection
+        experiments = store.experiment_names()
+        experiment = experiment or store.newest_experiment() or ""
+        check_stored_experiment(store, experiment or None)
+        tagged = RunSelection(experiment=experiment, tag=tag or None)
+        # A run still going, stopped or failed has partial statistics: plotted, it would read as a dip.
+        finished = replace(tagged, status="completed")
+        runs = store.run_page(finished, limit=TREND_RUNS)[::-1]
+        left_out = store.run_count(tagged) - store.run_count(finished)
+        ids = [r["run_id"] for r in runs]
+        aggregates = store.rows_of("aggregates", ids)
+        verdicts = store.rows_of("verdicts", ids)
+        tag_names = store.tag_names(experiment)
     failed = {v["run_id"] for v in verdicts if not v["passed"]}
     by_run: dict[str, dict[str, dict[str, Any]]] = {}
     for row in aggregates:
@@ -73,7 +76,7 @@ def trends_view(config: Config, experiment: str = "", tag: str = "") -> dict[str
         failed=failed_here)})
     return {"experiment": experiment, "experiments": experiments, "tag": tag, "runs": entries, "charts": charts,
             "left_out": left_out,
-            "tags": sorted({t for r in own for t in r.get("tags") or []}), "failed": len(failed),
+            "tags": tag_names, "failed": len(failed),
             "dagster": dagster_asset_url(config, experiment) if experiment else None}
 
 

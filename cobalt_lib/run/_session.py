@@ -16,7 +16,7 @@ from ..llm._judge import Judge
 from ..llm._providers import import_sdks
 from ..results._report import ExperimentReport, ItemResult
 from ..results._spans import SpanRecord
-from ..traces._collect import install
+from ..traces._collect import install, wanted
 from ..traces._export import EvaluationExporter
 
 if TYPE_CHECKING:
@@ -56,12 +56,14 @@ class Session:
             parts.judge, parts.agent_limit, parts.threads, parts.eval_threads)
         #: Where an agent output goes the moment it exists (the store, when the stage writes outputs).
         self.output_sink: Callable[[ItemResult], None] = lambda item: None
-        #: The most spans kept per agent call, or None when no spans are collected (`traces`).
-        self.trace_limit = plan.config.traces.max_spans if plan.config.traces.collect and install() else None
         #: Where each item's evaluations go as OpenTelemetry events, when exporting them is on.
         self._stored_spans: dict[tuple[int, int], list[SpanRecord]] | None = None
         self.exporter = (EvaluationExporter.for_run(plan.run_id, plan.experiment.name)
                          if plan.config.traces.exporting() else None)
+        #: The most spans kept per agent call, or None when no spans are collected (`traces`): none when
+        #: nothing in the process imported OpenTelemetry by now (no agent code can emit a span).
+        collect = plan.config.traces.collect and wanted()
+        self.trace_limit = plan.config.traces.max_spans if collect and install() else None
 
     def stored_spans(self, item: ItemResult) -> list[SpanRecord]:
         """The stored spans of an item this run scores again without calling the agent (a rescore reads its

@@ -129,6 +129,13 @@ _INSTALLING = threading.Lock()
 _TOLD = [False]
 
 
+def wanted() -> bool:
+    """Whether anything in the process uses OpenTelemetry (its tracing API is imported): only then can an
+    agent emit a span, so only then are the SDK imported and a provider set (50-300 ms of imports a
+    process otherwise, paid by every run of an agent that emits nothing)."""
+    return "opentelemetry.trace" in sys.modules
+
+
 def install() -> bool:
     """Add cobalt's span processor to the process's tracer provider (made when there is none), once per
     process. False when the provider cannot take one (it is not the OpenTelemetry SDK's)."""

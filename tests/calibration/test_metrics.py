@@ -95,6 +95,41 @@ def test_bootstrap_interval_is_deterministic_and_brackets_the_kappa() -> None:
     assert kappa_interval(groups, resamples=400, seed=1) == (low, high)
 
 
+def _noisy_groups(seed: int, samples: int) -> list[list[tuple[int, int]]]:
+    rng = random.Random(seed)
+    truths = [rng.randint(-3, 3) for _ in range(samples)]
+    return [[(t, max(-3, min(3, t + rng.choice((-1, 0, 0, 1))))) for _ in range(rng.choice((1, 2, 3)))]
+            for t in truths]
+
+
+def test_bootstrap_interval_keeps_the_figures_it_gave_before_it_was_chunked() -> None:
+    # Pinned from the version that indexed counts[picks] whole (commit 7e5338b): the same seed, the same interval.
+    groups = _noisy_groups(7, 301)
+    assert kappa_interval(groups, resamples=1200, seed=5) == (0.9344820519649394, 0.9524669068705601)
+    assert kappa_interval(groups, resamples=1200, seed=5, confidence=0.9) == (0.9360556005418387, 0.9509565252132515)
+
+
+def test_bootstrap_interval_over_many_samples_equals_the_direct_resample_sums() -> None:
+    import numpy as np
+
+    from cobalt_lib.calibration._metrics import _quantile
+
+    # 1,500 samples: each block of 500 resamples is summed in several chunks.
+    groups = _noisy_groups(11, 1500)
+    counts = np.array([np.ravel(confusion(g)) for g in groups], dtype=float)
+    weights = np.ravel(np.array([[(i - j) ** 2 / 36 for j in range(7)] for i in range(7)]))
+    rng = np.random.default_rng(2)
+    kappas = []
+    for size in (500, 200):
+        for row in rng.integers(0, len(groups), size=(size, len(groups))):
+            total = counts[row].sum(axis=0)
+            matrix = total.reshape(7, 7)
+            expected = np.outer(matrix.sum(axis=1), matrix.sum(axis=0)).ravel() @ weights / total.sum()
+            kappas.append(float(1 - total @ weights / expected))
+    kappas.sort()
+    assert kappa_interval(groups, resamples=700, seed=2) == (_quantile(kappas, 0.025), _quantile(kappas, 0.975))
+
+
 def test_panel_median_ties_round_toward_zero() -> None:
     assert panel_grade([1, 2]) == 1
     assert panel_grade([-2, -1]) == -1

@@ -18,6 +18,8 @@ from typing import Any
 
 import httpx
 import pytest
+from slowdown import deadline as deadline_in
+from slowdown import scaled
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "dagster_project"
 COBALT = str(Path(sys.executable).parent / "cobalt")
@@ -144,7 +146,7 @@ def graphql(port: int) -> dict[str, Any] | None:
 def test_serve_lists_assets_and_checks_and_stops_on_ctrl_c(
         served: tuple[subprocess.Popen[bytes], int, Path]) -> None:
     proc, port, root = served
-    nodes = poll("the webserver to list the experiment's assets", time.monotonic() + 120,
+    nodes = poll("the webserver to list the experiment's assets", deadline_in(120),
                  lambda: (graphql(port) or {}) if proc.poll() is None else {"exited": proc.returncode})
     assert "exited" not in nodes, (root.parent / "serve.log").read_text(errors="replace")
     expected = {f"{name}/{stage}" for name in ("support_bot", "my_summarizer_agent")
@@ -161,9 +163,9 @@ def test_serve_lists_assets_and_checks_and_stops_on_ctrl_c(
     assert any("dagster-webserver" in args for args in children.values()), children
     assert any("dagster-daemon" in args for args in children.values()), children
     proc.send_signal(signal.SIGINT)
-    code = proc.wait(timeout=60)  # stops promptly; how promptly is no test's business under load
+    code = proc.wait(timeout=scaled(60))  # stops promptly; how promptly is no test's business under load
     assert code == 0
-    left = poll("no child process left", time.monotonic() + 5, lambda: not still_running(children) or None,
+    left = poll("no child process left", deadline_in(5), lambda: not still_running(children) or None,
                 interval=0.2)
     assert left is True and still_running(children) == {}
 
@@ -187,7 +189,7 @@ def test_another_sites_wipe_assets_is_refused_and_the_history_kept(
     UI's own origin and a script without Origin still reach it."""
     proc, port, root = served_once
     url = f"http://127.0.0.1:{port}"
-    nodes = poll("the webserver behind the proxy", time.monotonic() + 120,
+    nodes = poll("the webserver behind the proxy", deadline_in(120),
                  lambda: (graphql(port) or {}) if proc.poll() is None else {"exited": proc.returncode})
     assert "exited" not in nodes, (root.parent / "serve.log").read_text(errors="replace")
     reported = httpx.post(f"{url}/report_asset_materialization/support_bot/deploy", json={"partition": "p1"},

@@ -13,7 +13,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 import httpx
 import pytest
 from browser import screenshot
+from slowdown import deadline as deadline_in
 from test_dagster_serve import EXAMPLE, descendants, free_port, poll, still_running
 
 # The module fixture starts `cobalt serve` and waits for the daemon's runs: minutes on a loaded machine.
@@ -102,12 +102,12 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
         runs.update(_cli_runs(root, (("passing", ["v4", "nightly"], False), ("failing", ["v4"], True))))
         url = f"http://127.0.0.1:{port}"
         served = Session(url, root, runs)
-        poll("the webserver", time.monotonic() + 120, lambda: _answers(served) or proc.poll() is not None)
+        poll("the webserver", deadline_in(120), lambda: _answers(served) or proc.poll() is not None)
         assert proc.poll() is None, (root.parent / "serve.log").read_text(errors="replace")
         runs.update(_cli_runs(root, (("while_up", ["v5"], False),)))  # made while it is up
         (root / "experiments" / "late_bot.cobalt.py").write_text(LATE, encoding="utf-8")
         for name in runs:  # the daemon's requested run, and the record sensor's recordings
-            poll(f"the Dagster run of {name}", time.monotonic() + 120, lambda n=name: _finished(served, runs[n]),
+            poll(f"the Dagster run of {name}", deadline_in(120), lambda n=name: _finished(served, runs[n]),
                  interval=1.0)
         seen = descendants(proc.pid)
         yield served
@@ -239,7 +239,7 @@ def test_an_experiment_file_added_while_serving_is_loaded_not_external(session: 
             __typename ... on AssetNode { jobNames } } }""")["assetNodeOrError"]
         return data.get("jobNames") or None
 
-    assert "late_bot_eval" in poll("the new experiment's assets", time.monotonic() + 60, loaded)
+    assert "late_bot_eval" in poll("the new experiment's assets", deadline_in(60), loaded)
 
 
 def test_screenshots_of_the_partitions_tab_and_the_failed_run(session: Session, page: Any) -> None:

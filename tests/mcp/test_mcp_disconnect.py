@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from mcp_project import COBALT, SLOW, server_env
+from slowdown import deadline as deadline_in
 
 from cobalt_lib import Store
 
@@ -56,7 +57,7 @@ LONG_LEASE = {"COBALT_LEASE_SECONDS": "3600"}
 def stopped(root: Path) -> dict[str, Any]:
     """The run once it is no longer `running` (a condition to reach, within a deadline, not a timer)."""
     store = Store(root / ".cobalt" / "cobalt.duckdb")
-    deadline = time.monotonic() + 120
+    deadline = deadline_in(120)
     while store.runs()[0]["status"] == "running" and time.monotonic() < deadline:
         pass
     [run] = store.runs()

@@ -16,6 +16,7 @@ import duckdb
 import pytest
 from conftest import TEST_KEY, shifted_store
 from fakellm import FakeLLM
+from slowdown import deadline as deadline_in
 
 from cobalt_lib import (
     ConfigError,
@@ -176,7 +177,7 @@ def test_ctrl_c_keeps_finished_items_and_marks_the_run_incomplete(project: Path)
 def test_a_killed_run_keeps_its_written_batches_and_reads_as_incomplete(project: Path) -> None:
     proc, run_id = _start_child(project)
     store = Store(project / ".cobalt" / "cobalt.duckdb")
-    deadline = time.monotonic() + 30
+    deadline = deadline_in(30)
     rows: list[dict] = []
     while time.monotonic() < deadline:  # wait for the writer thread's batch (a condition, not a fixed sleep)
         rows = store.rows("outputs", run_id)
@@ -247,7 +248,7 @@ def test_a_batch_that_meets_a_held_lock_is_kept_and_written_once_the_lock_goes(
         assert holder.stdout.readline().strip() == "locked"
         writer = BatchWriter(Store(path, lock_timeout=0.3), max_delay=0.01)
         writer.add("outputs", {"run_id": "r1", "item_index": 0, "run_index": 0, "status": "ok"})
-        deadline = time.monotonic() + 30
+        deadline = deadline_in(30)
         while writer._failures == 0:  # the first attempt gave up on the lock (the condition, polled)
             assert time.monotonic() < deadline, "the write never met the lock"
             time.sleep(0.01)

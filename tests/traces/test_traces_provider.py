@@ -79,3 +79,22 @@ def test_a_provider_that_is_not_the_sdks_is_said_once_and_the_run_goes_on(tmp_pa
     told = [line for line in done.stderr.splitlines() if "tracer provider" in line]
     assert told == ["cobalt: the process's OpenTelemetry tracer provider is a Foreign, not the OpenTelemetry SDK's "
                     "TracerProvider, so cobalt cannot collect the agent's spans."]
+
+
+UNTRACED = '''
+import json, sys
+from cobalt_lib import Config, Dataset, experiment
+
+config = Config(root={root!r})
+report = experiment("plain", Dataset([{{"input": "q"}}]), lambda ctx: "a").run(config=config)
+print(json.dumps({{"status": report.status, "otel": sorted(m for m in sys.modules if m.startswith("opentelemetry"))}}))
+'''
+
+
+@pytest.mark.slow
+def test_a_process_that_never_imports_opentelemetry_runs_without_its_sdk(tmp_path: Path) -> None:
+    # Collecting is on by default; with nothing in the process able to emit a span, the SDK is not
+    # imported and no provider is set (the import is most of a small run's fixed cost).
+    done = python(UNTRACED.format(root=str(tmp_path)))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == {"status": "completed", "otel": []}
