@@ -151,6 +151,14 @@
     });
   }
 
+  // Tables as cards on a phone: each cell says which column it is (the server's tables carry no labels).
+  document.querySelectorAll("table.cards").forEach(function (table) {
+    var heads = Array.prototype.map.call(table.querySelectorAll("thead th"), function (th) { return th.textContent.trim(); });
+    table.querySelectorAll("tbody tr").forEach(function (tr) {
+      Array.prototype.forEach.call(tr.children, function (td, i) { if (!td.hasAttribute("data-label") && heads[i]) td.setAttribute("data-label", heads[i]); });
+    });
+  });
+
   var block = document.getElementById("cobalt-data");
   if (!block) {  // trends and error pages: links and forms only
     rowKeys(function () { return Array.prototype.slice.call(document.querySelectorAll(".chart")); },
@@ -593,14 +601,6 @@
       if (box) { box.checked = !box.checked; update(); }
     });
   }
-
-  // Tables as cards on a phone: each cell says which column it is (the server's tables carry no labels).
-  document.querySelectorAll("table.cards").forEach(function (table) {
-    var heads = Array.prototype.map.call(table.querySelectorAll("thead th"), function (th) { return th.textContent.trim(); });
-    table.querySelectorAll("tbody tr").forEach(function (tr) {
-      Array.prototype.forEach.call(tr.children, function (td, i) { if (!td.hasAttribute("data-label") && heads[i]) td.setAttribute("data-label", heads[i]); });
-    });
-  });
 
   if (data.page === "run") {
     var table = RunPage();
