@@ -98,7 +98,8 @@ BROKEN_NUMBERS = r"""() => {
       range.setStart(node, m.index);
       range.setEnd(node, m.index + m[0].length);
       const tops = Array.from(range.getClientRects()).filter((r) => r.width > 0).map((r) => r.top);
-      if (tops.length > 1 && Math.max(...tops) - Math.min(...tops) > 6) bad.push(m[0] + ' in ' + parent.tagName.toLowerCase() + '.' + parent.className);
+      if (tops.length > 1 && Math.max(...tops) - Math.min(...tops) > 6)
+        bad.push(m[0] + ' in ' + parent.tagName.toLowerCase() + '.' + parent.className);
     }
   }
   return bad.slice(0, 15);

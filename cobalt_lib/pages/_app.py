@@ -24,7 +24,7 @@ from aiohttp import web
 from .._errors import CobaltError, ConfigError, StoreError
 from ..links import dagster_url
 from ..results._store import Store
-from ._calibration_view import calibration_view
+from ._calibration_view import calibration_view, gate_calibrations
 from ._charts import histogram
 from ._compare import compare_page, compare_view, unpaired_page
 from ._groups import GROUP_ASSETS, group_view
@@ -146,6 +146,7 @@ async def run_page(request: web.Request) -> web.Response:
     view = await _call(run_detail, config, request.match_info["run_id"])
     run = view["run"]
     view["calibrations"] = await _call(calibration_view, config, run)
+    view["gate_calibrations"] = await _call(gate_calibrations, config, view["gates"])
     data = {"page": "run", "run_id": run["run_id"], "evaluators": view["evaluators"], "pass_marks": view["pass_marks"],
             "live": view["entry"].status == "running", "api": f"/api/runs/{quote(run['run_id'], safe='')}",
             "per_page": ITEMS_PER_PAGE, "counts": f"{view['counts']['done']}/{view['counts']['scored']}"}

@@ -39,9 +39,18 @@ def environment() -> jinja2.Environment:
     env.filters.update(score=numbers.score, delta=numbers.delta, interval=numbers.interval,
                        delta_interval=numbers.delta_interval, ms=numbers.duration, usd=numbers.money,
                        pct=numbers.percent, num=numbers.number, int=numbers.integer, fixed=numbers.fixed,
-                       mark=numbers.threshold, day=fmt_day, metric=fmt_metric)
+                       mark=numbers.threshold, day=fmt_day, metric=fmt_metric, code=code_spans)
     env.globals.update(score_class=score_class, link=link)
     return env
+
+
+def code_spans(text: Any) -> Markup:
+    """A message written for a terminal (`cobalt run --resume ID`), its backticked parts as `<code>`, the rest
+    escaped as text."""
+    parts = str(text or "").split("`")
+    if len(parts) % 2 == 0:  # an odd backtick: not code, the text as it is
+        return Markup(escape(str(text or "")))
+    return Markup("").join(Markup("<code>{}</code>").format(p) if i % 2 else escape(p) for i, p in enumerate(parts))
 
 
 def fmt_metric(metric: str, value: Any, sign: bool = False) -> str:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from ..results._history import load_report
 from ..results._repeats import by_index, flaky_text, item_label
 from ..results._store import Store
-from ._calibration_view import calibration_view
+from ._calibration_view import calibration_view, gate_calibrations
 from ._charts import histogram
 from ._compare import compare_view, unpaired_json, with_diff
 from ._queries import ITEMS_PER_PAGE, item_json, run_detail, trace_json
@@ -39,6 +39,7 @@ def run_report_html(config: Config, ref: str) -> str:
     # A file read anywhere (a CI artifact) links to no server: no Dagster UI, no check, no other page.
     view["gates"] = [{**g, "dagster": None} for g in view["gates"]]
     view["calibrations"] = calibration_view(config, run)
+    view["gate_calibrations"] = gate_calibrations(config, view["gates"])
     return render("run.html", static=True, data=data, hist=histogram, dagster_home=None, **view)
 
 

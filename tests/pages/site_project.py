@@ -103,9 +103,10 @@ def _conversations(config: Any) -> str:
 
 def _graded(config: Any, root: Path) -> str:
     items = [{"input": f"question {key}", "answer": reply} for key, (reply, _) in list(TRUTH.items())[:4]]
+    path = str(root / "graders" / "numbers.py")
     exp = experiment("graded-answers", items, lambda ctx: ctx.item["answer"],
-                     evaluators=[Evaluator("numbers", type="grader", grader=str(root / "graders" / "numbers.py"), model="off")],
-                     assertions=[calibrated(str(root / "graders" / "numbers.py"), min_kappa=0.95, model="openai/off", min_labels=10)])
+                     evaluators=[Evaluator("numbers", type="grader", grader=path, model="off")],
+                     assertions=[calibrated(path, min_kappa=0.95, model="openai/off", min_labels=10)])
     return str(exp.run(config=config).id)
 
 

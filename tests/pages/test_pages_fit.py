@@ -6,11 +6,9 @@ test-screenshots/); the keyboard keeps its place; a label set on another answer 
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import quote
 
 import pytest
 from browser import BROKEN_NUMBERS, OVERFLOW, screenshot
-from playwright.sync_api import expect
 from site_project import Site, site  # noqa: F401  (the module's project)
 
 pytestmark = pytest.mark.slow
