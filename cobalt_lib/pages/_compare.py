@@ -51,7 +51,10 @@ def _outcome(scope: str | None, refs: tuple[str, str], a: ExperimentReport, b: E
     warnings = [f"run {side} ({r.id}) is {r.status}: only its finished items are compared."
                 for side, r in zip("AB", (a, b), strict=True) if r.status != "completed"]
     warnings += _pairing_warnings(comparison, refs, [a, b])
-    return CompareOutcome(comparison=comparison, warnings=warnings, regressions=regression_reasons(comparison))
+    # The page shows what was measured differently (and the baseline's missing items) in a section of its own,
+    # as a warning: what it calls a regression is a change of the scores, never a flag it cannot take.
+    return CompareOutcome(comparison=comparison, warnings=warnings,
+                          regressions=regression_reasons(comparison, accept_identity_change=True))
 
 
 def _reason(repeats: list[ItemResult], name: str) -> str | None:

@@ -136,7 +136,8 @@ def build_site(root: Path, llm: FakeLLM) -> Site:
     site.runs["chat"] = _conversations(config)
     write_grader(root)
     samples = _samples(root)
-    for name in ("grading-a", "grading-b"):
+    for name, policy in (("grading-a", "Be strict."), ("grading-b", "Be lenient.")):  # B: the rubric changed
+        write_grader(root, policy)
         site.runs[name] = grade(config, GradeOptions(input=samples, grader=root / "graders" / "numbers.py",
                                                      models=["openai/agree", "openai/off"], dagster=False)).run_id
     site.runs["graded"] = _graded(config, root)
