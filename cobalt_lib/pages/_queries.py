@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from ..config._config import Config
 from ..links import dagster_asset_url, dagster_check_names, dagster_check_result_url, dagster_url, pages_url
 from ..ops._history import history_entry, run_duration_ms
+from ..ops._labels import output_hash
 from ..ops._refs import resolve_ref
 from ..results._repeats import item_label, stored_flaky
 from ..results._report import ItemResult, Summary
@@ -281,7 +282,8 @@ def item_detail(config: Config, run_id: str, index: int) -> list[dict[str, Any]]
     repeats = _repeats(store.require_run(run_id))
     records = store.item_records(run_id, index)
     spans = store.spans_of(run_id, [(index, r["run_index"]) for r in records])
-    return [_item(r) | {"label": item_label(index, r["run_index"], repeats),
+    # `output_hash`: what a label set on this answer records, so the page tells a label set on another answer
+    return [_item(r) | {"label": item_label(index, r["run_index"], repeats), "output_hash": output_hash(r.get("output")),
                         "trace": trace_json(spans.get((index, r["run_index"]), []))} for r in records]
 
 
