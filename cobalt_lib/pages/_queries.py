@@ -283,7 +283,8 @@ def item_detail(config: Config, run_id: str, index: int) -> list[dict[str, Any]]
     records = store.item_records(run_id, index)
     spans = store.spans_of(run_id, [(index, r["run_index"]) for r in records])
     # `output_hash`: what a label set on this answer records, so the page tells a label set on another answer
-    return [_item(r) | {"label": item_label(index, r["run_index"], repeats), "output_hash": output_hash(r.get("output")),
+    return [_item(r) | {"label": item_label(index, r["run_index"], repeats),
+                        "output_hash": output_hash(r.get("output")),
                         "trace": trace_json(spans.get((index, r["run_index"]), []))} for r in records]
 
 

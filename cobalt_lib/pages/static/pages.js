@@ -165,12 +165,13 @@
   }
 
   // Tables as cards on a phone: each cell says which column it is (the server's tables carry no labels).
-  document.querySelectorAll("table.cards").forEach(function (table) {
+  function labelCards(root) { root.querySelectorAll("table.cards").forEach(function (table) {
     var heads = Array.prototype.map.call(table.querySelectorAll("thead th"), function (th) { return th.textContent.trim(); });
     table.querySelectorAll("tbody tr").forEach(function (tr) {
       Array.prototype.forEach.call(tr.children, function (td, i) { if (!td.hasAttribute("data-label") && heads[i]) td.setAttribute("data-label", heads[i]); });
     });
-  });
+  }); }
+  labelCards(document);
 
   var block = document.getElementById("cobalt-data");
   if (!block) {  // trends and error pages: links and forms only
@@ -609,9 +610,34 @@
       if (data.api) return getJSON(data.api + "&" + new URLSearchParams({offset: offset, limit: PER_PAGE, list: "unpaired"}));
       return Promise.resolve({total: data.unpaired.length, rows: data.unpaired.slice(offset, offset + PER_PAGE)});
     }
+    var summarized = false;
+    // The statistics come after the first rows (the paired bootstrap takes the longest): the server's own
+    // rendered, escaped markup (run data in it is text), put in its place once.
+    function summary() {
+      var box = document.getElementById("compare-summary");
+      if (summarized || !box || !data.summary) return;
+      summarized = true;
+      fetch(data.summary, {headers: {"Accept": "text/html"}}).then(function (r) {
+        if (!r.ok) throw new Error("HTTP " + r.status + " from " + data.summary);
+        return r.text();
+      }).then(function (html) {
+        var parsed = new DOMParser().parseFromString(html, "text/html");  // inert: nothing in it runs
+        labelCards(parsed.body);
+        box.replaceChildren.apply(box, Array.prototype.slice.call(parsed.body.childNodes));
+      }).catch(function (err) { box.replaceChildren(el("p", {class: "error-message"}, String(err))); });
+    }
     function load() {
       changed.checked = !q.all;
       rows({offset: q.offset, changed: !q.all}).then(function (page) {
+        var count = document.getElementById("changed-count");
+        if (count && page.changed !== undefined) count.textContent = "(" + Numbers.int(page.changed) + " of " +
+          Numbers.int(page.changed + page.unchanged) + " changed; regressions first)";
+        var section = document.getElementById("unpaired-section");
+        if (section && page.unpaired_total) {
+          section.hidden = false;
+          document.getElementById("unpaired-count").textContent = "(" + Numbers.int(page.unpaired_total) + ")";
+        }
+        summary();
         list.replaceChildren.apply(list, page.rows.map(compareRow));
         if (!page.rows.length) list.append(el("p", {class: "empty"}, "No paired item" + (!q.all ? " changed." : ".")));
         note.textContent = page.unchanged ? "(" + Numbers.int(page.unchanged) + " unchanged " + (q.all ? "shown" : "hidden") + ")" : "";
