@@ -109,13 +109,16 @@
       "set on an earlier answer" + (current.run_id && current.run_id !== data.run_id ? " (run " + current.run_id + ")" : "")) : null;
     var keys = OPTIONS[scale].map(function (o) { return o.key + " " + o.text; }).join(" · ");
     if (current && !state.open[name]) {  // set: one line, its value, who, when, and a way to change it
-      return el("div", {class: "label-widget set" + (name === state.active ? " active" : ""), "data-evaluator": name, "data-scale": scale},
-        el("p", {class: "label-line"}, el("b", {}, name), " ", el("span", {class: "label-status"}, status), " ", earlier, " ",
+      return el("div", {class: "label-widget set" + (name === state.active ? " active" : ""), "data-evaluator": name, "data-scale": scale,
+        "data-value": current.value},
+        el("p", {class: "label-line"}, el("b", {}, name), " ", el("span", {class: "label-status"}, status), " ",
+          current.note ? el("span", {class: "label-note-text muted", title: "the note"}, current.note) : null, " ", earlier, " ",
           el("button", {type: "button", class: "label-change", title: "keys: " + keys,
             onclick: function () { state.open[name] = true; state.active = name; select.value = name; draw(); }}, "change"),
           el("button", {type: "button", class: "label-clear", onclick: function () { save(state.index, name, null, ""); }}, "clear")));
     }
-    return el("div", {class: "label-widget" + (name === state.active ? " active" : ""), "data-evaluator": name, "data-scale": scale},
+    return el("div", {class: "label-widget" + (name === state.active ? " active" : ""), "data-evaluator": name, "data-scale": scale,
+      "data-value": current ? current.value : null},
       el("h4", {}, "Your label · " + name + " ", el("span", {class: "muted"}, "(" + scale + "; keys " + keys + ")")),
       el.apply(null, ["div", {class: "label-options"}].concat(buttons)),
       note,
