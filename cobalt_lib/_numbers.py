@@ -281,7 +281,8 @@ def raw(value: float | None, decimals: int = 3, *, trim: bool = False) -> str:
 
 def threshold(value: Any) -> str:
     """A pass mark or gate threshold as the user wrote it: `0.86`, `0.5`, `3` (shortest, no exponent);
-    a pass mark in 0..1 computed rather than written (`0.6666666666666666`) as a percentage (`66.7%`)."""
+    a pass mark in 0..1 computed rather than written (`0.6666666666666666`) as the scores it is compared with
+    are (`0.667`), so the pass marks on a page read in one format."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return UNKNOWN if value is None else str(value)
     special = _special(value)
@@ -295,5 +296,5 @@ def threshold(value: Any) -> str:
     short = _trim(short) if "." in short else short
     decimals = len(short.split(".")[1]) if "." in short else 0
     if decimals > 6 and 0 < value < 1 and abs(value) >= 0.001:  # computed (4 / 6), not written
-        return percent(value)
+        return score(value)
     return short

@@ -55,3 +55,52 @@ def screenshot(page: Any, name: str) -> Path:
     path = SCREENSHOTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+#: Every element that sticks out sideways: the document wider than the window, a box whose content is wider
+#: than it (a table's scroll width included), or a box ending past the window's right edge unclipped.
+OVERFLOW = """() => {
+  const vw = document.documentElement.clientWidth, bad = [];
+  const name = (e) => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '')
+    + (typeof e.className === 'string' && e.className ? '.' + e.className.split(' ').join('.') : '');
+  const root = document.documentElement;
+  if (root.scrollWidth > vw) bad.push('document ' + root.scrollWidth + ' > ' + vw);
+  const clips = (e) => {
+    for (let p = e.parentElement; p; p = p.parentElement) if (getComputedStyle(p).overflowX !== 'visible') return true;
+    return false;
+  };
+  for (const e of document.querySelectorAll('body *')) {
+    if (e.closest('svg') && e.tagName.toLowerCase() !== 'svg') continue;
+    const s = getComputedStyle(e);
+    if (['none', 'inline', 'contents'].includes(s.display) || s.position === 'fixed') continue;
+    const control = ['SELECT', 'INPUT', 'TEXTAREA'].includes(e.tagName);  // clips its own text natively
+    if (!control && (s.overflowX === 'visible' || e.tagName === 'TABLE') && e.clientWidth > 0
+        && e.scrollWidth > e.clientWidth + 1)
+      bad.push(name(e) + ' content ' + e.scrollWidth + ' > its width ' + e.clientWidth);
+    const r = e.getBoundingClientRect();
+    if (r.width > 0 && r.right > vw + 1 && !clips(e))
+      bad.push(name(e) + ' ends at ' + Math.round(r.right) + ' > ' + vw);
+  }
+  return bad.slice(0, 15);
+}"""
+
+#: Every number drawn on two lines (`0.4` / `21`): each number of the page's text, and the lines its characters
+#: sit on. A number may sit beside a space that wraps (`[-0.020, +0.310]`); no number itself may break.
+BROKEN_NUMBERS = r"""() => {
+  const bad = [], number = /(?<![\w.#\-])[-+−]?\$?\d[\d,]*(?:\.\d+)?(?:%|ms|s|m|h|KB|MB)?(?![\w.])/g;
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const parent = node.parentElement;
+    if (!parent || parent.closest('svg, script, style, [hidden], details:not([open]) > :not(summary)')) continue;
+    for (const m of node.data.matchAll(number)) {
+      if (m[0].length < 2) continue;
+      const range = document.createRange();
+      range.setStart(node, m.index);
+      range.setEnd(node, m.index + m[0].length);
+      const tops = Array.from(range.getClientRects()).filter((r) => r.width > 0).map((r) => r.top);
+      if (tops.length > 1 && Math.max(...tops) - Math.min(...tops) > 6)
+        bad.push(m[0] + ' in ' + parent.tagName.toLowerCase() + '.' + parent.className);
+    }
+  }
+  return bad.slice(0, 15);
+}"""

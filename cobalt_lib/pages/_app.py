@@ -24,9 +24,9 @@ from aiohttp import web
 from .._errors import CobaltError, ConfigError, StoreError
 from ..links import dagster_url
 from ..store._store import Store
-from ._calibration_view import calibration_view
+from ._calibration_view import calibration_view, gate_calibrations
 from ._charts import histogram
-from ._compare import compare_page, compare_view, unpaired_page
+from ._compare import compare_head, compare_page, paired_view, summary_view, unpaired_page
 from ._groups import GROUP_ASSETS, group_view
 from ._guard import CSRF_HEADER, SAFE_METHODS, host_allowed, refusal, token_matches
 from ._labels import add_label_routes
@@ -57,7 +57,8 @@ def create_app(config: Config) -> web.Application:
         web.get("/", runs_page), web.get("/runs/{run_id}", run_page),
         web.get("/runs/{run_id}/items/{index}", item_link),
         web.get("/groups/{group_id}", group_page), web.get("/groups/{group_id}/items/{index}", group_item_page),
-        web.get("/compare", compare_route), web.get("/trends", trends_page), web.get("/healthz", healthz),
+        web.get("/compare", compare_route), web.get("/compare/summary", compare_summary),
+        web.get("/trends", trends_page), web.get("/healthz", healthz),
         web.get("/api/runs/{run_id}/items", items_api), web.get("/api/runs/{run_id}/items/{index}", item_api),
         web.get("/api/runs/{run_id}/live", live_api), web.get("/api/compare", compare_api),
         web.get("/api/csrf", csrf_api),
@@ -146,6 +147,7 @@ async def run_page(request: web.Request) -> web.Response:
     view = await _call(run_detail, config, request.match_info["run_id"])
     run = view["run"]
     view["calibrations"] = await _call(calibration_view, config, run)
+    view["gate_calibrations"] = await _call(gate_calibrations, config, view["gates"])
     data = {"page": "run", "run_id": run["run_id"], "evaluators": view["evaluators"], "pass_marks": view["pass_marks"],
             "live": view["entry"].status == "running", "api": f"/api/runs/{quote(run['run_id'], safe='')}",
             "per_page": ITEMS_PER_PAGE, "counts": f"{view['counts']['done']}/{view['counts']['scored']}"}
@@ -194,33 +196,47 @@ def _pair(config: Config, request: web.Request) -> tuple[str, str]:
     return a, b
 
 
-def _compared(app: web.Application, a: str, b: str) -> dict[str, Any]:
-    """The comparison of runs `a` and `b`, from memory when both are finished and were compared before."""
+def _compared(app: web.Application, a: str, b: str, *, summary: bool = False) -> dict[str, Any]:
+    """Runs `a` and `b` paired and ranked (`summary`: with the statistics too), from memory when both are
+    finished and were compared before. The item list asks first and the statistics after, so the first rows
+    never wait for the paired bootstrap intervals."""
     kept = app[COMPARES]
     with _COMPARING:  # one lock per pair: a reload while a big pair is being compared waits for it
         lock = _PAIR_LOCKS.setdefault((a, b), threading.Lock())
     with lock:
         if (a, b) in kept:
             kept.move_to_end((a, b))
-            return kept[(a, b)]
-        view = compare_view(app[CONFIG], a, b)
-        c = view["c"]
-        if (c.run_a, c.run_b) == (a, b) and set(view["statuses"].values()) == {"completed"}:
-            kept[(a, b)] = view
-            while len(kept) > KEPT_COMPARES:
-                kept.popitem(last=False)
+            view = kept[(a, b)]
+        else:
+            view = paired_view(app[CONFIG], a, b)
+            if (view["run_a"], view["run_b"]) == (a, b) and set(view["statuses"].values()) == {"completed"}:
+                kept[(a, b)] = view
+                while len(kept) > KEPT_COMPARES:
+                    kept.popitem(last=False)
+        if summary and "outcome" not in view:
+            view.update(summary_view(view))
         return view
 
 
 async def compare_route(request: web.Request) -> web.Response:
+    """The page at once (the two runs, nothing of their items read): its script asks for the ranked items, then
+    for the statistics (`/compare/summary`), which a big pair takes seconds to compute."""
     config = _config(request)
     a, b = await _call(_pair, config, request)
-    view = await _call(_compared, request.app, a, b)
-    c = view["c"]
-    data = {"page": "compare", "run_a": c.run_a, "run_b": c.run_b, "per_page": ITEMS_PER_PAGE,
-            "api": f"/api/compare?{urlencode({'a': c.run_a, 'b': c.run_b})}"}
-    return _html(render("compare.html", data=data, rows_total=len(view["rows"]), dagster_home=dagster_url(config),
-                        **view))
+    head = await _call(compare_head, config, a, b)
+    pair = urlencode({"a": head["run_a"], "b": head["run_b"]})
+    data = {"page": "compare", "run_a": head["run_a"], "run_b": head["run_b"], "per_page": ITEMS_PER_PAGE,
+            "api": f"/api/compare?{pair}", "summary": f"/compare/summary?{pair}"}
+    return _html(render("compare.html", data=data, rows_total=None, changed=None, unpaired=None, summary=False,
+                        summary_url=data["summary"], dagster_home=dagster_url(config), **head))
+
+
+async def compare_summary(request: web.Request) -> web.Response:
+    """The compare page's statistics (verdicts, paired intervals, warnings, agreement, conversations), the
+    server's own escaped markup for the page's script to put in place."""
+    a, b = await _call(_pair, _config(request), request)
+    view = await _call(lambda: _compared(request.app, a, b, summary=True))
+    return _html(render("compare_summary.html", **view))
 
 
 async def compare_api(request: web.Request) -> web.Response:
@@ -234,7 +250,8 @@ async def compare_api(request: web.Request) -> web.Response:
     changed = q.get("changed") == "1"
     if q.get("list") == "unpaired":
         return web.json_response(unpaired_page(view["unpaired"], offset=offset, limit=limit), dumps=_dumps)
-    page = await _call(lambda: compare_page(view["rows"], offset=offset, limit=limit, changed_only=changed))
+    page = await _call(lambda: compare_page(view["rows"], offset=offset, limit=limit, changed_only=changed)
+                       | {"unpaired_total": len(view["unpaired"])})
     return web.json_response(page, dumps=_dumps)
 
 

@@ -5,6 +5,7 @@ stored for the run's evaluators."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..calibration._metrics import SCALE
@@ -23,6 +24,36 @@ SHOWN = 25
 def calibration_view(config: Config, run: dict[str, Any]) -> dict[str, Any]:
     """`{"grading": [...per model...] or None, "judges": [...]}` for the run page."""
     return {"grading": _grading(config, run), "judges": _judges(config, run)}
+
+
+#: A run id as cobalt makes them (`20261201224855-6580b96b`), named in a gate's message.
+_RUN_ID = re.compile(r"\b\d{14}-[0-9a-f]{8}\b")
+
+
+def gate_calibrations(config: Config, gates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The calibrations a run's `calibrated(...)` gates judged by: each grading run (or run calibrated with
+    `cobalt calibrate`) their messages name, with its figures per model, for the run page to show beside
+    the gates (the gate says "grading run X"; the page shows X's kappa and verdict and links to it)."""
+    store = Store.for_config(config)
+    found: dict[str, dict[str, Any]] = {}
+    for gate in gates:
+        if not str(gate.get("name", "")).startswith("calibrated"):
+            continue
+        for run_id in _RUN_ID.findall(str(gate.get("message") or "")):
+            if run_id in found or (run := store.get_run(run_id)) is None:
+                continue
+            view = calibration_view(config, run)
+            models = [{"model": m["c"].model, "kappa": m["kappa"], "rates": m["rates"], "verdict": m["c"].verdict}
+                      for m in (view["grading"] or {}).get("models", [])]
+            models += [{"model": j["cal"].evaluator, "kappa": next((t for title, t, _ in j["figures"]
+                                                                    if "kappa" in title.lower()), ""),
+                        "rates": [], "verdict": j["cal"].verdict} for j in view["judges"]]
+            named = [m for m in models if f"for {m['model']}" in str(gate.get("message"))]
+            found[run_id] = {"run_id": run_id, "experiment": run["experiment"], "gates": [], "models": named or models}
+        for run_id in _RUN_ID.findall(str(gate.get("message") or "")):
+            if run_id in found and gate["name"] not in found[run_id]["gates"]:
+                found[run_id]["gates"].append(gate["name"])
+    return list(found.values())
 
 
 def _judges(config: Config, run: dict[str, Any]) -> list[dict[str, Any]]:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .._numbers import duration, fixed, money, number
+from .._numbers import duration, fixed, integer, money, number
 
 WIDTH, HEIGHT = 720, 190
-LEFT, RIGHT, TOP, BOTTOM = 64, 40, 12, 30
+LEFT, RIGHT, TOP, BOTTOM = 104, 40, 20, 34
 
 
 def histogram(bins: list[int], pass_mark: float | None, name: str = "", *, width: int = 300,
@@ -87,7 +87,8 @@ def line_chart(series: list[dict[str, Any]], runs: list[dict[str, Any]], *, fixe
             points.append({"x": x(i), "y": y(value), "value": value, "text": _label(value, unit), "run": run,
                            "order": i + 1, "failed": run["run_id"] in failed})
         lines.append({"name": s["name"], "path": " ".join(path), "points": points, "style": style})
-    ticks = [{"y": y(t), "label": _label(t, unit)} for t in nice_ticks(low, high) if low <= t <= high]
+    ticks = [{"y": y(t), "label": _label(t, unit)} for t in nice_ticks(low, high)
+             if low <= t <= high and (unit != "count" or float(t).is_integer())]
     step = max(1, -(-len(runs) // 10))  # at most about 10 run labels along the axis
     labels = [{"x": x(i), "label": f"#{i + 1}"} for i in range(0, len(runs), step)]
     drawn = [{"y": y(m["value"]), "label": m["label"]} for m in marks if low <= m["value"] <= high]
@@ -98,4 +99,6 @@ def line_chart(series: list[dict[str, Any]], runs: list[dict[str, Any]], *, fixe
 def _label(value: float, unit: str) -> str:
     if unit == "score":
         return fixed(value, 2)
+    if unit == "count":
+        return integer(value)
     return duration(value) if unit == "ms" else money(value) if unit == "usd" else number(value)

@@ -27,20 +27,48 @@ _TOKENS = re.compile(r"\s+|\w+|[^\w\s]")
 
 def compare_view(config: Config, ref_a: str, ref_b: str) -> dict[str, Any]:
     """The comparison (verdicts, paired CIs, warnings) and every item row, ranked."""
-    pair = resolve_pair(config, (ref_a, ref_b))
+    paired = paired_view(config, ref_a, ref_b)
+    return {**paired, **summary_view(paired)}
+
+
+def compare_head(config: Config, ref_a: str, ref_b: str) -> dict[str, Any]:
+    """What the compare page's first screen needs at once: the two runs (no item read yet), read over one
+    connection; two full run ids (every link the pages make) are two lookups, anything else is resolved as
+    `cobalt compare` resolves it (`latest`, a prefix)."""
     store = Store.for_config(config)
-    report_a, report_b = load_report(store, pair.a.run_id), load_report(store, pair.b.run_id)
-    outcome = _outcome(pair.scope, (ref_a, ref_b), report_a, report_b)
+    with store.reading():
+        exact = [store.get_run(ref) for ref in (ref_a, ref_b)]
+        scope = None
+        found = [r for r in exact if r is not None]
+        if len(found) < 2:
+            pair = resolve_pair(config, (ref_a, ref_b))
+            found, scope = [store.require_run(pair.a.run_id), store.require_run(pair.b.run_id)], pair.scope
+        runs = dict(zip("ab", found, strict=True))
+        held = store.dagster_runs_of([r["run_id"] for r in found])
+    return {"run_a": runs["a"]["run_id"], "run_b": runs["b"]["run_id"], "runs": runs, "scope": scope,
+            "refs": (ref_a, ref_b), "statuses": {s: r["status"] for s, r in runs.items()},
+            "dagster": {s: dagster_run_page(config, held[r["run_id"]]) if r["run_id"] in held else None
+                        for s, r in runs.items()}}
+
+
+def paired_view(config: Config, ref_a: str, ref_b: str) -> dict[str, Any]:
+    """Both runs' items paired and ranked (the item list's rows, each drawn in full only when a page shows
+    it), and the reports the statistics are computed from (`summary_view`)."""
+    head = compare_head(config, ref_a, ref_b)
+    store = Store.for_config(config)
+    runs = head["runs"]
+    report_a, report_b = (load_report(store, runs[s]["run_id"], run=runs[s]) for s in "ab")
     pairs, unpaired = pair_items(report_a.items, report_b.items)
-    rows = sorted((_row(pair) for pair in pairs), key=_rank)
-    runs = {side: store.require_run(run_id) for side, run_id in (("a", pair.a.run_id), ("b", pair.b.run_id))}
-    held = store.dagster_runs_of([pair.a.run_id, pair.b.run_id])
-    return {
-        "outcome": outcome, "c": outcome.comparison, "rows": rows, "unpaired": unpaired,
-        "changed": sum(1 for r in rows if r["changed"]), "statuses": {s: r["status"] for s, r in runs.items()},
-        "dagster": {s: dagster_run_page(config, held[r["run_id"]]) if r["run_id"] in held else None
-                    for s, r in runs.items()},
-    }
+    rows = sorted((_ranked(pair) for pair in pairs), key=_rank)
+    return {**head, "rows": rows, "unpaired": unpaired, "changed": sum(1 for r in rows if r["changed"]),
+            "reports": (report_a, report_b)}
+
+
+def summary_view(paired: dict[str, Any]) -> dict[str, Any]:
+    """The statistics of a `paired_view`: verdicts, paired bootstrap intervals, warnings (the slow part: the
+    served page draws its item list first and asks for these after)."""
+    outcome = _outcome(paired["scope"], paired["refs"], *paired["reports"])
+    return {"outcome": outcome, "c": outcome.comparison}
 
 
 def _outcome(scope: str | None, refs: tuple[str, str], a: ExperimentReport, b: ExperimentReport) -> CompareOutcome:
@@ -51,7 +79,10 @@ def _outcome(scope: str | None, refs: tuple[str, str], a: ExperimentReport, b: E
     warnings = [f"run {side} ({r.id}) is {r.status}: only its finished items are compared."
                 for side, r in zip("AB", (a, b), strict=True) if r.status != "completed"]
     warnings += _pairing_warnings(comparison, refs, [a, b])
-    return CompareOutcome(comparison=comparison, warnings=warnings, regressions=regression_reasons(comparison))
+    # The page shows what was measured differently (and the baseline's missing items) in a section of its own,
+    # as a warning: what it calls a regression is a change of the scores, never a flag it cannot take.
+    return CompareOutcome(comparison=comparison, warnings=warnings,
+                          regressions=regression_reasons(comparison, accept_identity_change=True))
 
 
 def _reason(repeats: list[ItemResult], name: str) -> str | None:
@@ -59,29 +90,43 @@ def _reason(repeats: list[ItemResult], name: str) -> str | None:
     return (ev.reason or ev.error) if ev else None
 
 
-def _row(pair: ItemPair) -> dict[str, Any]:
-    """One paired item: each evaluator's scores (the mean of its repeats) and reasons (its first repeat's) in
-    both runs, the change that ranks it (the worst gain; a failed agent call in B counts as -1), both
-    outputs (the first repeat's) and the flaky marks (`2 of 3 passed`)."""
-    evaluators: list[dict[str, Any]] = []
+def _ranked(pair: ItemPair) -> dict[str, Any]:
+    """What ranks a paired item: its change (the worst gain of its evaluators' mean scores; a failed agent
+    call in B counts as -1) and whether it changed; `_row` draws the rest when a page shows it."""
     gains: list[float] = []
     names = [n for side in (pair.a, pair.b) for r in side for n in r.evaluations]
     for name in dict.fromkeys(names):
         score_a, score_b = pair.score("a", name), pair.score("b", name)
-        delta = None if score_a is None or score_b is None else score_b - score_a
-        gains.append(0.0 if delta is None else gain(name, delta))
-        evaluators.append({"name": name, "a": score_a, "b": score_b, "delta": delta, "gain": gains[-1],
-                           "reason_a": _reason(pair.a, name), "reason_b": _reason(pair.b, name)})
+        gains.append(0.0 if score_a is None or score_b is None else gain(name, score_b - score_a))
     status_a, status_b = pair.status("a"), pair.status("b")
     if status_a != status_b:
         gains.append(-1.0 if status_a == "ok" else 1.0 if status_b == "ok" else 0.0)
     worst, best = min(gains, default=0.0), max(gains, default=0.0)
+    return {"index": pair.index, "change": worst if worst < 0 else best,
+            "changed": worst < 0 or best > 0 or status_a != status_b, "pair": pair}
+
+
+def row_json(ranked: dict[str, Any]) -> dict[str, Any]:
+    """A ranked item as the list draws it (`_row`)."""
+    return _row(ranked["pair"]) | {"change": ranked["change"], "changed": ranked["changed"]}
+
+
+def _row(pair: ItemPair) -> dict[str, Any]:
+    """One paired item: each evaluator's scores (the mean of its repeats) and reasons (its first repeat's) in
+    both runs, both outputs (the first repeat's) and the flaky marks (`2 of 3 passed`)."""
+    evaluators: list[dict[str, Any]] = []
+    names = [n for side in (pair.a, pair.b) for r in side for n in r.evaluations]
+    for name in dict.fromkeys(names):
+        score_a, score_b = pair.score("a", name), pair.score("b", name)
+        delta = None if score_a is None or score_b is None else score_b - score_a
+        evaluators.append({"name": name, "a": score_a, "b": score_b, "delta": delta,
+                           "gain": 0.0 if delta is None else gain(name, delta),
+                           "reason_a": _reason(pair.a, name), "reason_b": _reason(pair.b, name)})
     text_a, text_b = _text(pair.a[0]), _text(pair.b[0])
     return {"index": pair.index, "index_a": pair.index_a, "item_id": pair.item_id, "input": pair.b[0].input,
-            "status_a": status_a, "status_b": status_b, "repeats_a": len(pair.a), "repeats_b": len(pair.b),
-            "flaky_a": pair.flaky("a"), "flaky_b": pair.flaky("b"),
+            "status_a": pair.status("a"), "status_b": pair.status("b"), "repeats_a": len(pair.a),
+            "repeats_b": len(pair.b), "flaky_a": pair.flaky("a"), "flaky_b": pair.flaky("b"),
             "output_a": text_a, "output_b": text_b, "evaluators": evaluators,
-            "change": worst if worst < 0 else best, "changed": worst < 0 or best > 0 or status_a != status_b,
             "output_changed": text_a != text_b, "diverged": _diverged_at(pair)}
 
 
@@ -134,7 +179,8 @@ def compare_page(rows: list[dict[str, Any]], *, offset: int, limit: int, changed
     unchanged = len(rows) - len(chosen)
     chosen = chosen if changed_only else rows
     page = chosen[max(offset, 0): max(offset, 0) + min(max(limit, 1), 500)]
-    return {"total": len(chosen), "unchanged": unchanged, "offset": offset, "rows": [with_diff(r) for r in page]}
+    return {"total": len(chosen), "unchanged": unchanged, "offset": offset, "changed": len(rows) - unchanged,
+            "rows": [with_diff(row_json(r)) for r in page]}
 
 
 def unpaired_json(unpaired: list[Any]) -> list[dict[str, Any]]:

@@ -14,8 +14,8 @@ from ..store._store import Store
 if TYPE_CHECKING:
     from ..config._config import Config
 
-#: The group page's own stylesheet and script.
-GROUP_ASSETS = ("variants.css", "variants.js")
+#: The group page's own script (its styles are in the one stylesheet, pages.css).
+GROUP_ASSETS = ("variants.js",)
 #: Items per page of the side-by-side list (a report file holds up to REPORT_ITEMS).
 GROUP_ITEMS_PER_PAGE = 25
 REPORT_ITEMS = 500

@@ -2,7 +2,7 @@
 
 Routes: `GET /api/runs/RUN/labels` (the run's labels and each evaluator's scale), `GET
 /api/runs/RUN/queue?evaluator=NAME` (the labelling order and progress), `POST /api/runs/RUN/items/N/label`
-with `{"evaluator", "value", "note"}` (value null clears the label), and the view's script and stylesheet
+with `{"evaluator", "value", "note"}` (value null clears the label), and the view's script
 under `/static/labels/`. The middleware (`_app._own_site_only`) already refuses another Host, another
 Origin and a missing or wrong CSRF token; the write also answers only a client on this machine.
 """
@@ -22,8 +22,8 @@ from ._render import static_text
 if TYPE_CHECKING:
     from ..config._config import Config
 
-#: The labelling view's own script and stylesheet (served pages only: a report file cannot write).
-LABEL_FILES = {"labels.js": "text/javascript", "labels.css": "text/css"}
+#: The labelling view's own script (served pages only: a report file cannot write; its styles are in pages.css).
+LABEL_FILES = {"labels.js": "text/javascript"}
 #: The largest label request body (a note of 4,000 characters fits with room to spare).
 MAX_BODY = 64 * 1024
 

@@ -3,23 +3,22 @@ store's short read-only connections (a page never holds the store while a run wr
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
 from pydantic import BaseModel
 
-from .._errors import ConfigError
 from ..config._config import Config
 from ..links import dagster_asset_url, dagster_check_names, dagster_check_result_url, dagster_url, pages_url
 from ..ops._history import history_entry, run_duration_ms
+from ..ops._labels import output_hash
 from ..ops._refs import resolve_ref
 from ..results._repeats import item_label, stored_flaky
 from ..results._report import ItemResult, Summary
 from ..results._rows import item_from_rows
 from ..results._spans import SpanRecord
 from ..store._store import Store
-from ..store._store_history import RunSelection
 
 #: Runs per page of the runs list.
 RUNS_PER_PAGE = 100
@@ -37,6 +36,8 @@ class RunFilters(BaseModel):
     experiment: str = ""
     tag: str = ""
     status: str = ""
+    #: `passed` or `failed`: runs whose gates all passed, or whose gates did not (a failed run's included).
+    gates: str = ""
     since: str = ""
     until: str = ""
     offset: int = 0
@@ -53,47 +54,113 @@ class ItemQuery(BaseModel):
     only: str = ""
 
 
-def _selection(f: RunFilters) -> RunSelection:
-    for name in ("since", "until"):
-        day = getattr(f, name)
-        try:
-            day and date.fromisoformat(day)
-        except ValueError:
-            raise ConfigError(f"The runs list's {name} filter must be a day as YYYY-MM-DD, not {day!r}.") from None
-    return RunSelection(experiment=f.experiment or None, tag=f.tag or None, status=f.status or None,
-                        since=f.since or None, until=f.until or None)
+def _day(value: Any) -> str:
+    return value.date().isoformat() if isinstance(value, datetime) else str(value or "")[:10]
+
+
+def _matches(run: dict[str, Any], f: RunFilters) -> bool:
+    day = _day(run.get("started_at"))
+    passed = history_entry(run, {}).passed
+    status = not f.status or run["status"] == f.status or (f.status == "failed-gates" and run.get("passed") is False)
+    gates = not f.gates or (f.gates == "passed" and passed is True) or (f.gates == "failed" and passed is False)
+    return (status and gates and (not f.experiment or run["experiment"] == f.experiment)
+            and (not f.tag or f.tag in (run.get("tags") or []))
+            and (not f.since or day >= f.since) and (not f.until or day <= f.until))
+
+
+def _previous_runs(runs: list[dict[str, Any]]) -> dict[str, str]:
+    """`{run_id: the run before it}`: the newest completed run of the same experiment (and variant) that
+    started before it (`runs` newest first, as the store lists them)."""
+    found: dict[str, str] = {}
+    last: dict[tuple[str, str], str] = {}
+    for run in reversed(runs):
+        key = (run["experiment"], str(run.get("variant") or ""))
+        if key in last:
+            found[run["run_id"]] = last[key]
+        if run["status"] == "completed":
+            last[key] = run["run_id"]
+    return found
+
+
+def _grouped(runs: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The runs as rows: a run alone, or every variant of a run group together (where its newest variant is)."""
+    rows: list[list[dict[str, Any]]] = []
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for run in runs:
+        group = run.get("group_id")
+        if group and group in groups:
+            groups[group].append(run)
+            continue
+        rows.append([run])
+        if group:
+            groups[group] = rows[-1]
+    return rows
 
 
 def runs_list(config: Config, filters: RunFilters) -> dict[str, Any]:
-    """One page of the stored runs matching `filters`, newest first, with means, pass rates and gates:
-    the page, its count and the filters' choices come from SQL, never every stored run."""
+    """Every stored run matching `filters`, newest first, one page of them, with means, pass rates, gates and
+    each evaluator's change against the run before it; a run group's variants are one row."""
     store = Store.for_config(config)
-    selection = _selection(filters)
-    with store.reading():  # the view's reads over one connection
-        shown = store.run_page(selection, offset=max(0, filters.offset), limit=RUNS_PER_PAGE)
-        ids = [r["run_id"] for r in shown]
-        held = store.dagster_runs_of(ids)
-        stats = _evaluator_stats(store.rows_of("aggregates", ids))
-        gates: dict[str, list[bool]] = {}
-        for verdict in store.rows_of("verdicts", ids):
-            gates.setdefault(verdict["run_id"], []).append(bool(verdict["passed"]))
-        rows = []
-        for run in shown:
-            run_stats = stats.get(run["run_id"], {})
-            entry = history_entry(run, {name: s["mean"] for name, s in run_stats.items()})
-            passed = gates.get(run["run_id"], [])
-            rows.append({"entry": entry, "stats": run_stats, "gates_passed": passed.count(True),
-                         "gates_failed": passed.count(False),
-                         "dagster": dagster_run_page(config, held[run["run_id"]]) if run["run_id"] in held else None,
-                         # a run in progress has no aggregates yet: what it has done so far instead
-                         "live": store.live_counts(run["run_id"]) if run["status"] == "running" else None})
-        counted = {"total": store.run_count(selection), "stored": store.run_count(),
-                   "experiments": store.experiment_names(), "tags": store.tag_names()}
+    runs = store.runs(missing_ok=True)
+    chosen = _grouped([r for r in runs if _matches(r, filters)])
+    shown = chosen[filters.offset: filters.offset + RUNS_PER_PAGE]
+    members = [r for row in shown for r in row]
+    before = _previous_runs(runs)
+    ids = [r["run_id"] for r in members]
+    held = store.dagster_runs_of(ids)
+    stats = _evaluator_stats(store.rows_of("aggregates", list(dict.fromkeys(
+        [*ids, *(before[i] for i in ids if i in before)]))))
+    gates: dict[str, list[bool]] = {}
+    for verdict in store.rows_of("verdicts", ids):
+        gates.setdefault(verdict["run_id"], []).append(bool(verdict["passed"]))
+    rows = []
+    for row in shown:
+        if len(row) > 1:
+            rows.append(_group_row(row, stats, gates))
+            continue
+        run = row[0]
+        run_stats = stats.get(run["run_id"], {})
+        previous = before.get(run["run_id"])
+        earlier = stats.get(previous, {}) if previous else {}
+        entry = history_entry(run, {name: s["mean"] for name, s in run_stats.items()})
+        passed = gates.get(run["run_id"], [])
+        rows.append({"entry": entry, "stats": run_stats, "gates_passed": passed.count(True),
+                     "gates_failed": passed.count(False), "previous": previous,
+                     "deltas": {name: _change(s.get("mean"), (earlier.get(name) or {}).get("mean"))
+                                for name, s in run_stats.items()},
+                     "dagster": dagster_run_page(config, held[run["run_id"]]) if run["run_id"] in held else None,
+                     # a run in progress has no aggregates yet: what it has done so far instead
+                     "live": store.live_counts(run["run_id"]) if run["status"] == "running" else None})
     return {
-        "rows": rows, **counted, "filters": filters, "per_page": RUNS_PER_PAGE,
+        "rows": rows, "total": len(chosen), "stored": len(_grouped(runs)), "filters": filters,
+        "per_page": RUNS_PER_PAGE, "experiments": sorted({r["experiment"] for r in runs}),
+        "tags": sorted({t for r in runs for t in r.get("tags") or []}),
         "statuses": ["completed", "failed-gates", "running", "incomplete", "failed"],
-        "running": any(r["status"] == "running" for r in shown), "dagster_url": dagster_url(config),
+        "running": any(r["status"] == "running" for r in members), "dagster_url": dagster_url(config),
     }
+
+
+def _change(now: Any, before: Any) -> float | None:
+    return None if now is None or before is None else float(now) - float(before)
+
+
+def _group_row(runs: list[dict[str, Any]], stats: dict[str, dict[str, dict[str, Any]]],
+               gates: dict[str, list[bool]]) -> dict[str, Any]:
+    """A run group's row: its newest variant's date, each evaluator's lowest and highest mean over the
+    variants, every variant's gates, the group's duration and cost summed, and the status of the worst."""
+    entries = [history_entry(r, {n: s["mean"] for n, s in stats.get(r["run_id"], {}).items()}) for r in runs]
+    names = list(dict.fromkeys(n for e in entries for n in e.scores))
+    ranges = {n: [v for e in entries if (v := e.scores.get(n)) is not None] for n in names}
+    verdicts = [g for r in runs for g in gates.get(r["run_id"], [])]
+    order = ["failed", "incomplete", "running", "FAILED", "completed", "passed"]
+    worst = min((e.verdict for e in entries), key=lambda v: order.index(v) if v in order else 0)
+    costs = [e.cost for e in entries]
+    return {"group": {"group_id": runs[0]["group_id"], "variants": len(runs), "verdict": worst,
+                      "ranges": {n: (min(v), max(v)) if v else (None, None) for n, v in ranges.items()},
+                      "duration_ms": sum(e.duration_ms or 0 for e in entries),
+                      "cost": None if None in costs else sum(c or 0 for c in costs)},
+            "entry": entries[0], "gates_passed": verdicts.count(True), "gates_failed": verdicts.count(False),
+            "live": None, "dagster": None}
 
 
 def _evaluator_stats(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
@@ -215,7 +282,9 @@ def item_detail(config: Config, run_id: str, index: int) -> list[dict[str, Any]]
     repeats = _repeats(store.require_run(run_id))
     records = store.item_records(run_id, index)
     spans = store.spans_of(run_id, [(index, r["run_index"]) for r in records])
+    # `output_hash`: what a label set on this answer records, so the page tells a label set on another answer
     return [_item(r) | {"label": item_label(index, r["run_index"], repeats),
+                        "output_hash": output_hash(r.get("output")),
                         "trace": trace_json(spans.get((index, r["run_index"]), []))} for r in records]
 
 

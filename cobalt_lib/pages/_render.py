@@ -20,8 +20,8 @@ if TYPE_CHECKING:
 #: What the server's pages may load: their own script and stylesheet, and requests to their own API.
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
-STATIC_FILES = ("pages.css", "pages.js", "conversation.css", "conversation.js", "trace.css", "trace.js",
-                "variants.css", "variants.js")
+#: The one stylesheet and the scripts (the labelling's are served by `_labels`).
+STATIC_FILES = ("pages.css", "pages.js", "conversation.js", "trace.js", "variants.js")
 
 
 def static_text(name: str) -> str:
@@ -39,9 +39,18 @@ def environment() -> jinja2.Environment:
     env.filters.update(score=numbers.score, delta=numbers.delta, interval=numbers.interval,
                        delta_interval=numbers.delta_interval, ms=numbers.duration, usd=numbers.money,
                        pct=numbers.percent, num=numbers.number, int=numbers.integer, fixed=numbers.fixed,
-                       mark=numbers.threshold, day=fmt_day, metric=fmt_metric)
+                       mark=numbers.threshold, day=fmt_day, metric=fmt_metric, code=code_spans)
     env.globals.update(score_class=score_class, link=link)
     return env
+
+
+def code_spans(text: Any) -> Markup:
+    """A message written for a terminal (`cobalt run --resume ID`), its backticked parts as `<code>`, the rest
+    escaped as text."""
+    parts = str(text or "").split("`")
+    if len(parts) % 2 == 0:  # an odd backtick: not code, the text as it is
+        return Markup(escape(str(text or "")))
+    return Markup("").join(Markup("<code>{}</code>").format(p) if i % 2 else escape(p) for i, p in enumerate(parts))
 
 
 def fmt_metric(metric: str, value: Any, sign: bool = False) -> str:
@@ -107,15 +116,14 @@ def link(href: str | None, text: Any, **attrs: str) -> Markup:
 def render(template: str, *, static: bool = False, pages: str = "", extra: tuple[str, ...] = (),
            **context: Any) -> str:
     """A page; `static`: one self-contained file (stylesheet and script inline, allowed by their hashes).
-    `extra`: the page's own static files besides pages.css and pages.js (`variants.css`, `variants.js`)."""
+    `extra`: the page's own scripts besides pages.js (`variants.js`)."""
     env = environment()
     assets: dict[str, Any] = {"static": static, "pages": pages, "links": Links(static=static),
-                              "extra_css": [n for n in extra if n.endswith(".css")],
-                              "extra_js": [n for n in extra if n.endswith(".js")]}
+                              "extra_js": list(extra)}
     if static:
         # one stylesheet and one script, each allowed by its hash: the extensions' scripts before pages.js (it
         # calls them), the page's own (`extra`) after it
-        css = "\n".join(static_text(n) for n in ("pages.css", "conversation.css", "trace.css", *assets["extra_css"]))
+        css = static_text("pages.css")
         js = "\n".join(static_text(n) for n in ("conversation.js", "trace.js", "pages.js", *assets["extra_js"]))
         if "</" in css + js:  # inline, either would end its <style> or <script> element early
             raise RuntimeError("the pages' stylesheets and scripts must not contain '</' (they are inlined in reports)")

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 from ..results._repeats import by_index, flaky_text, item_label
 from ..store._history import load_report
 from ..store._store import Store
-from ._calibration_view import calibration_view
+from ._calibration_view import calibration_view, gate_calibrations
 from ._charts import histogram
-from ._compare import compare_view, unpaired_json, with_diff
+from ._compare import compare_view, row_json, unpaired_json, with_diff
 from ._queries import ITEMS_PER_PAGE, item_json, run_detail, trace_json
 from ._render import render
 
@@ -39,6 +39,7 @@ def run_report_html(config: Config, ref: str) -> str:
     # A file read anywhere (a CI artifact) links to no server: no Dagster UI, no check, no other page.
     view["gates"] = [{**g, "dagster": None} for g in view["gates"]]
     view["calibrations"] = calibration_view(config, run)
+    view["gate_calibrations"] = gate_calibrations(config, view["gates"])
     return render("run.html", static=True, data=data, hist=histogram, dagster_home=None, **view)
 
 
@@ -47,9 +48,10 @@ def compare_report_html(config: Config, baseline: str, ref: str) -> str:
     view = compare_view(config, baseline, ref)
     c = view["c"]
     data = {"page": "compare", "run_a": c.run_a, "run_b": c.run_b, "per_page": ITEMS_PER_PAGE, "api": None,
-            "rows": [with_diff(r) for r in view["rows"]], "unpaired": unpaired_json(view["unpaired"])}
+            "rows": [with_diff(row_json(r)) for r in view["rows"]], "unpaired": unpaired_json(view["unpaired"])}
     view["dagster"] = {"a": None, "b": None}
-    return render("compare.html", static=True, data=data, rows_total=len(view["rows"]), dagster_home=None, **view)
+    return render("compare.html", static=True, data=data, rows_total=len(view["rows"]), dagster_home=None,
+                  summary=True, **view)
 
 
 def write_report(config: Config, ref: str, path: Path, *, compare: str | None = None, group: bool = False) -> Path:

