@@ -56,7 +56,7 @@ def test_an_item_link_shows_its_detail_on_screen_after_the_table_loads(served: S
     expect(page.locator("#detail h2")).to_contain_text("Item #6")
     expect(page.locator("#item-table tr.item-row")).to_have_count(9)  # the table is drawn above it
     top = page.evaluate("document.getElementById('detail').getBoundingClientRect().top")
-    assert 0 <= top < 700, f"the detail is off-screen at y={top}"
+    assert -1 < top < 700, f"the detail is off-screen at y={top}"  # a scrolled-to element may sit a subpixel high
 
 
 def test_compare_run_metrics_sit_in_the_table_with_units(served: Served, page) -> None:
