@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._network import safe_url
+from .._secrets import safe_url
 from ._providers import Endpoint, redact
 from ._retry import retrying
 from ._wire import (

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import JudgeError
 from .._numbers import seconds
-from ._network import certificate_source, environment_proxy, safe_url, ssl_context
+from .._secrets import safe_url
+from ._network import certificate_source, environment_proxy, ssl_context
 from ._providers import AZURE_KEY_VARIABLE, KEY_VARIABLES, Endpoint, basic_credentials, is_azure, redact
 from ._retry import DEFAULT_TIMING, Failure, Timing, retry_after_seconds, retryable_status, retrying
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ._compare import Comparison, EvaluatorDelta, compare_reports
 from ._evaluation_identity import EvaluationIdentity, IdentityChange, identity_changes
-from ._exchange import Exchange, redact_url
+from ._exchange import Exchange
 from ._grid import GridCell, GridRow, VariantGrid, build_grid
 from ._history import load_report, resolve_run, stored_item_batches, stored_items
 from ._identity import content_hash, duplicate_ids, item_identity
@@ -55,7 +55,6 @@ __all__ = [
     "output_row",
     "pair_items",
     "read_results",
-    "redact_url",
     "repeat_passed",
     "resolve_run",
     "results_filename",
