@@ -133,9 +133,9 @@ def serve_dashboard(config: Config, port: int | None = None, *, open_browser: bo
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         if _wait_ready(url, children, lambda: stopping):
-            typer.echo(f"cobalt pages:     {pages.url}\ndagster UI:       {url}  (Ctrl-C stops both)")
+            typer.echo(f"cobalt pages:     {pages.login_url}\ndagster UI:       {url}  (Ctrl-C stops both)")
             if open_browser if open_browser is not None else config.dashboard.open:
-                webbrowser.open(pages.url)
+                webbrowser.open(pages.login_url)
         next_look = time.monotonic() + POLL_SECONDS
         while not stopping and all(child.poll() is None for child in children):
             time.sleep(0.2)
@@ -197,10 +197,10 @@ def _serve_pages_only(config: Config, port: int, open_browser: bool | None) -> i
     stopped = threading.Event()
     previous = {sig: signal.signal(sig, lambda signum, frame: stopped.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        typer.echo(f"cobalt pages:     {pages.url}  (Ctrl-C stops it; without Dagster: its links open "
+        typer.echo(f"cobalt pages:     {pages.login_url}  (Ctrl-C stops it; without Dagster: its links open "
                    "while `cobalt serve` runs)")
         if open_browser if open_browser is not None else config.dashboard.open:
-            webbrowser.open(pages.url)
+            webbrowser.open(pages.login_url)
         while not stopped.wait(0.5):
             pass
     finally:
