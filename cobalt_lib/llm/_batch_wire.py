@@ -133,7 +133,7 @@ def _line(endpoint: Endpoint, batch_id: str, number: int, line: str) -> dict[str
     """One results line's answer, by custom_id; a line that is not JSON is that request's error alone."""
     try:
         entry = json.loads(line)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         named = _CUSTOM_ID.search(line)
         if named is None:
             return {}
