@@ -262,6 +262,8 @@ class Clients:
                     ssl=target.ssl, proxy=target.proxy, proxy_auth=target.proxy_auth,
                     allow_redirects=False) as response:
                 status = response.status
+                if status == 407 and target.proxy is not None:  # the proxy's answer, not the judge's
+                    raise _proxy_refused(endpoint, target, status, response.reason)
                 if 300 <= status < 400:
                     raise _redirect_error(endpoint, target, status, response.headers.get("Location"))
                 raw = await _read_capped(response, self.max_response_bytes if cap is None else cap, endpoint, target)
@@ -272,6 +274,8 @@ class Clients:
                 raise BudgetExhausted(endpoint) from None
             raise RequestTimeout(f"{endpoint.label} call failed: TimeoutError: no complete answer from "
                                  f"{target.shown} within {seconds(limit)} ([judge] timeout)") from None
+        except aiohttp.ClientHttpProxyError as exc:  # a CONNECT the proxy refused (an https judge)
+            raise _proxy_refused(endpoint, target, exc.status, exc.message) from None
         except aiohttp.ClientSSLError as exc:
             raise TLSFailure(_tls_message(endpoint, target, exc)) from None
         except aiohttp.ClientError as exc:
@@ -309,6 +313,14 @@ async def _read_capped(response: aiohttp.ClientResponse, cap: int, endpoint: End
                                     f"{cap // 2**20} MB, the most a judge answer may be; check base_url")
         return bytes(body)
     return await response.read()
+
+
+def _proxy_refused(endpoint: Endpoint, target: _Target, status: int, reason: str | None) -> ProviderError:
+    """The environment's proxy refused the request: a proxy problem (its credentials, its rules), not the judge's."""
+    said = f"HTTP {status}{f' {reason}' if reason else ''}"
+    return ProviderError(f"{endpoint.label} call failed: the proxy {safe_url(str(target.proxy))} refused the request "
+                         f"to {target.shown} ({redact(said, endpoint)[:200]}); check the proxy's user and password in "
+                         "HTTPS_PROXY / HTTP_PROXY / ALL_PROXY, or set NO_PROXY for this host")
 
 
 def _redirect_error(endpoint: Endpoint, target: _Target, status: int, location: str | None) -> ProviderError:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import StoreLocked
 from ._segment import Segment, apply, read, seal
+from ._tables import duckdb_said
 
 if TYPE_CHECKING:  # the store calls `replay_left` before each write: this module only needs its type
     from ._store import Store
@@ -171,7 +172,7 @@ def replay_left(store: Store, *, wait: float | None = None, quiet: bool = False)
         except Exception as exc:  # a journal the store refuses must not stop every later write
             aside = directory.with_name(f".refused-{directory.name}")
             directory.rename(aside)
-            print(f"cobalt: the store refused the rows in {directory} ({exc}); they are kept in {aside}.",
+            print(f"cobalt: the store refused the rows in {directory} ({duckdb_said(exc)}); they are kept in {aside}.",
                   file=sys.stderr)
         finally:
             os.close(fd)

@@ -188,6 +188,16 @@ def _proxied(world: World, no_proxy: str | None) -> None:
     assert len(server.received) == 1
 
 
+def _proxy_refusing(world: World) -> None:
+    """A proxy that answers 407 is a proxy problem, said so, and not sent on to the judge; its echo is scrubbed."""
+    with judge_server() as server, counting_proxy(refuse=True) as (proxy, seen):
+        world.monkeypatch.setenv("HTTP_PROXY", proxy.replace("://", "://puser:SECRET-proxy-pw-31415@"))
+        evaluation = world.score(server.url + "/v1")
+    error = failed(evaluation, f"the proxy {proxy} refused the request to {server.url}/v1/chat/completions "
+                               "(HTTP 407 Proxy Authentication Required); check the proxy's user and password")
+    assert "SECRET-proxy-pw" not in error and server.received == [] and len(seen) == 1  # not retried either
+
+
 def _user_info(world: World, provider: str) -> None:
     """user:password in base_url is sent as Basic auth, never in the URL; with a Bearer key it replaces the key."""
     with judge_server() as server:
@@ -257,6 +267,8 @@ RULES = [
          lambda w: _proxied(w, None)),
     Rule("NO_PROXY hosts go direct", "httpx _utils.py get_environment_proxies: NO_PROXY entries",
          lambda w: _proxied(w, "localhost,127.0.0.1")),
+    Rule("a proxy's 407 is the proxy's refusal", "stricter: the SDKs raise the 407 as the API's own error",
+         _proxy_refusing),
     Rule("user:password is Basic auth in place of the Bearer key", "httpx2 _client.py _build_request_auth: URL "
          "user info becomes BasicAuth, which replaces the SDK's Authorization header",
          lambda w: _user_info(w, "openai")),
