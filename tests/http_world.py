@@ -38,7 +38,11 @@ class Endless:
     """A 200 whose body never ends (until the client hangs up)."""
 
 
-Script = Say | Drop | Endless
+class HalfHeaders:
+    """The status line and half a header, then the connection closes."""
+
+
+Script = Say | Drop | Endless | HalfHeaders
 
 
 def judgement(path: str) -> bytes:
@@ -65,6 +69,10 @@ class Judge(BaseHTTPRequestHandler):
                                     "headers": {k.lower(): v for k, v in self.headers.items()}})
         reply = type(self).script.pop(0) if type(self).script else Say()
         if isinstance(reply, Drop):
+            self.close_connection = True
+        elif isinstance(reply, HalfHeaders):
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: appl")
+            self.wfile.flush()
             self.close_connection = True
         elif isinstance(reply, Endless):
             self._endless()

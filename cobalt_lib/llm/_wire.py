@@ -378,13 +378,19 @@ def _status_error(endpoint: Endpoint, shown: str, status: int, headers: Mapping[
 
 
 def _connection_message(endpoint: Endpoint, shown: str, exc: BaseException) -> str:
+    import aiohttp
+
     cause = getattr(exc, "os_error", None)
     if isinstance(cause, ConnectionRefusedError):
         where = f"connection refused at {shown} ({type(cause).__name__}: {cause})"
     elif isinstance(cause, OSError):
         where = f"cannot connect to {shown} ({type(cause).__name__}: {cause})"
+    elif isinstance(exc, aiohttp.ServerDisconnectedError):
+        # its text is aiohttp's repr of the half-read message (headers and all) when the server hung up mid-way
+        where = f"{shown} closed the connection before its answer was complete (ServerDisconnectedError)"
     else:
-        where = f"{type(exc).__name__} from {shown}: {exc}"
+        said = str(exc).splitlines()[0] if str(exc) else ""
+        where = f"{type(exc).__name__} from {shown}" + (f": {said}" if said and not said.startswith("<") else "")
     return f"{endpoint.label} call failed: {redact(where, endpoint)[:300]}"
 
 
