@@ -247,5 +247,6 @@ def _sockets_of(pid: int) -> dict[str, list[str]]:
     for line in Path("/proc/net/unix").read_text().splitlines()[1:]:
         fields = line.split()
         if len(fields) >= 8 and fields[6] in inodes and fields[7].endswith("webserver.sock"):
-            found["unix"].append(fields[7])
+            found["unix"].append(fields[7])  # the listening socket and each accepted connection name it
+    found["unix"] = sorted(set(found["unix"]))
     return found
