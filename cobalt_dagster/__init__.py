@@ -30,12 +30,19 @@ from ._record import print_unrecorded, record_runs
 from ._reload import POLL_SECONDS, DefinitionsWatcher
 from ._replay import RECORD_TAG
 from ._resource import STORE_KEY, CobaltResource, store_resource
+from ._webserver import SECRET_HEADER as WEBSERVER_SECRET_HEADER
+from ._webserver import SECRET_VARIABLE as WEBSERVER_SECRET_VARIABLE
+from ._webserver import SOCKET_VARIABLE as WEBSERVER_SOCKET_VARIABLE
+from ._webserver import webserver_command
 
 __all__ = [
     "POLL_SECONDS",
     "RECORD_SENSOR",
     "RECORD_TAG",
     "STORE_KEY",
+    "WEBSERVER_SECRET_HEADER",
+    "WEBSERVER_SECRET_VARIABLE",
+    "WEBSERVER_SOCKET_VARIABLE",
     "CobaltComponent",
     "CobaltResource",
     "DefinitionsWatcher",
@@ -59,4 +66,5 @@ __all__ = [
     "require_gates_passed",
     "store_resource",
     "tag_key",
+    "webserver_command",
 ]

@@ -20,9 +20,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ._secrets import scrub
+
 
 class CobaltError(Exception):
-    """Base of every error cobalt raises on purpose."""
+    """Base of every error cobalt raises on purpose. Its text never carries a secret the process knows
+    (a key, a proxy's password, a token), whatever a server echoed into it."""
+
+    def __str__(self) -> str:
+        return scrub(super().__str__())
 
 
 class ConfigError(CobaltError):

@@ -16,3 +16,14 @@ def pause_point(moment: str) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         time.sleep(0.01)
+
+
+async def apause_point(moment: str) -> None:
+    """`pause_point` inside an event loop: it waits without blocking the loop, so the signal's
+    cancellation (asyncio's Ctrl-C handler cancels every task) lands at once."""
+    if not os.environ.get("COBALT_TESTING") or os.environ.get("COBALT_TEST_PAUSE") != moment:
+        return
+    import asyncio
+
+    print(f"cobalt-testing: paused at {moment}", file=sys.stderr, flush=True)
+    await asyncio.sleep(60)

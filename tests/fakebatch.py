@@ -51,6 +51,10 @@ class BatchAPI:
             self.calls: list[tuple[str, str]] = []
             #: Answer every batch endpoint 404, as a server without a batch API does.
             self.absent = False
+            #: Results lines (1-based) written damaged: their JSON cut short, the custom_id still readable.
+            self.damaged: set[int] = set()
+            #: Bytes of padding after the results (a server sending more than any answer needs).
+            self.padding = 0
 
     def install(self, app: web.Application) -> None:
         routes = [("POST", "/v1/files", self._upload), ("GET", "/v1/files/{file_id}/content", self._file_content),
@@ -160,8 +164,11 @@ class BatchAPI:
         batch = self.batches.get(request.match_info["batch_id"])
         if batch is None or batch.status != "ended":
             return web.json_response({"error": {"message": "not ended"}}, status=404)
-        lines = "".join(json.dumps(r) + "\n" for r in [*batch.results, *batch.errors])
-        return web.Response(body=lines.encode(), content_type="application/binary")
+        return web.Response(body=self._lines([*batch.results, *batch.errors]), content_type="application/binary")
+
+    def _lines(self, entries: list[dict[str, Any]]) -> bytes:
+        lines = [json.dumps(r)[: -20 if n in self.damaged else None] for n, r in enumerate(entries, 1)]
+        return "".join(line + "\n" for line in lines).encode() + b" " * self.padding
 
     def _anthropic_view(self, batch: FakeBatch, request: web.Request) -> dict[str, Any]:
         ended = batch.status == "ended"
@@ -190,7 +197,7 @@ class BatchAPI:
             batch.status = ("expired" if expire_after is not None else "completed") if batch.provider == "openai" \
                 else "ended"
             for suffix, lines in (("out", batch.results), ("err", batch.errors)):
-                self.files[f"{batch.batch_id}-{suffix}"] = "".join(json.dumps(r) + "\n" for r in lines).encode()
+                self.files[f"{batch.batch_id}-{suffix}"] = self._lines(lines)
 
     def _reply(self, kind: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """The status and body the server would answer this request with online."""

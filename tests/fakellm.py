@@ -24,6 +24,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote_plus
 
 from aiohttp import web
 from fakebatch import BatchAPI
@@ -108,6 +109,9 @@ class FakeLLM:
         self._generation = 0
         #: The batch endpoints (OpenAI Batch, Anthropic Message Batches), answering as the chat endpoints do.
         self.batches = BatchAPI(self)
+        #: Whether unscripted chat answers echo the request back (its URL and headers, as sent and decoded),
+        #: as a careless server or proxy does: a 404 naming it when the prompt holds ECHO-ERROR, else the reason.
+        self.echo = False
 
     # -- urls -----------------------------------------------------------------------------------
 
@@ -136,6 +140,7 @@ class FakeLLM:
             self._embeddings_queue.clear()
             self.requests.clear()
             self.respond = _default_responder
+            self.echo = False
             self.embeddings_reply = None
             self.latency = 0.0
             self.faults = 0.0
@@ -175,7 +180,8 @@ class FakeLLM:
                 assert request.transport is not None
                 request.transport.abort()  # the connection drops without an answer
                 return web.Response()
-            reply = scripted or fault_reply(fault, self.slow) or self._respond(kind, body)
+            reply = scripted or fault_reply(fault, self.slow) or (
+                echo_reply(request, headers, body) if self.echo else self._respond(kind, body))
             if self.latency or reply.delay:
                 await asyncio.sleep(self.latency + reply.delay)
             if isinstance(reply.body, str):  # a page that is not JSON, as a misconfigured proxy serves
@@ -266,6 +272,14 @@ class FakeLLM:
 
 
 FAULTS = ("429", "500", "reset", "slow")
+
+
+def echo_reply(request: web.Request, headers: dict[str, str], body: dict[str, Any]) -> Reply:
+    """The request echoed back: its URL as sent and decoded, and every header (a key, a Basic header)."""
+    sent = f"{request.method} {request.raw_path} ({unquote_plus(request.raw_path)}) with {json.dumps(headers)}"
+    if "ECHO-ERROR" in json.dumps(body):
+        return Reply(status=404, body={"error": {"message": f"no model for {sent}"}})
+    return answer(0.5, f"you sent {sent}")
 
 
 def fault_reply(fault: str | None, slow: float) -> Reply | None:

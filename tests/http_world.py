@@ -38,7 +38,11 @@ class Endless:
     """A 200 whose body never ends (until the client hangs up)."""
 
 
-Script = Say | Drop | Endless
+class HalfHeaders:
+    """The status line and half a header, then the connection closes."""
+
+
+Script = Say | Drop | Endless | HalfHeaders
 
 
 def judgement(path: str) -> bytes:
@@ -65,6 +69,10 @@ class Judge(BaseHTTPRequestHandler):
                                     "headers": {k.lower(): v for k, v in self.headers.items()}})
         reply = type(self).script.pop(0) if type(self).script else Say()
         if isinstance(reply, Drop):
+            self.close_connection = True
+        elif isinstance(reply, HalfHeaders):
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: appl")
+            self.wfile.flush()
             self.close_connection = True
         elif isinstance(reply, Endless):
             self._endless()
@@ -130,6 +138,10 @@ class _Proxy(socketserver.StreamRequestHandler):
     """CONNECT host:port (a tunnel) or an absolute-form request (forwarded with `Connection: close`)."""
 
     seen: ClassVar[list[str]]
+    #: A careless proxy: passes its own `Proxy-Authorization` on to the server (which may echo it).
+    forward_credentials: ClassVar[bool] = False
+    #: A proxy that refuses every request: 407, its body echoing the request's headers.
+    refuse: ClassVar[bool] = False
 
     def handle(self) -> None:
         head = self.rfile.readline().decode("latin-1").strip()
@@ -138,6 +150,12 @@ class _Proxy(socketserver.StreamRequestHandler):
             headers.append(line.decode("latin-1").strip())
         type(self).seen.append(head)
         method, target, _ = head.split(" ", 2)
+        if type(self).refuse:
+            body = json.dumps({"error": {"message": f"proxy authentication refused for {headers}"}}).encode()
+            self.wfile.write(b"HTTP/1.1 407 Proxy Authentication Required\r\nContent-Type: application/json\r\n"
+                             b"Proxy-Authenticate: Basic realm=proxy\r\nConnection: close\r\n"
+                             + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+            return
         if method == "CONNECT":
             host, port = target.rsplit(":", 1)
             upstream = socket.create_connection((host, int(port)))
@@ -149,7 +167,9 @@ class _Proxy(socketserver.StreamRequestHandler):
         host, _, port = hostport.partition(":")
         length = next((int(h.split(":", 1)[1]) for h in headers if h.lower().startswith("content-length:")), 0)
         body = self.rfile.read(length)
-        kept = [h for h in headers if not h.lower().startswith(("connection:", "proxy-", "keep-alive:"))]
+        dropped = ("connection:", "keep-alive:") if type(self).forward_credentials else (
+            "connection:", "proxy-", "keep-alive:")
+        kept = [h for h in headers if not h.lower().startswith(dropped)]
         upstream = socket.create_connection((host, int(port or 80)))
         upstream.sendall(f"{method} /{path} HTTP/1.1\r\n".encode() + "".join(f"{h}\r\n" for h in kept).encode()
                          + b"Connection: close\r\n\r\n" + body)
@@ -170,9 +190,10 @@ class _Proxy(socketserver.StreamRequestHandler):
 
 
 @contextmanager
-def counting_proxy() -> Iterator[tuple[str, list[str]]]:
+def counting_proxy(*, forward_credentials: bool = False, refuse: bool = False) -> Iterator[tuple[str, list[str]]]:
     """An HTTP proxy on 127.0.0.1; yields its URL and the request lines it was sent."""
-    handler = type("Counting", (_Proxy,), {"seen": []})
+    handler = type("Counting", (_Proxy,), {"seen": [], "forward_credentials": forward_credentials,
+                                           "refuse": refuse})
     server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()

@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from .._aio import run_anywhere
 from .._errors import CobaltError, ConfigError
-from ..llm._network import safe_url
+from .._secrets import safe_url
 from ..llm._retry import DEFAULT_TIMING, Failure, Timing, retry_after_seconds, retryable_status, retrying
 
 #: The REST API version the calls are written against.

@@ -8,7 +8,7 @@ from typing import Any
 
 from .._aio import run_anywhere
 from .._numbers import seconds
-from ..llm._network import safe_url
+from .._secrets import safe_url
 from ..llm._retry import DEFAULT_TIMING, Failure, Timing, retry_after_seconds, retryable_status, retrying
 from ..results._report import ExperimentReport
 from ..results._summary import run_summary

@@ -13,6 +13,7 @@ import click
 import typer
 
 from .._errors import CobaltError
+from .._secrets import scrub_stream
 from .._testing import pause_point
 from ._app import app
 
@@ -92,7 +93,9 @@ def main(argv: list[str] | None = None) -> None:
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")
     stdout = sys.stdout
-    sys.stdout = cast(TextIO, QuietWhenClosed(stdout))
+    sys.stdout = cast(TextIO, QuietWhenClosed(scrub_stream(stdout)))
+    # stderr stays scrubbed after the command: a traceback printed at exit goes through it too
+    sys.stderr = cast(TextIO, scrub_stream(sys.stderr))
     try:
         _main(argv)
     finally:

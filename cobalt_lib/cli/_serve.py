@@ -1,16 +1,19 @@
 """`cobalt serve` (cobalt's pages, the Dagster webserver and daemon on 127.0.0.1) and `cobalt request`.
 
 The Dagster UI's port is a loopback proxy (`pages._proxy`) that refuses other sites' Hosts and
-state-changing requests; the webserver itself listens on another loopback port that nobody is told.
+state-changing requests; the webserver itself listens on a Unix socket in a directory only the user can
+enter, and answers only requests carrying the proxy's secret header (`cobalt_dagster._webserver`).
 """
 
 from __future__ import annotations
 
 import os
+import secrets
+import shutil
 import signal
-import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import webbrowser
@@ -78,12 +81,13 @@ def check_definitions(config: Config) -> None:
     build_definitions(config.root)
 
 
-def dagster_commands(port: int, target: list[str]) -> list[list[str]]:
-    """The webserver (on 127.0.0.1:`port` only, behind the proxy) and the daemon: schedules, the
-    request and the record sensors."""
+def dagster_commands(target: list[str]) -> list[list[str]]:
+    """The webserver (on a Unix socket, behind the proxy) and the daemon: schedules, the request and the
+    record sensors."""
+    from cobalt_dagster import webserver_command
+
     bin_dir = Path(sys.executable).parent
-    return [[str(bin_dir / "dagster-webserver"), *target, "-h", "127.0.0.1", "-p", str(port)],
-            [str(bin_dir / "dagster-daemon"), "run", *target]]
+    return [webserver_command(target), [str(bin_dir / "dagster-daemon"), "run", *target]]
 
 
 def serve_dashboard(config: Config, port: int | None = None, *, open_browser: bool | None = None,
@@ -101,18 +105,24 @@ def serve_dashboard(config: Config, port: int | None = None, *, open_browser: bo
     if target == ["-m", DEFAULT_MODULE]:
         check_definitions(config)
     local_instance(config)  # create and migrate first: webserver and daemon racing on it corrupts it
-    inner = _free_port()
-    proxy = start_proxy(port, f"http://127.0.0.1:{inner}")
+    # Only the user can enter the socket's directory (mkdtemp makes it 0700); only the proxy knows the secret.
+    hidden = Path(tempfile.mkdtemp(prefix="cobalt-dagster-"))
+    socket_path, secret = str(hidden / "webserver.sock"), secrets.token_urlsafe(32)
+    proxy = start_proxy(port, socket_path, secret)
     url = proxy.url
     try:
         pages = start_pages(config, chosen or port + 1, dagster=url, fallback=not chosen)
     except ConfigError:
         proxy.stop()
+        shutil.rmtree(hidden, ignore_errors=True)
         raise
     env = {**os.environ, "DAGSTER_HOME": str(dagster_home(config)), "COBALT_PROJECT_DIR": str(config.root)}
-    commands = dagster_commands(inner, target)
-    watcher = DefinitionsWatcher(config, f"http://127.0.0.1:{inner}")  # before the load: no change missed
-    children = [subprocess.Popen(cmd, env=env, cwd=config.root, start_new_session=True,
+    commands = dagster_commands(target)
+    watcher = DefinitionsWatcher(config, url)  # before the load: no change missed; through the proxy, as a script
+    from cobalt_dagster import WEBSERVER_SECRET_VARIABLE, WEBSERVER_SOCKET_VARIABLE
+
+    inner_env = {**env, WEBSERVER_SOCKET_VARIABLE: socket_path, WEBSERVER_SECRET_VARIABLE: secret}
+    children = [subprocess.Popen(cmd, env=env if i else inner_env, cwd=config.root, start_new_session=True,
                                  stdout=subprocess.DEVNULL if i else None) for i, cmd in enumerate(commands)]
     stopping = False
 
@@ -123,9 +133,9 @@ def serve_dashboard(config: Config, port: int | None = None, *, open_browser: bo
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         if _wait_ready(url, children, lambda: stopping):
-            typer.echo(f"cobalt pages:     {pages.url}\ndagster UI:       {url}  (Ctrl-C stops both)")
+            typer.echo(f"cobalt pages:     {pages.login_url}\ndagster UI:       {url}  (Ctrl-C stops both)")
             if open_browser if open_browser is not None else config.dashboard.open:
-                webbrowser.open(pages.url)
+                webbrowser.open(pages.login_url)
         next_look = time.monotonic() + POLL_SECONDS
         while not stopping and all(child.poll() is None for child in children):
             time.sleep(0.2)
@@ -136,6 +146,7 @@ def serve_dashboard(config: Config, port: int | None = None, *, open_browser: bo
         proxy.stop()  # first: its open connections to the webserver would hold up the webserver's exit
         _stop(children)
         pages.stop()
+        shutil.rmtree(hidden, ignore_errors=True)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     forget_daemon(config)  # its last heartbeat would tell `cobalt request` the daemon still runs
@@ -143,20 +154,16 @@ def serve_dashboard(config: Config, port: int | None = None, *, open_browser: bo
     return 0 if stopping or not failed else 1
 
 
-def start_proxy(port: int, upstream: str) -> DagsterProxy:
-    """The Dagster UI's port: the proxy on 127.0.0.1:`port` in front of the webserver at `upstream`."""
+def start_proxy(port: int, socket_path: str, secret: str) -> DagsterProxy:
+    """The Dagster UI's port: the proxy on 127.0.0.1:`port` in front of the webserver on `socket_path`,
+    adding the secret header it requires."""
+    from cobalt_dagster import WEBSERVER_SECRET_HEADER
+
     from ..pages import DagsterProxy
 
-    proxy = DagsterProxy(upstream, port)
+    proxy = DagsterProxy("http://localhost", port, socket=socket_path, secret=(WEBSERVER_SECRET_HEADER, secret))
     proxy.start()
     return proxy
-
-
-def _free_port() -> int:
-    """A loopback port free now, for the webserver behind the proxy."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def start_pages(config: Config, port: int, *, dagster: str, fallback: bool = False) -> PagesServer:
@@ -190,10 +197,10 @@ def _serve_pages_only(config: Config, port: int, open_browser: bool | None) -> i
     stopped = threading.Event()
     previous = {sig: signal.signal(sig, lambda signum, frame: stopped.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        typer.echo(f"cobalt pages:     {pages.url}  (Ctrl-C stops it; without Dagster: its links open "
+        typer.echo(f"cobalt pages:     {pages.login_url}  (Ctrl-C stops it; without Dagster: its links open "
                    "while `cobalt serve` runs)")
         if open_browser if open_browser is not None else config.dashboard.open:
-            webbrowser.open(pages.url)
+            webbrowser.open(pages.login_url)
         while not stopped.wait(0.5):
             pass
     finally:

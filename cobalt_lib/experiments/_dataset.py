@@ -152,6 +152,8 @@ def _parse_json(text: str, where: str) -> list[Item]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise DatasetError(f"{where}, line {exc.lineno}: invalid JSON ({exc.msg}).") from None
+    except RecursionError:
+        raise DatasetError(_too_deep(where)) from None
     if isinstance(data, dict):
         if "items" not in data:
             raise DatasetError(f"{where}: a JSON object dataset needs an 'items' array.")
@@ -258,6 +260,12 @@ def _declare_conversation(item: Item, where: str) -> None:
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
 
+def _too_deep(where: str) -> str:
+    """A value nested past what Python's JSON reader (and every later step) can recurse through."""
+    return (f"{where}: a value is nested deeper than Python can read (about {sys.getrecursionlimit()} levels of "
+            "arrays or objects); flatten it, or keep the deep part as a JSON string.")
+
+
 def _parse_jsonl(text: str, where: str) -> list[Item]:
     items: list[Item] = []
     problems: list[str | CobaltError] = []
@@ -281,6 +289,8 @@ def _jsonl_item(line: str, lineno: int, where: str) -> Item:
             f"{where}, line {lineno}: invalid JSON ({exc.msg} at column {exc.colno}); "
             "each line must be one JSON object."
         ) from None
+    except RecursionError:
+        raise DatasetError(_too_deep(f"{where}, line {lineno}")) from None
     if not isinstance(item, dict):
         raise DatasetError(f"{where}, line {lineno}: expected a JSON object, got {type(item).__name__}.")
     check_item(item, f"{where}, line {lineno}")

@@ -24,8 +24,8 @@ from typing import Any, Protocol
 
 from .._errors import BatchPending, CobaltError
 from .._numbers import seconds, threshold
+from .._secrets import safe_url
 from . import _batch_wire as wire
-from ._network import safe_url
 from ._providers import Endpoint
 from ._wire import Clients, Completion, ProviderError, chat_request
 

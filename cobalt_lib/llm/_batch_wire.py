@@ -2,22 +2,25 @@
 Batches (`/v1/messages/batches`), spoken with the judge's own HTTP session, headers and retry rules.
 
 Each request carries a `custom_id` (cobalt's hash of the request), by which its answer comes back.
-A result file is read up to `MAX_RESULTS_BYTES`; a results URL on another origin than the endpoint's
+A result file is read up to 10 MB per request of the batch (the online cap), at most
+`MAX_RESULTS_BYTES`; a results URL on another origin than the endpoint's
 is refused: the key would go along.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._network import safe_url
+from .._secrets import safe_url
 from ._providers import Endpoint, redact
 from ._retry import retrying
 from ._wire import (
     DEFAULT_URLS,
+    MAX_RESPONSE_BYTES,
     Clients,
     Completion,
     HTTPStatusError,
@@ -124,19 +127,43 @@ async def retrieve(clients: Clients, endpoint: Endpoint, batch_id: str) -> Batch
 
 
 async def results(clients: Clients, endpoint: Endpoint, state: BatchState) -> dict[str, Outcome]:
-    """Every answer the ended batch holds, by custom_id: a completion, or the request's own error."""
+    """Every answer the ended batch holds, by custom_id: a completion, or the request's own error. A line
+    that is not JSON loses that one answer (an error naming its request, when its custom_id can be read);
+    a file is read up to 10 MB per request of the batch (as an online answer is), at most MAX_RESULTS_BYTES."""
     found: dict[str, Outcome] = {}
+    cap = min(MAX_RESULTS_BYTES, max(1, _requests(state)) * MAX_RESPONSE_BYTES)
     for location in state.locations:
         if endpoint.provider == "anthropic":
-            raw = await _call(clients, endpoint, "GET", location, absolute=True, raw=True)
+            raw = await _call(clients, endpoint, "GET", location, absolute=True, raw=True, cap=cap)
         else:
-            raw = await _call(clients, endpoint, "GET", f"/files/{location}/content", raw=True)
-        for line in raw.splitlines():
+            raw = await _call(clients, endpoint, "GET", f"/files/{location}/content", raw=True, cap=cap)
+        for number, line in enumerate(raw.splitlines(), 1):
             if line.strip():
-                entry = json.loads(line)
-                if isinstance(entry, dict) and isinstance(entry.get("custom_id"), str):
-                    found[entry["custom_id"]] = _outcome(endpoint, state.batch_id, entry)
+                found.update(_line(endpoint, state.batch_id, number, line))
     return found
+
+
+def _requests(state: BatchState) -> int:
+    """How many requests the batch holds, as its counts say (OpenAI's `total`, else Anthropic's kinds summed)."""
+    return state.counts.get("total") or sum(state.counts.values())
+
+
+_CUSTOM_ID = re.compile(r'"custom_id"\s*:\s*"([^"\\]{1,200})"')
+
+
+def _line(endpoint: Endpoint, batch_id: str, number: int, line: str) -> dict[str, Outcome]:
+    """One results line's answer, by custom_id; a line that is not JSON is that request's error alone."""
+    try:
+        entry = json.loads(line)
+    except json.JSONDecodeError as exc:
+        named = _CUSTOM_ID.search(line)
+        if named is None:
+            return {}
+        return {named[1]: ProviderError(f"{endpoint.label} batch {batch_id}: line {number} of its results, this "
+                                        f"request's answer, is not valid JSON ({exc.msg}); run again to judge it")}
+    if isinstance(entry, dict) and isinstance(entry.get("custom_id"), str):
+        return {entry["custom_id"]: _outcome(endpoint, batch_id, entry)}
+    return {}
 
 
 def _outcome(endpoint: Endpoint, batch_id: str, entry: Mapping[str, Any]) -> Outcome:
@@ -175,12 +202,13 @@ def _openai_path_prefix(endpoint: Endpoint) -> str:
 
 async def _call(clients: Clients, endpoint: Endpoint, method: str, path: str, *, json_body: Any = None,
                 form: Mapping[str, str] | None = None, file: tuple[str, bytes] | None = None,
-                absolute: bool = False, raw: bool = False) -> Any:
-    """One management call with the judge's retry rules: the decoded JSON object, or the body's text."""
+                absolute: bool = False, raw: bool = False, cap: int = MAX_RESULTS_BYTES) -> Any:
+    """One management call with the judge's retry rules: the decoded JSON object, or the body's text (read
+    up to `cap` bytes)."""
     target = _target(clients, endpoint, path, absolute)
 
     async def attempt(deadline: float) -> Any:
-        return await _send(clients, endpoint, target, method, deadline, json_body, form, file, raw)
+        return await _send(clients, endpoint, target, method, deadline, json_body, form, file, raw, cap)
 
     return await retrying(attempt, retries=endpoint.max_retries, budget=endpoint.retry_max_seconds,
                           budget_name="[judge] retry_max_seconds", timing=clients.timing)
@@ -200,7 +228,8 @@ def _target(clients: Clients, endpoint: Endpoint, path: str, absolute: bool) -> 
 
 
 async def _send(clients: Clients, endpoint: Endpoint, target: _Target, method: str, deadline: float,
-                json_body: Any, form: Mapping[str, str] | None, file: tuple[str, bytes] | None, raw: bool) -> Any:
+                json_body: Any, form: Mapping[str, str] | None, file: tuple[str, bytes] | None, raw: bool,
+                cap: int) -> Any:
     import aiohttp
 
     headers = dict(target.headers)
@@ -213,9 +242,9 @@ async def _send(clients: Clients, endpoint: Endpoint, target: _Target, method: s
         data.add_field("file", file[1], filename=file[0], content_type="application/jsonl")
     elif json_body is not None:
         data = json.dumps(json_body, ensure_ascii=False).encode("utf-8")
-    # a results file may be large: it gets five minutes at least, and up to MAX_RESULTS_BYTES
+    # a results file may be large: it gets five minutes at least, and up to `cap`
     body = await clients.send(endpoint, target, method, data, deadline, headers=headers,
-                              cap=MAX_RESULTS_BYTES if raw else None,
+                              cap=cap if raw else None,
                               timeout=max(endpoint.timeout, 300.0) if raw else None)
     if raw:
         return body.decode("utf-8", errors="replace")

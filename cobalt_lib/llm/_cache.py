@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .._files import write_atomically
-from ._network import safe_url
+from .._secrets import safe_url, scrubber
 
 
 def cache_key(kind: str, provider: str, model: str, prompt: Any, params: dict[str, Any],
@@ -61,7 +61,8 @@ class ResponseCache:
             return
         target = self._path(key)
         target.parent.mkdir(parents=True, exist_ok=True)
-        data = json.dumps({"created": time.time(), "value": value}, ensure_ascii=False)
+        # an answer that echoed a secret (a proxy's credentials, a key) is kept without it
+        data = json.dumps({"created": time.time(), "value": scrubber().value(value)}, ensure_ascii=False)
         write_atomically(target, data)
 
     def clear(self) -> int:

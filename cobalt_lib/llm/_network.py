@@ -1,7 +1,7 @@
 """What the environment says about reaching a server, read as httpx reads it (and so as the openai
 and anthropic SDKs did): `SSL_CERT_FILE` / `SSL_CERT_DIR` (httpx `_config.py`), and `HTTP_PROXY`,
 `HTTPS_PROXY`, `ALL_PROXY`, `NO_PROXY` (httpx `_utils.py` `get_environment_proxies` and `URLPattern`).
-Also the one way a URL is shown in a message: without its credentials (`safe_url`)."""
+`safe_url` (the one way a URL is shown) lives in `cobalt_lib._secrets`."""
 
 from __future__ import annotations
 
@@ -11,20 +11,6 @@ import re
 import ssl
 from urllib.parse import urlsplit
 from urllib.request import getproxies
-
-
-def safe_url(url: str, *, path: bool = True) -> str:
-    """`url` without user info, query or fragment (where secrets sit): safe for any message. With
-    `path=False` the path is shown as `/…` (a webhook's path is often its token)."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    host = f"[{host}]" if ":" in host else host
-    try:
-        port = f":{parts.port}" if parts.port else ""
-    except ValueError:
-        port = ""
-    shown = parts.path if path or parts.path in ("", "/") else "/…"
-    return f"{parts.scheme}://{host}{port}{shown}"
 
 
 def ssl_context() -> ssl.SSLContext:

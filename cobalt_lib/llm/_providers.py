@@ -3,16 +3,16 @@ OpenAI or any OpenAI-compatible URL. `_wire` makes the calls."""
 
 from __future__ import annotations
 
-import base64
 import functools
 import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl, quote, unquote, urlparse, urlsplit
+from urllib.parse import unquote, urlparse, urlsplit
 
 from .._errors import ConfigError, MissingApiKeyError
+from .._secrets import MIN_LENGTH, register, register_url, scrubber, url_secrets
 from ..config._config import EmbeddingsConfig, JudgeConfig
 
 KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "openrouter": "OPENROUTER_API_KEY"}
@@ -45,15 +45,9 @@ class Endpoint:
 
     @functools.cached_property
     def secrets(self) -> tuple[str, ...]:
-        """What must never be shown: the key, the user info's password and its Basic token, and the
-        values in `base_url`'s query (`?api-key=...`), longest first; none shorter than 8 characters."""
-        found = [self.api_key]
-        if credentials := basic_credentials(self.base_url):
-            password = credentials.split(":", 1)[1]
-            found += [password, quote(password, safe=""), base64.b64encode(credentials.encode()).decode()]
-        found += [value for _, value in parse_qsl(urlsplit(self.base_url or "").query)]
-        found += [quote(value, safe="") for value in found]
-        return tuple(sorted({s for s in found if len(s) >= 8}, key=len, reverse=True))
+        """What must never be shown: the key, and the password and query values of `base_url`
+        (`user:pw@`, `?api-key=...`); `cobalt_lib._secrets` knows every way they are written back."""
+        return tuple(s for s in (self.api_key, *url_secrets(self.base_url)) if len(s) >= MIN_LENGTH)
 
     @functools.cached_property
     def label(self) -> str:  # one string shared by every evaluation of the run, not one per evaluation
@@ -106,6 +100,8 @@ def resolve_judge(judge: JudgeConfig, *, provider: str | None = None, model: str
             f"{who} uses the {prov} provider but {names} is not set; "
             f"set {variables[0]} in the environment (or point [judge] base_url at a local server)."
         )
+    register(key if key != _PLACEHOLDER_KEY else None)
+    register_url(url)
     return Endpoint(
         provider=prov,
         model=model or (judge.model if same_provider else None) or DEFAULT_MODELS[prov],
@@ -155,11 +151,10 @@ def import_sdks(endpoints: Iterable[Endpoint | None]) -> None:
 
 
 def redact(text: str, endpoint: Endpoint) -> str:
-    """`text` with the endpoint's secrets (its key, and a password or query value in its `base_url`)
-    replaced by `***`: a server may echo the request, URL and headers included."""
-    for secret in endpoint.secrets:
-        text = text.replace(secret, "***")
-    return text
+    """`text` with the endpoint's secrets (its key, a password or query value in its `base_url`) and every
+    other secret the process knows (a proxy's credentials, say) replaced by `***`, in any encoding: a server
+    or a proxy may echo the request, URL and headers included."""
+    return scrubber(*endpoint.secrets)(text)
 
 
 def basic_credentials(url: str | None) -> str | None:

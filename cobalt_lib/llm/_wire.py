@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import JudgeError
 from .._numbers import seconds
-from ._network import certificate_source, environment_proxy, safe_url, ssl_context
+from .._secrets import safe_url
+from ._network import certificate_source, environment_proxy, ssl_context
 from ._providers import AZURE_KEY_VARIABLE, KEY_VARIABLES, Endpoint, basic_credentials, is_azure, redact
 from ._retry import DEFAULT_TIMING, Failure, Timing, retry_after_seconds, retryable_status, retrying
 
@@ -261,6 +262,8 @@ class Clients:
                     ssl=target.ssl, proxy=target.proxy, proxy_auth=target.proxy_auth,
                     allow_redirects=False) as response:
                 status = response.status
+                if status == 407 and target.proxy is not None:  # the proxy's answer, not the judge's
+                    raise _proxy_refused(endpoint, target, status, response.reason)
                 if 300 <= status < 400:
                     raise _redirect_error(endpoint, target, status, response.headers.get("Location"))
                 raw = await _read_capped(response, self.max_response_bytes if cap is None else cap, endpoint, target)
@@ -271,6 +274,8 @@ class Clients:
                 raise BudgetExhausted(endpoint) from None
             raise RequestTimeout(f"{endpoint.label} call failed: TimeoutError: no complete answer from "
                                  f"{target.shown} within {seconds(limit)} ([judge] timeout)") from None
+        except aiohttp.ClientHttpProxyError as exc:  # a CONNECT the proxy refused (an https judge)
+            raise _proxy_refused(endpoint, target, exc.status, exc.message) from None
         except aiohttp.ClientSSLError as exc:
             raise TLSFailure(_tls_message(endpoint, target, exc)) from None
         except aiohttp.ClientError as exc:
@@ -308,6 +313,14 @@ async def _read_capped(response: aiohttp.ClientResponse, cap: int, endpoint: End
                                     f"{cap // 2**20} MB, the most a judge answer may be; check base_url")
         return bytes(body)
     return await response.read()
+
+
+def _proxy_refused(endpoint: Endpoint, target: _Target, status: int, reason: str | None) -> ProviderError:
+    """The environment's proxy refused the request: a proxy problem (its credentials, its rules), not the judge's."""
+    said = f"HTTP {status}{f' {reason}' if reason else ''}"
+    return ProviderError(f"{endpoint.label} call failed: the proxy {safe_url(str(target.proxy))} refused the request "
+                         f"to {target.shown} ({redact(said, endpoint)[:200]}); check the proxy's user and password in "
+                         "HTTPS_PROXY / HTTP_PROXY / ALL_PROXY, or set NO_PROXY for this host")
 
 
 def _redirect_error(endpoint: Endpoint, target: _Target, status: int, location: str | None) -> ProviderError:
@@ -365,13 +378,19 @@ def _status_error(endpoint: Endpoint, shown: str, status: int, headers: Mapping[
 
 
 def _connection_message(endpoint: Endpoint, shown: str, exc: BaseException) -> str:
+    import aiohttp
+
     cause = getattr(exc, "os_error", None)
     if isinstance(cause, ConnectionRefusedError):
         where = f"connection refused at {shown} ({type(cause).__name__}: {cause})"
     elif isinstance(cause, OSError):
         where = f"cannot connect to {shown} ({type(cause).__name__}: {cause})"
+    elif isinstance(exc, aiohttp.ServerDisconnectedError):
+        # its text is aiohttp's repr of the half-read message (headers and all) when the server hung up mid-way
+        where = f"{shown} closed the connection before its answer was complete (ServerDisconnectedError)"
     else:
-        where = f"{type(exc).__name__} from {shown}: {exc}"
+        said = str(exc).splitlines()[0] if str(exc) else ""
+        where = f"{type(exc).__name__} from {shown}" + (f": {said}" if said and not said.startswith("<") else "")
     return f"{endpoint.label} call failed: {redact(where, endpoint)[:300]}"
 
 

@@ -1,13 +1,14 @@
-"""Who may talk to `cobalt mcp --http`: the Host and Origin checks always, and a bearer token off loopback.
+"""Who may talk to `cobalt mcp --http`: the Host and Origin checks, and a bearer token, always.
 
 - **Host/Origin**: the SDK checks them only when told the host is loopback, and then accepts any
   port; here they are always on, for this server's own port: its loopback names, the address it
   is bound to, and, bound to every interface (`0.0.0.0`, `::`), the machine's name and addresses
   and the names in `COBALT_MCP_HOSTS` (comma-separated). Another Host gets 421, another Origin 403.
-- **Token**: bound to anything but 127.0.0.1, localhost or ::1, every request must carry
-  `Authorization: Bearer TOKEN` (401 otherwise, compared in constant time). The token is
-  `COBALT_MCP_TOKEN` when set (then it is required on loopback too), else a new one printed once to
-  stderr when the server starts.
+- **Token**: every request must carry `Authorization: Bearer TOKEN` (401 otherwise, compared in
+  constant time), on loopback too: loopback is not a user boundary, any local user can reach it. The
+  token is `COBALT_MCP_TOKEN` when set, else the one in `<output_dir>/mcp-token`, a file only its owner
+  may read (0600), made with a new token (printed once, when made) on the first start: the user's own
+  clients read it from there.
 """
 
 from __future__ import annotations
@@ -15,32 +16,36 @@ from __future__ import annotations
 import os
 import secrets
 import socket
+from pathlib import Path
 
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .._errors import ConfigError
+from ..ops._session import check_secret, owner_only_secret
 
 TOKEN_VARIABLE = "COBALT_MCP_TOKEN"
 HOSTS_VARIABLE = "COBALT_MCP_HOSTS"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 WILDCARDS = ("0.0.0.0", "::", "")
-MIN_TOKEN_LENGTH = 16
 
 
-def needs_token(host: str) -> bool:
-    return host not in LOOPBACK or bool(os.environ.get(TOKEN_VARIABLE))
+#: The file under the project's output directory holding the server's token.
+TOKEN_FILE = "mcp-token"
 
 
-def server_token() -> tuple[str, bool]:
-    """(the token, whether it was generated here and must be shown); a bad COBALT_MCP_TOKEN is a ConfigError."""
+def server_token(directory: Path) -> tuple[str, str]:
+    """(the token, the line telling the user how to send it); a bad COBALT_MCP_TOKEN or token file is a
+    ConfigError."""
     given = os.environ.get(TOKEN_VARIABLE, "")
-    if not given:
-        return secrets.token_urlsafe(32), True
-    if len(given) < MIN_TOKEN_LENGTH or not given.isascii() or not given.isprintable() or " " in given:
-        raise ConfigError(f"{TOKEN_VARIABLE} must be at least {MIN_TOKEN_LENGTH} printable ASCII characters without "
-                         "spaces; unset it and one is generated.")
-    return given, False
+    if given:
+        check_secret(given, TOKEN_VARIABLE, "unset it and the token file is used")
+        return given, "cobalt mcp: every request needs 'Authorization: Bearer $COBALT_MCP_TOKEN'"
+    path = directory / TOKEN_FILE
+    token, made = owner_only_secret(path, TOKEN_VARIABLE)
+    if made:
+        return token, (f"cobalt mcp: every request needs the header 'Authorization: Bearer {token}' (kept in {path}, "
+                       "readable by you alone; shown this once)")
+    return token, f"cobalt mcp: every request needs 'Authorization: Bearer <the token in {path}>'"
 
 
 def host_names(host: str) -> list[str]:

@@ -14,7 +14,7 @@ from .. import __version__
 from . import _calibration_tool, _model_tools, _prompts, _read_tools, _resources, _run_tool, _variant_tools
 from ._common import CobaltServer, Project
 from ._http_cancel import CancelOnDisconnect
-from ._http_guard import LOOPBACK, BearerToken, needs_token, security_settings, server_token
+from ._http_guard import LOOPBACK, BearerToken, security_settings, server_token
 
 INSTRUCTIONS = """cobalt evaluates AI agents: experiments run the agent over a dataset, score every output with
 evaluators (LLM judges, code, exact match...), aggregate the scores and apply quality gates; every run is stored.
@@ -59,12 +59,14 @@ def bind_warning(host: str) -> str | None:
 def serve_http(root: Path, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> None:
     """Serve streamable HTTP at http://HOST:PORT/mcp (port 0: any free port); say where on stderr.
 
-    Host and Origin are checked for this port whatever the address; off loopback (or with
-    COBALT_MCP_TOKEN set) every request needs the bearer token (`_http_guard`)."""
+    Host and Origin are checked for this port whatever the address, and every request needs the bearer
+    token, on loopback too (`_http_guard`)."""
     import anyio
     import uvicorn
 
-    token = server_token() if needs_token(host) else None  # a bad COBALT_MCP_TOKEN stops here (exit 2)
+    from ..config._config import load_config
+
+    token, how = server_token(load_config(root).output_path)  # a bad COBALT_MCP_TOKEN or file stops here (exit 2)
     warning = bind_warning(host)
     if warning:
         _say(f"warning: {warning}")
@@ -75,11 +77,8 @@ def serve_http(root: Path, host: str = "127.0.0.1", port: int = DEFAULT_PORT) ->
                                                                     transport_security=security_settings(host, bound)))
     shown = f"[{host}]" if ":" in host else host
     _say(f"cobalt mcp: serving MCP over streamable HTTP at http://{shown}:{bound}/mcp (Ctrl-C stops it)")
-    if token is not None:
-        secret, generated = token
-        _say(f"cobalt mcp: every request needs the header 'Authorization: Bearer {secret}'" if generated else
-             "cobalt mcp: every request needs 'Authorization: Bearer $COBALT_MCP_TOKEN'")
-    served = BearerToken(app, token[0]) if token is not None else app
+    _say(how)
+    served = BearerToken(app, token)
     config = uvicorn.Config(served, log_level="warning", lifespan="on")
     anyio.run(uvicorn.Server(config).serve, [sock])
 

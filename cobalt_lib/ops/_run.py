@@ -17,6 +17,7 @@ from functools import partial
 from pydantic import BaseModel, Field
 
 from .._aio import run_anywhere
+from .._errors import CobaltError
 from .._testing import pause_point
 from ..config._config import Config, RecordMode
 from ..experiments._discovery import FilesDidNotLoad
@@ -191,7 +192,18 @@ def run_engine(plan: RunPlan, observer: Observer | None = None) -> ExperimentRep
     try:
         return run_anywhere(execute(plan, observer))
     except KeyboardInterrupt as exc:
+        # Ctrl-C may land after the run was stored completed (while it is reported): say it completed, not
+        # that it waits for a --resume that would be refused
+        if _stored_status(plan) == "completed":
+            raise RunInterrupted(plan.run_id, "completed") from exc
         raise exc if isinstance(exc, RunInterrupted) else RunInterrupted(plan.run_id) from exc
+
+
+def _stored_status(plan: RunPlan) -> str | None:
+    try:
+        return plan.store.run_status(plan.run_id)
+    except CobaltError:  # the store's trouble is said elsewhere; the run reads as interrupted
+        return None
 
 
 def record_inline(config: Config, run_ids: list[str], experiments: list[Experiment]) -> None:

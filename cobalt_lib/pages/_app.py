@@ -23,6 +23,7 @@ from aiohttp import web
 
 from .._errors import CobaltError, ConfigError, StoreError
 from ..links import dagster_url
+from ..ops._session import PAGES_SESSION_FILE, pages_session
 from ..store._store import Store
 from ._calibration_view import calibration_view, gate_calibrations
 from ._charts import histogram
@@ -41,6 +42,11 @@ if TYPE_CHECKING:
 CONFIG: web.AppKey[Config] = web.AppKey("config")
 COMPARES: web.AppKey[OrderedDict[tuple[str, str], dict[str, Any]]] = web.AppKey("compares")
 CSRF_TOKEN: web.AppKey[str] = web.AppKey("csrf_token")
+#: The user's session (`ops._session`): a write, and the CSRF token, need it in the `SESSION_COOKIE` cookie.
+SESSION: web.AppKey[str] = web.AppKey("session")
+SESSION_COOKIE = "cobalt_session"
+#: The query parameter of the login link (`/?session=...`) that sets the cookie.
+SESSION_PARAMETER = "session"
 #: Comparisons of two finished runs kept in memory (they never change; big runs take a while to pair).
 KEPT_COMPARES = 4
 _TYPES = {".css": "text/css", ".js": "text/javascript"}
@@ -53,6 +59,7 @@ def create_app(config: Config) -> web.Application:
     app[CONFIG] = config
     app[COMPARES] = OrderedDict()
     app[CSRF_TOKEN] = secrets.token_urlsafe(32)
+    app[SESSION] = pages_session(config.output_path)
     app.add_routes([
         web.get("/", runs_page), web.get("/runs/{run_id}", run_page),
         web.get("/runs/{run_id}/items/{index}", item_link),
@@ -83,12 +90,33 @@ async def _own_site_only(request: web.Request, handler: Callable[[web.Request], 
     host = request.headers.get("Host")
     if not host_allowed(host, port, bound):
         return _refused(*refusal(421, "Misdirected request (another Host)", port))
+    if SESSION_PARAMETER in request.query and request.method == "GET":
+        return _logged_in(request)
+    needs_session = request.method not in SAFE_METHODS or request.path == "/api/csrf"
+    if needs_session and not token_matches(request.cookies.get(SESSION_COOKIE), request.app[SESSION]):
+        # loopback is not a user boundary: another local user reaches this port too, but not the user's session
+        said = (f"Refused: a write needs your session; open the link `cobalt serve` printed (/?{SESSION_PARAMETER}="
+                f"..., the secret in {PAGES_SESSION_FILE} under the output directory)")
+        if request.path.startswith("/api/"):  # what the labelling view shows beside the label ("not saved: ...")
+            return web.json_response({"error": said}, status=403, headers={"X-Content-Type-Options": "nosniff"})
+        return _refused(403, said + ".\n")
     if request.method not in SAFE_METHODS:
         if request.headers.get("Origin", "").lower() != f"http://{(host or '').lower()}":
             return _refused(*refusal(403, "Refused: a write from another origin", port))
         if not token_matches(request.headers.get(CSRF_HEADER), request.app[CSRF_TOKEN]):
             return _refused(403, f"Refused: a write needs the {CSRF_HEADER} header (GET /api/csrf gives it).\n")
     response: web.StreamResponse = await handler(request)
+    return response
+
+
+def _logged_in(request: web.Request) -> web.Response:
+    """The login link: its session, when right, becomes the cookie (HttpOnly, this site only); either way the
+    browser goes on to the page without the secret in its address bar and history."""
+    rest = {k: v for k, v in request.query.items() if k != SESSION_PARAMETER}
+    response = web.Response(status=303, headers={"Location": request.path + (f"?{urlencode(rest)}" if rest else "")})
+    if token_matches(request.query.get(SESSION_PARAMETER), request.app[SESSION]):
+        response.set_cookie(SESSION_COOKIE, request.app[SESSION], httponly=True, samesite="Strict", path="/")
+    response.headers["Referrer-Policy"] = "no-referrer"
     return response
 
 
@@ -305,6 +333,11 @@ class PagesServer(ThreadedServer):
 
     def application(self) -> web.Application:
         return create_app(self.config)
+
+    @property
+    def login_url(self) -> str:
+        """The URL that opens the pages with the user's session (its writes: labels)."""
+        return f"{self.url}/?{SESSION_PARAMETER}={pages_session(self.config.output_path)}"
 
     def taken(self, error: BaseException) -> str:
         return (f"Cannot serve cobalt's pages on {self.host}:{self.port}: {error}; "

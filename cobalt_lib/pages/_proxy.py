@@ -11,7 +11,9 @@ port the user opens is this proxy, which applies `_guard`'s rule:
   executes GraphQL from a GET too, mutations included, and a cross-site `<img src>` sends no Origin,
   so `Sec-Fetch-Site` decides there).
 
-Everything else is passed through as is (Host kept, bodies streamed, compression untouched).
+Everything else is passed through as is (Host kept, bodies streamed, compression untouched). Under
+`cobalt serve` the webserver listens on a Unix socket in a directory only the user can enter and answers only
+requests carrying a secret header that this proxy adds (`cobalt_dagster._webserver`): it is the only door.
 """
 
 from __future__ import annotations
@@ -19,22 +21,30 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from aiohttp import ClientError, ClientSession, ClientTimeout, DummyCookieJar, WSMsgType, web
+from aiohttp import ClientError, ClientSession, ClientTimeout, DummyCookieJar, UnixConnector, WSMsgType, web
 
 from ._guard import SAFE_METHODS, from_elsewhere, host_allowed, refusal
 from ._served import ThreadedServer
 
 UPSTREAM: web.AppKey[str] = web.AppKey("upstream")
 SESSION: web.AppKey[ClientSession] = web.AppKey("session")
+#: The Unix socket the webserver listens on (None: `upstream` is a TCP address).
+SOCKET: web.AppKey[str | None] = web.AppKey("socket")
+#: The header (name, secret) added to every request passed on, which the webserver requires.
+PASS: web.AppKey[tuple[str, str] | None] = web.AppKey("pass")
 #: Headers that belong to one connection, not to the request or response passed on.
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
                         "transfer-encoding", "upgrade"})
 
 
-def create_proxy(upstream: str) -> web.Application:
-    """An app passing every allowed request to `upstream` (`http://127.0.0.1:PORT`)."""
+def create_proxy(upstream: str, *, socket: str | None = None,
+                 secret: tuple[str, str] | None = None) -> web.Application:
+    """An app passing every allowed request to `upstream` (`http://127.0.0.1:PORT`, or through the Unix
+    `socket`), with the header `secret` (name, value) added."""
     app = web.Application(client_max_size=0)
     app[UPSTREAM] = upstream
+    app[SOCKET] = socket
+    app[PASS] = secret
     app.cleanup_ctx.append(_session)
     app.router.add_route("*", "/{tail:.*}", _proxy)
     return app
@@ -42,7 +52,10 @@ def create_proxy(upstream: str) -> web.Application:
 
 async def _session(app: web.Application) -> Any:
     timeout = ClientTimeout(total=None, sock_connect=30)  # streams and long polls run as long as they run
-    async with ClientSession(timeout=timeout, auto_decompress=False, cookie_jar=DummyCookieJar()) as session:
+    socket = app[SOCKET]
+    connector = UnixConnector(path=socket) if socket else None
+    async with ClientSession(timeout=timeout, auto_decompress=False, cookie_jar=DummyCookieJar(),
+                             connector=connector) as session:
         app[SESSION] = session
         yield
 
@@ -78,15 +91,21 @@ def _refused(status: int, what: str, port: int) -> web.Response:
     return web.Response(status=status, text=body, headers={"X-Content-Type-Options": "nosniff"})
 
 
-def _passed(headers: Any) -> dict[str, str]:
-    return {k: v for k, v in headers.items() if k.lower() not in HOP_BY_HOP}
+def _passed(headers: Any, secret: tuple[str, str] | None = None) -> dict[str, str]:
+    """`headers` without the hop-by-hop ones (and without any copy of the secret header a client sent), the
+    proxy's `secret` header added."""
+    passed = {k: v for k, v in headers.items() if k.lower() not in HOP_BY_HOP
+              and (secret is None or k.lower() != secret[0])}
+    if secret is not None:
+        passed[secret[0]] = secret[1]
+    return passed
 
 
 async def _http(request: web.Request) -> web.StreamResponse:
     session = request.app[SESSION]
     url = request.app[UPSTREAM] + str(request.rel_url)
     body = request.content if request.body_exists else None
-    async with session.request(request.method, url, headers=_passed(request.headers), data=body,
+    async with session.request(request.method, url, headers=_passed(request.headers, request.app[PASS]), data=body,
                                allow_redirects=False) as upstream:
         response = web.StreamResponse(status=upstream.status, reason=upstream.reason,
                                       headers=_passed(upstream.headers))
@@ -105,7 +124,8 @@ async def _websocket(request: web.Request) -> web.StreamResponse:
     session = request.app[SESSION]
     protocols = [p.strip() for p in request.headers.get("Sec-WebSocket-Protocol", "").split(",") if p.strip()]
     url = request.app[UPSTREAM] + str(request.rel_url)
-    headers = {k: v for k, v in request.headers.items() if k.lower() in ("host", "origin", "cookie", "user-agent")}
+    headers = _passed({k: v for k, v in request.headers.items()
+                       if k.lower() in ("host", "origin", "cookie", "user-agent")}, request.app[PASS])
     async with session.ws_connect(url, protocols=protocols, headers=headers, max_msg_size=0) as upstream:
         client = web.WebSocketResponse(protocols=[upstream.protocol] if upstream.protocol else (),
                                        max_msg_size=0)
@@ -136,12 +156,15 @@ class DagsterProxy(ThreadedServer):
 
     thread_name = "cobalt-dagster-proxy"
 
-    def __init__(self, upstream: str, port: int) -> None:
+    def __init__(self, upstream: str, port: int, *, socket: str | None = None,
+                 secret: tuple[str, str] | None = None) -> None:
         super().__init__("127.0.0.1", port)
         self.upstream = upstream
+        self.socket = socket
+        self.secret = secret
 
     def application(self) -> web.Application:
-        return create_proxy(self.upstream)
+        return create_proxy(self.upstream, socket=self.socket, secret=self.secret)
 
     def taken(self, error: BaseException) -> str:
         return f"Cannot serve the Dagster UI on 127.0.0.1:{self.port}: {error}; pass --port another port."

@@ -8,6 +8,7 @@ from datetime import datetime
 from pathlib import Path
 
 from .._files import write_chunks_atomically
+from .._secrets import scrubber
 from ._report import ExperimentReport
 from ._spill import StoredItems
 
@@ -27,7 +28,8 @@ def write_results(report: ExperimentReport, directory: Path) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     target = directory / results_filename(report)
     report.results_path = str(target)
-    write_chunks_atomically(target, results_json(report))
+    clean = scrubber()  # a message in the report (a gate's, an item's error) may quote a server's echo
+    write_chunks_atomically(target, (clean(chunk.decode("utf-8")).encode("utf-8") for chunk in results_json(report)))
     return target
 
 

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._secrets import Scrubber, scrub, scrubber
 from ._report import Evaluation, ExperimentReport, ItemResult, Stats
 from ._spans import span_row
 
 
 def output_row(run_id: str, item: ItemResult) -> dict[str, Any]:
+    clean = scrubber()
     return {
         "run_id": run_id, "item_index": item.index, "run_index": item.run_index, "input": item.item,
-        "output": item.output, "metadata": item.metadata, "status": item.status, "error": item.error,
-        "traceback": item.traceback, "latency_ms": item.latency_ms, "tokens": item.tokens,
+        "output": item.output, "metadata": item.metadata, "status": item.status, "error": _text(clean, item.error),
+        "traceback": _text(clean, item.traceback), "latency_ms": item.latency_ms, "tokens": item.tokens,
         "cost_usd": item.cost_usd, "input_hash": item.input_hash, "item_id": item.item_id,
     }
 
@@ -23,11 +25,15 @@ def span_rows(run_id: str, item: ItemResult) -> list[dict[str, Any]]:
 
 
 def score_rows(run_id: str, item: ItemResult) -> list[dict[str, Any]]:
+    """The `scores` rows of `item`; a reason, error or raw answer never carries a secret the process knows
+    (a judge or a proxy may echo the key, a password or a token into it)."""
+    clean = scrubber()
     return [
         {
             "run_id": run_id, "item_index": item.index, "run_index": item.run_index, "evaluator": name,
-            "score": ev.score, "raw_score": ev.raw_score, "reason": ev.reason, "status": ev.status,
-            "passed": ev.passed, "error": ev.error, "raw_response": ev.raw_response, "cached": ev.cached,
+            "score": ev.score, "raw_score": ev.raw_score, "reason": _text(clean, ev.reason),
+            "status": ev.status, "passed": ev.passed, "error": _text(clean, ev.error),
+            "raw_response": _text(clean, ev.raw_response), "cached": ev.cached,
             "judge_model": ev.judge_model, "latency_ms": ev.latency_ms, "tokens": ev.tokens,
             "cost_usd": ev.cost_usd, "judge_calls": ev.judge_calls,
             "turns": None if ev.turns is None else [t.model_dump(mode="json") for t in ev.turns],
@@ -50,7 +56,7 @@ def aggregate_rows(report: ExperimentReport) -> list[dict[str, Any]]:
 
 def verdict_rows(report: ExperimentReport) -> list[dict[str, Any]]:
     return [
-        {"run_id": report.id, "name": a.name, "passed": a.passed, "message": a.message,
+        {"run_id": report.id, "name": a.name, "passed": a.passed, "message": scrub(a.message),
          "actual": a.actual, "expected": a.expected, "gate": a.gate}
         for a in report.assertions
     ]
@@ -100,3 +106,7 @@ def _now_iso() -> str:
     from datetime import UTC, datetime
 
     return datetime.now(UTC).isoformat()
+
+
+def _text(clean: Scrubber, text: str | None) -> str | None:
+    return None if text is None else clean(text)

@@ -16,6 +16,7 @@ from typing import Any, Literal, Protocol, TypeVar, overload
 
 from .._errors import StoreError
 from .._files import disk_full
+from .._testing import apause_point
 from .._timeouts import FinishedWhileCancelled
 from ..results._report import ExperimentReport, ItemResult
 from ..results._results_file import write_results
@@ -309,6 +310,7 @@ async def _execute(plan: RunPlan, observer: Observer | None) -> ExperimentReport
     finally:
         report = finish(plan, items, status, worked_ms=worked[-1] if worked else None)
         plan.experiment.last_report = report
+    await apause_point("after-finish")  # tests: an interrupt once the run is stored completed, before it is reported
     if observer:
         observer.on_finish(report)
     return report

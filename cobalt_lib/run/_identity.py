@@ -15,8 +15,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .._secrets import safe_url
 from ..evaluators._evaluator import Evaluator
-from ..llm._network import safe_url
 from ..llm._providers import Endpoint
 from ..results._evaluation_identity import AgentIdentity, DatasetIdentity, EvaluationIdentity, EvaluatorIdentity
 

@@ -3,7 +3,7 @@ the exchange of Dagster's shards, and reading stored runs back as reports."""
 
 from __future__ import annotations
 
-from ._exchange import Exchange, redact_url
+from ._exchange import Exchange
 from ._history import load_report, resolve_run, stored_item_batches, stored_items
 from ._store import TABLES, Store
 from ._writer import BatchWriter
@@ -14,7 +14,6 @@ __all__ = [
     "Exchange",
     "Store",
     "load_report",
-    "redact_url",
     "resolve_run",
     "stored_item_batches",
     "stored_items",

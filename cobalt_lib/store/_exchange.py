@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._errors import ConfigError
+from .._secrets import scrub
 from ._tables import read_rows_sql, write_rows
 from ._values import MAX_VALUE_BYTES, VALUES_DIR
 
@@ -43,11 +44,6 @@ EXCHANGE_DIR = "exchange"
 #: The tables a part holds, in the order they are written (the marker last commits them).
 PART_TABLES = ("scores", "spans", "outputs")
 _PART = re.compile(r"part-(\d{6})-([0-9a-f]+)\.json$")
-
-
-def redact_url(location: str) -> str:
-    """`location` with any credentials in it (`s3://key:secret@bucket`) replaced: safe for messages."""
-    return re.sub(r"(://)[^/@]*@", r"\1***@", location)
 
 
 @dataclass(frozen=True)
@@ -93,7 +89,7 @@ class Exchange:
         return cls(location, values=config.output_path / VALUES_DIR, max_value_bytes=config.store.max_value_bytes)
 
     def __str__(self) -> str:
-        return redact_url(self.location)
+        return scrub(self.location)
 
     # -- the files -------------------------------------------------------------------------------
 
@@ -179,7 +175,7 @@ class Exchange:
             try:
                 self._fs = fsspec.core.url_to_fs(self.location)
             except (ImportError, ValueError) as exc:
-                raise ConfigError(f"Cannot open the exchange {self}: {redact_url(str(exc))} "
+                raise ConfigError(f"Cannot open the exchange {self}: {scrub(str(exc))} "
                                   "(an s3:// exchange needs the s3 extra: pip install 'cobalt-evals[s3]').") from None
         fs, root = self._fs
         return fs, str(root).rstrip("/")

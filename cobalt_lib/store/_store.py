@@ -46,7 +46,7 @@ from ._store_identity import RunIdentities
 from ._store_labels import LabelRows
 from ._store_spans import SpanRows
 from ._store_variants import VariantRuns
-from ._tables import TABLES, decode, fetch, make_tables, present_columns
+from ._tables import TABLES, decode, duckdb_said, fetch, make_tables, present_columns
 from ._values import MAX_VALUE_BYTES, VALUES_DIR, restore
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ _DAMAGE_WORDS = ("Could not read enough bytes", "not a valid DuckDB database", "
 
 def unusable(path: Path, exc: Exception) -> StoreError:
     """A store file DuckDB cannot use (not a lock): one sentence saying what to do."""
-    said = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    said = duckdb_said(exc)
     if "No space left on device" in said:
         return StoreError(f"The disk holding the results store {path} is full ({said}); free some space and "
                           "run the command again.")
@@ -217,7 +217,8 @@ class Store(DagsterRuns, JudgeBatches, LabelRows, SpanRows, VariantRuns, RunIden
                 if not (locked or mixed):
                     raise unusable(self.path, exc) from None
                 if time.monotonic() > deadline:
-                    raise StoreLocked(f"Cannot open the results store {self.path}: {exc}", _holder(str(exc))) from None
+                    raise StoreLocked(f"Cannot open the results store {self.path}: {duckdb_said(exc)}",
+                                      _holder(str(exc))) from None
                 if not told and time.monotonic() - started > WAIT_NOTICE_SECONDS:
                     told = True  # a long silent stall looks like a hang: say who holds the file
                     print(f"cobalt: waiting for the results store {self.path}, which another process holds "
@@ -663,7 +664,7 @@ class Store(DagsterRuns, JudgeBatches, LabelRows, SpanRows, VariantRuns, RunIden
                 return
             except duckdb.IOException as exc:
                 if not any(word in str(exc) for word in _LOCK_WORDS) or time.monotonic() > deadline:
-                    raise StoreError(f"Cannot open the results store {self.path}: {exc}") from None
+                    raise StoreError(f"Cannot open the results store {self.path}: {duckdb_said(exc)}") from None
                 time.sleep(delay * (0.5 + random.random()))
                 delay = min(delay * 2, 0.5)
 

@@ -97,6 +97,13 @@ _NOTED = {"outputs", "scores", "spans"}
 JSON_COLUMNS = {name for cols in TABLES.values() for name, kind in cols if kind == "JSON"}
 
 
+def duckdb_said(exc: BaseException) -> str:
+    """What DuckDB said, its first line alone: the advice after it (`Try setting 'auto_detect' to true...`,
+    a `LINE 1:` caret under cobalt's own SQL) is for the author of a query, not for a user of cobalt."""
+    text = str(exc).strip()
+    return text.splitlines()[0].strip() if text else type(exc).__name__
+
+
 def fetch(con: Any, sql: str, params: Sequence[Any]) -> list[dict[str, Any]]:
     """A query's rows on `con` as dicts, JSON columns decoded."""
     cursor = con.execute(sql, list(params))

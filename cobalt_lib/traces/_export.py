@@ -16,6 +16,7 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._secrets import scrub_loggers
 from ..results._report import Evaluation, ItemResult
 from ..results._spans import SpanRecord
 
@@ -85,6 +86,8 @@ def logger_provider() -> LoggerProvider:
     from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
     from opentelemetry.sdk.resources import Resource
 
+    # The SDK logs a failed export with the endpoint's URL (a `?token=` in it) and its exception: scrubbed
+    scrub_loggers("opentelemetry")
     given = {} if os.environ.get("OTEL_SERVICE_NAME") else {"service.name": "cobalt"}
     provider = LoggerProvider(resource=Resource.create(given))
     provider.add_log_record_processor(BatchLogRecordProcessor(OTLPLogExporter()))

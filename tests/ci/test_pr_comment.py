@@ -231,6 +231,22 @@ def test_github_refusing_the_call_is_one_sentence_without_the_token(
         assert [r["method"] for r in hub.requests[1:]] == ["GET", "GET", "GET", "GET", "POST"]
 
 
+def test_a_token_the_api_echoes_back_is_never_printed(
+        ci_project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import base64
+    from urllib.parse import quote
+
+    run_qa(monkeypatch, "ci:1")
+    encoded = base64.b64encode(TOKEN.encode()).decode()
+    with github() as hub:
+        in_pull_request(monkeypatch, hub, ci_project)
+        hub.refusals.append((401, {"message": f"Bad credentials: {TOKEN} (Authorization: token {TOKEN}, as sent: "
+                                              f"{quote(TOKEN)}, {encoded})"}))
+        code, out, err = cobalt(capsys, "ci", "comment", "--tag", "ci:1", "--baseline-tag", "branch:main")
+    assert code == 2 and "GitHub answered HTTP 401" in err and "Bad credentials: ***" in err, err
+    assert [s for s in (TOKEN, encoded) if s in out + err] == []
+
+
 def test_an_item_whose_agent_call_failed_is_listed_with_its_error(
         ci_project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     run_qa(monkeypatch, "branch:main")

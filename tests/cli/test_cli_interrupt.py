@@ -118,3 +118,18 @@ def test_an_interrupt_before_any_run_exits_cleanly_and_stores_nothing(
         assert (proc.returncode, err.splitlines()[-1]) == (130, "interrupted"), out + err
     else:
         assert proc.returncode in (-signal.SIGTERM, 143), out + err
+
+
+def test_an_interrupt_after_the_run_is_stored_completed_says_it_completed(project: Path) -> None:
+    """The Ctrl-C race: the signal lands once the run is stored `completed`, while it is being reported."""
+    (project / "experiments").mkdir()
+    (project / "experiments" / "stoppable.cobalt.py").write_text(EXPERIMENT)
+    proc = _start(project, COBALT_TEST_PAUSE="after-finish", COBALT_DAGSTER_RECORD="off")
+    early = _wait_for_pause(proc, "after-finish")
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    err = "".join(early) + err
+    [run] = Store(project / ".cobalt" / "cobalt.duckdb").runs()
+    assert run["status"] == "completed" and proc.returncode == 130, err
+    assert f"interrupted after run {run['run_id']} completed: every item is stored" in err, err
+    assert "--resume" not in err and "(incomplete)" not in err and "Traceback" not in err, err

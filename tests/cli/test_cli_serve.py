@@ -104,7 +104,9 @@ def test_serve_pages_only_prints_its_url_serves_the_pages_and_stops_on_sigint(pr
                               stdin=subprocess.DEVNULL)
     try:
         line = server.stdout.readline() if server.stdout else ""
-        assert line.startswith(f"cobalt pages:     http://127.0.0.1:{port}  (Ctrl-C stops it"), line
+        session = (project / ".cobalt" / "pages-session").read_text().strip()  # 0600: the user's alone
+        assert (project / ".cobalt" / "pages-session").stat().st_mode & 0o777 == 0o600
+        assert line.startswith(f"cobalt pages:     http://127.0.0.1:{port}/?session={session}  (Ctrl-C stops it"), line
         page = httpx.get(f"http://127.0.0.1:{port}/", timeout=10)
         assert page.status_code == 200 and "No runs stored yet" in page.text
         assert "script-src 'self'" in page.headers["content-security-policy"]

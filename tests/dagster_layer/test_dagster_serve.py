@@ -160,7 +160,7 @@ def test_serve_lists_assets_and_checks_and_stops_on_ctrl_c(
     assert (root / ".cobalt" / "dagster").is_dir()  # DAGSTER_HOME is the project's local instance
 
     children = descendants(proc.pid)
-    assert any("dagster-webserver" in args for args in children.values()), children
+    assert any("cobalt_dagster._webserver" in args for args in children.values()), children  # on its Unix socket
     assert any("dagster-daemon" in args for args in children.values()), children
     proc.send_signal(signal.SIGINT)
     code = proc.wait(timeout=scaled(60))  # stops promptly; how promptly is no test's business under load
@@ -210,8 +210,45 @@ def test_another_sites_wipe_assets_is_refused_and_the_history_kept(
     assert rebound.status_code == 421 and "wipeAssets" not in rebound.text
     assert _history(url) == ["p1"]  # intact
 
+    # The webserver itself: on a Unix socket only (no TCP port), in a directory of the user's alone, and a
+    # request sent straight to it (not through the proxy, so without its secret header) is refused.
+    webserver = next(pid for pid, args in descendants(proc.pid).items() if "cobalt_dagster._webserver" in args)
+    sockets = _sockets_of(webserver)
+    assert sockets["tcp"] == [] and len(sockets["unix"]) == 1, sockets
+    inner = sockets["unix"][0]
+    assert os.stat(Path(inner).parent).st_mode & 0o077 == 0  # no one else may enter its directory
+    with httpx.Client(transport=httpx.HTTPTransport(uds=inner)) as direct:
+        straight = direct.post("http://localhost/graphql", json=wipe, headers={"Origin": "http://evil.example"})
+        forged = direct.post("http://localhost/graphql", json=wipe, headers={"X-Cobalt-Proxy": "guessed"})
+    assert (straight.status_code, forged.status_code) == (403, 403) and "wipeAssets" not in straight.text
+    assert _history(url) == ["p1"]
+
     own = httpx.post(f"{url}/graphql", json=wipe, headers={"Origin": url, "Sec-Fetch-Site": "same-origin"},
                      timeout=30)
     assert own.status_code == 200
     assert own.json()["data"]["wipeAssets"]["__typename"] == "AssetWipeSuccess"
     assert _history(url) == []
+
+
+def _sockets_of(pid: int) -> dict[str, list[str]]:
+    """The listening sockets process `pid` holds: TCP addresses (/proc/net/tcp*) and Unix socket paths."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    found: dict[str, list[str]] = {"tcp": [], "unix": []}
+    for table in ("tcp", "tcp6"):
+        for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # LISTEN
+                found["tcp"].append(fields[1])
+    for line in Path("/proc/net/unix").read_text().splitlines()[1:]:
+        fields = line.split()
+        if len(fields) >= 8 and fields[6] in inodes and fields[7].endswith("webserver.sock"):
+            found["unix"].append(fields[7])  # the listening socket and each accepted connection name it
+    found["unix"] = sorted(set(found["unix"]))
+    return found

@@ -390,3 +390,14 @@ def test_item_checks_in_a_csv_column_are_json_text(project: Path) -> None:
     path.write_text(f'input,checks\na,"{good}"\nb,\n')
     data = Dataset.from_file(path)
     assert data[0]["checks"] == [GOOD_CHECK] and data[1] == {"input": "b"}
+
+
+@pytest.mark.parametrize("name", ["deep.jsonl", "deep.json"])
+def test_a_value_nested_5000_levels_names_the_data_file_and_line(tmp_path: Path, name: str) -> None:
+    deep = '{"input": ' + "[" * 5000 + "]" * 5000 + "}"
+    path = tmp_path / name
+    path.write_text('{"input": "ok"}\n' + deep + "\n" if name.endswith("l") else f'[{{"input": "ok"}},\n{deep}]')
+    with pytest.raises(DatasetError) as raised:
+        Dataset.from_file(path)
+    where = f"{path}, line 2" if name.endswith("l") else str(path)
+    assert str(raised.value).startswith(f"{where}: a value is nested deeper than Python can read")

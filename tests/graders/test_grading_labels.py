@@ -150,6 +150,7 @@ def test_a_grade_labelled_by_keyboard_on_the_grading_runs_page(grading: Path, pa
     server = PagesServer(load_config(grading))
     url = server.start()
     try:
+        page.goto(server.login_url)  # the link `cobalt serve` prints: the user's session, for the label writes
         page.goto(f"{url}/runs/{run_id}")
         expect(page.locator("#label-progress")).to_contain_text("0 of 50 (this run has 10 items) labelled for "
                                                                  "openai/off (scale -3..3)")

@@ -86,6 +86,23 @@ def test_failed_requests_of_a_batch_are_eval_errors_and_the_rest_is_scored(batch
     assert report.items[0].evaluations["quality"].score == 0.9
 
 
+def test_one_damaged_line_of_the_results_loses_that_answer_alone(batch_project: Path, llm: FakeLLM) -> None:
+    llm.batches.damaged = {2}
+    report = _experiment(4).run(config=load_config())
+    statuses = [item.evaluations["quality"].status for item in report.items]
+    assert statuses == ["ok", "eval-error", "ok", "ok"]
+    assert "line 2 of its results, this request's answer, is not valid JSON" in (
+        report.items[1].evaluations["quality"].error or "")
+
+
+def test_a_results_body_larger_than_its_requests_need_is_refused_in_one_sentence(batch_project: Path,
+                                                                                 llm: FakeLLM) -> None:
+    llm.batches.padding = 25 * 2**20  # 2 requests: 20 MB is the most cobalt reads, as 10 MB per online answer
+    report = _experiment(2).run(config=load_config())
+    errors = [item.evaluations["quality"].error or "" for item in report.items]
+    assert all("is larger than 20 MB" in e and "check base_url" in e for e in errors), errors
+
+
 def test_an_expired_batch_scores_what_it_answered_and_says_the_rest_expired(batch_project: Path,
                                                                            llm: FakeLLM) -> None:
     llm.batches.expire_after = 2

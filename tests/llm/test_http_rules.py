@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import TEST_KEY
-from http_world import Drop, Endless, LocalCA, Say, counting_proxy, judge_server, make_ca
+from http_world import Drop, Endless, HalfHeaders, LocalCA, Say, counting_proxy, judge_server, make_ca
 
 from cobalt_lib.config._config import JudgeConfig
 from cobalt_lib.llm import Judge, ResponseCache, resolve_judge
@@ -188,6 +188,25 @@ def _proxied(world: World, no_proxy: str | None) -> None:
     assert len(server.received) == 1
 
 
+def _half_headers(world: World) -> None:
+    """A server closing mid-headers is one sentence (retried as a dropped connection), not aiohttp's repr."""
+    with judge_server(HalfHeaders(), HalfHeaders()) as server:
+        evaluation = world.score(server.url + "/v1", retries=1)
+    error = failed(evaluation, f"{server.url}/v1/chat/completions closed the connection before its answer was "
+                               "complete")
+    assert "RawResponseMessage" not in error and "CIMultiDict" not in error and len(server.received) == 2
+
+
+def _proxy_refusing(world: World) -> None:
+    """A proxy that answers 407 is a proxy problem, said so, and not sent on to the judge; its echo is scrubbed."""
+    with judge_server() as server, counting_proxy(refuse=True) as (proxy, seen):
+        world.monkeypatch.setenv("HTTP_PROXY", proxy.replace("://", "://puser:SECRET-proxy-pw-31415@"))
+        evaluation = world.score(server.url + "/v1")
+    error = failed(evaluation, f"the proxy {proxy} refused the request to {server.url}/v1/chat/completions "
+                               "(HTTP 407 Proxy Authentication Required); check the proxy's user and password")
+    assert "SECRET-proxy-pw" not in error and server.received == [] and len(seen) == 1  # not retried either
+
+
 def _user_info(world: World, provider: str) -> None:
     """user:password in base_url is sent as Basic auth, never in the URL; with a Bearer key it replaces the key."""
     with judge_server() as server:
@@ -257,6 +276,9 @@ RULES = [
          lambda w: _proxied(w, None)),
     Rule("NO_PROXY hosts go direct", "httpx _utils.py get_environment_proxies: NO_PROXY entries",
          lambda w: _proxied(w, "localhost,127.0.0.1")),
+    Rule("half-sent headers are one sentence", "stricter: the SDKs show httpx's RemoteProtocolError", _half_headers),
+    Rule("a proxy's 407 is the proxy's refusal", "stricter: the SDKs raise the 407 as the API's own error",
+         _proxy_refusing),
     Rule("user:password is Basic auth in place of the Bearer key", "httpx2 _client.py _build_request_auth: URL "
          "user info becomes BasicAuth, which replaces the SDK's Authorization header",
          lambda w: _user_info(w, "openai")),

@@ -13,6 +13,7 @@ import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import TEST_KEY, write_judge_config
@@ -52,6 +53,20 @@ def answer(question: str) -> str:
     """A toy agent: the capital of a country, by a lookup table."""
     return {"France": "Paris", "Japan": "Tokyo"}.get(question.rstrip("?").split()[-1], "I do not know")
 '''
+
+
+def token_of(root: Path) -> str:
+    """The token of `cobalt mcp --http` in `root`, read from its file as the user's own clients read it."""
+    return (root / ".cobalt" / "mcp-token").read_text(encoding="ascii").strip()
+
+
+def http_client(url: str, root: Path, **options: Any) -> Client:
+    """The SDK's client over streamable HTTP, sending the server's token (`Authorization: Bearer ...`)."""
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    auth = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token_of(root)}"}, timeout=300)
+    return Client(streamable_http_client(url, http_client=auth), **options)
 
 
 def qa_source(answers: list[str]) -> str:

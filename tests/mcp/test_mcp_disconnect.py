@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_project import COBALT, SLOW, server_env
+from mcp_project import COBALT, SLOW, server_env, token_of
 from slowdown import deadline as deadline_in
 
 from cobalt_lib import Store
@@ -102,10 +102,13 @@ def test_a_client_killed_mid_run_stops_the_run_and_keeps_what_finished(tmp_path:
 HTTP_CLIENT = '''
 import sys
 import anyio
+import httpx2
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 async def main():
-    async with Client(sys.argv[1], read_timeout_seconds=300) as client:
+    auth = httpx2.AsyncClient(headers={"Authorization": "Bearer " + open(sys.argv[2]).read().strip()}, timeout=300)
+    async with Client(streamable_http_client(sys.argv[1], http_client=auth), read_timeout_seconds=300) as client:
         async def heard(done, total, message):
             print(f"progress {done:g}", flush=True)
         await client.call_tool("cobalt_run", {"filter": "slow", "no_dagster": True}, progress_callback=heard)
@@ -120,7 +123,8 @@ def test_a_client_dropping_its_http_connection_mid_run_stops_the_run(tmp_path: P
     is the next test's."""
     root = slow_project(tmp_path)
     with http_server(root) as (url, server):
-        client = subprocess.Popen([sys.executable, "-c", HTTP_CLIENT, url], stdout=subprocess.PIPE,
+        client = subprocess.Popen([sys.executable, "-c", HTTP_CLIENT, url, str(root / ".cobalt" / "mcp-token")],
+                                  stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True)
         assert client.stdout is not None
         heard = [client.stdout.readline().strip() for _ in range(3)]
@@ -132,12 +136,13 @@ def test_a_client_dropping_its_http_connection_mid_run_stops_the_run(tmp_path: P
         assert server.poll() is None  # the server itself serves on
 
 
-def _legacy_session_drops_mid_run(url: str) -> None:
+def _legacy_session_drops_mid_run(url: str, token: str) -> None:
     """A 2025-06-18 client by hand (the SDK's client speaks the newest revision): initialize, call
     cobalt_run on the session, read three progress notifications off its stream, then hang up."""
     import httpx
 
-    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json",
+               "authorization": f"Bearer {token}"}
     with httpx.Client(timeout=60) as http:
         hello = http.post(url, headers=headers, json={
             "jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -162,6 +167,6 @@ def _legacy_session_drops_mid_run(url: str) -> None:
 def test_a_2025_session_dropping_its_http_connection_mid_run_stops_the_run(tmp_path: Path) -> None:
     root = slow_project(tmp_path)
     with http_server(root) as (url, _):
-        _legacy_session_drops_mid_run(url)
+        _legacy_session_drops_mid_run(url, token_of(root))
         run = stopped(root)
         assert (run["status"], run["outputs"]) == ("incomplete", [0, 1, 2])

@@ -12,8 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 from fakellm import FakeLLM
-from mcp import Client
-from mcp_project import COBALT, SLOW, anyio_backend, make_project, server_env  # noqa: F401  (anyio_backend: fixture)
+from mcp_project import COBALT, SLOW, anyio_backend, http_client, make_project, server_env  # noqa: F401  (anyio_backend: fixture)
 
 pytestmark = pytest.mark.anyio
 
@@ -37,6 +36,7 @@ class HttpServer:
             found = re.search(r"at (http://127\.0\.0\.1:\d+/mcp)", line)
             if found:
                 self.url = found.group(1)
+            if self.url and "Bearer" in line:  # its token is in its file by now
                 self._ready.set()
         self._ready.set()  # the process ended: the wait below returns, and the assertion says why
 
@@ -62,7 +62,7 @@ def http_server(tmp_path_factory: pytest.TempPathFactory, _llm_server: FakeLLM) 
 
 async def test_streamable_http_serves_the_tools_on_loopback(http_server: HttpServer) -> None:
     assert http_server.url.startswith("http://127.0.0.1:")
-    async with Client(http_server.url) as client:
+    async with http_client(http_server.url, http_server.root) as client:
         names = {t.name for t in (await client.list_tools()).tools}
         assert "cobalt_query" in names and "cobalt_run" in names
         empty = await client.call_tool("cobalt_query", {"sql": "SELECT * FROM runs"})
@@ -91,7 +91,7 @@ async def test_a_cli_run_in_progress_while_the_server_answers_in_a_loop(http_ser
     answers = 0
     seen_running = released = False
     try:
-        async with Client(http_server.url) as client:
+        async with http_client(http_server.url, http_server.root) as client:
             while cli.poll() is None:
                 listed = await client.call_tool("cobalt_results", {})
                 assert not listed.is_error, listed.content
@@ -131,7 +131,7 @@ async def test_a_cancelled_run_call_stops_the_run_and_keeps_what_finished(http_s
     store = Store(http_server.root / ".cobalt" / "cobalt.duckdb")
     # Item 3 waits on the pipe `go`, which nobody writes here: the run cannot finish by itself.
     before = {r["run_id"] for r in store.runs("slow", missing_ok=True)}
-    async with Client(http_server.url) as client:
+    async with http_client(http_server.url, http_server.root) as client:
         with anyio.CancelScope() as scope:
             async def heard(done: float, total: float | None, message: str | None) -> None:
                 if done >= 3:

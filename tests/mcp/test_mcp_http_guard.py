@@ -1,5 +1,6 @@
-"""`cobalt mcp --http` off loopback needs a bearer token and keeps its Host and Origin checks; on loopback
-the checks hold for its own port (issue 22, finding 13). Through the SDK's client over HTTP.
+"""`cobalt mcp --http` needs a bearer token, on loopback too (any local user can reach loopback), and keeps its
+Host and Origin checks for its own port (issue 22, finding 13; issue 33, item 13). Through the SDK's client over
+HTTP, and as another Unix user.
 
 The "outside" address is 127.0.0.2: not one of the loopback names the server trusts (127.0.0.1,
 localhost, ::1), so it is served as any other address would be, yet no other machine can reach it."""
@@ -41,7 +42,7 @@ class Server:
             found = re.search(r"at (http://[^ ]+/mcp)", line)
             if found:
                 self.url = found.group(1)
-            if self.url and ("Bearer" in line or "127.0.0.1" in self.url):
+            if self.url and "Bearer" in line:
                 self.ready.set()
         self.ready.set()
 
@@ -119,13 +120,90 @@ async def test_a_token_from_the_environment_is_never_printed_and_works(start: St
         assert (await client.list_tools()).tools
 
 
-async def test_on_loopback_no_token_and_only_its_own_port_as_host(start: Start) -> None:
+async def test_on_loopback_the_token_kept_in_a_file_of_the_users_alone_is_needed_too(start: Start,
+                                                                                     tmp_path: Path) -> None:
     server = start("127.0.0.1")
-    async with _client(server.url) as client:
+    kept = tmp_path / ".cobalt" / "mcp-token"
+    assert kept.read_text().strip() == server.token and kept.stat().st_mode & 0o777 == 0o600
+    raw = httpx.post(server.url, json=INIT, headers=HEADERS, timeout=10)
+    assert raw.status_code == 401 and "protocolVersion" not in raw.text
+    async with _client(server.url, kept.read_text().strip()) as client:  # as the user's own client reads it
         assert (await client.list_tools()).tools
     port = int(server.url.split(":")[2].split("/")[0])
-    rebound = httpx.post(server.url, json=INIT, headers={**HEADERS, "Host": f"localhost:{port + 1}"}, timeout=10)
+    auth = {**HEADERS, "Authorization": f"Bearer {server.token}"}
+    rebound = httpx.post(server.url, json=INIT, headers={**auth, "Host": f"localhost:{port + 1}"}, timeout=10)
     assert rebound.status_code == 421  # the SDK's own check accepted any port
+    again = start("127.0.0.1")  # the next start keeps the token (clients stay configured) and does not print it
+    assert server.token not in "".join(again.stderr) and str(kept) in "".join(again.stderr)
+    async with _client(again.url, server.token) as client:
+        assert (await client.list_tools()).tools
+    kept.chmod(0o644)
+    done = subprocess.run([COBALT, "mcp", "--http", "--port", "0"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300)  # a refusal before serving: the import of the SDK alone is slow under load
+    assert done.returncode == 2 and "may be read by other users (mode 644)" in done.stderr, done.stderr
+
+
+#: What the other user runs (the system's Python and its standard library: the project's venv lives under
+#: /root, which no other user may enter): each answer's status, and whether the token file could be read.
+PROBE = """
+import json, sys, urllib.error, urllib.request
+url, token_file, pages, init, headers = sys.argv[1:6]
+
+def status(request):
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return answer.status
+    except urllib.error.HTTPError as refused:
+        return refused.code
+
+found = {"mcp": status(urllib.request.Request(url, data=init.encode(), headers=json.loads(headers)))}
+try:
+    open(token_file).read()
+    found["token_file"] = "read"
+except PermissionError:
+    found["token_file"] = "refused"
+found["csrf"] = status(pages + "/api/csrf")
+label = json.dumps({"evaluator": "e", "value": 1}).encode()
+found["label"] = status(urllib.request.Request(pages + "/api/runs/r/items/0/label", data=label, headers={
+    "Origin": pages, "X-CSRF-Token": "guess", "Content-Type": "application/json"}))
+print(json.dumps(found))
+"""
+
+
+def test_another_unix_user_cannot_drive_the_loopback_servers(start: Start, tmp_path: Path) -> None:
+    """As root: a throwaway user, made and deleted here, probes `cobalt mcp --http` and the pages on loopback."""
+    import shutil
+    import tempfile
+
+    if os.geteuid() != 0 or shutil.which("useradd") is None:
+        pytest.skip("making another Unix user needs root and useradd")
+    from cobalt_lib import load_config
+    from cobalt_lib.pages import PagesServer
+
+    server = start("127.0.0.1")
+    pages = PagesServer(load_config(tmp_path))
+    pages_url = pages.start()
+    user = f"cobalt-probe-{os.getpid()}"
+    shared = Path("/nonexistent")
+    subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", user], check=True)
+    try:
+        import json
+
+        shared = Path(tempfile.mkdtemp(prefix="cobalt-probe-"))  # pytest's own directories are root's alone
+        shared.chmod(0o755)
+        probe = shared / "probe.py"
+        probe.write_text(PROBE)
+        probe.chmod(0o644)
+        done = subprocess.run(["runuser", "-u", user, "--", "/usr/bin/python3", str(probe), server.url,
+                               str(tmp_path / ".cobalt" / "mcp-token"), pages_url, json.dumps(INIT),
+                               json.dumps(HEADERS)], capture_output=True, text=True, timeout=120, cwd="/")
+        assert done.returncode == 0, done.stderr
+        found = json.loads(done.stdout)
+    finally:
+        pages.stop()
+        subprocess.run(["userdel", user], check=False)
+        shutil.rmtree(shared, ignore_errors=True)
+    assert found == {"mcp": 401, "token_file": "refused", "csrf": 403, "label": 403}, found
 
 
 def test_a_short_token_in_the_environment_is_a_usage_error(tmp_path: Path) -> None:
@@ -139,7 +217,7 @@ def test_a_short_token_in_the_environment_is_a_usage_error(tmp_path: Path) -> No
 def test_the_host_names_accepted_for_each_bind(monkeypatch: pytest.MonkeyPatch) -> None:
     import socket
 
-    from cobalt_lib.mcp._http_guard import host_names, needs_token, security_settings
+    from cobalt_lib.mcp._http_guard import host_names, security_settings
 
     monkeypatch.setenv("COBALT_MCP_HOSTS", "evals.internal, box.lan")
     everywhere = host_names("0.0.0.0")
@@ -151,6 +229,4 @@ def test_the_host_names_accepted_for_each_bind(monkeypatch: pytest.MonkeyPatch) 
     assert settings.enable_dns_rebinding_protection and settings.allowed_hosts == [
         "127.0.0.1:8765", "localhost:8765", "[::1]:8765"]
     assert settings.allowed_origins == ["http://127.0.0.1:8765", "http://localhost:8765", "http://[::1]:8765"]
-    monkeypatch.delenv("COBALT_MCP_TOKEN", raising=False)
-    assert not needs_token("127.0.0.1") and not needs_token("::1") and needs_token("0.0.0.0")
-    assert needs_token("192.168.1.5") and needs_token("127.0.0.2")
+

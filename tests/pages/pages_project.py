@@ -56,6 +56,8 @@ class Served:
     url: str
     #: Run ids, oldest first: v1 (tag baseline), v2 (tag candidate, one item more), v2 again (tag nightly).
     runs: list[str]
+    #: The user's session (`/?session=...` sets its cookie): label writes need it.
+    session: str = ""
 
     def go(self, page: Any, path: str) -> Any:
         page.goto(self.url + path)
@@ -108,5 +110,5 @@ def served(tmp_path_factory: pytest.TempPathFactory, _llm_server: FakeLLM) -> It
         _llm_server.reset()  # the judge's script is for these runs alone
     server = PagesServer(load_config(root))
     url = server.start()
-    yield Served(root=root, url=url, runs=runs)
+    yield Served(root=root, url=url, runs=runs, session=server.login_url.rsplit("=", 1)[1])
     server.stop()

@@ -42,21 +42,25 @@ def test_a_write_from_another_origin_is_403_and_the_own_origin_with_the_token_re
         served: Served) -> None:
     path = f"/api/runs/{served.runs[0]}/items"
     own_origin = served.url
-    token = httpx.get(served.url + "/api/csrf", timeout=10).json()
+    client = httpx.Client()
+    assert client.get(served.url + "/?session=" + served.session, timeout=10).status_code == 303  # the login link
+    token = client.get(served.url + "/api/csrf", timeout=10).json()
     assert token["header"] == "X-CSRF-Token" and len(token["token"]) >= 40
     header = {"X-CSRF-Token": token["token"]}
 
-    foreign = httpx.post(served.url + path, headers={"Origin": "http://evil.example", **header}, timeout=10)
+    foreign = client.post(served.url + path, headers={"Origin": "http://evil.example", **header}, timeout=10)
     assert foreign.status_code == 403 and "another origin" in foreign.text
-    no_origin = httpx.post(served.url + path, headers=header, timeout=10)
+    no_origin = client.post(served.url + path, headers=header, timeout=10)
     assert no_origin.status_code == 403
-    no_token = httpx.post(served.url + path, headers={"Origin": own_origin}, timeout=10)
+    no_token = client.post(served.url + path, headers={"Origin": own_origin}, timeout=10)
     assert no_token.status_code == 403 and "X-CSRF-Token" in no_token.text
-    wrong_token = httpx.post(served.url + path, headers={"Origin": own_origin, "X-CSRF-Token": "x" * 43},
-                             timeout=10)
+    wrong_token = client.post(served.url + path, headers={"Origin": own_origin, "X-CSRF-Token": "x" * 43},
+                              timeout=10)
     assert wrong_token.status_code == 403
+    no_session = httpx.post(served.url + path, headers={"Origin": own_origin, **header}, timeout=10)
+    assert no_session.status_code == 403 and "needs your session" in no_session.text
     for method in ("POST", "PUT", "DELETE", "PATCH"):
-        passed = httpx.request(method, served.url + path, headers={"Origin": own_origin, **header}, timeout=10)
+        passed = client.request(method, served.url + path, headers={"Origin": own_origin, **header}, timeout=10)
         assert passed.status_code == 405, method  # past the guard: the route itself takes GET only
 
 

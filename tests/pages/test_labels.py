@@ -27,6 +27,8 @@ class Labelled:
     root: Path
     url: str
     run_id: str
+    #: The link `cobalt serve` prints: opening it gives the browser the user's session (labels need it).
+    login: str
 
 
 def _judge(kind: str, body: dict[str, Any]) -> Any:
@@ -45,7 +47,7 @@ def labelled(judged_project: Path, llm: FakeLLM) -> Iterator[Labelled]:
                         ).run(config=load_config(judged_project))
     server = PagesServer(load_config(judged_project))
     url = server.start()
-    yield Labelled(judged_project, url, report.id)
+    yield Labelled(judged_project, url, report.id, server.login_url)
     server.stop()
 
 
@@ -61,6 +63,8 @@ def _labels(root: Path) -> list[tuple[str, str, float, str]]:
 
 @pytest.mark.slow
 def test_three_items_labelled_by_keyboard_alone_survive_a_reload(labelled: Labelled, page: Any) -> None:
+    page.goto(labelled.login)
+    assert "session=" not in page.url  # the secret leaves the address bar at once
     page.goto(f"{labelled.url}/runs/{labelled.run_id}")
     progress = page.locator("#label-progress")
     expect(progress).to_contain_text("0 of 50 (this run has 6 items) labelled for helpful")
@@ -103,26 +107,38 @@ def test_three_items_labelled_by_keyboard_alone_survive_a_reload(labelled: Label
 
 
 @pytest.mark.slow
-def test_a_label_write_without_the_token_or_from_elsewhere_changes_nothing(labelled: Labelled) -> None:
+def test_a_label_write_without_the_session_or_the_token_or_from_elsewhere_changes_nothing(
+        labelled: Labelled) -> None:
     path = f"{labelled.url}/api/runs/{labelled.run_id}/items/0/label"
     body = {"evaluator": "helpful", "value": 1, "note": "forged"}
     own = labelled.url.replace("http://", "")
-    token = httpx.get(labelled.url + "/api/csrf", timeout=10).json()["token"]
     origin = {"Origin": labelled.url}
+    # Without the user's session (another local user, say): no CSRF token, and no write even with a good one.
+    assert httpx.get(labelled.url + "/api/csrf", timeout=10).status_code == 403
+    wrong = httpx.Client(cookies={"cobalt_session": "x" * 43})
+    assert wrong.get(labelled.url + "/api/csrf", timeout=10).status_code == 403
+    browser = httpx.Client()
+    logged_in = browser.get(labelled.login, timeout=10)  # as the browser does: 303 to the page, with the cookie
+    assert logged_in.status_code == 303 and "session=" not in logged_in.headers["location"]
+    assert "httponly" in logged_in.headers["set-cookie"].lower() and "samesite=strict" in logged_in.headers[
+        "set-cookie"].lower()
+    token = browser.get(labelled.url + "/api/csrf", timeout=10).json()["token"]
+    sessionless = httpx.post(path, json=body, headers={**origin, "X-CSRF-Token": token}, timeout=10)
+    assert sessionless.status_code == 403 and "session" in sessionless.text
     attempts = [
-        httpx.post(path, json=body, headers=origin, timeout=10),  # no token
-        httpx.post(path, json=body, headers={**origin, "X-CSRF-Token": "x" * 43}, timeout=10),  # a wrong one
-        httpx.post(path, json=body, headers={"Origin": "http://evil.example", "X-CSRF-Token": token}, timeout=10),
-        httpx.post(path, json=body, headers={"X-CSRF-Token": token}, timeout=10),  # no Origin at all
-        httpx.post(path, json=body, headers={**origin, "X-CSRF-Token": token, "Host": "evil.example"}, timeout=10),
+        browser.post(path, json=body, headers=origin, timeout=10),  # no token
+        browser.post(path, json=body, headers={**origin, "X-CSRF-Token": "x" * 43}, timeout=10),  # a wrong one
+        browser.post(path, json=body, headers={"Origin": "http://evil.example", "X-CSRF-Token": token}, timeout=10),
+        browser.post(path, json=body, headers={"X-CSRF-Token": token}, timeout=10),  # no Origin at all
+        browser.post(path, json=body, headers={**origin, "X-CSRF-Token": token, "Host": "evil.example"}, timeout=10),
     ]
     assert [r.status_code for r in attempts] == [403, 403, 403, 403, 421]
     assert _labels(labelled.root) == []
-    bad = httpx.post(path, json={"evaluator": "helpful", "value": 7}, headers={**origin, "X-CSRF-Token": token},
-                     timeout=10)
+    bad = browser.post(path, json={"evaluator": "helpful", "value": 7}, headers={**origin, "X-CSRF-Token": token},
+                       timeout=10)
     assert bad.status_code == 400 and "takes a number from 0 to 1" in bad.json()["error"]
     assert _labels(labelled.root) == []
-    done = httpx.post(path, json=body, headers={**origin, "X-CSRF-Token": token, "Host": own}, timeout=10)
+    done = browser.post(path, json=body, headers={**origin, "X-CSRF-Token": token, "Host": own}, timeout=10)
     assert done.status_code == 200 and done.json()["label"]["value"] == 1.0
     assert _labels(labelled.root) == [("helpful", "q0", 1.0, "forged")]
 
