@@ -43,10 +43,11 @@ from ._store_batches import JudgeBatches
 from ._store_dagster import DagsterRuns
 from ._store_history import RunPages
 from ._store_identity import RunIdentities
+from ._store_items import ItemReads
 from ._store_labels import LabelRows
 from ._store_spans import SpanRows
 from ._store_variants import VariantRuns
-from ._tables import TABLES, decode, duckdb_said, fetch, make_tables, present_columns
+from ._tables import TABLES, decode, duckdb_said, make_tables, present_columns
 from ._values import MAX_VALUE_BYTES, VALUES_DIR, restore
 
 if TYPE_CHECKING:
@@ -93,8 +94,6 @@ def _holder(message: str) -> str:
     return found.group(1) if found else "its lock"
 
 
-#: A JSON object's key (`"country":`), which an item search skips: it matches values, not field names.
-JSON_KEY = r'"(?:[^"\\]|\\.)*"\s*:'
 #: The store's file name under the project's output directory.
 STORE_FILE = "cobalt.duckdb"
 
@@ -123,7 +122,7 @@ def _shared() -> dict[str, Any]:
     return held
 
 
-class Store(DagsterRuns, JudgeBatches, LabelRows, SpanRows, VariantRuns, RunIdentities, RunPages):
+class Store(DagsterRuns, JudgeBatches, LabelRows, SpanRows, VariantRuns, RunIdentities, RunPages, ItemReads):
     """The DuckDB file under `.cobalt/`, and the one place that speaks SQL to it: every read and write
     of the tables is a method here. Every method opens its own short connection, except that
     reads inside a `reading()` block share the block's."""
@@ -514,112 +513,6 @@ class Store(DagsterRuns, JudgeBatches, LabelRows, SpanRows, VariantRuns, RunIden
         rows = self.query(f"SELECT * FROM {table} WHERE run_id = ?{order}", [run_id])
         restore(rows, self.values_dir)
         return rows
-
-    def item_chunk(self, run_id: str, *, after: tuple[int, int] | None = None, limit: int = 2000,
-                   with_scores: bool = True) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """One chunk of a streamed read of a run's items, over one short connection: up to `limit`
-        `outputs` rows after the key `after` (item_index, run_index), in key order, and the `scores`
-        rows of those keys (by key, then evaluator)."""
-        index, repeat = after if after is not None else (-1, -1)
-        with self.connect(read_only=True) as con:
-            outputs = fetch(con, "SELECT * FROM outputs WHERE run_id = ? AND (item_index > ? OR "
-                                  "(item_index = ? AND run_index > ?)) ORDER BY item_index, run_index LIMIT ?",
-                             [run_id, index, index, repeat, int(limit)])
-            if not outputs or not with_scores:
-                return outputs, []
-            low, high = outputs[0], outputs[-1]
-            scores = fetch(con, "SELECT * FROM scores WHERE run_id = ? "
-                                 "AND (item_index > ? OR (item_index = ? AND run_index >= ?)) "
-                                 "AND (item_index < ? OR (item_index = ? AND run_index <= ?)) "
-                                 "ORDER BY item_index, run_index, evaluator",
-                            [run_id, low["item_index"], low["item_index"], low["run_index"],
-                             high["item_index"], high["item_index"], high["run_index"]])
-        restore(outputs, self.values_dir)
-        restore(scores, self.values_dir)
-        return outputs, scores
-
-    # Reads for cobalt's pages (`cobalt_lib.pages`): each one short read-only connection, so a page
-    # never holds the file while a run in progress wants to write.
-
-    def item_page(self, run_id: str, *, offset: int = 0, limit: int = 50, sort: str = "index",
-                  descending: bool = False, search: str = "", only: str | None = None,
-                  ) -> tuple[int, list[dict[str, Any]]]:
-        """One page of a run's `outputs` rows, each with its `scores` rows under `scores`, and how many
-        rows match. `sort`: index, status, latency, tokens, cost or `score:EVALUATOR`; `only`:
-        `failures` (agent error, eval-error or a score below its pass mark) or `eval-errors`;
-        `search`: a case-insensitive substring of the values in input or output, the error or a reason."""
-        evaluator = sort.removeprefix("score:") if sort.startswith("score:") else ""
-        order = {"status": "o.status", "latency": "o.latency_ms", "tokens": "o.tokens", "cost": "o.cost_usd",
-                 }.get(sort, "s.sort_score" if evaluator else "o.item_index")
-        where = {"failures": " AND (o.status <> 'ok' OR coalesce(s.eval_error OR s.below, false))",
-                 "eval-errors": " AND coalesce(s.eval_error, false)"}.get(only or "", "")
-        params: list[Any] = [evaluator, run_id, run_id]
-        if search:
-            # values, not field names: `country` must not match every item whose input has that key
-            where += (" AND contains(lower(concat_ws(' ', regexp_replace(CAST(o.input AS VARCHAR), ?, ' ', 'g'), "
-                      "regexp_replace(CAST(o.output AS VARCHAR), ?, ' ', 'g'), o.error, s.reasons)), ?)")
-            params += [JSON_KEY, JSON_KEY]
-            params.append(search.lower())
-        sql = (
-            "WITH s AS (SELECT item_index, run_index, bool_or(status <> 'ok') AS eval_error, "
-            "bool_or(passed = false) AS below, max(score) FILTER (WHERE evaluator = ?) AS sort_score, "
-            "string_agg(concat_ws(' ', reason, error), ' ') AS reasons FROM scores WHERE run_id = ? "
-            "GROUP BY item_index, run_index) "
-            "SELECT o.*, count(*) OVER () AS matched FROM outputs o LEFT JOIN s USING (item_index, run_index) "
-            f"WHERE o.run_id = ?{where} ORDER BY {order} {'DESC' if descending else 'ASC'} NULLS LAST, "
-            f"o.item_index, o.run_index LIMIT {int(limit)} OFFSET {int(offset)}")
-        with self.connect(read_only=True) as con:
-            rows = fetch(con, sql, params)
-            keys = sorted({r["item_index"] for r in rows})
-            scores = fetch(con, "SELECT * FROM scores WHERE run_id = ? AND item_index IN (SELECT unnest(?)) "
-                                 "ORDER BY evaluator", [run_id, keys]) if keys else []
-        by_key: dict[tuple[int, int], list[dict[str, Any]]] = {}
-        for score in scores:
-            by_key.setdefault((score["item_index"], score["run_index"]), []).append(score)
-        for row in rows:
-            row["scores"] = by_key.get((row["item_index"], row["run_index"]), [])
-        return (int(rows[0].pop("matched")) if rows else 0), [{k: v for k, v in r.items() if k != "matched"}
-                                                               for r in rows]
-
-    def item_records(self, run_id: str, index: int) -> list[dict[str, Any]]:
-        """Every repeat of item `index` of a run: its `outputs` rows, each with its `scores` rows."""
-        with self.connect(read_only=True) as con:
-            rows = fetch(con, "SELECT * FROM outputs WHERE run_id = ? AND item_index = ? ORDER BY run_index",
-                          [run_id, index])
-            scores = fetch(con, "SELECT * FROM scores WHERE run_id = ? AND item_index = ? ORDER BY evaluator",
-                            [run_id, index])
-        restore(rows, self.values_dir)
-        restore(scores, self.values_dir)
-        for row in rows:
-            row["scores"] = [s for s in scores if s["run_index"] == row["run_index"]]
-        return rows
-
-    def live_counts(self, run_id: str) -> dict[str, int]:
-        """What a run has stored so far: agent calls done, failed and timed out; scores and eval-errors."""
-        rows = self.query(
-            "SELECT (SELECT count(*) FROM outputs WHERE run_id = $1) AS done, "
-            "(SELECT count(*) FROM outputs WHERE run_id = $1 AND status = 'error') AS errors, "
-            "(SELECT count(*) FROM outputs WHERE run_id = $1 AND status = 'timeout') AS timeouts, "
-            "(SELECT count(*) FROM scores WHERE run_id = $1) AS scored, "
-            "(SELECT count(*) FROM scores WHERE run_id = $1 AND status <> 'ok') AS eval_errors", [run_id])
-        return {k: int(v or 0) for k, v in rows[0].items()}
-
-    def score_bins(self, run_id: str, bins: int = 10) -> list[dict[str, Any]]:
-        """Per evaluator, how many ok scores (0..1) fall in each of `bins` equal bins; with each
-        evaluator's count, mean, passes and eval-errors so far (a run in progress has no aggregates yet)."""
-        return self.query(
-            "SELECT evaluator, least(greatest(floor(score * $2), 0), $2 - 1)::INTEGER AS bin, count(*) AS n "
-            "FROM scores WHERE run_id = $1 AND status = 'ok' AND score IS NOT NULL GROUP BY ALL "
-            "UNION ALL SELECT evaluator, -1, count(*) FILTER (WHERE status <> 'ok') FROM scores "
-            "WHERE run_id = $1 GROUP BY ALL ORDER BY evaluator, bin", [run_id, bins])
-
-    def rows_of(self, table: str, run_ids: Sequence[str]) -> list[dict[str, Any]]:
-        """The `aggregates` or `verdicts` rows of several runs at once (the runs list, trends)."""
-        if table not in ("aggregates", "verdicts"):
-            raise ValueError(f"rows_of reads aggregates or verdicts, not {table!r}")
-        if not run_ids:
-            return []
-        return self.query(f"SELECT * FROM {table} WHERE run_id IN (SELECT unnest(?))", [list(run_ids)])
 
     @contextmanager
     def snapshot(self) -> Iterator[Any]:

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from slowdown import scaled
 
 from cobalt_lib import Store
 
@@ -23,8 +24,8 @@ COBALT = str(Path(sys.executable).parent / "cobalt")
 
 pytestmark = pytest.mark.slow
 
-# N items; from item STUCK on the agent says so and hangs; item 0 first waits on the pipe HOLD; CALLS: a file
-# each agent call appends its index to.
+# N items; from item STUCK on the agent says so and hangs; item HOLD_AT (0) first waits on the pipe HOLD; CALLS:
+# a file each agent call appends its index to.
 EXPERIMENT = '''
 import asyncio, os, sys
 from cobalt_lib import Dataset, Evaluator, experiment
@@ -35,7 +36,7 @@ STUCK = int(os.environ.get("STUCK", "-1"))
 @experiment("lease", Dataset([{"input": f"q{i}", "expected_output": f"a{i}"} for i in range(N)]), concurrency=1,
             timeout=600, evaluators=[Evaluator(name="exact", type="exact-match", field="expected_output")])
 async def agent(ctx):
-    if ctx.index == 0 and os.environ.get("HOLD"):
+    if ctx.index == int(os.environ.get("HOLD_AT", "0")) and os.environ.get("HOLD"):
         print("cobalt-testing: paused at hold", file=sys.stderr, flush=True)
         await asyncio.to_thread(lambda: open(os.environ["HOLD"]).read())
     if STUCK >= 0 and ctx.index >= STUCK:
@@ -148,16 +149,54 @@ def killed_template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str
     return template, run_id, _calls(template)
 
 
-@pytest.mark.parametrize("attempt", range(20))
+def _race(project: Path, run_id: str) -> list[tuple[int, str]]:
+    """Two `--resume` of the run started together; whichever proceeds waits at its first item (3) until the
+    other has ended, so the refused one always meets a run in progress, never a completed one. Returns each
+    process's exit code and stderr; fails at once if both reach an item (both took the run)."""
+    hold = project / "hold.fifo"
+    os.mkfifo(hold)
+    both = [_start(project, "--resume", run_id, HOLD=str(hold), HOLD_AT="3") for _ in range(2)]
+    settled = threading.Event()
+    paused: list[int] = []
+    errs: dict[int, str] = {}
+
+    def watch(i: int, proc: subprocess.Popen[str]) -> None:
+        assert proc.stderr is not None
+        seen = []
+        for line in proc.stderr:
+            seen.append(line)
+            if "paused at hold" in line:
+                paused.append(i)
+                if len(paused) == 2:
+                    settled.set()
+        errs[i] = "".join(seen)
+        settled.set()  # its stderr closed: the process ended
+
+    watchers = [threading.Thread(target=watch, args=(i, p), daemon=True) for i, p in enumerate(both)]
+    for w in watchers:
+        w.start()
+    assert settled.wait(scaled(300)), "neither resume ended nor reached an item"
+    with open(hold, "w") as fh:  # let the one that proceeds (or both, when that is the bug) go on
+        fh.write("go\n")
+    for proc in both:
+        assert proc.stdout is not None
+        proc.stdout.read()
+        proc.wait(timeout=scaled(300))
+    for w in watchers:
+        w.join()
+    assert len(paused) < 2, f"both resumes worked on the run: {errs}"
+    return [(p.returncode, errs[i]) for i, p in enumerate(both)]
+
+
+@pytest.mark.parametrize("attempt", range(5))
 def test_two_resumes_of_a_killed_run_started_together_one_proceeds_the_other_refuses(
         killed_template: tuple[Path, str, list[int]], tmp_path: Path, attempt: int) -> None:
     template, run_id, done_before = killed_template
     project = tmp_path / "proj"
     shutil.copytree(template, project)
-    both = [_start(project, "--resume", run_id) for _ in range(2)]
-    results = [(p.communicate(timeout=300), p.returncode) for p in both]
-    assert sorted(code for _, code in results) == [0, 2], results
-    [((_, refusal), _)] = [r for r in results if r[1] == 2]
+    results = _race(project, run_id)
+    assert sorted(code for code, _ in results) == [0, 2], results
+    [refusal] = [err for code, err in results if code == 2]
     # under load the refused process may first say it waits for the store the other one holds
     *notices, last = refusal.strip().splitlines()
     assert all(n.startswith("cobalt: waiting for the results store") for n in notices), refusal
