@@ -38,6 +38,8 @@ class Site:
     url: str
     runs: dict[str, str] = field(default_factory=dict)
     group_id: str = ""
+    #: The link `cobalt serve` prints: opening it gives the browser the user's session (label writes need it).
+    login_url: str = ""
 
 
 def _respond(kind: str, body: dict[str, Any]) -> Reply:
@@ -164,5 +166,6 @@ def site(tmp_path_factory: pytest.TempPathFactory, _llm_server: FakeLLM) -> Iter
             os.environ["OPENAI_API_KEY"] = saved
     server = PagesServer(load_config(built.root))
     built.url = server.start()
+    built.login_url = server.login_url
     yield built
     server.stop()

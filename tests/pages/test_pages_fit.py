@@ -64,6 +64,7 @@ def _focused(page: Any) -> str | None:
 
 
 def test_the_keyboard_keeps_its_place_and_walks_the_items_in_the_detail(site: Site, page: Any) -> None:
+    page.goto(site.login_url)  # the user's session, for the label written on the way
     page.goto(f"{site.url}/runs/{site.runs['labelled-b']}")
     page.locator("#item-table tr.item-row").first.wait_for()
     for _ in range(11):
