@@ -282,9 +282,11 @@ def test_a_dataset_item_json_allows_but_cobalt_cannot_store_names_its_file_and_l
     result = _cobalt(project, "run", "--ci")
     assert result.returncode == 2, result.stderr
     [line] = result.stderr.strip().splitlines()
-    # The only experiment file is the broken one: discovery skips it, names why, and finds nothing to run.
+    # The only experiment file is the broken one: the headline is the cause, naming the file and the data line.
+    assert line.startswith(f"error: {project / 'experiments' / 'bad.cobalt.py'} did not load: "), line
     assert f"{project / 'experiments' / '..' / 'items.jsonl'}, {said.rstrip('.')}" in line, line
-    assert line.startswith("error: No experiments found"), line
+    assert line.endswith("it is the only experiment file in experiments/ matching **/*.cobalt.py, "
+                         "**/*_experiment.py, so nothing ran."), line
     assert not _calls(project)  # before any agent call
 
 
