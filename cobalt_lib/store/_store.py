@@ -163,6 +163,7 @@ class Store(DagsterRuns, JudgeBatches, LabelRows, SpanRows, VariantRuns, RunIden
         if key in held or not self.path.exists():  # nested, or nothing to read: each read as usual
             yield
             return
+        self._take_waiting()  # the one write a read may need, before the block's reads (which cannot write)
         with self.connect(read_only=True) as con:
             held[key] = con
             try:
