@@ -94,16 +94,22 @@ class RunPages:
 
     def previous_runs(self, run_ids: Sequence[str]) -> dict[str, str]:
         """`{run_id: the run before it}`: the newest completed run of the same experiment and variant that
-        started before it, for each of `run_ids` that has one."""
+        started before it, for each of `run_ids` that has one. One top-1 scan per run, all in one statement
+        (a correlated subquery is planned as a join of every run with every run before it)."""
         if not run_ids:
             return {}
         marks = ", ".join("?" * len(run_ids))
-        rows = self._counted(
-            "SELECT r.run_id, (SELECT p.run_id FROM runs p WHERE p.experiment = r.experiment "
-            "AND coalesce(p.variant, '') = coalesce(r.variant, '') AND p.status = 'completed' "
-            "AND (p.started_at < r.started_at OR (p.started_at = r.started_at AND p.run_id < r.run_id)) "
-            f"ORDER BY p.started_at DESC, p.run_id DESC LIMIT 1) AS previous FROM runs r WHERE r.run_id IN ({marks})",
-            list(run_ids))
+        runs = self._counted(f"SELECT run_id, experiment, variant, started_at FROM runs WHERE run_id IN ({marks})",
+                             list(run_ids))
+        if not runs:
+            return {}
+        one = ("SELECT ? AS run_id, (SELECT run_id FROM runs WHERE experiment = ? AND coalesce(variant, '') = ? "
+               "AND status = 'completed' AND (started_at < ? OR (started_at = ? AND run_id < ?)) "
+               "ORDER BY started_at DESC, run_id DESC LIMIT 1) AS previous")
+        params: list[Any] = []
+        for r in runs:
+            params += [r["run_id"], r["experiment"], r["variant"] or "", r["started_at"], r["started_at"], r["run_id"]]
+        rows = self._counted(" UNION ALL ".join([one] * len(runs)), params)
         return {str(r["run_id"]): str(r["previous"]) for r in rows if r["previous"] is not None}
 
     def run_count(self, selection: RunSelection = RunSelection()) -> int:
