@@ -18,6 +18,7 @@ from cobalt_lib.datasets import VersionInfo, list_versions
 from ._assets import ExperimentDefs
 from ._automation import variant_runs
 from ._names import DATASETS_PREFIX, dataset_key
+
 #: Where Dagster keeps an event's data version (its `DATA_VERSION_TAG`, not in the public namespace).
 DATA_VERSION_TAG = "dagster/data_version"
 SENSOR_NAME = "cobalt_dataset_versions"
@@ -55,7 +56,7 @@ def followers(config: Config, defs: Sequence[ExperimentDefs]) -> dict[str, list[
         if stored is None or stored.pinned:
             what = f"pins {stored.ref}" if stored is not None else "does not read a stored dataset"
             raise ConfigError(f"[datasets] evaluate_on_new_version names experiment {name!r}, which {what}; it "
-                              "needs Dataset.from_store(NAME) without a version, so that a new version is what it reads.")
+                              "needs Dataset.from_store(NAME) without a version, so that it reads each new version.")
         found.setdefault(stored.name, []).append(target)
     return found
 

@@ -63,8 +63,8 @@ def add_from_labels(store: Store, name: str, experiment: str, *, evaluator: str 
 def _label_origin(label: dict[str, Any], held: dict[str, Any]) -> dict[str, Any]:
     return {"run_id": label.get("run_id") or held["run_id"], "experiment": label.get("experiment"),
             "item_index": label.get("item_index") if label.get("run_id") else held["item_index"],
-            "label": {"evaluator": label.get("evaluator"), "value": label.get("value"), "note": label.get("note") or None,
-                      "who": label.get("who")}}
+            "label": {"evaluator": label.get("evaluator"), "value": label.get("value"),
+                      "note": label.get("note") or None, "who": label.get("who")}}
 
 
 def _append(store: Store, name: str, rows: list[Row], where: str) -> PushOutcome:

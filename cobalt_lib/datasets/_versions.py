@@ -57,7 +57,8 @@ def _rows_with_split(items: list[dict[str, Any]], split: str | None, path: Path)
     for i, item in enumerate(items):
         value = item[split]
         if not isinstance(value, str | int) or isinstance(value, bool) or str(value) == "":
-            raise DatasetError(f"{path}, item {i}: field {split!r} is {value!r}; a split is a non-empty text or number.")
+            raise DatasetError(f"{path}, item {i}: field {split!r} is {value!r}; a split is a non-empty text or "
+                               "number.")
     return [{"item": item, "split": str(item[split]), "origin": None} for item in items]
 
 

@@ -105,7 +105,8 @@ class DatasetRows:
         return [{**row, "input": _json(row["input"])} for row in rows]
 
     def items_by_id(self, experiment: str, item_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """`{item_id: {run_id, item_index, input}}`: each of `item_ids` as the experiment's newest run holding it stored it."""
+        """`{item_id: {run_id, item_index, input}}`: each of `item_ids` as the experiment's newest run holding it
+        stored it."""
         if not item_ids:
             return {}
         marks = ", ".join("?" * len(item_ids))

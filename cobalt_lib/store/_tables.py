@@ -93,7 +93,8 @@ DATASET_TABLES: dict[str, list[tuple[str, str]]] = {
     # in which split (a version differs from the last in its items or in its splits).
     "dataset_versions": [
         ("dataset", "VARCHAR"), ("version", "INTEGER"), ("hash", "VARCHAR"), ("items", "BIGINT"),
-        ("splits", "JSON"), ("split_hash", "VARCHAR"), ("source", "VARCHAR"), ("note", "VARCHAR"), ("created_at", "TIMESTAMPTZ"),
+        ("splits", "JSON"), ("split_hash", "VARCHAR"), ("source", "VARCHAR"), ("note", "VARCHAR"),
+        ("created_at", "TIMESTAMPTZ"),
     ],
     # Every item of every version, in order: `item_id` its identity (`id`, else its content hash),
     # `item_hash` its content hash (what tells a changed item), `origin` where an added item came from.

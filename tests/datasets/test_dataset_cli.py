@@ -89,7 +89,8 @@ def test_splits_from_a_field_and_from_a_name(project: Path, capsys: pytest.Captu
     assert test.stored is not None and (test.stored.ref, test.stored.pinned) == ("qa@1:test", True)
     assert [item["id"] for item in Dataset.from_store("qa", split="hard")] == ["h1"]
     latest = Dataset.from_store("qa")
-    assert len(latest) == 6 and latest.stored is not None and (latest.stored.version, latest.stored.pinned) == (2, False)
+    assert len(latest) == 6 and latest.stored is not None
+    assert (latest.stored.version, latest.stored.pinned) == (2, False)
 
 
 def test_bad_input_names_the_problem_exits_2_and_writes_nothing(project: Path,
@@ -97,7 +98,7 @@ def test_bad_input_names_the_problem_exits_2_and_writes_nothing(project: Path,
     (project / "bad.jsonl").write_text('{"input": "ok"}\nnot json\n', encoding="utf-8")
     code, _, err = cobalt(capsys, "dataset", "push", "qa", "bad.jsonl")
     assert code == 2 and "bad.jsonl, line 2: invalid JSON" in err
-    write_jsonl(project / "dup.jsonl", [{"id": "a", "input": "x"}, {"id": "b", "input": "y"}, {"id": "a", "input": "z"}])
+    write_jsonl(project / "dup.jsonl", [{"id": "a", "input": "x"}, {"id": "b", "input": "y"}, {"id": "a"}])
     code, _, err = cobalt(capsys, "dataset", "push", "qa", "dup.jsonl")
     assert code == 2
     assert err == ("error: dup.jsonl: items 0 and 2 have the same id 'a'; a version holds each id once (give one item "
