@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import DatasetError
-from ..experiments._dataset import Dataset, parse_ref
+from ..experiments._dataset import Dataset, parse_ref, resolve_stored
 from ..results._identity import content_hash, item_identity
 from ..run._identity import dataset_identity
 from ..store import Store
@@ -84,6 +84,10 @@ def write_version(store: Store, name: str, rows: Sequence[Row], *, source: str |
     for s in splits:
         if s is not None:
             counts[s] = counts.get(s, 0) + 1
+    latest = store.dataset_versions(name)[-1:]
+    if latest and (latest[0]["hash"], latest[0]["split_hash"]) == (content, split_hash):
+        # Unchanged: said before the item rows are built (the store checks again as it writes).
+        return PushOutcome(version=VersionInfo.model_validate(latest[0]), created=False)
     version_row = {"hash": content, "items": len(items), "splits": counts, "split_hash": split_hash,
                    "source": source, "note": note}
     item_rows = [{"position": i, "item_id": ids[i], "item_hash": content_hash(item), "split": splits[i],
@@ -112,7 +116,7 @@ def list_versions(store: Store, name: str | None = None) -> list[VersionInfo]:
     """Every version of `name` (of every dataset without one); a name the store lacks is a DatasetError."""
     rows = store.dataset_versions(name)
     if name is not None and not rows:
-        Dataset.from_store(name, store=store)  # raises, naming the stored datasets
+        resolve_stored(store, _name(name), None, None)  # raises, naming the stored datasets
     return [VersionInfo.model_validate(r) for r in rows]
 
 
@@ -123,8 +127,7 @@ def version_info(store: Store, name: str, version: int) -> VersionInfo:
 
 def resolve(store: Store, ref: str) -> tuple[VersionInfo, str | None]:
     """The version `qa`, `qa@3` or `qa@3:test` names, and its split."""
-    stored = Dataset.from_store(ref, store=store).stored
-    assert stored is not None
+    stored = resolve_stored(store, *parse_ref(ref))
     return version_info(store, stored.name, stored.version), stored.split
 
 

@@ -133,7 +133,7 @@ class Dataset:
             store = Store.for_config(load_config())
         elif not isinstance(store, Store):
             store = Store(Path(store))
-        stored = _resolve(store, ref_name, version, split)
+        stored = resolve_stored(store, ref_name, version, split)
         rows = store.dataset_items(ref_name, stored.version, split)
         return cls((row["item"] for row in rows), source=stored.ref, stored=stored)
 
@@ -185,7 +185,7 @@ class Dataset:
         return f"Dataset({len(self)} items{src})"
 
 
-def _resolve(store: Store, name: str, version: int | None, split: str | None) -> StoredVersion:
+def resolve_stored(store: Store, name: str, version: int | None, split: str | None) -> StoredVersion:
     """The stored version `name@version:split` names (the latest without a version), or a DatasetError
     saying what the store holds."""
     versions = store.dataset_versions(name)
