@@ -18,8 +18,9 @@ from ._versions import Row, _name, latest_rows, write_version
 
 
 def add_from_run(store: Store, name: str, run_ref: str, indices: Sequence[int], *,
-                 split: str | None = None) -> PushOutcome:
-    """Add the items at `indices` of run `run_ref` (an id, a prefix, `latest`) to dataset `name`."""
+                 split: str | None = None, who: str | None = None) -> PushOutcome:
+    """Add the items at `indices` of run `run_ref` (an id, a prefix, `latest`) to dataset `name`; `who` added
+    them (the pages say), kept in each item's origin."""
     name = _name(name)
     if not indices:
         raise DatasetError("--items names no item; give the item indices to add, such as --items 3,7.")
@@ -30,8 +31,9 @@ def add_from_run(store: Store, name: str, run_ref: str, indices: Sequence[int], 
     if missing:
         raise DatasetError(f"Run {run_id} has no item {', '.join(map(str, missing))}; `cobalt show {run_id}` lists "
                            "its items.")
+    by = {"who": who} if who else {}
     rows = [{"item": found[i]["input"], "split": split,
-             "origin": {"run_id": run_id, "experiment": experiment, "item_index": i}} for i in indices]
+             "origin": {"run_id": run_id, "experiment": experiment, "item_index": i, **by}} for i in indices]
     return _append(store, name, rows, f"run {run_id}")
 
 
