@@ -11,7 +11,16 @@ from pathlib import Path
 from mcp.server.mcpserver import MCPServer
 
 from .. import __version__
-from . import _calibration_tool, _dataset_tool, _model_tools, _prompts, _read_tools, _resources, _run_tool, _variant_tools
+from . import (
+    _calibration_tool,
+    _dataset_tool,
+    _model_tools,
+    _prompts,
+    _read_tools,
+    _resources,
+    _run_tool,
+    _variant_tools,
+)
 from ._common import CobaltServer, Project
 from ._http_cancel import CancelOnDisconnect
 from ._http_guard import LOOPBACK, BearerToken, security_settings, server_token
