@@ -12,6 +12,7 @@ import pytest
 from cobalt_lib import Dataset, Store, load_config
 from cobalt_lib.cli import main
 from cobalt_lib.ops import RunOptions, Selection, run_experiments
+from cobalt_lib.pages._compare import compare_view
 
 
 def cobalt(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -163,6 +164,9 @@ def test_experiments_pin_or_follow_and_compare_and_no_regression_see_the_version
     assert change["measurement"] is True
     assert change["text"] == ("the dataset changed version (qa@1 -> qa@2: 1 added, 1 removed, 0 changed, 4 -> 4 "
                               "items): its means are over different items")
+    # The compare page says the same.
+    shown = compare_view(load_config(), pinned.id, following.id)["c"]
+    assert [c.text for c in shown.identity_changes if c.part == "dataset"] == [change["text"]]
 
 
 GROWN = '''
