@@ -41,6 +41,7 @@ from ._liveness import (
 from ._segment import apply, check_fence, run_ids, seal
 from ._store_batches import JudgeBatches
 from ._store_dagster import DagsterRuns
+from ._store_datasets import DatasetRows
 from ._store_history import RunPages
 from ._store_identity import RunIdentities
 from ._store_items import ItemReads
@@ -122,7 +123,8 @@ def _shared() -> dict[str, Any]:
     return held
 
 
-class Store(DagsterRuns, JudgeBatches, LabelRows, SpanRows, VariantRuns, RunIdentities, RunPages, ItemReads):
+class Store(DagsterRuns, DatasetRows, JudgeBatches, LabelRows, SpanRows, VariantRuns, RunIdentities, RunPages,
+            ItemReads):
     """The DuckDB file under `.cobalt/`, and the one place that speaks SQL to it: every read and write
     of the tables is a method here. Every method opens its own short connection, except that
     reads inside a `reading()` block share the block's."""
