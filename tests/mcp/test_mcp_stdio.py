@@ -18,7 +18,7 @@ from cobalt_lib.store._tables import TABLES
 pytestmark = pytest.mark.anyio
 
 TOOLS = {"cobalt_run", "cobalt_results", "cobalt_compare", "cobalt_query", "cobalt_evaluate", "cobalt_generate",
-         "cobalt_calibration", "cobalt_variants"}
+         "cobalt_calibration", "cobalt_variants", "cobalt_datasets"}
 
 
 @dataclass
