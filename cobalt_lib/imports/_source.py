@@ -121,14 +121,21 @@ def _yaml_lines(node: Any, path: KeyPath, lines: dict[KeyPath, int]) -> None:
 
 
 def load_json(path: Path, shown: str = "") -> Document:
-    """A JSON file (lines of its keys are not tracked: messages name the key path)."""
+    """A JSON file with the line of each key (read by the YAML parser, JSON being YAML's flow style)."""
     text = read_text(path)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ImportRefused(path.name, [f"{shown or path.name}, line {exc.lineno}: is not valid JSON ({exc.msg}); "
                                         "fix the file and import again"], []) from None
-    return Document(path, data, {(): 1}, shown)
+    import yaml
+
+    lines: dict[KeyPath, int] = {(): 1}
+    try:
+        _yaml_lines(yaml.compose(text, Loader=yaml.SafeLoader), (), lines)
+    except yaml.YAMLError:  # JSON that YAML 1.1 reads otherwise (a tab, an escape): messages name keys alone
+        pass
+    return Document(path, data, lines, shown)
 
 
 def load_jsonl(path: Path, findings: Findings, shown: str = "") -> list[tuple[int, Any]]:

@@ -86,7 +86,10 @@ def _evaluator(spec: EvaluatorSpec) -> str:
     args += [f"{key}={literal(value, 3)}" for key, value in spec.options.items()]
     if spec.threshold is not None:
         args.append(f"threshold={spec.threshold!r}")
-    return f"Evaluator({', '.join(args)})"
+    flat = f"Evaluator({', '.join(args)})"
+    if len(flat) <= 100 and "\n" not in flat:
+        return flat
+    return "Evaluator(\n" + "".join(f"{_INDENT * 3}{arg},\n" for arg in args) + f"{_INDENT * 2})"
 
 
 def _experiment(plan: Plan, dataset: str) -> str:
