@@ -13,8 +13,9 @@ _KEYS = {"type", "value", "threshold", "metric", "provider", "weight"}
 #: The kinds that call no model: promptfoo's `not-` prefix is their `negate`.
 _NEGATABLE = {"equals", "contains", "icontains", "contains-any", "icontains-any", "contains-all", "icontains-all",
               "regex", "starts-with", "is-json", "bleu", "rouge-n", "latency", "cost"}
-RUBRIC_PROMPT = ("Grade the output against the rubric: score 1.0 when the output meets the rubric, 0.0 when it "
-                 "does not, in between when it partly does.\n\nRubric: {rubric}\n\nOutput: {{{{output}}}}")
+#: promptfoo's own layout of the output and the rubric, so that a judge sees what promptfoo's grader saw.
+RUBRIC_PROMPT = ("Grade the output according to the rubric: if the statement in the rubric is true of the output, "
+                 "score 1.0, else 0.0.\n\n<Output>\n{{{{output}}}}\n</Output>\n<Rubric>\n{rubric}\n</Rubric>")
 #: promptfoo passes factuality choices A, B, C and E and fails D; cobalt scores A (the lowest passing) 0.4.
 FACTUALITY_PASS = 0.4
 PYTHON_SCORE = '''def promptfoo_score(value):

@@ -84,6 +84,10 @@ class _Reader:
         label = None
         if isinstance(entry, dict):
             label = entry.get("label") or None
+            if "raw" not in entry and not str(entry.get("id", "")).startswith("file://"):
+                self.findings.error(self.doc.where((*at, "id")), "a prompt's id names a file (file://...); give "
+                                                                 "the prompt's text as raw")
+                return []
             entry = entry.get("raw", entry.get("id"))
         if not isinstance(entry, str):
             self.findings.error(self.doc.where(at), "is not a prompt; give a text, a file:// path or {raw, label}")

@@ -36,7 +36,8 @@ def files_under(root: Path) -> list[str]:
 
 
 def messages_text(body: dict[str, Any]) -> str:
-    return "\n".join(str(m.get("content", "")) for m in body.get("messages") or [])
+    messages = body.get("messages") or []
+    return "\n".join(str(m.get("content", "")) if isinstance(m, dict) else str(m) for m in messages)
 
 
 def capitals_model(kind: str, body: dict[str, Any]) -> Reply:
@@ -46,14 +47,14 @@ def capitals_model(kind: str, body: dict[str, Any]) -> Reply:
     Japan, also mentions Kyoto; the judge passes a rubric when the output names the capital, and calls a
     bare city a subset of the expert's sentence (factuality A) and a sentence the same (C)."""
     asked = messages_text(body)
-    if "Rubric:" in asked:
-        rubric, output = asked.split("Output:", 1)
-        city = next((c for c in CAPITALS.values() if c in rubric), "")
-        good = city in output
+    rubric = re.search(r"<Output>\n(.*?)\n</Output>\n<Rubric>\n(.*?)\n</Rubric>", asked, re.S)
+    if rubric:  # cobalt's llm-judge and promptfoo's llm-rubric lay the output and rubric out alike
+        good = next((c for c in CAPITALS.values() if c in rubric.group(2)), "") in rubric.group(1)
         return Reply(text=json.dumps({"score": 1.0 if good else 0.0, "pass": good, "reason": "graded"}))
-    if "[Expert]" in asked:
-        submission = asked.split("[Submission]:", 1)[1].split("[END DATA]")[0]
-        return Reply(text=json.dumps({"choice": "C" if "capital" in submission else "A", "reason": "compared"}))
+    submitted = re.search(r"\[Submission\]: (.*?)\n|<submitted_answer>\n(.*?)\n</submitted_answer>", asked, re.S)
+    if submitted:  # cobalt's factuality reads "choice", promptfoo's "category"
+        choice = "C" if "capital" in (submitted.group(1) or submitted.group(2)) else "A"
+        return Reply(text=json.dumps({"choice": choice, "category": choice, "reason": "compared"}))
     country = next((c for c in CAPITALS if c in asked), None)
     if country is None:
         return answer(0.5, "unknown")

@@ -41,7 +41,8 @@ def test_each_test_becomes_an_item_carrying_its_assertions_as_checks(imported: P
     assert france["checks"][:2] == [{"type": "max_latency", "ms": 60000},  # defaultTest's latency, on every test
                                     {"type": "contains", "value": "Paris", "ignore_case": True}]  # {{capital}} filled
     assert france["checks"][2]["type"] == "llm-judge"
-    assert "Rubric: Names Paris as the capital of France" in france["checks"][2]["prompt"]
+    assert "<Output>\n{{output}}\n</Output>\n<Rubric>\nNames Paris as the capital of France\n</Rubric>" in (
+        france["checks"][2]["prompt"])
     assert japan["checks"][1:] == [{"type": "contains", "values": ["Tokyo", "東京"]},
                                    {"type": "contains", "value": "Kyoto", "negate": True}]
     assert (italy["expected_output"], italy["checks"][1:]) == (
