@@ -52,3 +52,7 @@ class Plan:
     #: One sentence per construct left out with `--skip-unsupported`.
     skipped: list[str] = field(default_factory=list)
     description: str = ""
+    #: The item field holding the output the source already recorded: the agent returns it, calling no model.
+    replay: str | None = None
+    #: The agent's docstring (default: it sends the prompt to the model as the source did).
+    agent_doc: str = ""

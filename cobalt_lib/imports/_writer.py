@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from .._errors import CobaltError
 from ._plan import EvaluatorSpec, ModelSpec, Plan, Prompt
 
 _INDENT = "    "
+_AGENT_DOC = "Sends the prompt, filled from the item, to the model, as {} did."
 
 
 @dataclass(frozen=True)
@@ -45,8 +47,10 @@ def write(plan: Plan, experiment: Path, dataset: Path) -> Written:
 
 def source(plan: Plan, dataset: str, filename: str) -> str:
     """The experiment file's text; `dataset` is the dataset's path relative to the file."""
-    constants = (f"HERE = Path(__file__).parent\n\nPROMPTS = {literal(plan.prompts)}\n\nMODELS = {{\n"
-                 + "".join(f"{_INDENT}{_flat(key)}: {_model(spec)},\n" for key, spec in plan.models.items()) + "}")
+    constants = "HERE = Path(__file__).parent"
+    if plan.replay is None:
+        constants += (f"\n\nPROMPTS = {literal(plan.prompts)}\n\nMODELS = {{\n"
+                      + "".join(f"{_INDENT}{_flat(key)}: {_model(spec)},\n" for key, spec in plan.models.items()) + "}")
     parts = [_header(plan, filename) + "\n\n" + _imports(plan), constants,
              *(block.strip() for block in plan.code), _experiment(plan, dataset)]
     return "\n\n\n".join(part.rstrip("\n") for part in parts) + "\n"
@@ -55,10 +59,12 @@ def source(plan: Plan, dataset: str, filename: str) -> str:
 def _header(plan: Plan, filename: str) -> str:
     lines = [f"{plan.name}: imported from {plan.format} ({plan.source}) by `cobalt import`.", ""]
     if plan.description:
-        lines += [plan.description, ""]
+        lines += [*textwrap.wrap(plan.description, 100), ""]
     lines += [f"Run it with `cobalt run {filename}`; edit it as any experiment (docs/experiments.md)."]
     if plan.skipped:
-        lines += ["", "Left out (--skip-unsupported):"] + [f"- {s}" for s in plan.skipped]
+        lines += ["", "Left out (--skip-unsupported):"]
+        lines += [line for s in plan.skipped for line in textwrap.wrap(s, 100, initial_indent="- ",
+                                                                        subsequent_indent="  ")]
     body = "\n".join(lines).replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
     return f'"""{body}\n"""\n\nfrom __future__ import annotations'
 
@@ -69,7 +75,8 @@ def _imports(plan: Plan) -> str:
         names.insert(1, "EvalContext")
     return (("import json\n" if any("json." in block for block in plan.code) else "")
             + "from pathlib import Path\n\n"
-            f"from cobalt_lib import {', '.join(names)}\nfrom cobalt_lib.imports import Model")
+            f"from cobalt_lib import {', '.join(names)}"
+            + ("" if plan.replay is not None else "\nfrom cobalt_lib.imports import Model"))
 
 
 def _model(spec: ModelSpec) -> str:
@@ -83,7 +90,7 @@ def _evaluator(spec: EvaluatorSpec) -> str:
     args = [f"name={_flat(spec.name)}", f"type={_flat(spec.type)}"]
     if spec.fn is not None:
         args.append(f"fn={spec.fn}")
-    args += [f"{key}={literal(value, 3)}" for key, value in spec.options.items()]
+    args += [f"{key}={literal(value, 4)}" for key, value in spec.options.items()]
     if spec.threshold is not None:
         args.append(f"threshold={spec.threshold!r}")
     flat = f"Evaluator({', '.join(args)})"
@@ -105,11 +112,16 @@ def _experiment(plan: Plan, dataset: str) -> str:
         gates = ", ".join(f"threshold({_flat(path)}, {value!r})" for path, value in plan.gates)
         args.append(f"assertions=[{gates}]")
     args.append(f"tags=[{_flat(slug(plan.format))}, \"imported\"]")
+    if plan.replay is not None:
+        return ("@experiment(\n" + "".join(f"{_INDENT}{arg},\n" for arg in args) + ")\n"
+                "def agent(ctx):\n"
+                f'{_INDENT}"""The output {plan.format} recorded for the item."""\n'
+                f"{_INDENT}return ctx.item[{_flat(plan.replay)}]")
     pick = {axis: (f'ctx.variant["{axis}"]' if axis in axes else _flat(next(iter(values))))
             for axis, values in (("prompt", plan.prompts), ("model", plan.models))}
     return ("@experiment(\n" + "".join(f"{_INDENT}{arg},\n" for arg in args) + ")\n"
             "async def agent(ctx):\n"
-            f'{_INDENT}"""Sends the prompt, filled from the item, to the model, as {plan.format} did."""\n'
+            f'{_INDENT}"""{plan.agent_doc or _AGENT_DOC.format(plan.format)}"""\n'
             f"{_INDENT}return await MODELS[{pick['model']}].answer(PROMPTS[{pick['prompt']}], ctx.item)")
 
 

@@ -114,7 +114,8 @@ def test_skip_unsupported_imports_the_rest_and_says_what_it_left_out(
     assert code == 0, err
     assert [line.removeprefix("left out ") for line in out.splitlines() if line.startswith("left out ")] == REFUSED
     text = (project / "exp" / "support.py").read_text()
-    assert "Left out (--skip-unsupported):\n- promptfooconfig.yaml, line 10 (scenarios): " in text
+    assert ("Left out (--skip-unsupported):\n- promptfooconfig.yaml, line 10 (scenarios): promptfoo's 'scenarios' "
+            "has no") in text
     assert 'PROMPTS = {"prompt1": "Reply politely to: {{message}}"}' in text
     assert 'Dataset.from_file(HERE / "../data/support.jsonl")' in text
     items = [json.loads(line) for line in (project / "data" / "support.jsonl").open()]
