@@ -27,14 +27,18 @@ class Model:
     async def answer(self, prompt: str | list[dict[str, str]], item: Mapping[str, Any]) -> dict[str, Any]:
         """Fill `prompt`'s `{{field}}`s from `item`, send it, and return the answer with its token usage."""
         from ..evaluators._template import render
-        from ..llm import agent_chat
 
         if isinstance(prompt, str):
-            messages = [{"role": "user", "content": render(prompt, item, where="the prompt")}]
-        else:
-            messages = [{"role": m["role"], "content": render(m["content"], item, where=f"the {m['role']} message")}
-                        for m in prompt]
-        completion = await agent_chat(self._endpoint(), messages)
+            return await self.send(render(prompt, item, where="the prompt"))
+        return await self.send([{"role": m["role"], "content": render(m["content"], item, where=f"the {m['role']} "
+                                                                      "message")} for m in prompt])
+
+    async def send(self, messages: str | list[dict[str, str]]) -> dict[str, Any]:
+        """Send `messages` (a text: one user message) as they are, no template filled."""
+        from ..llm import agent_chat
+
+        chat = [{"role": "user", "content": messages}] if isinstance(messages, str) else list(messages)
+        completion = await agent_chat(self._endpoint(), chat)
         return {"output": completion.text, "metadata": {"model": completion.model,
                                                         "input_tokens": completion.input_tokens,
                                                         "output_tokens": completion.output_tokens}}

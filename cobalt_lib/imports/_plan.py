@@ -56,3 +56,5 @@ class Plan:
     replay: str | None = None
     #: The agent's docstring (default: it sends the prompt to the model as the source did).
     agent_doc: str = ""
+    #: The item field holding each item's own chat messages: the agent sends them as they are (no prompt).
+    messages_field: str | None = None

@@ -49,7 +49,7 @@ def source(plan: Plan, dataset: str, filename: str) -> str:
     """The experiment file's text; `dataset` is the dataset's path relative to the file."""
     constants = "HERE = Path(__file__).parent"
     if plan.replay is None:
-        constants += (f"\n\nPROMPTS = {literal(plan.prompts)}\n\nMODELS = {{\n"
+        constants += ("" if plan.messages_field else f"\n\nPROMPTS = {literal(plan.prompts)}") + ("\n\nMODELS = {\n"
                       + "".join(f"{_INDENT}{_flat(key)}: {_model(spec)},\n" for key, spec in plan.models.items()) + "}")
     parts = [_header(plan, filename) + "\n\n" + _imports(plan), constants,
              *(block.strip() for block in plan.code), _experiment(plan, dataset)]
@@ -70,10 +70,11 @@ def _header(plan: Plan, filename: str) -> str:
 
 
 def _imports(plan: Plan) -> str:
-    names = ["Dataset", "Evaluator", "experiment"] + (["threshold"] if plan.gates else [])
+    names = ["Dataset", *(["Evaluator"] if plan.evaluators else []), "experiment",
+             *(["threshold"] if plan.gates else [])]
     if any(spec.type == "function" for spec in plan.evaluators):
         names.insert(1, "EvalContext")
-    return (("import json\n" if any("json." in block for block in plan.code) else "")
+    return (("import re\n" if any("re." in block for block in plan.code) else "")
             + "from pathlib import Path\n\n"
             f"from cobalt_lib import {', '.join(names)}"
             + ("" if plan.replay is not None else "\nfrom cobalt_lib.imports import Model"))
@@ -117,6 +118,12 @@ def _experiment(plan: Plan, dataset: str) -> str:
                 "def agent(ctx):\n"
                 f'{_INDENT}"""The output {plan.format} recorded for the item."""\n'
                 f"{_INDENT}return ctx.item[{_flat(plan.replay)}]")
+    if plan.messages_field is not None:
+        return ("@experiment(\n" + "".join(f"{_INDENT}{arg},\n" for arg in args) + ")\n"
+                "async def agent(ctx):\n"
+                f'{_INDENT}"""Sends the item\'s own messages to the model, as {plan.format} did."""\n'
+                f"{_INDENT}return await MODELS[{_flat(next(iter(plan.models)))}]"
+                f".send(ctx.item[{_flat(plan.messages_field)}])")
     pick = {axis: (f'ctx.variant["{axis}"]' if axis in axes else _flat(next(iter(values))))
             for axis, values in (("prompt", plan.prompts), ("model", plan.models))}
     return ("@experiment(\n" + "".join(f"{_INDENT}{arg},\n" for arg in args) + ")\n"
