@@ -122,3 +122,29 @@ def test_skip_unsupported_imports_the_rest_and_says_what_it_left_out(
     assert [item["checks"] for item in items] == [[{"type": "contains", "value": "parcel"}], []]
     [experiment] = load_file(project / "exp" / "support.py")
     assert [e.name for e in experiment.evaluators] == ["checks"]
+
+
+@pytest.mark.slow
+def test_cobalt_run_runs_the_imported_file_as_a_user_would(judged_project: Path, llm: FakeLLM,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    import os
+    import subprocess
+    import sys
+
+    source = copy_fixture("promptfoo", judged_project)
+    code, _, err = cobalt(capsys, "import", "promptfoo", str(source))
+    assert code == 0, err
+    llm.respond = capitals_model
+    cli = Path(sys.executable).parent / "cobalt"
+    run = subprocess.run([str(cli), "run", "experiments/capital-cities.cobalt.py", "--json"], cwd=judged_project,
+                         capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "COBALT_DAGSTER_RECORD": "off"})
+    assert run.returncode == 1, run.stderr  # promptfoo would fail too: 7 of the 16 tests fail an assertion
+    from cobalt_lib import Store
+
+    store = Store(judged_project / ".cobalt" / "cobalt.duckdb")
+    runs = {r["variant"]: r["run_id"] for r in store.runs()}
+    assert len(runs) == 4, run.stdout[-2000:]
+    passed = {variant: [row["passed"] for row in sorted(store.rows("scores", run_id), key=lambda r: r["item_index"])
+                        if row["evaluator"] == "checks"] for variant, run_id in runs.items()}
+    assert passed == EXPECTED
