@@ -8,6 +8,7 @@ from typing import Any
 
 from ._plan import EvaluatorSpec
 from ._source import Document, Findings, KeyPath
+from ._templates import message_content, openai_template
 
 _REFERENCE = re.compile(r"^\{\{\s*item\.([\w-]+)\s*\}\}$")
 _OUTPUT = re.compile(r"^\{\{\s*sample\.output_text\s*\}\}$")
@@ -107,15 +108,14 @@ class Graders:
                                              threshold=0.5))
 
     def _messages(self, grader: dict[str, Any], at: KeyPath) -> str:
-        from ._openai_evals import _content, openai_template
-
         messages = grader.get("input") or []
         for i, message in enumerate(messages):
-            if re.search(r"\{\{\s*sample\.(?!output_text)", _content(message.get("content"))):
+            if re.search(r"\{\{\s*sample\.(?!output_text)", message_content(message.get("content"))):
                 self.findings.refuse(self.doc.where((*at, "input", i)), "reads a sample field other than "
                                      "output_text, which a cobalt agent's output does not have; grade "
                                      "{{sample.output_text}}")
-        return "\n\n".join(f"{m.get('role', 'user')}: {openai_template(_content(m.get('content')))}" for m in messages)
+        return "\n\n".join(f"{m.get('role', 'user')}: {openai_template(message_content(m.get('content')))}"
+                             for m in messages)
 
     @staticmethod
     def _model(grader: dict[str, Any]) -> dict[str, Any]:

@@ -8,22 +8,14 @@ PATH is the folder holding `eval.json`, `runs.json` and the data (the run's `fil
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 from ._graders import Graders
 from ._plan import ModelSpec, Plan, Prompt
 from ._source import Document, Findings, KeyPath, load_json, load_jsonl
+from ._templates import message_content, openai_template
 from ._writer import slug
-
-_ITEM = re.compile(r"\{\{\s*item\.([\w.-]+)\s*\}\}")
-
-
-def openai_template(text: str) -> str:
-    """`{{item.x}}` as cobalt's `{{x}}` (the item's field), `{{sample.output_text}}` as `{{output}}`."""
-    text = _ITEM.sub(lambda m: "{{" + m.group(1) + "}}", text)
-    return re.sub(r"\{\{\s*sample\.output_text\s*\}\}", "{{output}}", text)
 
 
 def read(path: Path, findings: Findings) -> Plan:
@@ -87,19 +79,10 @@ def _run(run: dict[str, Any], at: KeyPath, doc: Document, findings: Findings, pr
         findings.refuse(doc.where((*at, "data_source", "input_messages")), "input messages given by item_reference "
                         "are the dataset's own; write them as a template of messages")
         return
-    prompt = [{"role": str(m.get("role", "user")), "content": openai_template(_content(m.get("content")))}
+    prompt = [{"role": str(m.get("role", "user")), "content": openai_template(message_content(m.get("content")))}
               for m in messages.get("template") or []]
     if prompt not in prompts.values():
         prompts[str(run.get("name") or f"prompt{len(prompts) + 1}") if prompts else "prompt"] = prompt
-
-
-def _content(content: Any) -> str:
-    """A message's content: a text, or `{type: input_text, text}` parts joined."""
-    if isinstance(content, dict):
-        return str(content.get("text", ""))
-    if isinstance(content, list):
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return str(content or "")
 
 
 def _items(run: dict[str, Any], at: KeyPath, doc: Document, folder: Path, findings: Findings) -> list[dict[str, Any]]:

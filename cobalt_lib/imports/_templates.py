@@ -29,3 +29,21 @@ def fill_static(text: str, values: dict[str, object]) -> str:
         return str(values[name]) if name in values else match.group(0)
 
     return _EXPRESSION.sub(one, text)
+
+
+_ITEM = re.compile(r"\{\{\s*item\.([\w.-]+)\s*\}\}")
+_SAMPLE_OUTPUT = re.compile(r"\{\{\s*sample\.output_text\s*\}\}")
+
+
+def openai_template(text: str) -> str:
+    """The Evals API's `{{item.x}}` as cobalt's `{{x}}` (the item's field), `{{sample.output_text}}` as `{{output}}`."""
+    return _SAMPLE_OUTPUT.sub("{{output}}", _ITEM.sub(lambda m: "{{" + m.group(1) + "}}", text))
+
+
+def message_content(content: object) -> str:
+    """A message's content: a text, or `{type: input_text, text}` parts joined."""
+    if isinstance(content, dict):
+        return str(content.get("text", ""))
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return str(content or "")
