@@ -83,7 +83,7 @@ def clean(
 def export(
     run: Annotated[str, typer.Argument(metavar="RUN", help="Run id, unique prefix, `latest` or `previous`.")],
     format: Annotated[str | None, typer.Option("--format", metavar="FORMAT",
-                                               help="csv, markdown, json, junit, baseline or every-eval-ever "
+                                               help="csv, markdown, json, junit, baseline, every-eval-ever or inspect "
                                                "(default: from the -o file's extension: .csv, .md, .json, "
                                                ".xml = junit). "
                                                "`baseline` writes the evaluator means for no_regression.")] = None,

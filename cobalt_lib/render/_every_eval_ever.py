@@ -27,7 +27,7 @@ def to_every_eval_ever(report: ExperimentReport) -> str:
                             "additional_details": {"run_id": report.id, "status": report.status,
                                                    **({"variant": report.variant} if report.variant else {})}},
         "eval_library": {"name": "cobalt", "version": __version__},
-        "model_info": _model_info(model),
+        "model_info": model_info(model),
         "evaluation_results": [_result(report, name, stats) for name, stats in report.summary.scores.items()
                                if stats.avg is not None],
     }
@@ -60,7 +60,7 @@ def _model(report: ExperimentReport) -> str:
     return models.most_common(1)[0][0] if models else report.name
 
 
-def _model_info(model: str) -> dict[str, object]:
+def model_info(model: str) -> dict[str, object]:
     """The model's name, `developer/model` id and developer (the datastore's path: data/<eval>/<developer>/<model>/)."""
     developer, _, name = model.rpartition("/")
     if not developer:
