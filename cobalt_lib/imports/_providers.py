@@ -43,8 +43,6 @@ def provider_spec(entry: Any, doc: Document, at: KeyPath, findings: Findings) ->
             findings.refuse(doc.where((*at, "config", key)), f"provider config {key!r} has no cobalt equivalent; "
                                                              "remove it (cobalt sends temperature and max_tokens)")
             continue
-        options[_CONFIG[key]] = value
-    base_url = options.get("base_url")
-    if base_url and _CONFIG.get("apiHost") and "://" not in str(base_url):
-        options["base_url"] = f"https://{base_url}/v1"
+        # apiHost is a bare host (`api.example.com`), apiBaseUrl a whole URL
+        options[_CONFIG[key]] = f"https://{value}/v1" if key == "apiHost" and "://" not in str(value) else value
     return str(label or entry), ModelSpec(_PREFIXES[prefix], model, **options)

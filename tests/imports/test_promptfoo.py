@@ -148,3 +148,22 @@ def test_cobalt_run_runs_the_imported_file_as_a_user_would(judged_project: Path,
     passed = {variant: [row["passed"] for row in sorted(store.rows("scores", run_id), key=lambda r: r["item_index"])
                         if row["evaluator"] == "checks"] for variant, run_id in runs.items()}
     assert passed == EXPECTED
+
+
+def test_a_tests_csv_reads_its_vars_and_expected_columns(tmp_path: Path) -> None:
+    from cobalt_lib.imports import plan_import
+
+    (tmp_path / "promptfooconfig.yaml").write_text(
+        'prompts: ["Translate to French: {{text}}"]\n'
+        "providers:\n  - id: openai:chat:local-model\n    config: {apiHost: llm.internal:8080}\n"
+        "tests: file://tests.csv\n")
+    (tmp_path / "tests.csv").write_text("text,__expected,__expected2,__description\n"
+                                        "hello,contains: bonjour,not-icontains: hello,greeting\ncat,chat,,animal\n")
+    plan = plan_import("promptfoo", tmp_path)
+    assert plan.models["openai:chat:local-model"].base_url == "https://llm.internal:8080/v1"
+    assert plan.items == [
+        {"text": "hello", "id": "greeting", "checks": [
+            {"type": "contains", "value": "bonjour"},
+            {"type": "contains", "value": "hello", "ignore_case": True, "negate": True}]},
+        {"text": "cat", "id": "animal", "expected_output": "chat",
+         "checks": [{"type": "exact-match", "field": "expected_output"}]}]
