@@ -9,7 +9,7 @@ import typer
 
 from ._app import app
 
-_FORMATS = "promptfoo, openai-evals, openai-registry or deepeval"
+_FORMATS = "promptfoo, openai-evals, openai-registry, deepeval, or inspect (logs into history)"
 
 
 @app.command("import")
@@ -27,6 +27,9 @@ def import_(
 
     Example: cobalt import promptfoo promptfooconfig.yaml && cobalt run
     """
+    if fmt == "inspect":
+        _record(path)
+        return
     from ..imports import import_source
 
     written = import_source(fmt, path, output=output, dataset_dir=dataset_dir, skip_unsupported=skip_unsupported)
@@ -35,3 +38,14 @@ def import_(
     for sentence in written.skipped:
         typer.echo(f"left out {sentence}")
     typer.echo(f"next: cobalt run {written.experiment}")
+
+
+def _record(path: Path) -> None:
+    """Inspect logs become runs in history, not an experiment file."""
+    from ..imports import record_logs
+    from ._common import project_config
+
+    for report in record_logs(project_config(), path):
+        typer.echo(f"recorded run {report.id}: {report.name}, {len(report.items)} samples of "
+                   f"{report.config.get('model')} from {report.config.get('log')}")
+    typer.echo("next: cobalt history")

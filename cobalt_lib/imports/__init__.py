@@ -13,14 +13,15 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._import import FORMATS, import_source, plan_import
+    from ._inspect import record_logs
     from ._model import Model
     from ._source import ImportRefused
     from ._writer import Written
 
 _EXPORTS = {"FORMATS": "._import", "import_source": "._import", "plan_import": "._import", "Model": "._model",
-            "ImportRefused": "._source", "Written": "._writer"}
+            "record_logs": "._inspect", "ImportRefused": "._source", "Written": "._writer"}
 
-__all__ = ["FORMATS", "ImportRefused", "Model", "Written", "import_source", "plan_import"]
+__all__ = ["FORMATS", "ImportRefused", "Model", "Written", "import_source", "plan_import", "record_logs"]
 
 
 def __getattr__(name: str) -> Any:

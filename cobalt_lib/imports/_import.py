@@ -10,7 +10,8 @@ from ._plan import Plan
 from ._source import Findings
 from ._writer import Written, write
 
-#: `cobalt import FORMAT`: each format's reader module (loaded when used).
+#: `cobalt import FORMAT`: each format's reader module (loaded when used). `inspect` logs go into history
+#: instead (`_inspect.record_logs`).
 FORMATS = {"promptfoo": "_promptfoo", "openai-evals": "_openai_evals", "openai-registry": "_openai_registry",
            "deepeval": "_deepeval"}
 
