@@ -31,10 +31,14 @@ def import_(
         _record(path)
         return
     from ..imports import import_source
+    from ._common import project_config
 
-    written = import_source(fmt, path, output=output, dataset_dir=dataset_dir, skip_unsupported=skip_unsupported)
+    written = import_source(fmt, path, output=output, dataset_dir=dataset_dir, skip_unsupported=skip_unsupported,
+                            config=project_config() if fmt == "openai-evals" else None)
     typer.echo(f"created  {written.experiment}")
     typer.echo(f"created  {written.dataset} ({written.items} items)")
+    for run_id in written.runs:
+        typer.echo(f"recorded run {run_id}: the source's results, in history")
     for sentence in written.skipped:
         typer.echo(f"left out {sentence}")
     typer.echo(f"next: cobalt run {written.experiment}")

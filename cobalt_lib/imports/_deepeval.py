@@ -36,7 +36,7 @@ STAND_IN = ModelSpec("openai", "gpt-4o-mini")
 
 
 def read(path: Path, findings: Findings) -> Plan:
-    file = path if path.is_file() else next(iter(sorted(path.glob("test_*.py"))), path / "test_deepeval.py")
+    file = path if path.is_file() else _test_file(path)
     text = read_text(file)
     findings.source = file.name
     doc = Document(file, None, {}, file.name)
@@ -64,6 +64,13 @@ def read(path: Path, findings: Findings) -> Plan:
                             "your app.")
         plan.agent_doc = f"A stand-in for the app DeepEval tested: asks {STAND_IN.model} the golden's input."
     return plan
+
+
+def _test_file(folder: Path) -> Path:
+    """The folder's DeepEval test file: a `test_*.py`, else the first Python file importing deepeval."""
+    candidates = [*sorted(folder.glob("test_*.py")), *sorted(folder.glob("*.py"))]
+    found = next((p for p in candidates if "deepeval" in p.read_text(encoding="utf-8", errors="replace")), None)
+    return found or folder / "test_deepeval.py"
 
 
 class _Reader(ast.NodeVisitor):

@@ -6,6 +6,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .._errors import CobaltError
+from ..config._config import Config
+from ._history import check_new, record
 from ._plan import Plan
 from ._source import Findings
 from ._writer import Written, write
@@ -36,10 +38,17 @@ def plan_import(fmt: str, path: Path, *, skip_unsupported: bool = False) -> Plan
 
 
 def import_source(fmt: str, path: Path, *, output: Path | None = None, dataset_dir: Path = Path("data"),
-                  skip_unsupported: bool = False) -> Written:
+                  skip_unsupported: bool = False, config: Config | None = None) -> Written:
     """Import `path` (a source in `fmt`): the experiment file (default `experiments/NAME.cobalt.py`) and its
-    dataset (`DATASET_DIR/NAME.jsonl`). Nothing is written when any construct is refused."""
+    dataset (`DATASET_DIR/NAME.jsonl`), and the runs the source already ran into `config`'s store (an Evals
+    API run's saved output items). Nothing is written when any construct is refused."""
     plan = plan_import(fmt, path, skip_unsupported=skip_unsupported)
     experiment = output or Path("experiments") / f"{plan.name}.cobalt.py"
     name = experiment.name.removesuffix(".py").removesuffix(".cobalt")
-    return write(plan, experiment, dataset_dir / f"{name}.jsonl")
+    if plan.history and config is not None:
+        check_new(config, plan.history)
+    written = write(plan, experiment, dataset_dir / f"{name}.jsonl")
+    if plan.history and config is not None:
+        record(config, plan.history)
+        written.runs.extend(report.id for report in plan.history)
+    return written

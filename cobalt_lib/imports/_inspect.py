@@ -13,9 +13,8 @@ from typing import Any
 from .._errors import CobaltError
 from ..config._config import Config
 from ..results._identity import content_hash
-from ..results._report import Evaluation, ExperimentReport, ItemResult, Stats, Summary
-from ..results._rows import aggregate_rows, output_row, run_row, score_rows
-from ..results._stats import describe
+from ..results._report import Evaluation, ExperimentReport, ItemResult
+from ._history import record, summary_of
 from ._source import ImportRefused
 
 #: Inspect's letter grades as scores (CORRECT, INCORRECT, PARTIAL, NOANSWER).
@@ -57,7 +56,7 @@ def to_report(log: dict[str, Any], shown: str) -> ExperimentReport:
                               config={"source": "inspect", "model": spec.get("model"), "log": shown,
                                       "completed_at": (log.get("stats") or {}).get("completed_at")},
                               items=items)
-    report.summary = _summary(items)
+    report.summary = summary_of(items)
     return report
 
 
@@ -102,44 +101,12 @@ def _evaluation(score: dict[str, Any]) -> Evaluation:
                       passed=number >= 0.5)
 
 
-def _summary(items: list[ItemResult]) -> Summary:
-    summary = Summary(total_items=len({i.item_id for i in items}), total_runs=len(items),
-                      ok=sum(i.status == "ok" for i in items), errors=sum(i.status == "error" for i in items))
-    names = dict.fromkeys(name for item in items for name in item.evaluations)
-    for name in names:
-        evaluations = [item.evaluations[name] for item in items if name in item.evaluations]
-        scores = [e.score for e in evaluations if e.score is not None]
-        stats = Stats.model_validate(describe(scores))
-        stats.errors = len(evaluations) - len(scores)
-        stats.pass_rate = sum(bool(e.passed) for e in evaluations) / len(items) if items else None
-        summary.scores[name] = stats
-    latencies = [i.latency_ms for i in items if i.latency_ms is not None]
-    summary.metrics = {"latency": Stats.model_validate(describe(latencies)),
-                       "tokens": Stats.model_validate(describe([float(i.tokens or 0) for i in items]))}
-    summary.agent_tokens = summary.total_tokens = sum(i.tokens or 0 for i in items)
-    return summary
-
-
 def record_logs(config: Config, path: Path) -> list[ExperimentReport]:
     """Each log (`path`, or the logs in the folder `path`) as a completed run in the project's store and
     results files; all are read before any is written, and a log imported before is refused."""
-    from ..results._results_file import write_results
-    from ..store import Store
-
     paths = sorted(p for p in path.iterdir() if p.suffix in (".eval", ".json")) if path.is_dir() else [path]
     if not paths:
         raise CobaltError(f"{path} holds no Inspect logs (.eval or .json); give a log file or its folder.")
     reports = [to_report(read_log(p), p.name) for p in paths]
-    store = Store.for_config(config)
-    for report in reports:
-        if store.get_run(report.id) is not None:
-            raise CobaltError(f"{report.config['log']} was imported before, as run {report.id}; nothing written.")
-    for report in reports:
-        write_results(report, config.output_path / "results")
-        row = run_row(report, finished=True)
-        row["finished_at"] = report.config["completed_at"] or row["finished_at"]  # when Inspect ended, not now
-        store.write({"runs": [row],
-                     "outputs": [output_row(report.id, item) for item in report.items],
-                     "scores": [row for item in report.items for row in score_rows(report.id, item)],
-                     "aggregates": aggregate_rows(report)})
+    record(config, reports)
     return reports

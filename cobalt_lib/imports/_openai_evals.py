@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ._graders import Graders
+from ._openai_runs import run_report
 from ._plan import ModelSpec, Plan, Prompt
 from ._source import Document, Findings, KeyPath, load_json, load_jsonl
 from ._templates import message_content, openai_template
@@ -42,6 +43,13 @@ def read(path: Path, findings: Findings) -> Plan:
         graders.add(criterion, ("testing_criteria", i))
     plan = Plan("OpenAI Evals", doc.path.name, slug(str(data.get("name") or doc.path.parent.name)), items,
                 prompts, models, graders.evaluators, graders.code)
+    names = [e.name for e in plan.evaluators]
+    for _, run in runs:
+        model = str((run.get("data_source") or {}).get("model") or "")
+        variant = f"model={model}" if len(models) > 1 else None
+        report = run_report(folder, run, plan.name, names, variant, findings)
+        if report is not None:
+            plan.history.append(report)
     return plan
 
 

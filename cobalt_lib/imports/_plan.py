@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..results._report import ExperimentReport
 
 #: A prompt: one text (sent as the user message) or chat messages (`{"role", "content"}`), with
 #: `{{field}}` read from the item.
@@ -58,3 +61,5 @@ class Plan:
     agent_doc: str = ""
     #: The item field holding each item's own chat messages: the agent sends them as they are (no prompt).
     messages_field: str | None = None
+    #: Runs the source already ran (their results), to record in history with the files.
+    history: list[ExperimentReport] = field(default_factory=list)

@@ -6,7 +6,7 @@ import json
 import os
 import re
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,8 @@ class Written:
     dataset: Path
     items: int
     skipped: list[str]
+    #: The runs recorded in history with the files (an Evals API run's results).
+    runs: list[str] = field(default_factory=list)
 
 
 def slug(text: str) -> str:

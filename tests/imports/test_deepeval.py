@@ -36,14 +36,14 @@ def judged(kind: str, body: dict[str, Any]) -> Reply:
 @pytest.fixture
 def imported(judged_project: Path, capsys: pytest.CaptureFixture[str]) -> Path:
     source = copy_fixture("deepeval", judged_project)
-    code, out, err = cobalt(capsys, "import", "deepeval", str(source / "test_support_bot.py"))
+    code, out, err = cobalt(capsys, "import", "deepeval", str(source / "support_bot_eval.py"))
     assert code == 0, err
-    assert "created  data/support-bot.jsonl (2 items)" in out
-    return judged_project / "experiments" / "support-bot.cobalt.py"
+    assert "created  data/support-bot-eval.jsonl (2 items)" in out
+    return judged_project / "experiments" / "support-bot-eval.cobalt.py"
 
 
 def test_the_goldens_key_names_map_onto_cobalts_fields(imported: Path) -> None:
-    items = [json.loads(line) for line in (imported.parent.parent / "data" / "support-bot.jsonl").open()]
+    items = [json.loads(line) for line in (imported.parent.parent / "data" / "support-bot-eval.jsonl").open()]
     assert items[0] == {"input": REFUNDS, "expected_output": "Refunds reach your card within 5 business days.",
                         "contexts": ["Refunds are issued to the original card and arrive within 5 business days."]}
     text_ = imported.read_text()
@@ -68,16 +68,16 @@ def test_each_metric_passes_and_fails_the_goldens_its_threshold_says(imported: P
 def test_metrics_without_a_kind_and_computed_arguments_are_refused_by_line(
         project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     source = copy_fixture("deepeval", project)
-    test_file = source / "test_support_bot.py"
+    test_file = source / "support_bot_eval.py"
     test_file.write_text(test_file.read_text().replace(
         "faithfulness = FaithfulnessMetric(threshold=0.8)",
         "faithfulness = FaithfulnessMetric(threshold=LIMITS['faithful'])\nbias = BiasMetric(threshold=0.5)"))
     code, _, err = cobalt(capsys, "import", "deepeval", str(source))
     assert code == 2
     assert err.splitlines()[1:] == [
-        "  - test_support_bot.py, line 34: argument threshold= is computed (`LIMITS['faithful']`), and an import reads "
+        "  - support_bot_eval.py, line 34: argument threshold= is computed (`LIMITS['faithful']`), and an import reads "
         "literals only; write its value out",
-        "  - test_support_bot.py, line 35: BiasMetric has no cobalt kind (cobalt has GEval as g_eval, "
+        "  - support_bot_eval.py, line 35: BiasMetric has no cobalt kind (cobalt has GEval as g_eval, "
         "AnswerRelevancyMetric, FaithfulnessMetric, ContextualPrecisionMetric, ContextualRecallMetric); write it as "
         "a GEval with criteria, or leave it out"]
     assert files_under(project) == [f"source/{name}" for name in files_under(source)]

@@ -101,3 +101,24 @@ def test_an_eval_without_its_runs_names_what_to_save(project: Path, capsys: pyte
     assert code == 2
     assert err.splitlines()[1] == ("  - eval.json, line 1: has no runs.json beside it, and only a run names the model "
                                    "and the input messages; save GET /v1/evals/{id}/runs as runs.json next to it")
+
+
+def test_a_runs_saved_output_items_become_its_run_in_history(imported: Path, capsys: pytest.CaptureFixture[str],
+                                                             llm: FakeLLM) -> None:
+    from cobalt_lib import Store
+
+    store = Store(imported.parent.parent / ".cobalt" / "cobalt.duckdb")
+    [run] = store.runs()
+    assert (run["run_id"], run["experiment"], run["variant"], run["status"]) == (
+        "openai-67e57965b480819094274e3a32235e4c", "capital-cities", "model=gpt-4o-mini", "completed")
+    assert str(run["started_at"]).startswith("2025-03-27")
+    scores = {(s["item_index"], s["evaluator"]): (s["score"], s["passed"]) for s in store.rows("scores", run["run_id"])}
+    assert scores[(3, "Exact capital")] == (0.0, False) and scores[(3, "Close to capital")] == (0.5, False)
+    assert scores[(0, "Exact capital")] == (1.0, True)  # the API's "NAME-<uuid>" result is evaluator NAME
+    outputs = sorted(store.rows("outputs", run["run_id"]), key=lambda r: r["item_index"])
+    assert [o["output"] for o in outputs] == ["Paris", "Tokyo", "Rome", "Nairobi City"]
+    # the next cobalt run of the imported file pairs its items with the recorded ones: same identities
+    llm.respond = graded
+    [experiment] = load_file(imported)
+    report = experiment.run_variants(["model=gpt-4o-mini"])[0]
+    assert [i.item_id for i in report.items] == [o["item_id"] for o in outputs]
