@@ -18,7 +18,8 @@ def import_(
     path: Annotated[Path, typer.Argument(help="The source: a config, eval spec or test file (or its folder).")],
     output: Annotated[Path | None, typer.Option(
         "-o", "--output", help="The experiment file (default experiments/NAME.cobalt.py).")] = None,
-    dataset_dir: Annotated[Path, typer.Option("--dataset-dir", help="Where the dataset file goes.")] = Path("data"),
+    dataset_dir: Annotated[Path, typer.Option("--dataset-dir", metavar="DIR",
+                                                         help="Where the dataset file goes.")] = Path("data"),
     skip_unsupported: Annotated[bool, typer.Option(
         "--skip-unsupported",
         help="Import what can be, and list what was left out (also in the file's header).")] = False,

@@ -22,7 +22,7 @@ def _reader(fmt: str) -> Callable[[Path, Findings], Plan]:
     import importlib
 
     if fmt not in FORMATS:
-        raise CobaltError(f"unknown import format {fmt!r}; use one of {', '.join(FORMATS)}.")
+        raise CobaltError(f"unknown import format {fmt!r}; use one of {', '.join(FORMATS)} or inspect.")
     module = importlib.import_module(f"{__package__}.{FORMATS[fmt]}")
     read: Callable[[Path, Findings], Plan] = module.read
     return read
