@@ -38,7 +38,7 @@ class Aside(BaseModel):
 class JournalStatus(BaseModel):
     """What `cobalt store status` shows: journals waiting, and rows kept aside."""
 
-    store: Path
+    store: str
     waiting: list[Waiting] = Field(default_factory=list)
     aside: list[Aside] = Field(default_factory=list)
     #: Rows put in by this call (`sync_journals`).
@@ -51,7 +51,7 @@ class JournalStatus(BaseModel):
 def journal_status(config: Config) -> JournalStatus:
     """The journals waiting under the project's output directory and the rows the store refused."""
     store = Store.for_config(config)
-    status = JournalStatus(store=store.path)
+    status = JournalStatus(store=store.where)
     for directory in [*left(store), *refused_before(store)]:
         segments = len(list(directory.glob("[0-9]*.json")))
         status.waiting.append(Waiting(directory=directory, segments=segments, live=in_use(directory)))
@@ -74,7 +74,7 @@ def sync_journals(config: Config) -> JournalStatus:
     restored, _ = put_back(store)
     status = journal_status(config)
     status.restored = before - after + restored
-    aside_dir = store.path.parent / "journal" / SET_ASIDE_DIR
+    aside_dir = store.home / "journal" / SET_ASIDE_DIR
     if aside_dir.is_dir() and not any(aside_dir.iterdir()):
         shutil.rmtree(aside_dir, ignore_errors=True)
     return status

@@ -30,13 +30,13 @@ def read_only_connection(store: Store, *, memory_limit: str, threads: int) -> It
     """A connection whose tables are views over the store file, unable to write or reach files."""
     import duckdb
 
-    if not store.path.exists():
-        raise StoreError(f"No results store at {store.path} yet; run an experiment first.")
+    if not store.exists():
+        raise StoreError(f"No results store at {store.where} yet; run an experiment first.")
     con = duckdb.connect(":memory:", config={"memory_limit": memory_limit, "threads": threads,
                                              "temp_directory": "", "autoload_known_extensions": False,
                                              "autoinstall_known_extensions": False})
     try:
-        store._attach_read_only(con)
+        store.attach_read_only(con)
         present = present_columns(con, "database_name = 'store'")
         ended = _ended(con, store) if "runs" in present else []
         for table in TABLES:
@@ -54,7 +54,7 @@ def _ended(con: Any, store: Store) -> list[str]:
     cursor = con.execute("SELECT * FROM store.main.runs WHERE status = 'running'")
     names = [d[0] for d in cursor.description]
     rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
-    return gone(store.path, rows, store.now(), lease_seconds())
+    return gone(store.key, rows, store.now(), lease_seconds())
 
 
 def _select(table: str, present: set[str] | None, ended: list[str]) -> str:

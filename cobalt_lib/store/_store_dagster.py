@@ -18,6 +18,7 @@ class DagsterRuns:
     path: Path
 
     if TYPE_CHECKING:  # what `Store` brings, for the type checker alone
+        def exists(self) -> bool: ...
         def _transaction(self, *, ensure_schema: bool = False) -> AbstractContextManager[Any]: ...
         def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]: ...
         def _runs(self, sql: str, params: Sequence[Any], *, missing_ok: bool) -> list[dict[str, Any]]: ...
@@ -35,7 +36,7 @@ class DagsterRuns:
 
     def forget_in_dagster(self, run_id: str) -> None:
         """Forget how Dagster holds the run (a resumed run is recorded again, with its new results)."""
-        if self.path.exists():
+        if self.exists():
             with self._transaction(ensure_schema=True) as con:
                 con.execute("DELETE FROM dagster_runs WHERE run_id = ?", [run_id])
 
@@ -43,7 +44,7 @@ class DagsterRuns:
         """`{run_id: dagster_run_id}` of those of `run_ids` that Dagster holds (executed or recorded)."""
         import duckdb
 
-        if not run_ids or not self.path.exists():
+        if not run_ids or not self.exists():
             return {}
         try:
             rows = self.query("SELECT run_id, dagster_run_id FROM dagster_runs WHERE dagster_run_id IS NOT NULL "
@@ -58,7 +59,7 @@ class DagsterRuns:
         still `running` waits until it ends (or its process is gone)."""
         import duckdb
 
-        if not experiments or not self.path.exists():
+        if not experiments or not self.exists():
             return []
         try:
             rows = self._runs("SELECT * FROM runs "

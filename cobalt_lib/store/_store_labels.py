@@ -45,6 +45,7 @@ class LabelRows:
     path: Path
 
     if TYPE_CHECKING:  # what `Store` brings, for the type checker alone
+        def exists(self) -> bool: ...
         def _transaction(self, *, ensure_schema: bool = False) -> AbstractContextManager[Any]: ...
         def connect(self, *, read_only: bool = False) -> AbstractContextManager[Any]: ...
 
@@ -114,14 +115,14 @@ class LabelRows:
     def outputs_of(self, run_id: str, indices: Sequence[int]) -> list[dict[str, Any]]:
         """The `outputs` rows of some items of a run (every repeat), values whole."""
         from ._tables import decode
-        from ._values import VALUES_DIR, restore
+        from ._values import restore
 
         if not indices:
             return []
         rows = [decode(r) for r in self._label_query(
             "SELECT * FROM outputs WHERE run_id = ? AND item_index IN (SELECT unnest(?)) ORDER BY item_index, "
             "run_index", [run_id, sorted(set(indices))])]
-        restore(rows, self.path.parent / VALUES_DIR)
+        restore(rows, self.values_dir)
         return rows
 
     def evaluator_rows(self, run_id: str, evaluator: str) -> list[dict[str, Any]]:
@@ -157,7 +158,7 @@ class LabelRows:
     def _label_query(self, sql: str, params: Sequence[Any]) -> list[dict[str, Any]]:
         import duckdb
 
-        if not self.path.exists():
+        if not self.exists():
             return []
         try:
             with self.connect(read_only=True) as con:

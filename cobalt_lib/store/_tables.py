@@ -161,8 +161,11 @@ def read_rows_sql(table: str, longest: int) -> str:
 
 
 def insert_file(con: Any, table: str, path: Path, longest: int) -> None:
-    """Insert the rows of a file from `write_rows` (its longest line `longest` bytes)."""
-    con.execute(f"INSERT INTO {table} ({', '.join(COLUMNS[table])}) {read_rows_sql(table, longest)}", [str(path)])
+    """Insert the rows of a file from `write_rows` (its longest line `longest` bytes), as the connection's
+    database takes them (DuckDB's JSON reader, Postgres's COPY)."""
+    from ._backend import dialect_of
+
+    dialect_of(con).insert_file(con, table, path, longest)
 
 
 def _line(row: dict[str, Any], columns: list[str]) -> str:
@@ -237,15 +240,17 @@ def present_columns(con: Any, where: str) -> dict[str, set[str]]:
     return present
 
 
-def make_tables(con: Any, present: dict[str, set[str]], *, copy_from: str | None = None) -> None:
-    """Every table `present` lacks, and every column its tables lack (an older store); with `copy_from`,
-    the tables are first made as copies of the attached database `copy_from`'s."""
+def make_tables(con: Any, present: dict[str, set[str]]) -> None:
+    """Every table `present` lacks, and every column its tables lack (an older store), in the connection's
+    dialect (`_backend`)."""
+    from ._backend import dialect_of
+
+    kind_of = dialect_of(con).column_type
     for table, cols in TABLES.items():
         if table not in present:
-            con.execute(f"CREATE TABLE {table} ({', '.join(f'{n} {k}' for n, k in cols)})")
+            con.execute(f"CREATE TABLE IF NOT EXISTS {table} ({', '.join(f'{n} {kind_of(k)}' for n, k in cols)})")
             continue
-        if copy_from:
-            con.execute(f"CREATE TABLE {table} AS SELECT * FROM {copy_from}.{table}")
         for name, kind in cols:
             if name not in present[table]:
-                con.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind.replace(' PRIMARY KEY', '')}")
+                con.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {name} "
+                            f"{kind_of(kind.replace(' PRIMARY KEY', ''))}")
