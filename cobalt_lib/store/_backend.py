@@ -52,6 +52,10 @@ class Dialect:
         con.execute(f"DELETE FROM {table} t WHERE EXISTS (SELECT 1 FROM ({read_rows_sql(table, longest)}) f "
                     f"WHERE {match})", [str(path)])
 
+    def serialize(self, con: Any, name: str) -> None:
+        """Inside a transaction: wait for every other transaction that serialized on `name` (one writer
+        of a DuckDB file at a time already)."""
+
     def data_error(self, exc: BaseException) -> bool:
         """An error the rows' values cause (a value no column can take), not the disk, a lock or the store."""
         import duckdb

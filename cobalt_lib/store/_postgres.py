@@ -77,6 +77,9 @@ class PostgresDialect(Dialect):
         unnest = ", ".join(f"CAST(? AS {_ARRAYS[_KINDS[table][c]]})" for c in columns)
         con.execute(f"DELETE FROM {table} WHERE ({', '.join(columns)}) IN (SELECT * FROM unnest({unnest}))", arrays)
 
+    def serialize(self, con: Any, name: str) -> None:
+        con.execute("SELECT pg_advisory_xact_lock(hashtext(?))", [name])
+
     def data_error(self, exc: BaseException) -> bool:
         import psycopg
 
@@ -165,6 +168,11 @@ class Connection:
         text = parts[0] + "".join(_placeholder(v) + part for v, part in zip(values, parts[1:], strict=True))
         cursor.execute(text, values)
         return cursor
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        parts, order = _translated(sql)
+        with self.raw.cursor() as cursor:
+            cursor.executemany("%s".join(parts), [[row[n] for n in order] for row in rows])
 
 
 class PostgresBackend:

@@ -46,7 +46,7 @@ class VariantRuns:
         if not self.exists():
             return []
         where = "WHERE group_id IS NOT NULL" + (" AND experiment = ?" if experiment else "")
-        return self.query(f"SELECT group_id, any_value(experiment) AS experiment, min(started_at) AS started_at, "
+        return self.query(f"SELECT group_id, min(experiment) AS experiment, min(started_at) AS started_at, "
                           f"count(*) AS runs FROM runs {where} GROUP BY group_id ORDER BY started_at DESC "
                           f"LIMIT {int(limit)}", [experiment] if experiment else [])
 
