@@ -18,6 +18,11 @@ app.add_typer(store_app, name="store")
 
 
 def _show(status: JournalStatus) -> None:
+    if status.unreachable:
+        typer.echo(f"store: {status.backend} {status.store}: {status.unreachable}")
+    else:
+        typer.echo(f"store: {status.backend} {status.store}, schema version {status.schema_version or '-'}, "
+                   f"{status.runs} run(s)")
     if status.empty():
         typer.echo(f"Nothing waits for the results store {status.store}.")
         return

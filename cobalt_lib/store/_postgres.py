@@ -278,6 +278,9 @@ def _refused_login(exc: BaseException) -> bool:
 
 
 def _said(exc: BaseException) -> str:
-    """What libpq said, its first line, without the server's address (the message names the URL)."""
+    """What libpq said, its first line, without the server's address (the message names the URL):
+    `connection to server at "h", port 5432 failed: Connection refused` says `Connection refused`."""
     lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
-    return lines[-1] if lines else type(exc).__name__
+    if not lines:
+        return type(exc).__name__
+    return lines[0].rsplit("failed: ", 1)[-1]

@@ -72,3 +72,14 @@ def _cobalt() -> str:
         return version("cobalt-evals")
     except PackageNotFoundError:
         return "unknown"
+
+
+def store_figures(store: Any) -> tuple[int | None, int]:
+    """The store's schema version and how many runs it holds (None and 0 for a store not made yet)."""
+    if not store.exists():
+        return None, 0
+    with store.connect(read_only=True) as con:
+        present = dialect_of(con).present_columns(con)
+        version = stored_version(con, present)
+        runs = con.execute("SELECT count(*) FROM runs").fetchall()[0][0] if "runs" in present else 0
+    return version, int(runs)
