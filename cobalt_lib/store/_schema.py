@@ -55,6 +55,20 @@ def ensure_tables(con: Any, where: str, backend: str, *, migrate: bool = False) 
     return found
 
 
+def check_version(con: Any, where: str) -> None:
+    """Refuse a team store whose schema this cobalt cannot use: newer than its own, or older with runs in
+    it (`cobalt store migrate` upgrades it); an empty one is made on the first write."""
+    present = dialect_of(con).present_columns(con)
+    found = stored_version(con, present)
+    if found is not None and found > SCHEMA_VERSION:
+        raise StoreError(f"The results store {where} has schema version {found}, newer than this cobalt's "
+                         f"({SCHEMA_VERSION}); upgrade cobalt (`pip install -U cobalt-evals`) to use it.")
+    if found is not None and found < SCHEMA_VERSION and _has_runs(con):
+        raise StoreError(f"The results store {where} has schema version {found}, older than this cobalt's "
+                         f"({SCHEMA_VERSION}); run `cobalt store migrate` to upgrade it (every cobalt writing it "
+                         "must then be this version or newer).")
+
+
 def _complete(present: dict[str, set[str]]) -> bool:
     from ._tables import COLUMNS
 

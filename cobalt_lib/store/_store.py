@@ -38,7 +38,7 @@ from ._liveness import (
     live,
     utc_now,
 )
-from ._schema import ensure_tables
+from ._schema import check_version, ensure_tables
 from ._segment import apply, check_fence, run_ids, seal
 from ._store_batches import JudgeBatches
 from ._store_dagster import DagsterRuns
@@ -56,6 +56,8 @@ if TYPE_CHECKING:
 
 #: Stores whose schema this process has already checked: a run opens many Store objects.
 _SCHEMA_READY: set[tuple[str, int]] = set()
+#: Team stores whose schema version this process has found usable.
+_VERSION_CHECKED: set[str] = set()
 
 
 class Writer(Protocol):
@@ -155,6 +157,9 @@ class Store(DagsterRuns, JudgeBatches, LabelRows, SpanRows, VariantRuns, RunIden
             yield shared
             return
         with self.backend.connect(read_only=read_only, wait=self.lock_timeout if wait is None else wait) as con:
+            if self.backend.name != "duckdb" and self.key not in _VERSION_CHECKED:
+                check_version(con, self.where)  # a team store another cobalt may have moved on (or not yet)
+                _VERSION_CHECKED.add(self.key)
             yield con
 
     def ensure_schema(self) -> None:

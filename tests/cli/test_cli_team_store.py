@@ -142,3 +142,38 @@ def test_the_database_stopped_mid_run_then_started_keeps_every_item_once(tmp_pat
         assert _calls(project) == list(range(300))
         synced = _cobalt(project, url, "store", "sync")
         assert synced.returncode == 0 and synced.stdout.startswith("0 row(s)"), synced.stdout + synced.stderr
+
+
+def test_a_local_history_copied_twice_is_there_once_and_an_older_schema_is_migrated(
+        pg_server: Server, tmp_path: Path) -> None:
+    import json
+
+    url = pg_server.create_database("copied")
+    project = _project(tmp_path / "proj")
+    for _ in range(2):
+        assert _cobalt(project, "", "run", "--ci").returncode == 0
+    local = Store(project / ".cobalt" / "cobalt.duckdb")
+    local.add_labels([{"experiment": "team", "evaluator": "exact", "item_id": "x", "value": 1.0, "who": "ana",
+                       "set_at": "2026-01-01T00:00:00+00:00"}])
+    counts = []
+    for _ in range(2):
+        done = _cobalt(project, "", "store", "copy", "--to", url, "--json")
+        assert done.returncode == 0, done.stderr
+        counts.append(json.loads(done.stdout))
+        assert pg_server.password not in done.stdout + done.stderr
+    assert (counts[0]["runs"], counts[0]["labels"], counts[1]["runs"], counts[1]["skipped"], counts[1]["labels"]) \
+        == (2, 1, 0, 2, 0)
+    team = Store(url, home=project / ".cobalt")
+    assert team.query("SELECT count(*) AS n FROM outputs")[0]["n"] == 8
+    assert team.query("SELECT count(*) AS n FROM runs")[0]["n"] == 2
+    assert len(team.labels("team", "exact")) == 1
+
+    # the store as an older cobalt left it (no version recorded): refused by name, then migrated
+    with team._transaction() as con:
+        con.execute("DROP TABLE cobalt_schema")
+    refused = _cobalt(project, url, "history")
+    assert refused.returncode == 2
+    assert "has schema version 1, older than this cobalt's (2); run `cobalt store migrate`" in refused.stderr
+    migrated = _cobalt(project, url, "store", "migrate")
+    assert migrated.returncode == 0 and "now has schema version 2 (was 1)" in migrated.stdout, migrated.stderr
+    assert json.loads(_cobalt(project, url, "history", "--json").stdout)[0]["status"] == "completed"

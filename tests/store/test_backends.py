@@ -140,4 +140,5 @@ def fresh_process(store: Store) -> Store:
     from cobalt_lib.store import _store
 
     _store._SCHEMA_READY.clear()
+    _store._VERSION_CHECKED.clear()
     return store.like()
