@@ -47,6 +47,7 @@ def ensure_tables(con: Any, where: str, backend: str, *, migrate: bool = False) 
                          f"({SCHEMA_VERSION}); run `cobalt store migrate` to upgrade it (every cobalt writing it "
                          "must then be this version or newer).")
     make_tables(con, present)
+    _label_tables(con)
     kind = dialect_of(con).column_type
     con.execute(f"CREATE TABLE IF NOT EXISTS {VERSION_TABLE} (version INTEGER, cobalt VARCHAR, "
                 f"migrated_at {kind('TIMESTAMPTZ')})")
@@ -69,10 +70,20 @@ def check_version(con: Any, where: str) -> None:
                          "must then be this version or newer).")
 
 
+def _label_tables(con: Any) -> None:
+    """The label and calibration tables (not a run's: `TABLES` leaves them out), made with the others, so a
+    team store read before anyone labelled has them."""
+    from ._store_labels import LabelRows
+
+    LabelRows._label_tables(None, con)  # type: ignore[arg-type]
+
+
 def _complete(present: dict[str, set[str]]) -> bool:
+    from ._store_labels import LABEL_TABLES
     from ._tables import COLUMNS
 
-    return all(table in present and set(columns) <= present[table] for table, columns in COLUMNS.items())
+    wanted = {**COLUMNS, **{table: [n for n, _ in cols] for table, cols in LABEL_TABLES.items()}}
+    return all(table in present and set(columns) <= present[table] for table, columns in wanted.items())
 
 
 def _has_runs(con: Any) -> bool:
