@@ -24,7 +24,16 @@ from pathlib import Path
 
 import pytest
 
-BIN = Path(os.environ.get("COBALT_TEST_PG_BIN", "/usr/lib/postgresql/15/bin"))
+
+def _bin() -> Path:
+    """The server's binaries: COBALT_TEST_PG_BIN, else Debian's newest `/usr/lib/postgresql/<version>/bin`."""
+    if named := os.environ.get("COBALT_TEST_PG_BIN"):
+        return Path(named)
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parts[-3]))
+    return found[-1].parent if found else Path("/usr/lib/postgresql/15/bin")
+
+
+BIN = _bin()
 USER = "cobalt"
 
 

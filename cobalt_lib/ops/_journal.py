@@ -14,8 +14,8 @@ from pydantic import BaseModel, Field
 from .._errors import StoreError
 from ..config._config import Config
 from ..store._journal import SET_ASIDE_DIR, in_use, left, put_back, refused_before, replay_left, set_aside
-from ..store._segment import read
 from ..store._schema import store_figures
+from ..store._segment import read
 from ..store._store import Store
 
 

@@ -40,9 +40,9 @@ class Dialect:
 
     def insert_file(self, con: Any, table: str, path: Path, longest: int) -> None:
         """Insert the rows of a file from `_tables.write_rows` into `table`."""
-        from ._tables import COLUMNS, read_rows_sql
+        from ._tables import insert_file
 
-        con.execute(f"INSERT INTO {table} ({', '.join(COLUMNS[table])}) {read_rows_sql(table, longest)}", [str(path)])
+        insert_file(con, table, path, longest)
 
     def delete_again(self, con: Any, table: str, keys: Sequence[str], path: Path, longest: int) -> None:
         """Delete the rows of `table` that the file's rows would write again (same run and `keys`)."""

@@ -163,9 +163,11 @@ def read_rows_sql(table: str, longest: int) -> str:
 def insert_file(con: Any, table: str, path: Path, longest: int) -> None:
     """Insert the rows of a file from `write_rows` (its longest line `longest` bytes), as the connection's
     database takes them (DuckDB's JSON reader, Postgres's COPY)."""
-    from ._backend import dialect_of
-
-    dialect_of(con).insert_file(con, table, path, longest)
+    dialect = getattr(con, "dialect", None)  # a Postgres connection's: COPY (`_postgres`)
+    if dialect is not None:
+        dialect.insert_file(con, table, path, longest)
+        return
+    con.execute(f"INSERT INTO {table} ({', '.join(COLUMNS[table])}) {read_rows_sql(table, longest)}", [str(path)])
 
 
 def _line(row: dict[str, Any], columns: list[str]) -> str:
@@ -243,9 +245,8 @@ def present_columns(con: Any, where: str) -> dict[str, set[str]]:
 def make_tables(con: Any, present: dict[str, set[str]]) -> None:
     """Every table `present` lacks, and every column its tables lack (an older store), in the connection's
     dialect (`_backend`)."""
-    from ._backend import dialect_of
-
-    kind_of = dialect_of(con).column_type
+    dialect = getattr(con, "dialect", None)  # a Postgres connection says its dialect (`_backend`); DuckDB's is this
+    kind_of = dialect.column_type if dialect is not None else str
     for table, cols in TABLES.items():
         if table not in present:
             con.execute(f"CREATE TABLE IF NOT EXISTS {table} ({', '.join(f'{n} {kind_of(k)}' for n, k in cols)})")
