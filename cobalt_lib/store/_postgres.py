@@ -33,6 +33,8 @@ from ._tables import COLUMNS, TABLES
 SCHEMES = ("postgresql://", "postgres://")
 #: The advisory lock that makes the schema one process at a time (an arbitrary constant: "cobalt").
 _SCHEMA_LOCK = 0x636F62616C74
+#: Team stores this process has seen made (a store's tables are never dropped by cobalt while it runs).
+_MADE: set[str] = set()
 #: Idle connections per (process, URL): a forked process never uses its parent's.
 _IDLE: dict[tuple[int, str], list[Any]] = {}
 _IDLE_LOCK = threading.Lock()
@@ -65,10 +67,20 @@ class PostgresDialect(Dialect):
         return present
 
     def insert_file(self, con: Any, table: str, path: Path, longest: int) -> None:
-        kinds = [_KINDS[table][c] for c in COLUMNS[table]]
-        with con.raw.cursor() as cursor, cursor.copy(f"COPY {table} ({', '.join(COLUMNS[table])}) FROM STDIN") as copy:
-            for row in file_rows(path):
-                copy.write_row([_cell(row.get(c), k) for c, k in zip(COLUMNS[table], kinds, strict=True)])
+        """The file's JSON lines go in as they are, through COPY, and the server reads them into rows
+        (`json_populate_record`): no row is decoded in Python, whose thread shares the GIL with the run."""
+        con.execute("CREATE TEMP TABLE IF NOT EXISTS cobalt_lines (line text) ON COMMIT DELETE ROWS")
+        # CSV whose quote and delimiter are control characters JSON text never holds raw: each line one value
+        with con.raw.cursor() as cursor, cursor.copy(
+                "COPY cobalt_lines (line) FROM STDIN WITH (FORMAT csv, QUOTE E'\\x01', DELIMITER E'\\x02')") as copy, \
+                path.open("rb") as fh:
+            for line in fh:
+                copy.write(line.replace(b"\\u0000", b"\\ufffd"))  # Postgres text holds no NUL
+        columns = ", ".join(COLUMNS[table])
+        picked = ", ".join(f"r.{c}" for c in COLUMNS[table])
+        con.execute(f"INSERT INTO {table} ({columns}) SELECT {picked} FROM cobalt_lines l, "
+                    f"json_populate_record(NULL::{table}, l.line::json) r")
+        con.execute("DELETE FROM cobalt_lines")
 
     def delete_again(self, con: Any, table: str, keys: Sequence[str], path: Path, longest: int) -> None:
         columns = ("run_id", *keys)
@@ -190,10 +202,12 @@ class PostgresBackend:
         self._made = False
 
     def exists(self) -> bool:
-        if self._made:
+        if self._made or self.key in _MADE:
             return True
         with self.connect(read_only=True, wait=0.0) as con:
             self._made = bool(con.execute("SELECT to_regclass('runs') IS NOT NULL").fetchall()[0][0])
+        if self._made:
+            _MADE.add(self.key)
         return self._made
 
     def schema_key(self) -> tuple[str, int] | None:

@@ -139,7 +139,7 @@ def write_rows(path: Path, table: str, rows: Iterable[dict[str, Any]], values: P
     # A lone surrogate (an agent's string cut in the middle of a pair) cannot be UTF-8: stored as `?`.
     with path.open("w", encoding="utf-8", errors="replace") as fh:
         for row in rows:
-            row = held(table, row)
+            row = _integral(table, held(table, row))
             line = _line(row, columns)
             if len(line) > limit // 4:  # perhaps over the cap in UTF-8: the exact check, value by value
                 line = _line(cap_row(table, row, values, limit), columns)
@@ -214,6 +214,16 @@ def held(table: str, row: dict[str, Any]) -> dict[str, Any]:
     row = {**row, **dict.fromkeys(unheld)}
     if table in _NOTED:
         row["unheld_values"] = {**(row.get("unheld_values") or {}), **unheld}
+    return row
+
+
+def _integral(table: str, row: dict[str, Any]) -> dict[str, Any]:
+    """`row` with a whole float in an integer column (3.0 tokens) as an int: Postgres's JSON reader takes
+    no `3.0` for an integer, where DuckDB's casts it."""
+    for name, _, _ in _INTEGERS[table]:
+        value = row.get(name)
+        if type(value) is float and value.is_integer():
+            row = {**row, name: int(value)}
     return row
 
 
