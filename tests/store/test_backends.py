@@ -142,3 +142,21 @@ def fresh_process(store: Store) -> Store:
     _store._SCHEMA_READY.clear()
     _store._VERSION_CHECKED.clear()
     return store.like()
+
+
+def test_a_row_the_store_refuses_is_set_aside_and_the_others_go_in(make_store: MakeStore,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from cobalt_lib.store._journal import set_aside
+
+    store = make_store()
+    store.start_run(_run())
+    journal = Journal(store, "rows-bad")
+    rows = [{"run_id": "r1", "dagster_run_id": f"d{i}", "how": "executed",
+             "recorded_at": "not a moment" if i == 1 else "2026-01-01T00:00:00+00:00"} for i in range(3)]
+    journal.write({"dagster_runs": rows})
+    journal.close()
+    assert [r["dagster_run_id"] for r in store.query("SELECT dagster_run_id FROM dagster_runs ORDER BY 1")] == [
+        "d0", "d2"]
+    [aside] = set_aside(store)
+    assert (aside.table, aside.rows) == ("dagster_runs", 1)
+    assert "the store refused a row of dagster_runs" in capsys.readouterr().err
