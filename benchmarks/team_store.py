@@ -131,9 +131,10 @@ def fill(root: Path, url: str | None, runs: int, items: int) -> None:
     store.write(batch)
     for name, shift in (("b-run-a", 0.0), ("b-run-b", 0.1)):
         when = start + timedelta(days=30 + shift)
-        store.write({"runs": [{"run_id": name, "experiment": "big", "status": "completed", "started_at": when.isoformat(),
-                               "finished_at": when.isoformat(), "tags": [], "config": {"runs": 1,
-                               "evaluators": [{"name": "q", "type": "exact-match"}]}, "source": "library",
+        store.write({"runs": [{"run_id": name, "experiment": "big", "status": "completed",
+                               "started_at": when.isoformat(), "finished_at": when.isoformat(), "tags": [],
+                               "config": {"runs": 1, "evaluators": [{"name": "q", "type": "exact-match"}]},
+                               "source": "library",
                                "summary": {"total_items": items}}],
                      "outputs": [{"run_id": name, "item_index": i, "run_index": 0, "input": {"input": f"q{i}"},
                                   "output": f"answer {i}", "status": "ok", "latency_ms": 10.0, "item_id": f"i{i}",
@@ -158,22 +159,23 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--items", type=int, default=10_000)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--only", choices=["run", "writers", "views"], help="one part alone")
     args = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.1f}")
     with pg.server() as db, tempfile.TemporaryDirectory() as tmp:
         backends = {"duckdb": None, "postgres": None}
-        for rep in range(args.repeats):
+        for rep in range(args.repeats if args.only in (None, "run") else 0):
             for name in backends:
                 url = db.create_database(f"run{rep}") if name == "postgres" else None
                 got = one_run(project(Path(tmp) / f"run-{name}-{rep}", args.items), url, args.items)
                 print(f"run {args.items} items  {name:8}  wall {got['wall']:.2f} s  cpu {got['cpu']:.2f} s  "
                       f"load {os.getloadavg()[0]:.1f}", flush=True)
-        for name in backends:
+        for name in backends if args.only in (None, "writers") else []:
             url = db.create_database("writers") if name == "postgres" else None
             wall, counts = writers(project(Path(tmp) / f"writers-{name}", 500), url)
             print(f"8 writers x 500 items  {name:8}  wall {wall:.2f} s  rows per run {counts}  "
                   f"load {os.getloadavg()[0]:.1f}", flush=True)
-        for name in backends:
+        for name in backends if args.only in (None, "views") else []:
             url = db.create_database("views") if name == "postgres" else None
             root = project(Path(tmp) / f"views-{name}", 0)
             fill(root, url, 1000, 20_000)
