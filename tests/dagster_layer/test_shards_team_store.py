@@ -18,7 +18,7 @@ from cobalt_lib import Store, load_config
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_a_sharded_run_on_the_team_store_has_every_item_once(sharded: Path, instance: dg.DagsterInstance,
+def test_a_sharded_run_on_the_team_store_has_every_item_once(sharded: Path, instance: dg.DagsterInstance,  # noqa: F811
                                                              pg_server: Server, monkeypatch: pytest.MonkeyPatch,
                                                              llm: Any) -> None:
     url = pg_server.create_database("sharded")
