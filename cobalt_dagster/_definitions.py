@@ -10,6 +10,7 @@ import dagster as dg
 from cobalt_lib import Experiment, load_experiments
 
 from ._automation import build_schedules, build_sensor
+from ._datasets import build_dataset_sensor, dataset_specs
 from ._experiments import build_experiment_defs, resources
 from ._instance import quiet_dagster_warnings
 from ._project import project_config
@@ -32,12 +33,14 @@ def build_definitions(project_dir: str | Path | None = None, *,
     config = project_config(project_dir)
     found = list(experiments) if experiments is not None else load_experiments(config)
     defs = build_experiment_defs(found, config)
+    datasets = dataset_specs(config, found)
+    sensors = [build_sensor(config, defs), build_record_sensor(config, defs, executor)] if defs else []
     return dg.Definitions(
-        assets=[asset for d in defs for asset in d.assets],
+        assets=[*datasets, *(asset for d in defs for asset in d.assets)],
         asset_checks=[check for d in defs for check in d.checks],
         jobs=[d.job for d in defs],
         schedules=build_schedules(config, defs),
-        sensors=[build_sensor(config, defs), build_record_sensor(config, defs, executor)] if defs else [],
+        sensors=[*sensors, build_dataset_sensor(config, defs)] if datasets else sensors,
         resources=resources(config),
         executor=executor or dg.multi_or_in_process_executor,
     )

@@ -73,16 +73,18 @@ def check_version(con: Any, where: str) -> None:
 def _label_tables(con: Any) -> None:
     """The label and calibration tables (not a run's: `TABLES` leaves them out), made with the others, so a
     team store read before anyone labelled has them."""
+    from ._store_datasets import DatasetRows
     from ._store_labels import LabelRows
 
     LabelRows._label_tables(None, con)  # type: ignore[arg-type]
+    DatasetRows._dataset_tables(None, con)  # type: ignore[arg-type]
 
 
 def _complete(present: dict[str, set[str]]) -> bool:
     from ._store_labels import LABEL_TABLES
-    from ._tables import COLUMNS
+    from ._tables import COLUMNS, DATASET_TABLES
 
-    wanted = {**COLUMNS, **{table: [n for n, _ in cols] for table, cols in LABEL_TABLES.items()}}
+    wanted = {**COLUMNS, **{table: [n for n, _ in cols] for table, cols in {**LABEL_TABLES, **DATASET_TABLES}.items()}}
     return all(table in present and set(columns) <= present[table] for table, columns in wanted.items())
 
 

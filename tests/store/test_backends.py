@@ -160,3 +160,21 @@ def test_a_row_the_store_refuses_is_set_aside_and_the_others_go_in(make_store: M
     [aside] = set_aside(store)
     assert (aside.table, aside.rows) == ("dagster_runs", 1)
     assert "the store refused a row of dagster_runs" in capsys.readouterr().err
+
+
+def test_dataset_versions_are_numbered_and_diffed_alike(make_store: MakeStore) -> None:
+    store = make_store()
+    store.start_run(_run())
+
+    def items(n: int, changed: int = -1) -> list[dict[str, object]]:
+        return [{"position": i, "item_id": f"i{i}", "item_hash": f"h{i}{'x' if i == changed else ''}", "split": None,
+                 "item": {"input": f"q{i}"}, "origin": None} for i in range(n)]
+
+    version = {"hash": "a", "split_hash": "s", "items": 3, "splits": {}}
+    assert store.add_dataset_version("qa", version, items(3)) == (1, True)
+    assert store.add_dataset_version("qa", version, items(3), unless_hash=("a", "s")) == (1, False)
+    assert store.add_dataset_version("qa", {**version, "hash": "b", "items": 4}, items(4, changed=1)) == (2, True)
+    assert [v["version"] for v in store.dataset_versions("qa")] == [1, 2]
+    assert [i["item"] for i in store.dataset_items("qa", 2)][:1] == [{"input": "q0"}]
+    assert [(d["item_id"], d["change"]) for d in store.dataset_diff("qa", 1, 2)] == [("i1", "changed"),
+                                                                                   ("i3", "added")]
