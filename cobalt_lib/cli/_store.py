@@ -111,5 +111,6 @@ def copy(
     if as_json:
         print_json(done.model_dump(mode="json"))
         return
-    typer.echo(f"Copied {done.runs} run(s) ({done.rows} rows), {done.labels} label(s) and {done.calibrations} "
-               f"calibration(s) from {done.source} to {done.target}; {done.skipped} run(s) were there already.")
+    typer.echo(f"Copied {done.runs} run(s) ({done.rows} rows), {done.labels} label(s), {done.calibrations} "
+               f"calibration(s) and {done.dataset_versions} dataset version(s) from {done.source} to {done.target}; "
+               f"{done.skipped} run(s) were there already.")

@@ -19,7 +19,9 @@ from .._secrets import safe_url
 from ..config._config import Config
 from ..store._schema import SCHEMA_VERSION, ensure_tables
 from ..store._store import TABLES, Store
+from ..store._store_datasets import _UNCUT
 from ..store._store_labels import LABEL_TABLES
+from ..store._tables import insert
 
 #: A run's tables a copy moves (`segments` is the journal's own bookkeeping, of one store).
 _RUN_TABLES = [t for t in TABLES if t != "segments"]
@@ -41,6 +43,7 @@ class Copied(BaseModel):
     rows: int
     labels: int
     calibrations: int
+    dataset_versions: int = 0
 
 
 def migrate_store(config: Config) -> Migrated:
@@ -83,7 +86,28 @@ def copy_store(config: Config, to: str, source: str | None = None) -> Copied:
         copied.rows += _copy_run(origin, target, str(run["run_id"]))
         copied.runs += 1
     copied.labels, copied.calibrations = _copy_labels(origin, target)
+    copied.dataset_versions = _copy_datasets(origin, target)
     return copied
+
+
+def _copy_datasets(origin: Store, target: Store) -> int:
+    """The dataset versions the target lacks (by dataset and version), each with its items, in one
+    transaction each; a version the target numbers otherwise (pushed there meanwhile) is left alone."""
+    if "dataset_versions" not in _tables(origin):
+        return 0
+    have = {(v["dataset"], v["version"]) for v in target.dataset_versions()}
+    done = 0
+    for version in origin.dataset_versions():
+        if (version["dataset"], version["version"]) in have:
+            continue
+        items = origin.dataset_items(version["dataset"], version["version"])
+        with target._transaction(ensure_schema=True) as con:
+            target._dataset_tables(con)
+            insert(con, "dataset_versions", [version], target.home, limit=_UNCUT)
+            insert(con, "dataset_items", [{**i, "dataset": version["dataset"], "version": version["version"]}
+                                          for i in items], target.home, limit=_UNCUT)
+        done += 1
+    return done
 
 
 def _copy_run(origin: Store, target: Store, run_id: str) -> int:

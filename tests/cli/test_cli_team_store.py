@@ -155,18 +155,22 @@ def test_a_local_history_copied_twice_is_there_once_and_an_older_schema_is_migra
     local = Store(project / ".cobalt" / "cobalt.duckdb")
     local.add_labels([{"experiment": "team", "evaluator": "exact", "item_id": "x", "value": 1.0, "who": "ana",
                        "set_at": "2026-01-01T00:00:00+00:00"}])
+    local.add_dataset_version("qa", {"hash": "a", "split_hash": "s", "items": 1, "splits": {}},
+                              [{"position": 0, "item_id": "i0", "item_hash": "h0", "split": None, "item": {"q": 1},
+                                "origin": None}])
     counts = []
     for _ in range(2):
         done = _cobalt(project, "", "store", "copy", "--to", url, "--json")
         assert done.returncode == 0, done.stderr
         counts.append(json.loads(done.stdout))
         assert pg_server.password not in done.stdout + done.stderr
-    assert (counts[0]["runs"], counts[0]["labels"], counts[1]["runs"], counts[1]["skipped"], counts[1]["labels"]) \
-        == (2, 1, 0, 2, 0)
+    assert [(c["runs"], c["skipped"], c["labels"], c["dataset_versions"]) for c in counts] == [(2, 0, 1, 1),
+                                                                                            (0, 2, 0, 0)]
     team = Store(url, home=project / ".cobalt")
     assert team.query("SELECT count(*) AS n FROM outputs")[0]["n"] == 8
     assert team.query("SELECT count(*) AS n FROM runs")[0]["n"] == 2
     assert len(team.labels("team", "exact")) == 1
+    assert [i["item"] for i in team.dataset_items("qa", 1)] == [{"q": 1}]
 
     # the store as an older cobalt left it (no version recorded): refused by name, then migrated
     with team._transaction() as con:
