@@ -33,7 +33,10 @@ class _Unnamed:
     def __del__(self) -> None:
         file = getattr(self, "file", None)  # None: creating it failed, and that error was raised
         if file is not None:
-            file.close()
+            try:
+                file.close()
+            except OSError:  # a full disk: the buffer's last flush fails; the run said so already
+                pass
 
 
 class ItemSpill:
