@@ -8,6 +8,8 @@ every access reads the item back from that file.
 
 from __future__ import annotations
 
+import contextlib
+
 import operator
 import os
 import tempfile
@@ -33,10 +35,8 @@ class _Unnamed:
     def __del__(self) -> None:
         file = getattr(self, "file", None)  # None: creating it failed, and that error was raised
         if file is not None:
-            try:
+            with contextlib.suppress(OSError):  # a full disk: the last flush fails; the run said so already
                 file.close()
-            except OSError:  # a full disk: the buffer's last flush fails; the run said so already
-                pass
 
 
 class ItemSpill:
