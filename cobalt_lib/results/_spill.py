@@ -9,7 +9,6 @@ every access reads the item back from that file.
 from __future__ import annotations
 
 import contextlib
-
 import operator
 import os
 import tempfile
