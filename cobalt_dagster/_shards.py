@@ -106,7 +106,7 @@ def _give_up(store: Any, run_id: str) -> None:
     """The last attempt of a shard failed: end the run's lease now, so every reader sees the run as
     `incomplete` at once (resumable; re-executing from failure finishes it) rather than when it expires.
     A shard that cannot reach the store leaves that to the lease's expiry."""
-    if store.path.exists():
+    if store.exists():
         with contextlib.suppress(Exception):  # never hide the shard's own failure
             store.renew_lease(run_id, 0)
 

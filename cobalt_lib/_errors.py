@@ -72,6 +72,16 @@ class StoreLocked(StoreError):
         self.holder = holder
 
 
+class StoreAway(StoreLocked):
+    """The store's database server cannot be reached (down, restarting, the network): rows wait in the
+    journal as they do for a held file. `where` is its URL without the password."""
+
+    def __init__(self, where: str, said: str) -> None:
+        super().__init__(f"Cannot reach the results store {where} ({said}); check that the database is up "
+                         "and the URL (`[store] url` or COBALT_STORE_URL) is right.", f"unreachable: {said}")
+        self.where = where
+
+
 class LeaseLost(StoreError):
     """Another process claimed run `run_id` (its lease lapsed): this process writes none of its rows any more."""
 

@@ -187,3 +187,6 @@ def anyio_backend() -> str:
 
 
 from browser import browser, page  # noqa: E402,F401  (fixtures: a real Chromium through Playwright)
+
+# The session's Postgres server and a fresh database per module, for the tests of the team store.
+from pg import pg_server, pg_url  # noqa: E402, F401

@@ -153,6 +153,34 @@ class StoreConfig(_Section):
     #: Seconds a write waits for another process's lock on the store before it gives up (a run's rows then
     #: wait on disk, in `<output_dir>/journal/`, for the next command).
     lock_timeout: float = Field(default=60.0, gt=0)
+    #: The team store: a Postgres URL (`postgresql://user@host:5432/db`, docs/store.md); unset, the embedded
+    #: `<output_dir>/cobalt.duckdb`. COBALT_STORE_URL wins over it. The password never goes in the file.
+    url: str | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _no_password_in_file(cls, value: str | None) -> str | None:
+        from urllib.parse import urlsplit
+
+        if value is None or not value.strip():
+            return None
+        value = value.strip()
+        if not value.startswith(("postgresql://", "postgres://")):
+            raise ValueError("is not a Postgres URL; write postgresql://user@host:5432/database")
+        if urlsplit(value).password is not None:
+            raise ValueError("must not hold a password in a file; put the password in PGPASSWORD or ~/.pgpass, "
+                             "or the whole URL in COBALT_STORE_URL")
+        return value
+
+    def team_url(self) -> str | None:
+        """The team store's URL: COBALT_STORE_URL when set, else `url`; None for the embedded store."""
+        import os
+
+        return os.environ.get(STORE_URL_VARIABLE, "").strip() or self.url
+
+
+#: The environment variable naming the team store (it wins over `[store] url`).
+STORE_URL_VARIABLE = "COBALT_STORE_URL"
 
 
 #: The environment variable that turns on the export of evaluations (`[traces] export_evaluations`).

@@ -191,7 +191,7 @@ def resolve_stored(store: Store, name: str, version: int | None, split: str | No
     versions = store.dataset_versions(name)
     if not versions:
         known = sorted({v["dataset"] for v in store.dataset_versions()})
-        raise DatasetError(f"No dataset named {name!r} in the store {store.path}; "
+        raise DatasetError(f"No dataset named {name!r} in the store {store.where}; "
                            + (f"stored datasets: {', '.join(known)}." if known
                               else f"push one first: `cobalt dataset push {name} FILE.jsonl`."))
     chosen = versions[-1] if version is None else next((v for v in versions if v["version"] == version), None)

@@ -16,7 +16,7 @@ from ..ops._details import report_details, run_details
 from ..ops._experiments import ExperimentCatalog
 from ..ops._fresh import in_fresh_process
 from ..ops._history import run_history
-from ..ops._query import EXAMPLES, store_schema
+from ..ops._query import EXAMPLES, store_dialect, store_schema
 from ..store._history import load_report
 from ..store._store import Store
 from ._budget import budget_tokens, dumps, fit_any, fit_run
@@ -30,7 +30,8 @@ def register(server: MCPServer, project: Project) -> None:
                      description="The store's tables and columns, one line each: what cobalt_query can read; "
                      "and example queries (the failed items of a run, each item's input and expected output).")
     def schema() -> str:
-        return _fitted({"tables": [t.model_dump(exclude_defaults=True) for t in store_schema()],
+        return _fitted({"dialect": store_dialect(_load(project)),
+                        "tables": [t.model_dump(exclude_defaults=True) for t in store_schema()],
                         "examples": EXAMPLES})
 
     @server.resource("cobalt://config", name="config", mime_type=JSON,

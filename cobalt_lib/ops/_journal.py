@@ -11,8 +11,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from .._errors import StoreError
 from ..config._config import Config
 from ..store._journal import SET_ASIDE_DIR, in_use, left, put_back, refused_before, replay_left, set_aside
+from ..store._schema import store_figures
 from ..store._segment import read
 from ..store._store import Store
 
@@ -38,7 +40,13 @@ class Aside(BaseModel):
 class JournalStatus(BaseModel):
     """What `cobalt store status` shows: journals waiting, and rows kept aside."""
 
-    store: Path
+    store: str
+    #: `duckdb` (the embedded file) or `postgres` (the team store); its schema version and runs, when reached.
+    backend: str = "duckdb"
+    schema_version: int | None = None
+    runs: int | None = None
+    #: Why the store could not be read just now (a database that is away), else None.
+    unreachable: str | None = None
     waiting: list[Waiting] = Field(default_factory=list)
     aside: list[Aside] = Field(default_factory=list)
     #: Rows put in by this call (`sync_journals`).
@@ -51,7 +59,11 @@ class JournalStatus(BaseModel):
 def journal_status(config: Config) -> JournalStatus:
     """The journals waiting under the project's output directory and the rows the store refused."""
     store = Store.for_config(config)
-    status = JournalStatus(store=store.path)
+    status = JournalStatus(store=store.where, backend=store.backend.name)
+    try:
+        status.schema_version, status.runs = store_figures(store)
+    except StoreError as exc:
+        status.unreachable = str(exc)
     for directory in [*left(store), *refused_before(store)]:
         segments = len(list(directory.glob("[0-9]*.json")))
         status.waiting.append(Waiting(directory=directory, segments=segments, live=in_use(directory)))
@@ -74,7 +86,7 @@ def sync_journals(config: Config) -> JournalStatus:
     restored, _ = put_back(store)
     status = journal_status(config)
     status.restored = before - after + restored
-    aside_dir = store.path.parent / "journal" / SET_ASIDE_DIR
+    aside_dir = store.home / "journal" / SET_ASIDE_DIR
     if aside_dir.is_dir() and not any(aside_dir.iterdir()):
         shutil.rmtree(aside_dir, ignore_errors=True)
     return status

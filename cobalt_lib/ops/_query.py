@@ -28,7 +28,7 @@ from pydantic import BaseModel
 from .._errors import ConfigError
 from .._numbers import seconds as as_seconds
 from ..config._config import Config
-from ..store._readonly import read_only_connection
+from ..store._readonly import read_only_connection, read_only_postgres
 from ..store._store import TABLES, Store
 
 #: Rows returned when the caller gives no limit, and the most it may ask for.
@@ -195,6 +195,11 @@ class QueryResult(BaseModel):
     note: str | None = None
 
 
+def store_dialect(config: Config) -> str:
+    """The SQL dialect cobalt_query speaks on the project's store: `duckdb`, or `postgres` for a team store."""
+    return "postgres" if config.store.team_url() else "duckdb"
+
+
 def store_schema() -> list[TableInfo]:
     """The store's tables and columns, each with one line saying what it holds."""
     return [TableInfo(name=table, description=TABLE_NOTES[table],
@@ -264,6 +269,8 @@ def run_query(config: Config, sql: str, limit: int = DEFAULT_LIMIT, *, seconds: 
 
     text = check_select(sql)
     store = Store.for_config(config)
+    if store.backend.name == "postgres":
+        return _run_postgres(store, text, limit, seconds)
     with read_only_connection(store, memory_limit=QUERY_MEMORY, threads=QUERY_THREADS) as con:
         timer = threading.Timer(seconds, con.interrupt)
         timer.start()  # running and fetching, both: the store is held until the block ends
@@ -290,6 +297,70 @@ def run_query(config: Config, sql: str, limit: int = DEFAULT_LIMIT, *, seconds: 
         finally:
             timer.cancel()
     return answer.result(more)
+
+
+def _run_postgres(store: Store, text: str, limit: int, seconds: float) -> QueryResult:
+    """`run_query` on a team store: only cobalt's tables, in a READ ONLY transaction that Postgres stops
+    after `seconds`; the same caps on the answer."""
+    import psycopg
+
+    only_the_store(_parsed(text))
+    if not store.exists():
+        raise ConfigError(f"No results store at {store.where} yet; run an experiment first.")
+    with read_only_postgres(store, seconds=seconds) as con:
+        try:
+            cursor = con.execute(text)
+            columns = [d[0] for d in cursor.description or []]
+            answer = _Answer(columns, [""] * len(columns), limit)
+            while answer.wants_more() and (fetched := cursor.fetchmany(16)):
+                answer.add(fetched)
+            more = answer.left_out or bool(cursor.fetchmany(1))
+        except psycopg.errors.QueryCanceled:
+            raise ConfigError(f"The query ran for more than {as_seconds(seconds)} and was stopped; narrow it "
+                              "(filter on run_id or experiment, add LIMIT).") from None
+        except psycopg.Error as exc:
+            raise ConfigError(f"The query failed: {_first_line(exc)} (cobalt://schema lists the tables and "
+                              "columns).") from None
+    return answer.result(more)
+
+
+#: Functions a query on Postgres may not call: the server's files, settings, large objects and other databases.
+_DENIED_FUNCTIONS = ("pg_", "lo_", "dblink", "set_config", "current_setting", "query_to_xml", "table_to_xml",
+                     "cursor_to_xml", "schema_to_xml", "database_to_xml", "txid_", "inet_")
+
+
+def only_the_store(tree: Any) -> None:
+    """Refuse a query (its DuckDB parse tree) that reads anything but cobalt's tables (and its own CTEs)
+    without a schema, or calls a function of the server's (`_DENIED_FUNCTIONS`)."""
+    allowed = set(TABLES) | set(_cte_names(tree))
+    for node in _dicts(tree):
+        if node.get("type") == "BASE_TABLE":
+            name, schema = str(node.get("table_name", "")), node.get("schema_name") or node.get("catalog_name")
+            if schema or name.lower() not in allowed:
+                shown = f"{schema}.{name}" if schema else name
+                raise ConfigError(f"The query reads {shown}; only the store's tables can be read here, without a "
+                                  "schema (cobalt://schema lists them).")
+        if node.get("type") == "TABLE_FUNCTION" or (node.get("class") == "FUNCTION" and str(
+                node.get("function_name", "")).lower().startswith(_DENIED_FUNCTIONS)):
+            raise ConfigError(f"The query calls {node.get('function_name') or 'a table function'}; only the store's "
+                              "tables can be read here (cobalt://schema lists them).")
+
+
+def _dicts(tree: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(tree, dict):
+        yield tree
+        for value in tree.values():
+            yield from _dicts(value)
+    elif isinstance(tree, list):
+        for value in tree:
+            yield from _dicts(value)
+
+
+def _cte_names(tree: Any) -> Iterator[str]:
+    for node in _dicts(tree):
+        for entry in (node.get("cte_map") or {}).get("map", []) if isinstance(node.get("cte_map"), dict) else []:
+            if isinstance(entry, dict) and entry.get("key"):
+                yield str(entry["key"]).lower()
 
 
 class _Answer:

@@ -33,7 +33,7 @@ def store_with_runs(config: Config, what: str = "stored runs") -> Store:
     """The project's store, which must hold a run: else an error saying to run one (`what` there are none of)."""
     store = Store.for_config(config)
     if not store.runs(missing_ok=True):
-        raise ConfigError(f"There are no {what} yet; run `cobalt run` first (store: {store.path}).")
+        raise ConfigError(f"There are no {what} yet; run `cobalt run` first (store: {store.where}).")
     return store
 
 

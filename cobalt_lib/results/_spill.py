@@ -8,6 +8,7 @@ every access reads the item back from that file.
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import os
 import tempfile
@@ -33,7 +34,8 @@ class _Unnamed:
     def __del__(self) -> None:
         file = getattr(self, "file", None)  # None: creating it failed, and that error was raised
         if file is not None:
-            file.close()
+            with contextlib.suppress(OSError):  # a full disk: the last flush fails; the run said so already
+                file.close()
 
 
 class ItemSpill:

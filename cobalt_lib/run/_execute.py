@@ -87,9 +87,16 @@ def save(plan: RunPlan, report: ExperimentReport) -> None:
     if not len(journal):
         replay_left(store, wait=0.0, quiet=True)  # a stage's rows the store was too busy for, if any
     if (holder := stalled(store)) is not None:
-        print(f"cobalt: the results store {store.path} is still held by another process ({holder}): run "
+        print(f"cobalt: the results store {store.where} {_held(holder)}: run "
               f"{plan.run_id} is complete in {report.results_path}, and its rows wait in "
               f"{journal.directory.parent} for the next cobalt command to put them into the store.", file=sys.stderr)
+
+
+def _held(holder: str) -> str:
+    """Why the store did not take the rows: another process holds its file, or its server cannot be reached."""
+    if holder.startswith("unreachable"):
+        return f"could not be reached ({holder.removeprefix('unreachable: ')})"
+    return f"is still held by another process ({holder})"
 
 
 def start_run(plan: RunPlan) -> None:
@@ -183,7 +190,7 @@ async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Seq
 
     # A shard writing elsewhere renews the run's lease only where it can reach the store (a process on
     # this machine); a shard on another machine leaves the run to the steps that can (split, merge).
-    renewing = lease(plan.store, plan.run_id) if to_store or plan.store.path.exists() else contextlib.nullcontext()
+    renewing = lease(plan.store, plan.run_id) if to_store or plan.store.exists() else contextlib.nullcontext()
     try:
         with collector_tuned_for_a_run(), renewing:
             async with Session(plan) as session:
@@ -348,7 +355,7 @@ def finish(plan: RunPlan, items: Sequence[ItemResult] | FinishedItems,
             plan.identity = plan.store.identities_of([plan.run_id]).get(plan.run_id)
     with collector_tuned_for_a_run():
         report = build_report(plan, items, duration_ms, status)
-    if (claim := claimed(plan.store.path, plan.run_id)) is not None and claim.lost is not None:
+    if (claim := claimed(plan.store.key, plan.run_id)) is not None and claim.lost is not None:
         return report  # another process has the run now: it saves it, this one writes nothing more
     try:
         save(plan, report)

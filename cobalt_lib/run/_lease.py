@@ -41,8 +41,7 @@ class LeaseRenewer:
         self.seconds = lease_seconds() if seconds is None else seconds
         self.every = self.seconds / 3 if every is None else every
         # Its own Store: a short, quiet wait for the lock (the run's writes keep the usual patience).
-        self._store = Store(store.path, lock_timeout=min(store.lock_timeout, self.every / 2, _RENEWAL_WAIT),
-                            now=store.now)
+        self._store = store.like(lock_timeout=min(store.lock_timeout, self.every / 2, _RENEWAL_WAIT))
         #: Renewals that reached the store, and those that did not (the last one's error).
         self.renewals = 0
         self.failures = 0
@@ -68,7 +67,7 @@ class LeaseRenewer:
 
     def start(self) -> LeaseRenewer:
         if self._thread is None:
-            working(self._store.path, self.run_id, True)
+            working(self._store.key, self.run_id, True)
             self._stop.clear()
             self._thread = threading.Thread(target=self._loop, name=f"cobalt-lease-{self.run_id}", daemon=True)
             self._thread.start()
@@ -80,7 +79,7 @@ class LeaseRenewer:
         if self._thread is not None:
             self._thread.join()
             self._thread = None
-            working(self._store.path, self.run_id, False)
+            working(self._store.key, self.run_id, False)
 
     def _loop(self) -> None:
         # The first renewal after one interval: whoever started the run has just written a fresh lease.
@@ -107,7 +106,7 @@ def lease(store: Store, run_id: str) -> Iterator[LeaseRenewer]:
     Blocks for the same run nest (the engine holds one around the run, each stage one of its own):
     the process runs one renewer per run, stopped when the outermost block ends.
     """
-    key = (str(store.path.absolute()), run_id)
+    key = (store.key, run_id)
     with _HELD_LOCK:
         renewer, holders = _HELD.get(key) or (LeaseRenewer(store, run_id).start(), 0)
         _HELD[key] = (renewer, holders + 1)

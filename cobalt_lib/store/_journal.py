@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._errors import LeaseLost, StoreError, StoreLocked
+from ._backend import dialect_of
 from ._liveness import claimed, fences
 from ._segment import Segment, apply, read, run_ids, seal
 from ._tables import insert_file
@@ -54,7 +55,7 @@ _STALLED: dict[str, str] = {}
 
 def stalled(store: Store) -> str | None:
     """What holds the store, when a write of this process last gave up on its lock."""
-    return _STALLED.get(str(store.path.absolute()))
+    return _STALLED.get(store.key)
 
 
 class Journal:
@@ -62,7 +63,7 @@ class Journal:
 
     def __init__(self, store: Store, name: str) -> None:
         self.store = store
-        self.directory = store.path.parent / JOURNAL_DIR / name
+        self.directory = store.home / JOURNAL_DIR / name
         self._segments: list[Segment] = []
         self._number = 0
         self._lock: int | None = None
@@ -85,7 +86,7 @@ class Journal:
             self._lock = _hold(staging / ".lock", wait=True)
             staging.rename(self.directory)
         self._number += 1
-        fence = fences(self.store.path, run_ids(batches, delete_run, add_work))
+        fence = fences(self.store.key, run_ids(batches, delete_run, add_work))
         self._segments.append(seal(self.directory, f"{self._number:06d}", batches, values=self.store.values_dir,
                                    limit=self.store.max_value_bytes, delete_run=delete_run,
                                    delete_tables=delete_tables, add_work=add_work,
@@ -97,7 +98,7 @@ class Journal:
         another process still holds the store after `wait` seconds (the store's lock timeout by
         default), LeaseLost when another process took the run over: the segments not in stay."""
         total = None
-        key = str(self.store.path.absolute())
+        key = self.store.key
         while self._segments:
             segment = self._segments[0]
             try:
@@ -108,7 +109,7 @@ class Journal:
                 raise
             except LeaseLost as lost:
                 for run_id in segment.fence:
-                    if (claim := claimed(self.store.path, run_id)) is not None:
+                    if (claim := claimed(self.store.key, run_id)) is not None:
                         claim.lost = str(lost)
                 raise
             total = done if done is not None else total
@@ -154,7 +155,7 @@ def put_in(store: Store, segment: Segment, *, wait: float | None = None, replay:
         with store._transaction(ensure_schema=True, wait=wait) as con:
             return apply(con, segment, replay=replay)
     except Exception as exc:
-        if not _data_error(exc):
+        if not _data_error(exc, store):
             raise
         refused = exc
     with store.connect(wait=wait) as con:
@@ -169,14 +170,10 @@ def put_in(store: Store, segment: Segment, *, wait: float | None = None, replay:
         return apply(con, segment, replay=replay)
 
 
-def _data_error(exc: Exception) -> bool:
-    """An error the rows' values cause (DuckDB's data, conversion, constraint or input errors), not the
-    disk, a lock or the store's state."""
-    import duckdb
-
-    kinds = (duckdb.ConversionException, duckdb.InvalidInputException, duckdb.ConstraintException,
-             duckdb.OutOfRangeException, duckdb.TypeMismatchException)
-    return isinstance(exc, kinds) and "No space left" not in str(exc)
+def _data_error(exc: Exception, store: Store) -> bool:
+    """An error the rows' values cause (a data, conversion, constraint or input error), not the disk, a
+    lock or the store's state."""
+    return store.backend.dialect.data_error(exc)
 
 
 def _bad_lines(con: Any, segment: Segment, table: str) -> dict[int, str]:
@@ -197,7 +194,7 @@ def _bad_lines(con: Any, segment: Segment, table: str) -> dict[int, str]:
             insert_file(con, table, probe, longest)
             return None
         except Exception as exc:
-            if not _data_error(exc):
+            if not dialect_of(con).data_error(exc):
                 raise
             return re.sub(r' in file "[^"]*"(, in line \d+)?', "", str(exc).splitlines()[0])
         finally:
@@ -249,7 +246,7 @@ class SetAside:
 def _set_aside(store: Store, segment: Segment, table: str, bad: dict[int, str]) -> None:
     every = _lines(segment.rows(table))
     lines, errors = [every[n] for n in sorted(bad)], [bad[n] for n in sorted(bad)]
-    directory = store.path.parent / JOURNAL_DIR / SET_ASIDE_DIR
+    directory = store.home / JOURNAL_DIR / SET_ASIDE_DIR
     directory.mkdir(parents=True, exist_ok=True)
     stem = f"{segment.directory.name}-{segment.stem}-{table}-{secrets.token_hex(3)}"
     rows = directory / f"{stem}.ndjson"
@@ -270,7 +267,7 @@ def _run_of(line: str) -> str | None:
 
 def set_aside(store: Store) -> list[SetAside]:
     """The rows kept aside under the store's journal directory, oldest first."""
-    directory = store.path.parent / JOURNAL_DIR / SET_ASIDE_DIR
+    directory = store.home / JOURNAL_DIR / SET_ASIDE_DIR
     found = []
     for head in sorted(directory.glob("*.json"), key=lambda p: p.stat().st_mtime) if directory.is_dir() else []:
         with contextlib.suppress(OSError, ValueError):
@@ -299,7 +296,7 @@ def put_back(store: Store) -> tuple[int, list[SetAside]]:
             with store._transaction(ensure_schema=True) as con:
                 apply(con, segment, replay=True)
         except Exception as exc:
-            if not _data_error(exc):
+            if not _data_error(exc, store):
                 raise
             head = group.path.with_suffix(".json")
             data = json.loads(head.read_text(encoding="utf-8"))
@@ -338,7 +335,7 @@ def in_use(directory: Path) -> bool:
 
 def left(store: Store) -> list[Path]:
     """The journals left under the store's output directory (some may belong to live processes)."""
-    root = store.path.parent / JOURNAL_DIR
+    root = store.home / JOURNAL_DIR
     try:
         return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
     except FileNotFoundError:
@@ -347,7 +344,7 @@ def left(store: Store) -> list[Path]:
 
 def refused_before(store: Store) -> list[Path]:
     """Journals an older cobalt moved aside whole (`.refused-*`): `cobalt store sync` puts them back."""
-    root = store.path.parent / JOURNAL_DIR
+    root = store.home / JOURNAL_DIR
     try:
         return sorted(p for p in root.iterdir() if p.is_dir() and p.name.startswith(".refused-"))
     except FileNotFoundError:
@@ -383,17 +380,17 @@ def replay_left(store: Store, *, wait: float | None = None, quiet: bool = False)
             shutil.rmtree(directory, ignore_errors=True)
         except StoreLocked as exc:
             if not quiet:
-                print(f"cobalt: finished rows wait in {directory} for the results store {store.path}, which another "
+                print(f"cobalt: finished rows wait in {directory} for the results store {store.where}, which another "
                       f"process holds ({exc.holder}); the next cobalt command puts them in.", file=sys.stderr)
             break
         except (StoreError, OSError) as exc:  # the disk, or the store's state: the rows stay for the next try
             if not quiet:
-                print(f"cobalt: finished rows wait in {directory}: the results store {store.path} could not take "
+                print(f"cobalt: finished rows wait in {directory}: the results store {store.where} could not take "
                       f"them ({_said(exc)}); the next cobalt command tries again.", file=sys.stderr)
             break
         except Exception as exc:
             if not quiet:
-                print(f"cobalt: finished rows wait in {directory}: the results store {store.path} refused them "
+                print(f"cobalt: finished rows wait in {directory}: the results store {store.where} refused them "
                       f"({_said(exc)}); the next cobalt command tries again.", file=sys.stderr)
             break
         finally:

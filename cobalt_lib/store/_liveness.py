@@ -133,21 +133,22 @@ _WORKING: dict[tuple[str, str], int] = {}
 _CLAIMS_LOCK = threading.Lock()
 
 
-def claim_key(path: Path, run_id: str) -> tuple[str, str]:
-    return str(path.absolute()), run_id
+def claim_key(path: Path | str, run_id: str) -> tuple[str, str]:
+    """A claim's key: the store's (`Store.key`: a DuckDB file's absolute path, or a Postgres URL) and the run's."""
+    return (str(path.absolute()) if isinstance(path, Path) else path), run_id
 
 
-def claimed(path: Path, run_id: str) -> Claim | None:
+def claimed(path: Path | str, run_id: str) -> Claim | None:
     """This process's claim on the run, if it holds one."""
     return _CLAIMS.get(claim_key(path, run_id))
 
 
-def hold(path: Path, run_id: str, claim: Claim) -> None:
+def hold(path: Path | str, run_id: str, claim: Claim) -> None:
     with _CLAIMS_LOCK:
         _CLAIMS[claim_key(path, run_id)] = claim
 
 
-def working(path: Path, run_id: str, on: bool) -> None:
+def working(path: Path | str, run_id: str, on: bool) -> None:
     """Mark the start (`on`) or end of this process's work on a run (what a `lease` block spans)."""
     key = claim_key(path, run_id)
     with _CLAIMS_LOCK:
@@ -158,7 +159,7 @@ def working(path: Path, run_id: str, on: bool) -> None:
             _WORKING.pop(key, None)
 
 
-def fences(path: Path, run_ids: Iterable[str]) -> dict[str, tuple[int, str]]:
+def fences(path: Path | str, run_ids: Iterable[str]) -> dict[str, tuple[int, str]]:
     """The (epoch, token) each write of these runs' rows carries: the runs this process claimed."""
     found = {}
     for run_id in run_ids:
@@ -167,7 +168,7 @@ def fences(path: Path, run_ids: Iterable[str]) -> dict[str, tuple[int, str]]:
     return found
 
 
-def holder_alive(path: Path, row: dict[str, Any]) -> bool | None:
+def holder_alive(path: Path | str, row: dict[str, Any]) -> bool | None:
     """Whether the process holding a claimed run still works on it, when this process can tell (the row's
     holder is in this pid namespace on this boot of this machine); None when only its lease can say."""
     holder = row.get("holder")
@@ -181,13 +182,13 @@ def holder_alive(path: Path, row: dict[str, Any]) -> bool | None:
     return process_identity(pid) == holder
 
 
-def live(path: Path, row: dict[str, Any], now: datetime, seconds: float) -> bool:
+def live(path: Path | str, row: dict[str, Any], now: datetime, seconds: float) -> bool:
     """Whether a `running` row's run is still worked on: its holder's process where this host can tell,
     else its lease."""
     alive = holder_alive(path, row)
     return (not expired(row, now, seconds)) if alive is None else alive
 
 
-def gone(path: Path, rows: Iterable[dict[str, Any]], now: datetime, seconds: float) -> list[str]:
+def gone(path: Path | str, rows: Iterable[dict[str, Any]], now: datetime, seconds: float) -> list[str]:
     """The run ids of the `running` rows no process works on any more (read `incomplete`)."""
     return [str(r["run_id"]) for r in rows if r.get("status") == "running" and not live(path, r, now, seconds)]

@@ -78,12 +78,13 @@ def _check(con: Any, run_id: str, *, expected: int, runs: int, shard_items: int)
 def counts(con: Any, run_id: str) -> dict[str, Any]:
     """What the `outputs` and `scores` assets report, counted in SQL: items per status, and per evaluator
     the sum and count of usable scores and the eval-errors, the judge calls and the cached scores."""
-    statuses = dict(con.execute("SELECT status, count(*) FROM outputs WHERE run_id = ? GROUP BY ALL",
+    statuses = dict(con.execute("SELECT status, count(*) FROM outputs WHERE run_id = ? GROUP BY status",
                                 [run_id]).fetchall())
     evaluators = {name: [float(total or 0.0), int(scored), int(errors)] for name, total, scored, errors in con.execute(
         "SELECT evaluator, sum(score) FILTER (WHERE status = 'ok' AND score IS NOT NULL), "
         "count(*) FILTER (WHERE status = 'ok' AND score IS NOT NULL), count(*) FILTER (WHERE status <> 'ok') "
-        "FROM scores WHERE run_id = ? GROUP BY ALL", [run_id]).fetchall()}
+        "FROM scores WHERE run_id = ? GROUP BY evaluator", [run_id]).fetchall()}
+    # sum() of an integer column is a Decimal on Postgres: int() takes either
     judge_calls, cached = con.execute("SELECT coalesce(sum(judge_calls), 0), count(*) FILTER (WHERE cached) "
                                       "FROM scores WHERE run_id = ?", [run_id]).fetchone()
     return {"statuses": {str(k): int(v) for k, v in statuses.items()}, "evaluators": evaluators,

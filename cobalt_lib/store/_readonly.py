@@ -30,13 +30,13 @@ def read_only_connection(store: Store, *, memory_limit: str, threads: int) -> It
     """A connection whose tables are views over the store file, unable to write or reach files."""
     import duckdb
 
-    if not store.path.exists():
-        raise StoreError(f"No results store at {store.path} yet; run an experiment first.")
+    if not store.exists():
+        raise StoreError(f"No results store at {store.where} yet; run an experiment first.")
     con = duckdb.connect(":memory:", config={"memory_limit": memory_limit, "threads": threads,
                                              "temp_directory": "", "autoload_known_extensions": False,
                                              "autoinstall_known_extensions": False})
     try:
-        store._attach_read_only(con)
+        store.attach_read_only(con)
         present = present_columns(con, "database_name = 'store'")
         ended = _ended(con, store) if "runs" in present else []
         for table in TABLES:
@@ -48,13 +48,42 @@ def read_only_connection(store: Store, *, memory_limit: str, threads: int) -> It
         con.close()
 
 
+@contextmanager
+def read_only_postgres(store: Store, *, seconds: float) -> Iterator[Any]:
+    """A team store's connection for one query: its own (never a pooled one), the `runs` table shadowed by a
+    temporary view reading live statuses, then a READ ONLY transaction with a `statement_timeout` of
+    `seconds` (Postgres stops the query itself). Closed after, the view with it."""
+    from ._postgres import Connection
+
+    with store.backend.connect(read_only=True, wait=store.lock_timeout) as pooled:
+        schema = pooled.execute("SELECT current_schema()").fetchall()[0][0]
+        running = pooled.execute("SELECT * FROM runs WHERE status = 'running'")
+        names = [d[0] for d in running.description]
+        ended = gone(store.key, [dict(zip(names, r, strict=True)) for r in running.fetchall()], store.now(),
+                     lease_seconds())
+    import psycopg
+
+    raw = psycopg.connect(store.backend.url, autocommit=True, options="-c TimeZone=UTC",  # type: ignore[attr-defined]
+                          application_name="cobalt_query")
+    try:
+        con = Connection(raw)
+        # pg_temp comes first in the search path: `runs` in a query is this view
+        con.execute(f'CREATE TEMP VIEW runs AS {_select("runs", {n for n, _ in TABLES["runs"]}, ended)}'
+                    .replace("FROM store.main.runs", f'FROM "{schema}".runs'))
+        con.execute("BEGIN READ ONLY")
+        con.execute(f"SET LOCAL statement_timeout = {max(1, int(seconds * 1000))}")
+        yield con
+    finally:
+        raw.close()
+
+
 def _ended(con: Any, store: Store) -> list[str]:
     """The `running` runs no process works on any more (`_liveness.gone`): their holder's process is
     gone where this host can tell, else their lease ran out."""
     cursor = con.execute("SELECT * FROM store.main.runs WHERE status = 'running'")
     names = [d[0] for d in cursor.description]
     rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
-    return gone(store.path, rows, store.now(), lease_seconds())
+    return gone(store.key, rows, store.now(), lease_seconds())
 
 
 def _select(table: str, present: set[str] | None, ended: list[str]) -> str:

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import LeaseLost
-from ._tables import insert_file, read_rows_sql, write_rows
+from ._backend import dialect_of
+from ._tables import insert_file, write_rows
 
 #: The columns that identify a row, for the tables a replayed segment may hold again.
 _KEYS = {"outputs": ("item_index", "run_index"), "scores": ("item_index", "run_index", "evaluator"),
@@ -115,9 +116,7 @@ def apply(con: Any, segment: Segment, *, replay: bool = False) -> float | None:
         con.execute(f"DELETE FROM {table} WHERE run_id = ?", [segment.delete_run])
     for table, (name, longest) in segment.files.items():
         if replay and table in _KEYS:
-            match = " AND ".join(f"f.{c} = t.{c}" for c in ("run_id", *_KEYS[table]))
-            con.execute(f"DELETE FROM {table} t WHERE EXISTS (SELECT 1 FROM ({read_rows_sql(table, longest)}) f "
-                        f"WHERE {match})", [str(segment.directory / name)])
+            dialect_of(con).delete_again(con, table, _KEYS[table], segment.directory / name, longest)
         insert_file(con, table, segment.directory / name, longest)
     if prior is not None:
         con.execute("UPDATE runs SET worked_ms = ? WHERE run_id = ? AND worked_ms IS NULL", [prior, segment.delete_run])
@@ -143,7 +142,8 @@ def _add_work(con: Any, run_id: str, ms: float) -> float | None:
 
 def check_fence(con: Any, run_id: str, epoch: int, token: str) -> None:
     """Raise LeaseLost unless run `run_id`'s row still holds the claim (`epoch`, `token`)."""
-    found = con.execute("SELECT lease_epoch, lease_token, pid, host FROM runs WHERE run_id = ?", [run_id]).fetchall()
+    found = con.execute("SELECT lease_epoch, lease_token, pid, host FROM runs WHERE run_id = ?"
+                        + dialect_of(con).row_lock, [run_id]).fetchall()
     if found and (found[0][0], found[0][1]) == (epoch, token):
         return
     by = f"process {found[0][2]} on {found[0][3]}" if found else "a command that removed it"

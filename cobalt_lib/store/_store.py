@@ -1,7 +1,8 @@
-"""The DuckDB store: `runs`, `outputs`, `scores`, `aggregates`, `verdicts`, every row keyed by run_id.
+"""The store: `runs`, `outputs`, `scores`, `aggregates`, `verdicts`, every row keyed by run_id.
 
-DuckDB admits one writing process, and a reader's lock blocks a writer too, so every connection
-is short (open, one transaction, close) and opening retries with backoff. Rows arrive from the
+It lives in a DuckDB file (`_duckdb`, the embedded default) or a Postgres database (`_postgres`, the
+team store), behind one seam (`_backend`). Every connection is short (open, one transaction, close):
+DuckDB admits one writing process, and a reader's lock blocks a writer too. Rows arrive from the
 run as items finish and a background thread (`_writer.BatchWriter`) writes them in batches, each in one
 transaction: a crash loses at most the batch in flight, and no reader ever sees half of one. The
 tables themselves are in `_tables`, what makes a run live in `_liveness`.
@@ -11,20 +12,19 @@ from __future__ import annotations
 
 import contextlib
 import os
-import random
-import re
 import secrets
 import socket
-import sys
 import tempfile
 import threading
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .._errors import ConfigError, LeaseLost, StoreError, StoreLocked
+from .._errors import ConfigError, LeaseLost, StoreError
+from ._backend import Backend
+from ._backends import backend_for
+from ._duckdb import OPENED, STORE_FILE
 from ._liveness import (
     Claim,
     Clock,
@@ -38,6 +38,7 @@ from ._liveness import (
     live,
     utc_now,
 )
+from ._schema import check_version, ensure_tables
 from ._segment import apply, check_fence, run_ids, seal
 from ._store_batches import JudgeBatches
 from ._store_dagster import DagsterRuns
@@ -48,21 +49,16 @@ from ._store_items import ItemReads
 from ._store_labels import LabelRows
 from ._store_spans import SpanRows
 from ._store_variants import VariantRuns
-from ._tables import TABLES, decode, duckdb_said, make_tables, present_columns
+from ._tables import TABLES, decode
 from ._values import MAX_VALUE_BYTES, VALUES_DIR, restore
 
 if TYPE_CHECKING:
     from ..config._config import Config
 
-_LOCK_WORDS = ("lock", "Conflicting", "being used", "Could not set")
-
-
-#: Store files whose schema this process has already checked: a run opens many Store objects.
+#: Stores whose schema this process has already checked: a run opens many Store objects.
 _SCHEMA_READY: set[tuple[str, int]] = set()
-
-
-#: After this long waiting for another process's lock on the store, say so on stderr (once).
-WAIT_NOTICE_SECONDS = 3.0
+#: Team stores whose schema version this process has found usable.
+_VERSION_CHECKED: set[str] = set()
 
 
 class Writer(Protocol):
@@ -72,48 +68,8 @@ class Writer(Protocol):
               delete_tables: Sequence[str] = (), add_work: tuple[str, float] | None = None) -> float | None: ...
 
 
-#: What DuckDB says of a store file that is cut short or is not a database.
-_DAMAGE_WORDS = ("Could not read enough bytes", "not a valid DuckDB database", "Corrupt", "checksum")
-
-
-def unusable(path: Path, exc: Exception) -> StoreError:
-    """A store file DuckDB cannot use (not a lock): one sentence saying what to do."""
-    said = duckdb_said(exc)
-    if "No space left on device" in said:
-        return StoreError(f"The disk holding the results store {path} is full ({said}); free some space and "
-                          "run the command again.")
-    if any(word in said for word in _DAMAGE_WORDS):
-        return StoreError(f"The results store {path} is damaged ({said}); move it aside (`mv {path} "
-                          f"{path}.damaged`) and the next run starts a new one; the results files under "
-                          f"{path.parent / 'results'} still hold every finished run.")
-    return StoreError(f"Cannot open the results store {path}: {said}")
-
-
-def _holder(message: str) -> str:
-    """DuckDB's lock error names the holder: `Conflicting lock is held in /usr/bin/python3 (PID 42)`."""
-    found = re.search(r"held in (.+?\(PID \d+\))", message)
-    return found.group(1) if found else "its lock"
-
-
-#: The store's file name under the project's output directory.
-STORE_FILE = "cobalt.duckdb"
-
-#: Per thread, the read-only connection each open `Store.reading()` block shares, by store file.
+#: Per thread, the read-only connection each open `Store.reading()` block shares, by store.
 _SHARED = threading.local()
-#: DuckDB connections opened to store files by this process (`Store.connections_opened`).
-_OPENED = [0]
-_OPENED_LOCK = threading.Lock()
-
-
-#: Per store file, the lock every write connection of this process holds: DuckDB lets two connections of
-#: one process write at once, and a lease renewal meeting the run's own final write failed it
-#: ("Conflict on tuple deletion"). One writer at a time, in the process as across processes.
-_WRITE_LOCKS: dict[str, threading.RLock] = {}
-
-
-def _write_lock(path: Path) -> threading.RLock:
-    with _OPENED_LOCK:
-        return _WRITE_LOCKS.setdefault(str(path.absolute()), threading.RLock())
 
 
 def _shared() -> dict[str, Any]:
@@ -129,9 +85,18 @@ class Store(DagsterRuns, DatasetRows, JudgeBatches, LabelRows, SpanRows, Variant
     of the tables is a method here. Every method opens its own short connection, except that
     reads inside a `reading()` block share the block's."""
 
-    def __init__(self, path: Path, *, lock_timeout: float = 60.0, now: Clock = utc_now,
-                 max_value_bytes: int = MAX_VALUE_BYTES) -> None:
-        self.path = Path(path)
+    def __init__(self, path: Path | str, *, home: Path | None = None, lock_timeout: float = 60.0,
+                 now: Clock = utc_now, max_value_bytes: int = MAX_VALUE_BYTES) -> None:
+        #: Where the store is: a DuckDB file's path, or a Postgres URL (`_backends`).
+        self.location = path
+        self.backend: Backend = backend_for(path, home)
+        #: The local directory beside the store: its journal, whole values, temporary files.
+        self.home = self.backend.home
+        #: The store's identity in this process (claims, caches); `where` what messages name (no password).
+        self.key = self.backend.key
+        self.where = self.backend.where
+        #: The DuckDB file (a Postgres store has none: a name under `home` that is never made).
+        self.path = Path(path) if self.backend.name == "duckdb" else self.home / "postgres-store"
         self.lock_timeout = lock_timeout
         #: The clock leases are written and judged by (tests inject one).
         self.now = now
@@ -140,20 +105,31 @@ class Store(DagsterRuns, DatasetRows, JudgeBatches, LabelRows, SpanRows, Variant
 
     @classmethod
     def for_config(cls, config: Config) -> Store:
-        """The project's store: `cobalt.duckdb` under the config's `output_dir`, with its `[store]` settings."""
-        return cls(config.output_path / STORE_FILE, lock_timeout=config.store.lock_timeout,
-                   max_value_bytes=config.store.max_value_bytes)
+        """The project's store: the team store at `[store] url` (or COBALT_STORE_URL) when set, else
+        `cobalt.duckdb` under the config's `output_dir`; with its `[store]` settings."""
+        url = config.store.team_url()
+        return cls(url or config.output_path / STORE_FILE, home=config.output_path,
+                   lock_timeout=config.store.lock_timeout, max_value_bytes=config.store.max_value_bytes)
+
+    def like(self, **settings: Any) -> Store:
+        """Another Store object on the same store (`lock_timeout`, `now`... as given, else this one's)."""
+        kept = {"lock_timeout": self.lock_timeout, "now": self.now, "max_value_bytes": self.max_value_bytes}
+        return Store(self.location, home=self.home, **{**kept, **settings})
+
+    def exists(self) -> bool:
+        """Whether the store was made: its file, or cobalt's tables in the database."""
+        return self.backend.exists()
 
     @property
     def values_dir(self) -> Path:
         """Where the whole values of cut ones are kept (`_values`)."""
-        return self.path.parent / VALUES_DIR
+        return self.home / VALUES_DIR
 
     @staticmethod
     def connections_opened() -> int:
         """How many DuckDB connections this process has opened to store files so far (each open costs
         9-20 ms): what tests and profiles count."""
-        return _OPENED[0]
+        return OPENED[0]
 
     @contextmanager
     def reading(self) -> Iterator[None]:
@@ -161,8 +137,8 @@ class Store(DagsterRuns, DatasetRows, JudgeBatches, LabelRows, SpanRows, Variant
         (where each would open its own). For a few reads in a row only: no await, no user code and no
         write inside (a write raises), as no other process can write while the block lasts."""
         held = _shared()
-        key = str(self.path.absolute())
-        if key in held or not self.path.exists():  # nested, or nothing to read: each read as usual
+        key = self.key
+        if key in held or not self.exists():  # nested, or nothing to read: each read as usual
             yield
             return
         self._take_waiting()  # the one write a read may need, before the block's reads (which cannot write)
@@ -175,71 +151,23 @@ class Store(DagsterRuns, DatasetRows, JudgeBatches, LabelRows, SpanRows, Variant
 
     @contextmanager
     def connect(self, *, read_only: bool = False, wait: float | None = None) -> Iterator[Any]:
-        """A short connection, retried while another process holds the file, for up to `wait` seconds
-        (default `lock_timeout`; then StoreLocked). Inside `reading()`, the block's connection."""
+        """A short connection, retried while another process holds the file (or the database is away), for
+        up to `wait` seconds (default `lock_timeout`; then StoreLocked). Inside `reading()`, the block's."""
         held = getattr(_SHARED, "held", None)
-        if held and (shared := held.get(str(self.path.absolute()))) is not None:
+        if held and (shared := held.get(self.key)) is not None:
             if not read_only:
-                raise RuntimeError(f"A write to {self.path} inside Store.reading(): end the block first.")
+                raise RuntimeError(f"A write to {self.where} inside Store.reading(): end the block first.")
             yield shared
             return
-        if read_only and not self.path.exists():
-            raise StoreError(f"No results store at {self.path} yet; run an experiment first.")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        started = time.monotonic()
-        deadline = started + (self.lock_timeout if wait is None else wait)
-        lock = None if read_only else _write_lock(self.path)
-        if lock is not None and not lock.acquire(timeout=max(0.0, deadline - started)):
-            raise StoreLocked(f"Cannot open the results store {self.path}: another thread of this process is "
-                              "writing it.", f"this process (PID {os.getpid()})")
-        try:
-            with self._opened(read_only, started, deadline) as con:
-                yield con
-        finally:
-            if lock is not None:
-                lock.release()
-
-    @contextmanager
-    def _opened(self, read_only: bool, started: float, deadline: float) -> Iterator[Any]:
-        import duckdb
-
-        delay = 0.02
-        told = False
-        while True:
-            try:
-                con = duckdb.connect(str(self.path), read_only=read_only)
-                with _OPENED_LOCK:
-                    _OPENED[0] += 1
-                break
-            except duckdb.Error as exc:
-                # Another thread of this process holds the file read-only while this one wants to write (or
-                # the reverse): DuckDB refuses until that connection closes, as it would a lock.
-                locked = isinstance(exc, duckdb.IOException) and any(word in str(exc) for word in _LOCK_WORDS)
-                mixed = isinstance(exc, duckdb.ConnectionException) and "different configuration" in str(exc)
-                if not (locked or mixed):
-                    raise unusable(self.path, exc) from None
-                if time.monotonic() > deadline:
-                    raise StoreLocked(f"Cannot open the results store {self.path}: {duckdb_said(exc)}",
-                                      _holder(str(exc))) from None
-                if not told and time.monotonic() - started > WAIT_NOTICE_SECONDS:
-                    told = True  # a long silent stall looks like a hang: say who holds the file
-                    print(f"cobalt: waiting for the results store {self.path}, which another process holds "
-                          f"({_holder(str(exc))}); close it (a notebook's DuckDB connection?) to go on.",
-                          file=sys.stderr)
-                time.sleep(delay * (0.5 + random.random()))
-                delay = min(delay * 2, 0.5)
-        try:
+        with self.backend.connect(read_only=read_only, wait=self.lock_timeout if wait is None else wait) as con:
+            if self.backend.name != "duckdb" and self.key not in _VERSION_CHECKED:
+                check_version(con, self.where)  # a team store another cobalt may have moved on (or not yet)
+                _VERSION_CHECKED.add(self.key)
             yield con
-        except duckdb.Error as exc:
-            if any(word in str(exc) for word in (*_DAMAGE_WORDS, "No space left on device")):
-                raise unusable(self.path, exc) from None
-            raise
-        finally:
-            con.close()
 
     def ensure_schema(self) -> None:
         """Create the tables, and add the columns an older store lacks (checked once per process)."""
-        if self._file_key() in _SCHEMA_READY:
+        if self.backend.schema_key() in _SCHEMA_READY:
             return
         with self.connect() as con:
             self._ensure(con)
@@ -248,20 +176,13 @@ class Store(DagsterRuns, DatasetRows, JudgeBatches, LabelRows, SpanRows, Variant
     def _ensure(self, con: Any) -> None:
         """`ensure_schema` on an open connection: one catalogue query when the schema is current. The
         caller marks the schema ready (`_schema_ready`) once this has committed."""
-        if self._file_key() in _SCHEMA_READY:
+        if self.backend.schema_key() in _SCHEMA_READY:
             return
-        make_tables(con, present_columns(con, "schema_name = 'main'"))
+        self.backend.ensure(con, lambda con: ensure_tables(con, self.where, self.backend.name))
 
     def _schema_ready(self) -> None:
-        if (key := self._file_key()) is not None:
+        if (key := self.backend.schema_key()) is not None:
             _SCHEMA_READY.add(key)
-
-    def _file_key(self) -> tuple[str, int] | None:
-        """The file's identity: a store deleted and made again (by `cobalt clean`) is a new file."""
-        try:
-            return str(self.path.resolve()), self.path.stat().st_ino
-        except OSError:
-            return None
 
     @contextmanager
     def _transaction(self, *, ensure_schema: bool = False, wait: float | None = None) -> Iterator[Any]:
@@ -302,9 +223,9 @@ class Store(DagsterRuns, DatasetRows, JudgeBatches, LabelRows, SpanRows, Variant
         from ._journal import replay_left
 
         replay_left(self)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fence = {} if claim else fences(self.path, run_ids(batches, delete_run, add_work))
-        with tempfile.TemporaryDirectory(prefix=".write-", dir=self.path.parent) as tmp:
+        self.home.mkdir(parents=True, exist_ok=True)
+        fence = {} if claim else fences(self.key, run_ids(batches, delete_run, add_work))
+        with tempfile.TemporaryDirectory(prefix=".write-", dir=self.home) as tmp:
             segment = seal(Path(tmp), "rows", batches, values=self.values_dir, limit=self.max_value_bytes,
                            delete_run=delete_run, delete_tables=delete_tables, add_work=add_work, fence=fence)
             with self._transaction(ensure_schema=True) as con:
@@ -314,7 +235,7 @@ class Store(DagsterRuns, DatasetRows, JudgeBatches, LabelRows, SpanRows, Variant
                 done = apply(con, segment)
                 con.execute("UPDATE runs SET lease_token = ?, lease_epoch = ? WHERE run_id = ?",
                             [claim[1], epoch, claim[0]])
-            hold(self.path, claim[0], Claim(claim[1], epoch))
+            hold(self.key, claim[0], Claim(claim[1], epoch))
             return done
 
     def delete_items(self, run_id: str, table: str, keys: Sequence[tuple[int, int]]) -> None:
@@ -354,7 +275,7 @@ class Store(DagsterRuns, DatasetRows, JudgeBatches, LabelRows, SpanRows, Variant
         if row["status"] == "completed":
             raise ConfigError(f"Run {run_id} of {row['experiment']!r} is already completed; there is nothing to "
                               "resume.")
-        if row["status"] == "running" and live(self.path, row, self.now(), lease_seconds()):
+        if row["status"] == "running" and live(self.key, row, self.now(), lease_seconds()):
             raise ConfigError(held_message(row))
         taken = con.execute(
             "UPDATE runs SET lease_epoch = ?, lease_token = ? WHERE run_id = ? AND status = ? "
@@ -371,7 +292,7 @@ class Store(DagsterRuns, DatasetRows, JudgeBatches, LabelRows, SpanRows, Variant
         is not running here (finished, or no such row). A busy store raises StoreError after
         `lock_timeout`. A run this process claimed is renewed only while the claim holds: else LeaseLost
         (and the claim is marked lost, which stops the process's writes)."""
-        claim = claimed(self.path, run_id)
+        claim = claimed(self.key, run_id)
         fence = " AND lease_token = ?" if claim is not None else ""
         params = [lease_end(self.now(), seconds), run_id, *([claim.token] if claim is not None else [])]
         with self.connect() as con:
@@ -392,7 +313,7 @@ class Store(DagsterRuns, DatasetRows, JudgeBatches, LabelRows, SpanRows, Variant
         journal, when given)."""
         run_id = run_row["run_id"]
         row = {"pid": os.getpid(), "host": socket.gethostname(), **run_row}
-        if (claim := claimed(self.path, run_id)) is not None:  # the row keeps the claim: a resume takes it next
+        if (claim := claimed(self.key, run_id)) is not None:  # the row keeps the claim: a resume takes it next
             row.update(holder_fields(), lease_token=claim.token, lease_epoch=claim.epoch)
         (self if via is None else via).write({"runs": [row], "aggregates": aggregates, "verdicts": verdicts},
                             delete_run=run_id, delete_tables=["runs", "aggregates", "verdicts"])
@@ -406,7 +327,7 @@ class Store(DagsterRuns, DatasetRows, JudgeBatches, LabelRows, SpanRows, Variant
         """The run's working time so far, summed over every process that worked on it (0 if unknown)."""
         import duckdb
 
-        if not self.path.exists():
+        if not self.exists():
             return 0.0
         try:
             rows = self.query("SELECT worked_ms FROM runs WHERE run_id = ?", [run_id])
@@ -416,7 +337,7 @@ class Store(DagsterRuns, DatasetRows, JudgeBatches, LabelRows, SpanRows, Variant
 
     def delete_runs(self, run_ids: Sequence[str]) -> None:
         """Every row of these runs, in every table, in one transaction."""
-        if not run_ids or not self.path.exists():
+        if not run_ids or not self.exists():
             return
         with self._transaction() as con:
             for table in TABLES:
@@ -478,7 +399,7 @@ class Store(DagsterRuns, DatasetRows, JudgeBatches, LabelRows, SpanRows, Variant
     def _runs(self, sql: str, params: Sequence[Any], *, missing_ok: bool) -> list[dict[str, Any]]:
         import duckdb
 
-        if missing_ok and not self.path.exists():
+        if missing_ok and not self.exists():
             return []
         self._take_waiting()
         try:
@@ -494,7 +415,7 @@ class Store(DagsterRuns, DatasetRows, JudgeBatches, LabelRows, SpanRows, Variant
         sees them as a CLI command would, not a finished run with 0 items."""
         from ._journal import left, replay_left
 
-        if str(self.path.absolute()) in _shared() or not left(self):
+        if self.key in _shared() or not left(self):
             return
         with contextlib.suppress(StoreError):
             replay_left(self, wait=0.0, quiet=True)
@@ -502,7 +423,7 @@ class Store(DagsterRuns, DatasetRows, JudgeBatches, LabelRows, SpanRows, Variant
     def with_live_status(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Mark `running` runs whose lease expired as `incomplete` (a killed run cannot say so itself).
         The rows need `status`, `lease_until` and `started_at` (see `_liveness` for a row without a lease)."""
-        ended = set(gone(self.path, rows, self.now(), lease_seconds()))
+        ended = set(gone(self.key, rows, self.now(), lease_seconds()))
         for row in rows:
             if row["run_id"] in ended:
                 row["status"] = "incomplete"
@@ -517,52 +438,9 @@ class Store(DagsterRuns, DatasetRows, JudgeBatches, LabelRows, SpanRows, Variant
         restore(rows, self.values_dir)
         return rows
 
-    @contextmanager
-    def snapshot(self) -> Iterator[Any]:
-        """An in-memory DuckDB connection holding a copy of the tables, with live run statuses (a
-        `running` run whose lease expired is `incomplete` there).
-
-        The file is held only while the copy is taken (one short read, retried while a writer holds
-        it), so a slow or heavy query over the copy never blocks a run writing to the store. The copy
-        cannot reach files: external access is off and the setting is locked.
-        """
-        import duckdb
-
-        if not self.path.exists():
-            raise StoreError(f"No results store at {self.path} yet; run an experiment first.")
-        con = duckdb.connect(":memory:")
-        try:
-            self._attach_read_only(con)
-            try:
-                make_tables(con, present_columns(con, "database_name = 'store'"), copy_from="store")
-            finally:
-                con.execute("DETACH store")
-            cursor = con.execute("SELECT * FROM runs WHERE status = 'running'")
-            names = [d[0] for d in cursor.description]
-            running = [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
-            for run_id in gone(self.path, running, self.now(), lease_seconds()):
-                con.execute("UPDATE runs SET status = 'incomplete' WHERE run_id = ?", [run_id])
-            con.execute("SET enable_external_access = false")
-            con.execute("SET lock_configuration = true")
-            yield con
-        finally:
-            con.close()
-
-    def _attach_read_only(self, con: Any) -> None:
-        """ATTACH the store file to `con` as `store`, read-only, retried while another process holds it."""
-        import duckdb
-
-        deadline = time.monotonic() + self.lock_timeout
-        delay = 0.02
-        while True:
-            try:
-                con.execute("ATTACH ? AS store (READ_ONLY)", [str(self.path)])
-                return
-            except duckdb.IOException as exc:
-                if not any(word in str(exc) for word in _LOCK_WORDS) or time.monotonic() > deadline:
-                    raise StoreError(f"Cannot open the results store {self.path}: {duckdb_said(exc)}") from None
-                time.sleep(delay * (0.5 + random.random()))
-                delay = min(delay * 2, 0.5)
+    def attach_read_only(self, con: Any) -> None:
+        """ATTACH a DuckDB store file to `con` as `store`, read-only, retried while another process holds it."""
+        self.backend.attach_read_only(con, self.lock_timeout)  # type: ignore[attr-defined]
 
 
 def held_message(row: dict[str, Any], *, just: bool = False) -> str:

@@ -19,6 +19,7 @@ class JudgeBatches:
     path: Path
 
     if TYPE_CHECKING:  # what `Store` brings, for the type checker alone
+        def exists(self) -> bool: ...
         def _transaction(self, *, ensure_schema: bool = False) -> AbstractContextManager[Any]: ...
         def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]: ...
 
@@ -39,7 +40,7 @@ class JudgeBatches:
         """The run's batches, oldest first; `open_only`: those not known to have ended."""
         import duckdb
 
-        if not self.path.exists():
+        if not self.exists():
             return []
         try:
             rows = self.query("SELECT * FROM judge_batches WHERE run_id = ? ORDER BY created_at, batch_id", [run_id])

@@ -18,6 +18,11 @@ class DagsterRuns:
     path: Path
 
     if TYPE_CHECKING:  # what `Store` brings, for the type checker alone
+        def exists(self) -> bool: ...
+        @property
+        def backend(self) -> Any: ...
+        def write(self, batches: dict[str, list[dict[str, Any]]], *, delete_run: str | None = None,
+                  delete_tables: Sequence[str] = ()) -> float | None: ...
         def _transaction(self, *, ensure_schema: bool = False) -> AbstractContextManager[Any]: ...
         def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]: ...
         def _runs(self, sql: str, params: Sequence[Any], *, missing_ok: bool) -> list[dict[str, Any]]: ...
@@ -35,7 +40,7 @@ class DagsterRuns:
 
     def forget_in_dagster(self, run_id: str) -> None:
         """Forget how Dagster holds the run (a resumed run is recorded again, with its new results)."""
-        if self.path.exists():
+        if self.exists():
             with self._transaction(ensure_schema=True) as con:
                 con.execute("DELETE FROM dagster_runs WHERE run_id = ?", [run_id])
 
@@ -43,7 +48,7 @@ class DagsterRuns:
         """`{run_id: dagster_run_id}` of those of `run_ids` that Dagster holds (executed or recorded)."""
         import duckdb
 
-        if not run_ids or not self.path.exists():
+        if not run_ids or not self.exists():
             return {}
         try:
             rows = self.query("SELECT run_id, dagster_run_id FROM dagster_runs WHERE dagster_run_id IS NOT NULL "
@@ -58,7 +63,7 @@ class DagsterRuns:
         still `running` waits until it ends (or its process is gone)."""
         import duckdb
 
-        if not experiments or not self.path.exists():
+        if not experiments or not self.exists():
             return []
         try:
             rows = self._runs("SELECT * FROM runs "
@@ -78,9 +83,32 @@ class DagsterRuns:
         its working time. Running it again with the same files changes nothing."""
         from . import _merge
 
+        if self.backend.name != "duckdb":
+            return self._merge_apart(run_id, files, expected=expected, runs=runs, shard_items=shard_items,
+                                     worked_ms=worked_ms)
         with self._transaction(ensure_schema=True) as con:
             return _merge.merge(con, run_id, files, COLUMNS, expected=expected, runs=runs, shard_items=shard_items,
                                 worked_ms=worked_ms)
+
+    def _merge_apart(self, run_id: str, files: dict[str, list[str]], *, expected: int, runs: int,
+                     shard_items: int, worked_ms: float) -> dict[str, int]:
+        """`merge_shards` for a team store: the parts are chosen in an in-memory DuckDB (which reads the
+        Parquet files), then the chosen rows replace the run's in one transaction of the store."""
+        import duckdb
+
+        from . import _merge
+        from ._tables import make_tables
+
+        with duckdb.connect(":memory:") as local:
+            make_tables(local, {})
+            local.execute("INSERT INTO runs (run_id) VALUES (?)", [run_id])
+            found = _merge.merge(local, run_id, files, COLUMNS, expected=expected, runs=runs,
+                                 shard_items=shard_items, worked_ms=worked_ms)
+            batches = {table: _fetch(local, f"SELECT * FROM {table}", []) for table in ("outputs", "scores", "spans")}
+        self.write(batches, delete_run=run_id, delete_tables=list(batches))
+        with self._transaction() as con:
+            con.execute("UPDATE runs SET worked_ms = ? WHERE run_id = ?", [worked_ms, run_id])
+        return found
 
     def merged_counts(self, run_id: str) -> dict[str, Any]:
         """Items per status and per-evaluator score totals of a run, counted in SQL (`_merge.counts`)."""

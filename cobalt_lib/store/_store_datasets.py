@@ -44,28 +44,36 @@ class DatasetRows:
     if TYPE_CHECKING:  # what `Store` brings, for the type checker alone
         def _transaction(self, *, ensure_schema: bool = False) -> AbstractContextManager[Any]: ...
         def connect(self, *, read_only: bool = False) -> AbstractContextManager[Any]: ...
+        def exists(self) -> bool: ...
         now: Any
+        home: Path
 
     def _dataset_tables(self, con: Any) -> None:
+        from ._backend import dialect_of
+
+        kind_of = dialect_of(con).column_type
         for table, cols in DATASET_TABLES.items():
-            con.execute(f"CREATE TABLE IF NOT EXISTS {table} ({', '.join(f'{n} {k}' for n, k in cols)})")
+            con.execute(f"CREATE TABLE IF NOT EXISTS {table} ({', '.join(f'{n} {kind_of(k)}' for n, k in cols)})")
 
     def add_dataset_version(self, name: str, version_row: dict[str, Any], items: Sequence[dict[str, Any]], *,
                             unless_hash: tuple[str, str] | None = None) -> tuple[int, bool]:
         """Store `items` (rows of `dataset_items` without dataset and version) as the next version of `name`,
         in one transaction. `unless_hash=(hash, split_hash)`: when the latest version has both, nothing is
         written. Returns (the version, whether it is new)."""
+        from ._backend import dialect_of
+
         with self._transaction(ensure_schema=True) as con:
             self._dataset_tables(con)
+            dialect_of(con).serialize(con, f"dataset:{name}")  # two pushes at once: each its own version number
             latest = con.execute("SELECT version, hash, split_hash FROM dataset_versions WHERE dataset = ? "
                                  "ORDER BY version DESC LIMIT 1", [name]).fetchone()
             if latest is not None and unless_hash is not None and (latest[1], latest[2]) == unless_hash:
                 return int(latest[0]), False
             version = 1 + (int(latest[0]) if latest is not None else 0)
             row = {**version_row, "dataset": name, "version": version, "created_at": self.now()}
-            insert(con, "dataset_versions", [row], self.path.parent, limit=_UNCUT)
+            insert(con, "dataset_versions", [row], self.home, limit=_UNCUT)
             insert(con, "dataset_items", [{**item, "dataset": name, "version": version} for item in items],
-                   self.path.parent, limit=_UNCUT)
+                   self.home, limit=_UNCUT)
         return version, True
 
     def dataset_versions(self, name: str | None = None) -> list[dict[str, Any]]:
@@ -122,7 +130,7 @@ class DatasetRows:
     def _dataset_read(self, sql: str, params: Sequence[Any]) -> list[dict[str, Any]]:
         import duckdb
 
-        if not self.path.exists():
+        if not self.exists():
             return []
         with self.connect(read_only=True) as con:
             try:

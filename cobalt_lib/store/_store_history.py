@@ -42,6 +42,7 @@ class RunPages:
     now: Callable[[], datetime]
 
     if TYPE_CHECKING:  # what `Store` brings, for the type checker alone
+        def exists(self) -> bool: ...
         def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]: ...
         def _runs(self, sql: str, params: Sequence[Any], *, missing_ok: bool) -> list[dict[str, Any]]: ...
 
@@ -202,7 +203,7 @@ class RunPages:
         """`query`, with no store file (or no tables yet) read as no runs."""
         import duckdb
 
-        if not self.path.exists():
+        if not self.exists():
             return []
         try:
             return self.query(sql, params)

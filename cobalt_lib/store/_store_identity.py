@@ -16,6 +16,7 @@ class RunIdentities:
     path: Path
 
     if TYPE_CHECKING:  # what `Store` brings, for the type checker alone
+        def exists(self) -> bool: ...
         def _transaction(self, *, ensure_schema: bool = False) -> AbstractContextManager[Any]: ...
         def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]: ...
 
@@ -38,7 +39,7 @@ class RunIdentities:
         """`{run_id: identity}` of those of `run_ids` that have one (a run stored before identities has none)."""
         import duckdb
 
-        if not run_ids or not self.path.exists():
+        if not run_ids or not self.exists():
             return {}
         try:
             rows = self.query("SELECT run_id, identity FROM identities WHERE run_id IN (SELECT unnest(?))",

@@ -22,6 +22,7 @@ class ItemReads:
     path: Path
 
     if TYPE_CHECKING:  # what `Store` brings, for the type checker alone
+        def exists(self) -> bool: ...
         def connect(self, *, read_only: bool = False) -> AbstractContextManager[Any]: ...
         @property
         def values_dir(self) -> Path: ...
@@ -65,8 +66,8 @@ class ItemReads:
         params: list[Any] = [evaluator, run_id, run_id]
         if search:
             # values, not field names: `country` must not match every item whose input has that key
-            where += (" AND contains(lower(concat_ws(' ', regexp_replace(CAST(o.input AS VARCHAR), ?, ' ', 'g'), "
-                      "regexp_replace(CAST(o.output AS VARCHAR), ?, ' ', 'g'), o.error, s.reasons)), ?)")
+            where += (" AND strpos(lower(concat_ws(' ', regexp_replace(CAST(o.input AS VARCHAR), ?, ' ', 'g'), "
+                      "regexp_replace(CAST(o.output AS VARCHAR), ?, ' ', 'g'), o.error, s.reasons)), ?) > 0")
             params += [JSON_KEY, JSON_KEY]
             params.append(search.lower())
         sql = (
@@ -118,9 +119,9 @@ class ItemReads:
         evaluator's count, mean, passes and eval-errors so far (a run in progress has no aggregates yet)."""
         return self.query(
             "SELECT evaluator, least(greatest(floor(score * $2), 0), $2 - 1)::INTEGER AS bin, count(*) AS n "
-            "FROM scores WHERE run_id = $1 AND status = 'ok' AND score IS NOT NULL GROUP BY ALL "
+            "FROM scores WHERE run_id = $1 AND status = 'ok' AND score IS NOT NULL GROUP BY evaluator, bin "
             "UNION ALL SELECT evaluator, -1, count(*) FILTER (WHERE status <> 'ok') FROM scores "
-            "WHERE run_id = $1 GROUP BY ALL ORDER BY evaluator, bin", [run_id, bins])
+            "WHERE run_id = $1 GROUP BY evaluator ORDER BY evaluator, bin", [run_id, bins])
 
     def rows_of(self, table: str, run_ids: Sequence[str]) -> list[dict[str, Any]]:
         """The `aggregates` or `verdicts` rows of several runs at once (the runs list, trends)."""

@@ -45,23 +45,32 @@ class LabelRows:
     path: Path
 
     if TYPE_CHECKING:  # what `Store` brings, for the type checker alone
+        def exists(self) -> bool: ...
+        @property
+        def values_dir(self) -> Path: ...
         def _transaction(self, *, ensure_schema: bool = False) -> AbstractContextManager[Any]: ...
         def connect(self, *, read_only: bool = False) -> AbstractContextManager[Any]: ...
 
     def _label_tables(self, con: Any) -> None:
+        from ._backend import dialect_of
+
+        kind_of = dialect_of(con).column_type
         for table, cols in LABEL_TABLES.items():
-            con.execute(f"CREATE TABLE IF NOT EXISTS {table} ({', '.join(f'{n} {k}' for n, k in cols)})")
+            con.execute(f"CREATE TABLE IF NOT EXISTS {table} ({', '.join(f'{n} {kind_of(k)}' for n, k in cols)})")
             for name, kind in cols:  # a store made by an earlier version lacks the newer columns
-                con.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {name} {kind}")
+                con.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {name} {kind_of(kind)}")
 
     def add_labels(self, rows: Sequence[dict[str, Any]]) -> int:
         """Append label rows (experiment, evaluator, item_id, value, note, who, set_at, run_id?, item_index?)
         in one transaction; the newest row of each key wins. Returns how many were written."""
+        from ._backend import dialect_of
+
         if not rows:
             return 0
         names = [n for n, _ in LABEL_TABLES["labels"]]
         with self._transaction(ensure_schema=True) as con:
             self._label_tables(con)
+            dialect_of(con).serialize(con, "labels")  # many writers at once: each takes the next seqs in turn
             start = con.execute("SELECT coalesce(max(seq), 0) FROM labels").fetchone()[0]
             con.executemany(f"INSERT INTO labels ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
                             [[start + i + 1 if n == "seq" else row.get(n) for n in names]
@@ -96,7 +105,7 @@ class LabelRows:
     def item_identities(self, run_id: str) -> dict[int, str]:
         """`{item_index: identity}` of a run's items (its `id`, else its content hash), read without the
         items' values."""
-        rows = self._label_query("SELECT item_index, any_value(coalesce(item_id, input_hash)) AS ident FROM outputs "
+        rows = self._label_query("SELECT item_index, min(coalesce(item_id, input_hash)) AS ident FROM outputs "
                                  "WHERE run_id = ? GROUP BY item_index ORDER BY item_index", [run_id])
         return {int(r["item_index"]): str(r["ident"]) for r in rows if r["ident"] is not None}
 
@@ -114,14 +123,14 @@ class LabelRows:
     def outputs_of(self, run_id: str, indices: Sequence[int]) -> list[dict[str, Any]]:
         """The `outputs` rows of some items of a run (every repeat), values whole."""
         from ._tables import decode
-        from ._values import VALUES_DIR, restore
+        from ._values import restore
 
         if not indices:
             return []
         rows = [decode(r) for r in self._label_query(
             "SELECT * FROM outputs WHERE run_id = ? AND item_index IN (SELECT unnest(?)) ORDER BY item_index, "
             "run_index", [run_id, sorted(set(indices))])]
-        restore(rows, self.path.parent / VALUES_DIR)
+        restore(rows, self.values_dir)
         return rows
 
     def evaluator_rows(self, run_id: str, evaluator: str) -> list[dict[str, Any]]:
@@ -157,7 +166,7 @@ class LabelRows:
     def _label_query(self, sql: str, params: Sequence[Any]) -> list[dict[str, Any]]:
         import duckdb
 
-        if not self.path.exists():
+        if not self.exists():
             return []
         try:
             with self.connect(read_only=True) as con:

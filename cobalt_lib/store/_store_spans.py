@@ -21,6 +21,7 @@ class SpanRows:
     path: Path
 
     if TYPE_CHECKING:  # what `Store` brings, for the type checker alone
+        def exists(self) -> bool: ...
         def connect(self, *, read_only: bool = False) -> AbstractContextManager[Any]: ...
         @property
         def values_dir(self) -> Path: ...
@@ -30,7 +31,7 @@ class SpanRows:
         an item without spans (or a store from before the table) has none."""
         import duckdb
 
-        if not self.path.exists() or (keys is not None and not keys):
+        if not self.exists() or (keys is not None and not keys):
             return {}
         sql = "SELECT * FROM spans WHERE run_id = ?"
         params: list[Any] = [run_id]
@@ -47,17 +48,3 @@ class SpanRows:
         for row in rows:
             found.setdefault((row["item_index"], row["run_index"]), []).append(span_from_row(row))
         return found
-
-    def span_counts(self, run_id: str) -> dict[Key, int]:
-        """How many spans each item of the run has (items without any left out)."""
-        import duckdb
-
-        if not self.path.exists():
-            return {}
-        try:
-            with self.connect(read_only=True) as con:
-                rows = con.execute("SELECT item_index, run_index, count(*) FROM spans WHERE run_id = ? GROUP BY ALL",
-                                   [run_id]).fetchall()
-        except duckdb.CatalogException:
-            return {}
-        return {(int(i), int(r)): int(n) for i, r, n in rows}

@@ -16,6 +16,7 @@ class VariantRuns:
     path: Path
 
     if TYPE_CHECKING:  # what `Store` brings, for the type checker alone
+        def exists(self) -> bool: ...
         def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]: ...
         def _runs(self, sql: str, params: Sequence[Any], *, missing_ok: bool) -> list[dict[str, Any]]: ...
 
@@ -42,10 +43,10 @@ class VariantRuns:
 
     def groups(self, experiment: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
         """Run groups newest first: `group_id`, `experiment`, `started_at`, `runs` (how many variants ran)."""
-        if not self.path.exists():
+        if not self.exists():
             return []
         where = "WHERE group_id IS NOT NULL" + (" AND experiment = ?" if experiment else "")
-        return self.query(f"SELECT group_id, any_value(experiment) AS experiment, min(started_at) AS started_at, "
+        return self.query(f"SELECT group_id, min(experiment) AS experiment, min(started_at) AS started_at, "
                           f"count(*) AS runs FROM runs {where} GROUP BY group_id ORDER BY started_at DESC "
                           f"LIMIT {int(limit)}", [experiment] if experiment else [])
 

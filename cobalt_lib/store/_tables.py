@@ -158,7 +158,7 @@ def write_rows(path: Path, table: str, rows: Iterable[dict[str, Any]], values: P
     # A lone surrogate (an agent's string cut in the middle of a pair) cannot be UTF-8: stored as `?`.
     with path.open("w", encoding="utf-8", errors="replace") as fh:
         for row in rows:
-            row = held(table, row)
+            row = _integral(table, held(table, row))
             line = _line(row, columns)
             if len(line) > limit // 4:  # perhaps over the cap in UTF-8: the exact check, value by value
                 line = _line(cap_row(table, row, values, limit), columns)
@@ -180,7 +180,12 @@ def read_rows_sql(table: str, longest: int) -> str:
 
 
 def insert_file(con: Any, table: str, path: Path, longest: int) -> None:
-    """Insert the rows of a file from `write_rows` (its longest line `longest` bytes)."""
+    """Insert the rows of a file from `write_rows` (its longest line `longest` bytes), as the connection's
+    database takes them (DuckDB's JSON reader, Postgres's COPY)."""
+    dialect = getattr(con, "dialect", None)  # a Postgres connection's: COPY (`_postgres`)
+    if dialect is not None:
+        dialect.insert_file(con, table, path, longest)
+        return
     con.execute(f"INSERT INTO {table} ({', '.join(COLUMNS[table])}) {read_rows_sql(table, longest)}", [str(path)])
 
 
@@ -231,6 +236,16 @@ def held(table: str, row: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
+def _integral(table: str, row: dict[str, Any]) -> dict[str, Any]:
+    """`row` with a whole float in an integer column (3.0 tokens) as an int: Postgres's JSON reader takes
+    no `3.0` for an integer, where DuckDB's casts it."""
+    for name, _, _ in _INTEGERS[table]:
+        value = row.get(name)
+        if type(value) is float and value.is_integer():
+            row = {**row, name: int(value)}
+    return row
+
+
 def finite(value: Any) -> Any:
     """JSON has no NaN or infinity (DuckDB's reader rejects them): store them as NULL."""
     return None if isinstance(value, float) and not math.isfinite(value) else value
@@ -256,15 +271,16 @@ def present_columns(con: Any, where: str) -> dict[str, set[str]]:
     return present
 
 
-def make_tables(con: Any, present: dict[str, set[str]], *, copy_from: str | None = None) -> None:
-    """Every table `present` lacks, and every column its tables lack (an older store); with `copy_from`,
-    the tables are first made as copies of the attached database `copy_from`'s."""
+def make_tables(con: Any, present: dict[str, set[str]]) -> None:
+    """Every table `present` lacks, and every column its tables lack (an older store), in the connection's
+    dialect (`_backend`)."""
+    dialect = getattr(con, "dialect", None)  # a Postgres connection says its dialect (`_backend`); DuckDB's is this
+    kind_of = dialect.column_type if dialect is not None else str
     for table, cols in TABLES.items():
         if table not in present:
-            con.execute(f"CREATE TABLE {table} ({', '.join(f'{n} {k}' for n, k in cols)})")
+            con.execute(f"CREATE TABLE IF NOT EXISTS {table} ({', '.join(f'{n} {kind_of(k)}' for n, k in cols)})")
             continue
-        if copy_from:
-            con.execute(f"CREATE TABLE {table} AS SELECT * FROM {copy_from}.{table}")
         for name, kind in cols:
             if name not in present[table]:
-                con.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind.replace(' PRIMARY KEY', '')}")
+                con.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {name} "
+                            f"{kind_of(kind.replace(' PRIMARY KEY', ''))}")

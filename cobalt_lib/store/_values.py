@@ -130,14 +130,16 @@ def referenced(store: Any) -> set[str]:
     """The side files (by digest) that some stored row still points to: a value cut in `CAPPED`."""
     import duckdb
 
-    if not store.path.exists():
+    if not store.exists():
         return set()
+    dialect = store.backend.dialect
     found: set[str] = set()
     for table, columns in CAPPED.items():
         for column in columns:
             try:
-                rows = store.query(f"SELECT DISTINCT regexp_extract(CAST({column} AS VARCHAR), "
-                                   f"'whole value in values/([0-9a-f]{{64}})\\.json', 1) AS digest FROM {table} "
+                digest = dialect.regexp_extract(f"CAST({column} AS VARCHAR)",
+                                                "'whole value in values/([0-9a-f]{64})\\.json'")
+                rows = store.query(f"SELECT DISTINCT {digest} AS digest FROM {table} "
                                    f"WHERE CAST({column} AS VARCHAR) LIKE '%[cobalt: cut at %'")
             except duckdb.CatalogException:  # a store without the table yet
                 continue

@@ -52,7 +52,7 @@ class BatchWriter:
     def add(self, table: str, row: dict[str, Any]) -> None:
         run_id = row.get("run_id")
         if run_id not in self._claims:
-            self._claims[run_id] = claimed(self.store.path, run_id) if isinstance(run_id, str) else None
+            self._claims[run_id] = claimed(self.store.key, run_id) if isinstance(run_id, str) else None
         if (claim := self._claims[run_id]) is not None and claim.lost is not None:
             raise LeaseLost(str(run_id), claim.lost)
         with self._cond:
@@ -91,7 +91,7 @@ class BatchWriter:
             error = exc
         finally:
             self.journal.close()
-        raise StoreError(f"Writing results to {self.store.path} failed: {error}") from error
+        raise StoreError(f"Writing results to {self.store.where} failed: {error}") from error
 
     def _loop(self) -> None:
         while True:
@@ -117,7 +117,7 @@ class BatchWriter:
         """Say once what the rows wait for, and where they are meanwhile."""
         if not self._told:
             self._told = True
-            print(f"cobalt: waiting for the results store {self.store.path}, which another process holds "
+            print(f"cobalt: waiting for the results store {self.store.where}, which another process holds "
                   f"({exc.holder}); close it (a notebook's DuckDB connection?) to go on. Finished items are "
                   f"kept on disk in {self.journal.directory} meanwhile.", file=sys.stderr)
 

@@ -200,3 +200,50 @@ def test_the_workflows_the_docs_show_use_the_action_with_the_permission_it_needs
         assert "pull_request" in events and events["push"]["branches"] == ["main"], page
         [job] = workflow["jobs"].values()
         assert [s["uses"] for s in job["steps"]] == ["actions/checkout@v4", "OWNER/cobalt@REF"], page
+
+
+@pytest.mark.slow
+def test_with_a_store_url_two_runners_share_the_baseline_and_the_cache_is_not_used(tmp_path: Path,
+                                                                                  pg_url: str) -> None:
+    """The base branch's run on one runner, the pull request's on another: the comment finds the baseline in
+    the team store, and neither cache step runs."""
+    for name in ("Restore the store (the base branch's runs)", "Save the store (runs of the base branch become "
+                                                               "baselines)"):
+        assert "inputs.store-url == ''" in step(name)["if"]
+    bin_dir = str(Path(sys.executable).parent)
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "COBALT_"))}
+    base.update(PATH=f"{bin_dir}{os.pathsep}{base.get('PATH', '')}", GITHUB_ACTIONS="true",
+                GITHUB_STEP_SUMMARY=str(tmp_path / "summary.md"), GITHUB_RUN_ID="42", GITHUB_RUN_ATTEMPT="1",
+                COBALT_STORE_URL=pg_url)
+
+    def run_step(project: Path, name: str, **env: str) -> dict[str, str]:
+        outputs = tmp_path / f"{project.name}-{name}.out"
+        outputs.write_text("")
+        result = subprocess.run(["bash", "-e", "-c", step(name)["run"]], cwd=project, capture_output=True, text=True,
+                                env={**base, **env, "GITHUB_OUTPUT": str(outputs)}, timeout=120)
+        assert result.returncode == 0, result.stdout + result.stderr
+        return dict(line.split("=", 1) for line in outputs.read_text().splitlines())
+
+    runners = []
+    for name in ("main-runner", "pr-runner"):
+        project = tmp_path / name
+        (project / "experiments").mkdir(parents=True)
+        (project / "experiments" / "qa.cobalt.py").write_text('''
+from cobalt_lib import Dataset, Evaluator, experiment
+experiment("qa", Dataset([{"id": f"q{i}", "expected_output": "a"} for i in range(3)]), lambda ctx: "a",
+           evaluators=[Evaluator(name="exact", type="exact-match")])
+''', encoding="utf-8")
+        runners.append(project)
+    reports = tmp_path / "reports"
+    for project, branch in zip(runners, ("main", "better"), strict=True):
+        assert run_step(project, "Run the experiments", COBALT_REPORT_DIR=str(reports), RUN_ARGS="--no-dagster",
+                        BRANCH_TAG=f"branch:{branch}", RUN_TAG=f"ci:4{len(branch)}-1") == {"exit-code": "0"}
+    with github() as hub:
+        comment_env = dict(GITHUB_TOKEN=TOKEN, RUN_TAG="ci:46-1", BASELINE_TAG="branch:main", REPORT_URL="",
+                           COMMENT_KEY="", FAIL_ON_REGRESSION="true", ACCEPT_IDENTITY_CHANGE="false",
+                           GITHUB_EVENT_PATH=str(event_file(tmp_path)), GITHUB_REPOSITORY=REPOSITORY,
+                           GITHUB_API_URL=hub.url)
+        assert run_step(runners[1], "Comment on the pull request", **comment_env) == {"exit-code": "0"}
+        [mine] = [c for c in hub.comments if c["body"].startswith("<!-- cobalt:pr-comment -->")]
+        assert "| exact | 1.000 | 1.000 | +0.000 |" in mine["body"]
+    assert not any((p / ".cobalt" / "cobalt.duckdb").exists() for p in runners)

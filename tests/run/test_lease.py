@@ -46,8 +46,10 @@ def _start(store: Store, run_id: str = "r") -> None:
 
 
 def _seen(store: Store, run_id: str = "r") -> dict[str, object]:
-    """What every reader says of the run: runs(), get_run, run_status, the snapshot, unrecorded_runs."""
-    with store.snapshot() as con:
+    """What every reader says of the run: runs(), get_run, run_status, cobalt_query's view, unrecorded_runs."""
+    from cobalt_lib.store._readonly import read_only_connection
+
+    with read_only_connection(store, memory_limit="256MB", threads=1) as con:
         [(snapshot,)] = con.execute("SELECT status FROM runs WHERE run_id = ?", [run_id]).fetchall()
     return {"runs": store.runs()[0]["status"], "get_run": store.get_run(run_id)["status"],  # type: ignore[index]
             "run_status": store.run_status(run_id), "snapshot": snapshot,

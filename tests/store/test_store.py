@@ -234,10 +234,10 @@ def test_a_concurrent_reader_never_breaks_a_run(project: Path) -> None:
 @pytest.mark.slow
 def test_a_batch_that_meets_a_held_lock_is_kept_and_written_once_the_lock_goes(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    from cobalt_lib.store import _store
+    from cobalt_lib.store import _duckdb
     from cobalt_lib.store._writer import BatchWriter
 
-    monkeypatch.setattr(_store, "WAIT_NOTICE_SECONDS", 0.0)
+    monkeypatch.setattr(_duckdb, "WAIT_NOTICE_SECONDS", 0.0)
     path = tmp_path / "s.duckdb"
     Store(path).ensure_schema()
     holder = subprocess.Popen([sys.executable, "-c", "import duckdb, sys\ncon = duckdb.connect(sys.argv[1])\n"
