@@ -30,6 +30,7 @@ from ._record import print_unrecorded, record_runs
 from ._reload import POLL_SECONDS, DefinitionsWatcher
 from ._replay import RECORD_TAG
 from ._resource import STORE_KEY, CobaltResource, store_resource
+from ._translator import STAGES, CobaltTranslator
 from ._webserver import SECRET_HEADER as WEBSERVER_SECRET_HEADER
 from ._webserver import SECRET_VARIABLE as WEBSERVER_SECRET_VARIABLE
 from ._webserver import SOCKET_VARIABLE as WEBSERVER_SOCKET_VARIABLE
@@ -39,12 +40,14 @@ __all__ = [
     "POLL_SECONDS",
     "RECORD_SENSOR",
     "RECORD_TAG",
+    "STAGES",
     "STORE_KEY",
     "WEBSERVER_SECRET_HEADER",
     "WEBSERVER_SECRET_VARIABLE",
     "WEBSERVER_SOCKET_VARIABLE",
     "CobaltComponent",
     "CobaltResource",
+    "CobaltTranslator",
     "DefinitionsWatcher",
     "ExperimentDefs",
     "build_definitions",

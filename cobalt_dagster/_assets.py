@@ -16,7 +16,6 @@ from dagster_duckdb import DuckDBResource
 
 from cobalt_lib import AssertionResult, Experiment, ExperimentReport, Store
 from cobalt_lib.gates import Assertion
-from cobalt_lib.links import dagster_check_names as check_names
 from cobalt_lib.links import dagster_tags
 from cobalt_lib.run import RunPlan, finish_from_store, start_run
 from cobalt_lib.store import load_report
@@ -32,6 +31,7 @@ from ._names import dagster_name
 from ._replay import EXECUTED, RECORDED, is_recording, stage_metadata, stored_report
 from ._resource import CobaltResource, checked_store
 from ._shards import shard_assets
+from ._translator import STAGES, CobaltTranslator, unique_check_specs
 
 
 @dataclass
@@ -86,21 +86,17 @@ def _gate_verdicts(store: Store, run: dict[str, Any], gate: str) -> list[Asserti
                             actual=r["actual"], expected=r["expected"]) for r in rows if r.get("gate") == gate]
 
 
-def _description(stage: str, experiment: Experiment) -> str:
-    """The stage's sentence, then the experiment's own description as its own paragraph."""
-    own = (experiment.description or "").strip()
-    head = f"{stage} (cobalt experiment {experiment.name!r})."
-    return f"{head}\n\n{own}" if own else head
-
-
-def experiment_defs(experiment: Experiment, gates: list[Assertion], pool: str | None = None) -> ExperimentDefs:
+def experiment_defs(experiment: Experiment, gates: list[Assertion], pool: str | None = None,
+                    translator: CobaltTranslator | None = None) -> ExperimentDefs:
     """Build the assets, checks and job of one experiment; `gates` are its assertions plus config's, `pool`
-    the concurrency pool its shards claim (`_pools.judge_pool`)."""
+    the concurrency pool its shards claim (`_pools.judge_pool`), `translator` their specs (default:
+    `CobaltTranslator()`)."""
+    translator = translator or CobaltTranslator()
     name = dagster_name(experiment.name)
     parts = dg.DynamicPartitionsDefinition(name=f"{name}_runs")
-    common: dict[str, Any] = {"key_prefix": [name], "group_name": name, "partitions_def": parts}
+    specs = {stage: translator.get_asset_spec(experiment, stage) for stage in STAGES}
 
-    @dg.asset(name="dataset", description=_description("The dataset items of each run", experiment), **common)
+    @dg.asset(partitions_def=parts, **_asset_args(specs["dataset"]))
     def dataset(context: dg.AssetExecutionContext, cobalt: CobaltResource,
                 cobalt_store: DuckDBResource) -> dg.MaterializeResult:
         if is_recording(context.run.tags):
@@ -112,12 +108,9 @@ def experiment_defs(experiment: Experiment, gates: list[Assertion], pool: str | 
         return dg.MaterializeResult(metadata=dataset_metadata(
             plan.run_id, len(experiment.dataset), experiment.dataset.source, [e.name for e in plan.evaluators]))
 
-    stages = shard_assets(experiment, name, parts, dataset.key, pool, {
-        "outputs": _description("The agent's output for every item", experiment),
-        "scores": _description("Every evaluator's score of every output", experiment)})
+    stages = shard_assets(experiment, name, parts, dataset.key, pool, {s: specs[s] for s in ("outputs", "scores")})
 
-    @dg.asset(name="aggregates", deps=[dg.AssetKey([name, "scores"])], description=_description(
-        "Statistics per evaluator, run metrics and the gates' verdicts", experiment), **common)
+    @dg.asset(partitions_def=parts, deps=[specs["scores"].key], **_asset_args(specs["aggregates"]))
     def aggregates(context: dg.AssetExecutionContext, cobalt: CobaltResource,
                    cobalt_store: DuckDBResource) -> dg.MaterializeResult:
         if is_recording(context.run.tags):
@@ -133,28 +126,35 @@ def experiment_defs(experiment: Experiment, gates: list[Assertion], pool: str | 
         return dg.MaterializeResult(metadata=aggregates_metadata(report, plan.config,
                                                                  previous_report(store, previous, run_id)))
 
-    checks = [_gate_check(gate, aggregates, check, parts)
-              for gate, check in zip(gates, check_names([g.name for g in gates]), strict=True)]
-    job = dg.define_asset_job(f"{name}_eval", selection=dg.AssetSelection.groups(name),
+    check_specs = unique_check_specs([translator.get_check_spec(experiment, gate) for gate in gates])
+    checks = [_gate_check(gate, spec, parts) for gate, spec in zip(gates, check_specs, strict=True)]
+    assets = [dataset, stages, aggregates]
+    job = dg.define_asset_job(f"{name}_eval", selection=dg.AssetSelection.assets(*[k for a in assets for k in a.keys]),
                               description=f"Run the cobalt experiment {experiment.name!r}.",
                               run_tags=dagster_tags(experiment.tags) or None)
-    return ExperimentDefs(experiment, name, parts, [dataset, stages, aggregates], checks, job)
+    return ExperimentDefs(experiment, name, parts, assets, checks, job)
+
+
+def _asset_args(spec: dg.AssetSpec) -> dict[str, Any]:
+    """`@dg.asset`'s arguments for a translated spec (its kinds travel in its tags)."""
+    return {"key": spec.key, "group_name": spec.group_name, "description": spec.description,
+            "owners": list(spec.owners) or None, "tags": dict(spec.tags) or None,
+            "metadata": dict(spec.metadata) or None, "code_version": spec.code_version}
 
 
 #: Metadata key on the `Failure` a failed gate raises: how `cobalt run` tells a verdict from a crash.
 GATE_FAILURE_KEY = "cobalt_gate"
 
 
-def _gate_check(gate: Assertion, aggregates: dg.AssetsDefinition, check_id: str,
+def _gate_check(gate: Assertion, spec: dg.AssetCheckSpec,
                 parts: dg.DynamicPartitionsDefinition) -> dg.AssetChecksDefinition:
     # Partitioned like the asset (a preview feature in Dagster 1.13): each verdict sits on its run's
     # partition, and the check's own "Execute" in the UI re-reads the stored verdict of the partition
     # chosen there, as a job run does.
     # A generator, so the check result is recorded before the step fails (Dagster's stubs type only
     # a returned result).
-    @dg.asset_check(asset=aggregates, name=check_id, blocking=True, partitions_def=parts,  # type: ignore[arg-type]
-                    description=f"Quality gate `{gate.name}`: the verdict cobalt stored for the run "
-                                "(the partition). A failed gate blocks what is downstream of `aggregates`.")
+    @dg.asset_check(asset=spec.asset_key, name=spec.name, blocking=spec.blocking, partitions_def=parts,  # type: ignore[arg-type]
+                    description=spec.description, metadata=dict(spec.metadata) or None)
     def check(context: dg.AssetCheckExecutionContext, cobalt: CobaltResource,
               cobalt_store: DuckDBResource) -> Iterator[dg.AssetCheckResult]:
         run_id = context.partition_key

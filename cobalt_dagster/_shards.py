@@ -39,20 +39,21 @@ SHARD_RETRIES = 2
 
 
 def shard_assets(experiment: Experiment, name: str, parts: dg.DynamicPartitionsDefinition,
-                 dataset: dg.AssetKey, pool: str | None, descriptions: dict[str, str]) -> dg.AssetsDefinition:
+                 dataset: dg.AssetKey, pool: str | None, specs: dict[str, dg.AssetSpec]) -> dg.AssetsDefinition:
     """The `outputs` and `scores` assets of one experiment, computed by split -> run_shard* -> merge."""
     split, shard_op, merge = _split(experiment, name), _run_shard(experiment, name, pool), _merge(name)
 
     @dg.graph_multi_asset(
-        name=f"{name}_outputs_scores", partitions_def=parts, group_name=name,
+        name=f"{name}_outputs_scores", partitions_def=parts,
         ins={"dataset": dg.AssetIn(key=dataset, dagster_type=dg.Nothing)},
-        outs={stage: dg.AssetOut(key=[name, stage], description=descriptions[stage], dagster_type=dg.Nothing)
-              for stage in ("outputs", "scores")})
+        outs={stage: dg.AssetOut.from_spec(spec, dagster_type=dg.Nothing) for stage, spec in specs.items()})
     def outputs_scores(dataset: Any) -> Any:
         outputs, scores = merge(split(dataset).map(shard_op).collect())
         return {"outputs": outputs, "scores": scores}
 
-    return outputs_scores
+    # A graph-backed multi-asset takes one group for all its outputs: each spec's own group is set after.
+    groups = {spec.key: spec.group_name for spec in specs.values()}
+    return outputs_scores.map_asset_specs(lambda spec: spec.replace_attributes(group_name=groups[spec.key]))
 
 
 def _split(experiment: Experiment, name: str) -> dg.OpDefinition:
