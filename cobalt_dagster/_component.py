@@ -76,7 +76,7 @@ class CobaltComponent(dg.Component, dg.Resolvable):
     """A cobalt project's experiments as assets, gate checks, jobs, schedules and sensors.
 
     Per experiment: its assets, gate checks, job and schedule; for the project: its sensors and the
-    resources `cobalt` and `cobalt_store`.
+    resource `cobalt`.
 
     `project_dir` is the cobalt project's folder, relative to this `defs.yaml`'s folder or absolute.
     `experiments` keeps only the experiments of those names (default: every experiment of the project).

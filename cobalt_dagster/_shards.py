@@ -22,16 +22,16 @@ from collections.abc import Iterator
 from typing import Any
 
 import dagster as dg
-from dagster_duckdb import DuckDBResource
 
-from cobalt_lib import Experiment
+from cobalt_lib import Experiment, Store
 from cobalt_lib.results import item_from_rows
 from cobalt_lib.run import Shard, ShardDone, cut, run_shard, start_run
 from cobalt_lib.store import Exchange
 
 from ._metadata import TABLE_ROWS, outputs_counts, scores_counts
-from ._replay import EXECUTED, is_recording, stage_metadata, stored_report
-from ._resource import CobaltResource, checked_store, run_async
+from ._replay import EXECUTED, stage_metadata, stored_report
+from ._resource import CobaltResource, run_async
+from ._stages import mode_of
 
 #: Retries of a shard whose step failed (its process killed, its machine gone): each resumes from the
 #: items the shard's files already hold.
@@ -59,14 +59,13 @@ def shard_assets(experiment: Experiment, name: str, parts: dg.DynamicPartitionsD
 def _split(experiment: Experiment, name: str) -> dg.OpDefinition:
     @dg.op(name=f"{name}_split", ins={"dataset": dg.In(dg.Nothing)}, out=dg.DynamicOut(Shard),
            description="Plan the run once and cut its items into shards of `[dagster] shard_items`.")
-    def split(context: dg.OpExecutionContext, cobalt: CobaltResource,
-              cobalt_store: DuckDBResource) -> Iterator[dg.DynamicOutput[Shard]]:
+    def split(context: dg.OpExecutionContext, cobalt: CobaltResource) -> Iterator[dg.DynamicOutput[Shard]]:
         run_id = context.partition_key
-        if is_recording(context.run.tags):
+        if mode_of(context.run.tags) == "replay":
             yield dg.DynamicOutput(Shard(run_id, 0, 0, 0), mapping_key="0")
             return
-        store = checked_store(cobalt, cobalt_store)
         config = cobalt.config()
+        store = Store.for_config(config)
         run = store.get_run(run_id)
         plan = cobalt.plan_for_run(experiment, run_id, context.run.tags, run, config)
         if run is None:  # `dataset` was not materialised for this run: start it here
@@ -86,7 +85,7 @@ def _run_shard(experiment: Experiment, name: str, pool: str | None) -> dg.OpDefi
     @dg.op(name=f"{name}_run_shard", pool=pool, retry_policy=dg.RetryPolicy(max_retries=SHARD_RETRIES),
            description="The agent and the evaluators over one shard's items, rows to the shard's own files.")
     def shard_op(context: dg.OpExecutionContext, cobalt: CobaltResource, shard: Shard) -> ShardDone:
-        if is_recording(context.run.tags) or not len(shard):
+        if mode_of(context.run.tags) == "replay" or not len(shard):
             return ShardDone(shard, ran=0, resumed=0)
         config = cobalt.config()
         # The plan again, in this process (another one, maybe another machine): no store read.
@@ -115,11 +114,11 @@ def _give_up(store: Any, run_id: str) -> None:
 def _merge(name: str) -> dg.OpDefinition:
     @dg.op(name=f"{name}_merge", out={"outputs": dg.Out(dg.Nothing), "scores": dg.Out(dg.Nothing)},
            description="Check every item is there exactly once and replace the run's rows, in one transaction.")
-    def merge(context: dg.OpExecutionContext, cobalt: CobaltResource, cobalt_store: DuckDBResource,
+    def merge(context: dg.OpExecutionContext, cobalt: CobaltResource,
               done: list[ShardDone]) -> Iterator[dg.Output[None]]:
-        store = checked_store(cobalt, cobalt_store)
+        store = cobalt.store()
         run_id = context.partition_key
-        if is_recording(context.run.tags):
+        if mode_of(context.run.tags) == "replay":
             report = stored_report(store, run_id)
             for stage in ("outputs", "scores"):
                 yield dg.Output(None, stage, metadata=stage_metadata(stage, report, store, cobalt.config()))

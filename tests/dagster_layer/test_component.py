@@ -65,7 +65,7 @@ def test_scaffolded_component_loads_every_experiment(sandbox: DefsFolderSandbox,
         assert asset_names(defs) == {f"{n}/{s}" for n in EXPERIMENTS.values() for s in STAGES}
         assert {j.name for j in defs.jobs or []} == {f"{n}_eval" for n in EXPERIMENTS.values()}
         assert {s.name for s in defs.schedules or []} == {"support_bot_schedule"}
-        assert set(defs.resources or {}) == {"cobalt", "cobalt_store"}
+        assert set(defs.resources or {}) == {"cobalt"}
         assert defs.resources["cobalt"].project_dir == str(project)  # type: ignore[index]
         # The host project's executor runs cobalt's jobs: the component brings none to clash with it.
         assert defs.executor is None
@@ -192,7 +192,7 @@ def test_dg_scaffolds_checks_and_lists_the_component(tmp_path: Path) -> None:
     assert {s["name"] for s in listed["schedules"]} == {"support_bot_schedule"}
     assert "cobalt_run_requests" in {s["name"] for s in listed["sensors"]}
     assert {s["name"] for s in listed["sensors"]} == {s.name for s in expected.sensors or []}
-    assert {r["name"] for r in listed["resources"]} == {"cobalt", "cobalt_store"}
+    assert {r["name"] for r in listed["resources"]} == {"cobalt"}
     assert {a["source"] for a in listed["assets"]} == {"src/host/defs/cobalt_evals/defs.yaml:1"}
 
     # A `translation:` block, as in dagster-dbt's and dagster-sling's components: `dg` shows the new names.
