@@ -24,8 +24,12 @@ if TYPE_CHECKING:
 QUIET_RUN_CONFIG: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 
 #: The instance's dagster.yaml: without one, `dagster dev`, the webserver and `definitions validate`
-#: warn that none was found; telemetry stays off for a tool that runs inside other projects.
-INSTANCE_YAML = "# Written by cobalt; edit freely, cobalt never overwrites it.\ntelemetry:\n  enabled: false\n"
+#: warn that none was found; telemetry stays off for a tool that runs inside other projects. Runs
+#: print (and keep) Dagster's INFO and above: with no logger in a run's config, Dagster's console
+#: logger takes `python_log_level` (DEBUG when unset: a line per step start, input, output and
+#: handled event in `cobalt serve`'s terminal, where the runs the daemon launches print).
+INSTANCE_YAML = ("# Written by cobalt; edit freely, cobalt never overwrites it.\ntelemetry:\n  enabled: false\n"
+                 "# DEBUG prints every Dagster event of a run on the console\npython_logs:\n  python_log_level: INFO\n")
 MARKER = ".cobalt-migrated"
 
 
