@@ -29,7 +29,8 @@ from ._record import SENSOR_NAME as RECORD_SENSOR
 from ._record import print_unrecorded, record_runs
 from ._reload import POLL_SECONDS, DefinitionsWatcher
 from ._replay import RECORD_TAG
-from ._resource import STORE_KEY, CobaltResource, store_resource
+from ._resource import CobaltResource
+from ._translator import STAGES, CobaltTranslator
 from ._webserver import SECRET_HEADER as WEBSERVER_SECRET_HEADER
 from ._webserver import SECRET_VARIABLE as WEBSERVER_SECRET_VARIABLE
 from ._webserver import SOCKET_VARIABLE as WEBSERVER_SOCKET_VARIABLE
@@ -39,12 +40,13 @@ __all__ = [
     "POLL_SECONDS",
     "RECORD_SENSOR",
     "RECORD_TAG",
-    "STORE_KEY",
+    "STAGES",
     "WEBSERVER_SECRET_HEADER",
     "WEBSERVER_SECRET_VARIABLE",
     "WEBSERVER_SOCKET_VARIABLE",
     "CobaltComponent",
     "CobaltResource",
+    "CobaltTranslator",
     "DefinitionsWatcher",
     "ExperimentDefs",
     "build_definitions",
@@ -64,7 +66,6 @@ __all__ = [
     "record_runs",
     "request_run",
     "require_gates_passed",
-    "store_resource",
     "tag_key",
     "webserver_command",
 ]

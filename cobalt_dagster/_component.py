@@ -7,6 +7,9 @@ writes `defs/cobalt_evals/defs.yaml`:
     type: cobalt_dagster.CobaltComponent
     attributes:
       project_dir: ../../../../path/to/cobalt_project    # relative to this file's folder, or absolute
+      translation:                                       # optional: the host project's conventions
+        key: "evals/{{ experiment }}/{{ stage }}"
+        group_name: evals
 
 The component's definitions are `build_definitions(project_dir)` without the executor: a component's
 definitions are merged into the host project's, whose executor (Dagster's default, or the project's
@@ -19,11 +22,13 @@ from pathlib import Path
 from typing import Annotated
 
 import dagster as dg
+from dagster.components.utils.translation import TranslationFnResolver
 from pydantic import BaseModel, Field, field_validator
 
 from cobalt_lib import ConfigError, Experiment, load_config, load_experiments
 
 from ._definitions import build_definitions
+from ._translator import CobaltTranslator, TranslatedCobaltTranslator, TranslationFn
 
 
 class CobaltScaffoldParams(BaseModel):
@@ -71,10 +76,13 @@ class CobaltComponent(dg.Component, dg.Resolvable):
     """A cobalt project's experiments as assets, gate checks, jobs, schedules and sensors.
 
     Per experiment: its assets, gate checks, job and schedule; for the project: its sensors and the
-    resources `cobalt` and `cobalt_store`.
+    resource `cobalt`.
 
     `project_dir` is the cobalt project's folder, relative to this `defs.yaml`'s folder or absolute.
     `experiments` keeps only the experiments of those names (default: every experiment of the project).
+    `translation` changes each asset's spec as dagster-dbt's and dagster-sling's `translation` do (`key`,
+    `key_prefix`, `group_name`, `owners`, `tags`, `metadata`...), with `{{ experiment }}` and `{{ stage }}`
+    in its templates; the gate checks follow their `aggregates` asset.
     """
 
     project_dir: Annotated[str, dg.Resolver.default(
@@ -82,17 +90,25 @@ class CobaltComponent(dg.Component, dg.Resolvable):
                     "or absolute.")]
     experiments: Annotated[list[str] | None, dg.Resolver.default(
         description="Only the experiments of these names (default: every experiment of the project).")] = None
+    translation: Annotated[TranslationFn | None, TranslationFnResolver(
+        template_vars_for_translation_fn=lambda data: data)] = None
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
         where = _defs_file(context)
         project = self.resolve_project_dir(where)
         found = self.select(load_experiments(load_config(project)), where, project)
-        defs = build_definitions(project, experiments=found)
+        defs = build_definitions(project, experiments=found, translator=self.translator())
         # No executor: the host project's executor runs cobalt's jobs (a second one would clash with it on merge,
         # and the component's would silently become the executor of the host's own jobs).
         return dg.Definitions(assets=defs.assets, asset_checks=defs.asset_checks, jobs=defs.jobs,
                               schedules=defs.schedules, sensors=defs.sensors, resources=defs.resources,
                               loggers=defs.loggers, metadata=defs.metadata)
+
+    def translator(self) -> CobaltTranslator:
+        """The translator of this component: `CobaltTranslator`'s specs through `translation` when given.
+        Override it (returning your own `CobaltTranslator` subclass) to translate in Python."""
+        return TranslatedCobaltTranslator(CobaltTranslator(), self.translation) if self.translation \
+            else CobaltTranslator()
 
     def resolve_project_dir(self, where: Path) -> Path:
         """`project_dir` made absolute against the folder of `where` (the `defs.yaml`); an error unless it is a

@@ -15,24 +15,27 @@ from ._experiments import build_experiment_defs, resources
 from ._instance import quiet_dagster_warnings
 from ._project import project_config
 from ._record import build_record_sensor
+from ._translator import CobaltTranslator
 
 __all__ = ["build_definitions", "build_experiment_defs", "resources"]
 
 
 def build_definitions(project_dir: str | Path | None = None, *,
                       experiments: Sequence[Experiment] | None = None,
-                      executor: dg.ExecutorDefinition | None = None) -> dg.Definitions:
+                      executor: dg.ExecutorDefinition | None = None,
+                      translator: CobaltTranslator | None = None) -> dg.Definitions:
     """Assets, checks, jobs, schedules, the request sensor and the record sensor of every experiment in
     the project.
 
     `experiments` defaults to those discovered under the project's `test_dir`. `executor` spreads the
     runs Dagster launches (default: Dagster's own, processes on this machine; a deployment passes
-    `celery_executor`, `k8s_job_executor`...).
+    `celery_executor`, `k8s_job_executor`...). `translator` names the assets and checks (default:
+    `CobaltTranslator()`, keys `<experiment>/<stage>` in one group per experiment).
     """
     quiet_dagster_warnings()
     config = project_config(project_dir)
     found = list(experiments) if experiments is not None else load_experiments(config)
-    defs = build_experiment_defs(found, config)
+    defs = build_experiment_defs(found, config, translator)
     datasets = dataset_specs(config, found)
     sensors = [build_sensor(config, defs), build_record_sensor(config, defs, executor)] if defs else []
     return dg.Definitions(

@@ -11,17 +11,18 @@ from cobalt_lib.gates import experiment_gates
 from ._assets import ExperimentDefs, experiment_defs
 from ._names import check_unique
 from ._pools import judge_pool
-from ._resource import STORE_KEY, CobaltResource, store_resource
+from ._resource import CobaltResource
+from ._translator import CobaltTranslator
 
 
-def build_experiment_defs(experiments: Sequence[Experiment], config: Config) -> list[ExperimentDefs]:
+def build_experiment_defs(experiments: Sequence[Experiment], config: Config,
+                          translator: CobaltTranslator | None = None) -> list[ExperimentDefs]:
     check_unique(e.name for e in experiments)
     return [experiment_defs(e, experiment_gates(config, e.assertions, (v.name for v in e.evaluators),
                                                 max_error_rate=e.max_error_rate),
-                            judge_pool(e, config)) for e in experiments]
+                            judge_pool(e, config), translator) for e in experiments]
 
 
 def resources(config: Config) -> dict[str, object]:
-    """`cobalt` (the project) and `cobalt_store` (a `dagster_duckdb.DuckDBResource` on its results store,
-    which your own assets may use too: keep its connections short, cobalt's runs write to that file)."""
-    return {"cobalt": CobaltResource(project_dir=str(config.root)), STORE_KEY: store_resource(config)}
+    """`cobalt`: the project, and through it its results store (`CobaltResource.store`)."""
+    return {"cobalt": CobaltResource(project_dir=str(config.root))}

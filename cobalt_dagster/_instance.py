@@ -14,6 +14,7 @@ from filelock import FileLock
 from cobalt_lib import Config
 
 from ._names import dagster_name
+from ._private import NO_COMPUTE_LOGS, open_instance
 
 if TYPE_CHECKING:
     import dagster as dg
@@ -23,8 +24,12 @@ if TYPE_CHECKING:
 QUIET_RUN_CONFIG: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 
 #: The instance's dagster.yaml: without one, `dagster dev`, the webserver and `definitions validate`
-#: warn that none was found; telemetry stays off for a tool that runs inside other projects.
-INSTANCE_YAML = "# Written by cobalt; edit freely, cobalt never overwrites it.\ntelemetry:\n  enabled: false\n"
+#: warn that none was found; telemetry stays off for a tool that runs inside other projects. Runs
+#: print (and keep) Dagster's INFO and above: with no logger in a run's config, Dagster's console
+#: logger takes `python_log_level` (DEBUG when unset: a line per step start, input, output and
+#: handled event in `cobalt serve`'s terminal, where the runs the daemon launches print).
+INSTANCE_YAML = ("# Written by cobalt; edit freely, cobalt never overwrites it.\ntelemetry:\n  enabled: false\n"
+                 "# DEBUG prints every Dagster event of a run on the console\npython_logs:\n  python_log_level: INFO\n")
 MARKER = ".cobalt-migrated"
 
 
@@ -43,9 +48,8 @@ def dagster_home(config: Config) -> Path:
 
 
 #: `cobalt run` prints its own live output; Dagster's compute-log capture would route it through a
-#: file, a `tail -F` and a watcher process per step (and on Ctrl-C the watcher prints a traceback).
-NO_COMPUTE_LOGS = {"compute_logs": {"module": "dagster._core.storage.noop_compute_log_manager",
-                                    "class": "NoOpComputeLogManager", "config": {}}}
+#: file, a `tail -F` and a watcher process per step (and on Ctrl-C the watcher prints a traceback): its
+#: instance captures none (`NO_COMPUTE_LOGS`).
 
 
 def local_instance(config: Config, *, capture_logs: bool = True) -> dg.DagsterInstance:
@@ -54,9 +58,6 @@ def local_instance(config: Config, *, capture_logs: bool = True) -> dg.DagsterIn
     `capture_logs=False` (for in-process CLI runs) leaves step stdout/stderr on the terminal instead
     of copying them into the instance's compute logs.
     """
-    import dagster as dg
-    from dagster._core.instance.ref import InstanceRef  # overrides are only reachable through the ref
-
     home = dagster_home(config)
     home.mkdir(parents=True, exist_ok=True)
     with FileLock(str(home.parent / "dagster.lock"), timeout=120):
@@ -64,7 +65,7 @@ def local_instance(config: Config, *, capture_logs: bool = True) -> dg.DagsterIn
         if not yaml.exists():
             yaml.write_text(INSTANCE_YAML, encoding="utf-8")
         overrides = None if capture_logs else NO_COMPUTE_LOGS
-        instance = dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home), overrides=overrides))
+        instance = open_instance(home, overrides)
         _migrate(instance, home / MARKER)
     return instance
 

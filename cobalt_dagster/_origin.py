@@ -10,14 +10,15 @@ in the project root; `cobalt_dagster.definitions`. Building an origin reads no c
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cobalt_lib import Config
 
+from ._private import served_job_origin
+
 if TYPE_CHECKING:
-    from dagster._core.remote_origin import CodeLocationOrigin, RemoteJobOrigin
+    from ._private import RemoteJobOrigin
 
 #: What `cobalt serve` loads when the project has no definitions of its own.
 DEFAULT_MODULE = "cobalt_dagster.definitions"
@@ -38,18 +39,5 @@ def served_target(root: Path, module: str | None) -> tuple[str, str]:
 def job_origin(config: Config, job_name: str) -> RemoteJobOrigin | None:
     """The origin of `job_name` in the code location `cobalt serve` loads for the project (None when a
     workspace.yaml lists no code location)."""
-    from dagster._core.remote_origin import RemoteJobOrigin, RemoteRepositoryOrigin
-    from dagster._core.workspace.load_target import ModuleTarget, PythonFileTarget, WorkspaceFileTarget
-
     kind, target = served_target(config.root, config.dashboard.module)
-    root = str(config.root)
-    origins: Sequence[CodeLocationOrigin]
-    if kind == "module":
-        origins = ModuleTarget(target, None, root, None).create_origins()
-    elif kind == "file":
-        origins = PythonFileTarget(target, None, root, None).create_origins()
-    else:
-        origins = WorkspaceFileTarget([target]).create_origins()
-    if not origins:
-        return None
-    return RemoteJobOrigin(RemoteRepositoryOrigin(origins[0], REPOSITORY_NAME), job_name)
+    return served_job_origin(kind, target, str(config.root), REPOSITORY_NAME, job_name)

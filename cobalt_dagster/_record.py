@@ -21,6 +21,7 @@ from cobalt_lib.links import dagster_tags, variant_tags
 from ._experiments import build_experiment_defs, resources
 from ._instance import QUIET_RUN_CONFIG, local_instance, quiet_dagster_warnings
 from ._origin import job_origin
+from ._private import execute_created_run
 from ._replay import RECORD_TAG, RECORDED
 
 if TYPE_CHECKING:
@@ -66,9 +67,6 @@ def record_runs(run_ids: Iterable[str], *, config: Config, experiments: Sequence
     it is. `experiments` defaults to the project's own; `instance` to the local one (`.cobalt/dagster`,
     or `DAGSTER_HOME`'s when the project's `[dashboard]` says so).
     """
-    from dagster._core.definitions.job_base import InMemoryJob  # no public API executes a run it created
-    from dagster._core.execution.api import execute_run
-
     quiet_dagster_warnings()
     store = Store.for_config(config)
     held = store.dagster_runs_of(list(run_ids))
@@ -102,7 +100,7 @@ def record_runs(run_ids: Iterable[str], *, config: Config, experiments: Sequence
             # Quiet through its console logger (QUIET_RUN_CONFIG), never by swapping sys.stderr: the run's
             # dictConfig closes every logging handler, and a handler that spares only the current sys.stderr
             # (absl's, which TensorFlow and rouge-score bring) would close the process's real stderr.
-            execute_run(InMemoryJob(job), dagster_run, instance)
+            execute_created_run(job, dagster_run, instance)
             recorded[run["run_id"]] = dagster_run.run_id
     finally:
         if own:

@@ -1,22 +1,21 @@
-"""The resources every cobalt asset uses: where the project lives (`cobalt`), and its DuckDB store
-(`cobalt_store`, a `dagster_duckdb.DuckDBResource`)."""
+"""The resource every cobalt asset uses, `cobalt`: where the project lives, and what each stage does
+(`materialize`, `check`: an asset's body is one line over it)."""
 
-from collections.abc import Coroutine, Mapping
+from collections.abc import Coroutine, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
 import dagster as dg
-from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
-from cobalt_lib import Config, ConfigError, Experiment, Store, load_config
+from cobalt_lib import Config, Experiment, Store, load_config
+from cobalt_lib.gates import Assertion
 from cobalt_lib.links import cobalt_tags, judge_batch_of, variant_of
 from cobalt_lib.run import PartitionRun, RunPlan, prepare, run_coroutine
 
-T = TypeVar("T")
+from . import _stages
 
-#: The resource key of the store: a `DuckDBResource` on the project's `cobalt.duckdb`.
-STORE_KEY = "cobalt_store"
+T = TypeVar("T")
 
 
 class CobaltResource(dg.ConfigurableResource):
@@ -28,7 +27,19 @@ class CobaltResource(dg.ConfigurableResource):
         return load_config(Path(self.project_dir))
 
     def store(self) -> Store:
+        """The project's results store (`.cobalt/cobalt.duckdb`): your own assets read cobalt's tables
+        through it (`cobalt.store().query(sql)`), in short connections, as cobalt's runs write there."""
         return Store.for_config(self.config())
+
+    def materialize(self, context: dg.AssetExecutionContext, experiment: Experiment,
+                    stage: str) -> Iterator[dg.MaterializeResult]:
+        """The materialisation of `stage` (`dataset`, `aggregates`) for the partition's cobalt run: the
+        stage's work, or in a recording (`cobalt/record`) the stored run's metadata."""
+        yield _stages.materialize(self, context, experiment, stage)
+
+    def check(self, context: dg.AssetCheckExecutionContext, gate: Assertion) -> Iterator[dg.AssetCheckResult]:
+        """The stored verdict of `gate` for the partition's cobalt run; a failed gate then fails the step."""
+        yield from _stages.check(self, context, gate)
 
     def plan(self, experiment: Experiment, run_id: str, tags: Mapping[str, str]) -> RunPlan:
         """The same validated plan the library builds, for this partition (= cobalt run id)."""
@@ -51,22 +62,6 @@ class CobaltResource(dg.ConfigurableResource):
                                concurrency=concurrency, tags=cobalt_tags(tags), judge_batch=judge_batch_of(tags),
                                variant=variant, group_id=group)
         return prepare(experiment, config, request)
-
-
-def store_resource(config: Config) -> DuckDBResource:
-    """The `cobalt_store` resource: Dagster's DuckDB resource on the project's results store."""
-    return DuckDBResource(database=str(Store.for_config(config).path))
-
-
-def checked_store(cobalt: CobaltResource, duckdb: DuckDBResource) -> Store:
-    """cobalt's store module on the file `duckdb` names: it stays the one writer (short connections,
-    retried while another process holds the file), so a step never holds the file for long."""
-    expected = cobalt.store()
-    if Path(duckdb.database).expanduser().resolve() != expected.path.resolve():
-        raise ConfigError(f"The {STORE_KEY} resource names {duckdb.database!r}, but the project at "
-                          f"{cobalt.project_dir} stores its runs in {expected.path}; point {STORE_KEY} there "
-                          "(cobalt_dagster.store_resource(config)) or leave it to build_definitions.")
-    return expected
 
 
 def run_async(coro: Coroutine[Any, Any, T]) -> T:

@@ -22,16 +22,16 @@ from collections.abc import Iterator
 from typing import Any
 
 import dagster as dg
-from dagster_duckdb import DuckDBResource
 
-from cobalt_lib import Experiment
+from cobalt_lib import Experiment, Store
 from cobalt_lib.results import item_from_rows
 from cobalt_lib.run import Shard, ShardDone, cut, run_shard, start_run
 from cobalt_lib.store import Exchange
 
 from ._metadata import TABLE_ROWS, outputs_counts, scores_counts
-from ._replay import EXECUTED, is_recording, stage_metadata, stored_report
-from ._resource import CobaltResource, checked_store, run_async
+from ._replay import EXECUTED, stage_metadata, stored_report
+from ._resource import CobaltResource, run_async
+from ._stages import mode_of
 
 #: Retries of a shard whose step failed (its process killed, its machine gone): each resumes from the
 #: items the shard's files already hold.
@@ -39,33 +39,33 @@ SHARD_RETRIES = 2
 
 
 def shard_assets(experiment: Experiment, name: str, parts: dg.DynamicPartitionsDefinition,
-                 dataset: dg.AssetKey, pool: str | None, descriptions: dict[str, str]) -> dg.AssetsDefinition:
+                 dataset: dg.AssetKey, pool: str | None, specs: dict[str, dg.AssetSpec]) -> dg.AssetsDefinition:
     """The `outputs` and `scores` assets of one experiment, computed by split -> run_shard* -> merge."""
     split, shard_op, merge = _split(experiment, name), _run_shard(experiment, name, pool), _merge(name)
 
     @dg.graph_multi_asset(
-        name=f"{name}_outputs_scores", partitions_def=parts, group_name=name,
+        name=f"{name}_outputs_scores", partitions_def=parts,
         ins={"dataset": dg.AssetIn(key=dataset, dagster_type=dg.Nothing)},
-        outs={stage: dg.AssetOut(key=[name, stage], description=descriptions[stage], dagster_type=dg.Nothing)
-              for stage in ("outputs", "scores")})
+        outs={stage: dg.AssetOut.from_spec(spec, dagster_type=dg.Nothing) for stage, spec in specs.items()})
     def outputs_scores(dataset: Any) -> Any:
         outputs, scores = merge(split(dataset).map(shard_op).collect())
         return {"outputs": outputs, "scores": scores}
 
-    return outputs_scores
+    # A graph-backed multi-asset takes one group for all its outputs: each spec's own group is set after.
+    groups = {spec.key: spec.group_name for spec in specs.values()}
+    return outputs_scores.map_asset_specs(lambda spec: spec.replace_attributes(group_name=groups[spec.key]))
 
 
 def _split(experiment: Experiment, name: str) -> dg.OpDefinition:
     @dg.op(name=f"{name}_split", ins={"dataset": dg.In(dg.Nothing)}, out=dg.DynamicOut(Shard),
            description="Plan the run once and cut its items into shards of `[dagster] shard_items`.")
-    def split(context: dg.OpExecutionContext, cobalt: CobaltResource,
-              cobalt_store: DuckDBResource) -> Iterator[dg.DynamicOutput[Shard]]:
+    def split(context: dg.OpExecutionContext, cobalt: CobaltResource) -> Iterator[dg.DynamicOutput[Shard]]:
         run_id = context.partition_key
-        if is_recording(context.run.tags):
+        if mode_of(context.run.tags) == "replay":
             yield dg.DynamicOutput(Shard(run_id, 0, 0, 0), mapping_key="0")
             return
-        store = checked_store(cobalt, cobalt_store)
         config = cobalt.config()
+        store = Store.for_config(config)
         run = store.get_run(run_id)
         plan = cobalt.plan_for_run(experiment, run_id, context.run.tags, run, config)
         if run is None:  # `dataset` was not materialised for this run: start it here
@@ -85,7 +85,7 @@ def _run_shard(experiment: Experiment, name: str, pool: str | None) -> dg.OpDefi
     @dg.op(name=f"{name}_run_shard", pool=pool, retry_policy=dg.RetryPolicy(max_retries=SHARD_RETRIES),
            description="The agent and the evaluators over one shard's items, rows to the shard's own files.")
     def shard_op(context: dg.OpExecutionContext, cobalt: CobaltResource, shard: Shard) -> ShardDone:
-        if is_recording(context.run.tags) or not len(shard):
+        if mode_of(context.run.tags) == "replay" or not len(shard):
             return ShardDone(shard, ran=0, resumed=0)
         config = cobalt.config()
         # The plan again, in this process (another one, maybe another machine): no store read.
@@ -114,11 +114,11 @@ def _give_up(store: Any, run_id: str) -> None:
 def _merge(name: str) -> dg.OpDefinition:
     @dg.op(name=f"{name}_merge", out={"outputs": dg.Out(dg.Nothing), "scores": dg.Out(dg.Nothing)},
            description="Check every item is there exactly once and replace the run's rows, in one transaction.")
-    def merge(context: dg.OpExecutionContext, cobalt: CobaltResource, cobalt_store: DuckDBResource,
+    def merge(context: dg.OpExecutionContext, cobalt: CobaltResource,
               done: list[ShardDone]) -> Iterator[dg.Output[None]]:
-        store = checked_store(cobalt, cobalt_store)
+        store = cobalt.store()
         run_id = context.partition_key
-        if is_recording(context.run.tags):
+        if mode_of(context.run.tags) == "replay":
             report = stored_report(store, run_id)
             for stage in ("outputs", "scores"):
                 yield dg.Output(None, stage, metadata=stage_metadata(stage, report, store, cobalt.config()))

@@ -12,6 +12,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from ._version import __version__
+
 if TYPE_CHECKING:
     from ._errors import (
         BatchPending,
@@ -49,8 +51,6 @@ if TYPE_CHECKING:
     )
     from .run import AgentContext, ConversationContext
     from .store import Store
-
-__version__ = "0.1.0"
 
 #: Where each public name lives; `__getattr__` imports it on first use.
 _EXPORTS: dict[str, str] = {name: module for module, names in {

@@ -9,7 +9,6 @@ import threading
 from typing import Any
 
 from .._errors import ConfigError
-from ..llm._cache import cache_key
 from ..llm._judge import Embedded, Judge
 from ..llm._providers import Endpoint
 
@@ -39,16 +38,10 @@ def _model(name: str) -> Any:
 
 async def embed_locally(judge: Judge, endpoint: Endpoint, texts: list[str]) -> Embedded:
     """Vectors for `texts` from the local model (off the event loop), each text cached like remote ones."""
-    keys = [cache_key("embedding", LOCAL, endpoint.model, t, {}, None) for t in texts]
-    found: dict[str, list[float]] = {}
-    for text, key in zip(texts, keys, strict=True):
-        hit = judge.cache.get(key)
-        if hit:
-            found[text] = hit["vector"]
-    missing = list(dict.fromkeys(t for t in texts if t not in found))
+    found, missing = judge.cached_vectors(endpoint, texts)
     if missing:
         encoded = await asyncio.to_thread(lambda: _model(endpoint.model).encode(missing))
-        for text, vector in zip(missing, encoded, strict=True):
-            found[text] = [float(x) for x in vector]
-            judge.cache.put(cache_key("embedding", LOCAL, endpoint.model, text, {}, None), {"vector": found[text]})
+        fresh = {text: [float(x) for x in vector] for text, vector in zip(missing, encoded, strict=True)}
+        judge.cache_vectors(endpoint, fresh)
+        found.update(fresh)
     return Embedded([found[t] for t in texts], 0, 0, cached=not missing)

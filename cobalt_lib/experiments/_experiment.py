@@ -104,7 +104,6 @@ class Experiment:
         self.description = description or (getattr(runner, "__doc__", None) or "").strip() or None
         self.source_file: str | None = None
         self.source_line: int | None = None
-        self.last_report: ExperimentReport | None = None
 
     def __repr__(self) -> str:
         return f"Experiment({self.name!r}, {len(self.dataset)} items, {len(self.evaluators)} evaluators)"

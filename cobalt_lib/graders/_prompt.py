@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
-import re
 from typing import TYPE_CHECKING, Any
 
-from ..llm._judge import json_objects
+from ..llm._judge import score_number, scored_object
 
 if TYPE_CHECKING:
     from ._deck import Card, Grader
@@ -83,31 +81,18 @@ def render_prompt(grader: Grader, user_message: Any, assistant_response: Any, ex
     return "\n\n".join(parts) + "\n"
 
 
-_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
-
-
 def parse_grade(text: str) -> tuple[int, str] | str:
     """`(score, notes)` from a grader's answer, or a string saying why it is unusable.
 
     Tolerates code fences and prose around the JSON object. The score must be an integer within
     -3..3 (`2`, `2.0` and `"2"` are 2; `2.5`, `7` and `"good"` are unusable).
     """
-    for candidate in [m.group(1) for m in _FENCE.finditer(text)] + [text]:
-        for obj in json_objects(candidate):
-            if "score" in obj:
-                return _checked(obj)
-    return "no JSON object with a 'score' field was found"
-
-
-def _checked(obj: dict[str, Any]) -> tuple[int, str] | str:
-    score = obj["score"]
+    obj = scored_object(text)
+    if obj is None:
+        return "no JSON object with a 'score' field was found"
+    score = score_number(obj)
     if isinstance(score, str):
-        try:
-            score = float(score.strip())
-        except ValueError:
-            return f"the score {obj['score']!r} is not a number"
-    if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
-        return f"the score {obj['score']!r} is not a number"
+        return score
     if score != int(score):
         return f"the score {obj['score']!r} is not an integer"
     if int(score) not in SCALE:

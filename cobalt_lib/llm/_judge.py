@@ -37,24 +37,40 @@ def parse_judgement(text: str) -> tuple[float, str | None] | str:
 
     Tolerates code fences and prose around the JSON object; the score must be within 0..1.
     """
-    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
-    for candidate in candidates:
+    obj = scored_object(text)
+    if obj is None:
+        return "no JSON object with a 'score' field was found"
+    score = score_number(obj)
+    if isinstance(score, str):
+        return score
+    if not 0.0 <= score <= 1.0:
+        return f"the score {score} is outside 0..1"
+    reason = obj.get("reason")
+    return score, (reason if isinstance(reason, str) else None if reason is None else str(reason))
+
+
+def scored_object(text: str) -> dict[str, Any] | None:
+    """The first JSON object with a `score` field in a model's answer: inside a code fence first, then in the
+    text itself (prose around it is tolerated); None when there is none."""
+    for candidate in [m.group(1) for m in _FENCE.finditer(text)] + [text]:
         for obj in json_objects(candidate):
-            if "score" not in obj:
-                continue
-            score = obj["score"]
-            if isinstance(score, str):
-                try:
-                    score = float(score.strip())
-                except ValueError:
-                    return f"the score {obj['score']!r} is not a number"
-            if isinstance(score, bool) or not isinstance(score, int | float) or math.isnan(score):
-                return f"the score {obj['score']!r} is not a number"
-            if not 0.0 <= score <= 1.0:
-                return f"the score {score} is outside 0..1"
-            reason = obj.get("reason")
-            return float(score), (reason if isinstance(reason, str) else None if reason is None else str(reason))
-    return "no JSON object with a 'score' field was found"
+            if "score" in obj:
+                return obj
+    return None
+
+
+def score_number(obj: dict[str, Any]) -> float | str:
+    """The object's `score` as a finite number (a numeric string is read as one), or why it is not one.
+    The judge and the graders read scores through this one function, so they refuse the same answers."""
+    score = obj["score"]
+    if isinstance(score, str):
+        try:
+            score = float(score.strip())
+        except ValueError:
+            return f"the score {obj['score']!r} is not a number"
+    if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
+        return f"the score {obj['score']!r} is not a number"
+    return float(score)
 
 
 def json_objects(text: str) -> list[dict[str, Any]]:
@@ -220,13 +236,7 @@ class Judge:
         The caller that opened a batch carries its request (`calls` 1) and all its `tokens`; the others
         get 0 and 0, so that summed over a run they count the requests sent and the tokens paid.
         """
-        keys = [cache_key("embedding", endpoint.provider, endpoint.model, t, {}, endpoint.base_url) for t in texts]
-        found: dict[str, list[float]] = {}
-        for text, key in zip(texts, keys, strict=True):
-            hit = self.cache.get(key)
-            if hit:
-                found[text] = hit["vector"]
-        missing = list(dict.fromkeys(t for t in texts if t not in found))
+        found, missing = self.cached_vectors(endpoint, texts)
         tokens = calls = 0
         if missing:
             # Kept on the instance through vars(): the batches live only as long as this run's judge.
@@ -237,6 +247,25 @@ class Judge:
             fresh, tokens, calls = await batch.add(missing)
             found.update(fresh)
         return Embedded([found[t] for t in texts], tokens, calls, cached=not missing)
+
+
+    def cached_vectors(self, endpoint: Endpoint, texts: list[str]) -> tuple[dict[str, list[float]], list[str]]:
+        """The cached vector of each text that has one, and the other texts (once each, in order)."""
+        found: dict[str, list[float]] = {}
+        for text in texts:
+            hit = self.cache.get(_embedding_key(endpoint, text))
+            if hit:
+                found[text] = hit["vector"]
+        return found, list(dict.fromkeys(t for t in texts if t not in found))
+
+    def cache_vectors(self, endpoint: Endpoint, vectors: Mapping[str, list[float]]) -> None:
+        """Cache each text's vector, under the key `cached_vectors` reads."""
+        for text, vector in vectors.items():
+            self.cache.put(_embedding_key(endpoint, text), {"vector": vector})
+
+
+def _embedding_key(endpoint: Endpoint, text: str) -> str:
+    return cache_key("embedding", endpoint.provider, endpoint.model, text, {}, endpoint.base_url)
 
 
 #: Embedding requests arriving within this many seconds share one request (the items of a run are
@@ -292,9 +321,7 @@ class _EmbeddingBatch:
                     future.set_exception(exc if isinstance(exc, Exception) else JudgeError("embeddings cancelled"))
             return
         by_text = dict(zip(texts, vectors, strict=True))
-        for text, vector in by_text.items():
-            key = cache_key("embedding", self.endpoint.provider, self.endpoint.model, text, {}, self.endpoint.base_url)
-            self.judge.cache.put(key, {"vector": vector})
+        self.judge.cache_vectors(self.endpoint, by_text)
         for i, (own, future) in enumerate(self.callers):
             if not future.done():
                 future.set_result(({t: by_text[t] for t in own}, tokens if i == 0 else 0, 1 if i == 0 else 0))

@@ -316,7 +316,6 @@ async def _execute(plan: RunPlan, observer: Observer | None) -> ExperimentReport
         status = "completed"
     finally:
         report = finish(plan, items, status, worked_ms=worked[-1] if worked else None)
-        plan.experiment.last_report = report
     await apause_point("after-finish")  # tests: an interrupt once the run is stored completed, before it is reported
     if observer:
         observer.on_finish(report)

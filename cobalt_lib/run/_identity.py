@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .._secrets import safe_url
+from .._version import __version__
 from ..evaluators._evaluator import Evaluator
 from ..llm._providers import Endpoint
 from ..results._evaluation_identity import AgentIdentity, DatasetIdentity, EvaluationIdentity, EvaluatorIdentity
@@ -150,8 +151,6 @@ def _head_commit(git_dir: Path) -> str | None:
 def evaluation_identity(experiment: Any, evaluators: Iterable[Evaluator], endpoints: Mapping[str, Endpoint | None],
                         root: Path) -> EvaluationIdentity:
     """The identity of a run of `experiment` with `evaluators` calling `endpoints`."""
-    from .. import __version__
-
     dataset = experiment.dataset
     identity = dataset_identity(dataset, dataset.source)
     stored = getattr(dataset, "stored", None)  # a version of a stored dataset (`Dataset.from_store`)

@@ -19,8 +19,9 @@ from dagster.components.core.component_tree import ComponentTreeException
 from dagster.components.testing import DefsFolderSandbox, create_defs_folder_sandbox
 from pydantic import ValidationError
 
-from cobalt_dagster import CobaltComponent, build_definitions
-from cobalt_lib import ConfigError
+from cobalt_dagster import CobaltComponent, CobaltTranslator, build_definitions
+from cobalt_lib import ConfigError, Experiment
+from cobalt_lib.gates import Assertion
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "dagster_project"
 BIN = Path(sys.executable).parent
@@ -64,7 +65,7 @@ def test_scaffolded_component_loads_every_experiment(sandbox: DefsFolderSandbox,
         assert asset_names(defs) == {f"{n}/{s}" for n in EXPERIMENTS.values() for s in STAGES}
         assert {j.name for j in defs.jobs or []} == {f"{n}_eval" for n in EXPERIMENTS.values()}
         assert {s.name for s in defs.schedules or []} == {"support_bot_schedule"}
-        assert set(defs.resources or {}) == {"cobalt", "cobalt_store"}
+        assert set(defs.resources or {}) == {"cobalt"}
         assert defs.resources["cobalt"].project_dir == str(project)  # type: ignore[index]
         # The host project's executor runs cobalt's jobs: the component brings none to clash with it.
         assert defs.executor is None
@@ -80,6 +81,44 @@ def test_experiments_keeps_the_named_ones(sandbox: DefsFolderSandbox) -> None:
     with sandbox.load_component_and_build_defs(defs_path=path) as (_, defs):
         assert asset_names(defs) == {f"support_bot/{s}" for s in STAGES}
         assert {j.name for j in defs.jobs or []} == {"support_bot_eval"}
+
+
+TRANSLATION = {"key": "evals/{{ experiment }}/{{ stage }}", "group_name": "evals_{{ experiment }}",
+               "owners": ["team:ml"], "tags": {"stage": "{{ stage }}"}}
+
+
+def test_translation_renames_keys_and_groups_and_the_checks_follow(sandbox: DefsFolderSandbox) -> None:
+    copy_example(sandbox.project_root / "support")
+    path = write_defs(sandbox, "evals", {"project_dir": "{{ context.project_root }}/support",
+                                         "translation": TRANSLATION})
+    with sandbox.load_component_and_build_defs(defs_path=path) as (_, defs):
+        specs = {s.key.to_user_string(): s for s in defs.resolve_all_asset_specs()}
+        assert set(specs) == {f"evals/{n}/{s}" for n in EXPERIMENTS.values() for s in STAGES}
+        assert {k: (s.group_name, s.owners, s.tags["stage"]) for k, s in specs.items()} == {
+            f"evals/{n}/{s}": (f"evals_{n}", ["team:ml"], s) for n in EXPERIMENTS.values() for s in STAGES}
+        job = defs.resolve_job_def("support_bot_eval")
+        assert {k.to_user_string() for k in job.asset_layer.asset_graph.asset_check_keys} == {
+            f"evals/support_bot/aggregates:{c}"
+            for c in ("gate_exact_min_0_75", "gate_every_evaluator_scored", "gate_error_rate_max_0")}
+
+
+def test_a_translator_subclass_names_the_assets_of_build_definitions(tmp_path: Path) -> None:
+    class Prefixed(CobaltTranslator):
+        def get_asset_spec(self, experiment: Experiment, stage: str) -> dg.AssetSpec:
+            spec = super().get_asset_spec(experiment, stage)
+            return spec.replace_attributes(key=spec.key.with_prefix("host"), group_name="evals")
+
+        def get_check_spec(self, experiment: Experiment, gate: Assertion) -> dg.AssetCheckSpec:
+            spec = super().get_check_spec(experiment, gate)
+            return dg.AssetCheckSpec(name=f"quality_{spec.name}", asset=spec.asset_key, blocking=True)
+
+    defs = build_definitions(copy_example(tmp_path / "support"), translator=Prefixed())
+    assert asset_names(defs) == {f"host/{n}/{s}" for n in EXPERIMENTS.values() for s in STAGES}
+    assert {s.group_name for s in defs.resolve_all_asset_specs()} == {"evals"}
+    checks = {k.to_user_string() for k in defs.resolve_job_def("my_summarizer_agent_eval").asset_layer.asset_graph
+              .asset_check_keys}
+    assert checks == {"host/my_summarizer_agent/aggregates:quality_gate_every_evaluator_scored",
+                      "host/my_summarizer_agent/aggregates:quality_gate_error_rate_max_0"}
 
 
 @pytest.mark.parametrize(("attributes", "message"), [
@@ -153,8 +192,18 @@ def test_dg_scaffolds_checks_and_lists_the_component(tmp_path: Path) -> None:
     assert {s["name"] for s in listed["schedules"]} == {"support_bot_schedule"}
     assert "cobalt_run_requests" in {s["name"] for s in listed["sensors"]}
     assert {s["name"] for s in listed["sensors"]} == {s.name for s in expected.sensors or []}
-    assert {r["name"] for r in listed["resources"]} == {"cobalt", "cobalt_store"}
+    assert {r["name"] for r in listed["resources"]} == {"cobalt"}
     assert {a["source"] for a in listed["assets"]} == {"src/host/defs/cobalt_evals/defs.yaml:1"}
+
+    # A `translation:` block, as in dagster-dbt's and dagster-sling's components: `dg` shows the new names.
+    written = yaml.safe_load(defs_yaml.read_text())
+    written["attributes"]["translation"] = TRANSLATION
+    defs_yaml.write_text(yaml.safe_dump(written))
+    assert "All definitions loaded successfully" in dg_run("dg", "check", "defs", cwd=host, env=env)
+    listed = json.loads(dg_run("dg", "list", "defs", "--json", cwd=host, env=env))
+    assert {(a["asset_key"], a["group_name"]) for a in listed["assets"]} == {
+        (f"evals/{n}/{s}", f"evals_{n}") for n in EXPERIMENTS.values() for s in STAGES}
+    assert "evals/support_bot/aggregates:gate_exact_min_0_75" in {c["key"] for c in listed["asset_checks"]}
 
 
 @pytest.mark.slow

@@ -94,6 +94,7 @@ def run_job(project: Project, instance: dg.DagsterInstance, experiment: str = SU
     return partition, result
 
 
+
 def materialisations(instance: dg.DagsterInstance, key: dg.AssetKey, partition: str) -> list[dg.AssetMaterialization]:
     records = instance.fetch_materializations(
         dg.AssetRecordsFilter(asset_key=key, asset_partitions=[partition]), limit=10).records
@@ -698,3 +699,14 @@ def test_clean_creates_no_dagster_instance(tmp_path: Path) -> None:
     clean_up(config, plan_cleanup(config, cache=False, results=True))
     assert Store(config.output_path / "cobalt.duckdb").runs() == []
     assert not (config.output_path / "dagster").exists()
+
+
+def test_a_run_on_cobalts_instance_prints_dagsters_info_and_above_only(shared: Project,
+                                                                      capfd: pytest.CaptureFixture[str]) -> None:
+    """What `cobalt serve`'s terminal shows of the runs its daemon launches: no DEBUG event lines.
+    (Last in the file: it adds a run to the shared project.)"""
+    with cobalt_dagster.local_instance(shared.config) as own:
+        _, result = run_job(shared, own)
+    assert result.success
+    printed = capfd.readouterr().err
+    assert " - INFO - support_bot_eval - " in printed and " - DEBUG - " not in printed

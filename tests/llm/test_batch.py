@@ -15,6 +15,7 @@ from cobalt_lib.llm._batch import BATCH_PRICE_FACTOR, BatchJudging, PollTiming, 
 from cobalt_lib.llm._providers import Endpoint
 from cobalt_lib.llm._wire import Clients
 from cobalt_lib.ops import resume_run
+from cobalt_lib.store import load_report
 
 BATCH = 'batch = true\nbatch_window = "0.01s"\n'
 ONLINE_COST = (20 * 0.15 + 10 * 0.60) / 1e6  # gpt-4o-mini, the server's 20 + 10 tokens
@@ -122,7 +123,7 @@ def test_a_run_stopped_waiting_resumes_on_the_same_batch(batch_project: Path, ll
         exp.run(config=load_config())
     store = Store(batch_project / ".cobalt" / "cobalt.duckdb")
     run = store.runs("judged")[0]
-    assert exp.last_report is not None and exp.last_report.id == run["run_id"]
+    assert load_report(store, run["run_id"]).status == "incomplete"
     assert run["status"] == "incomplete"
     assert len(store.rows("outputs", run["run_id"])) == 3  # the agent's answers are kept
     [open_batch] = store.judge_batches(run["run_id"], open_only=True)

@@ -9,6 +9,7 @@ from conftest import TEST_KEY, write_judge_config
 from fakellm import FakeLLM, Reply, answer, error, score_from_prompt, text
 
 from cobalt_lib import Dataset, Evaluator, MissingApiKeyError, TemplateError, experiment, load_config
+from cobalt_lib.graders import parse_grade
 from cobalt_lib.llm._judge import RETRY_SEPARATOR, parse_judgement
 
 
@@ -46,6 +47,12 @@ def test_parse_judgement_explains_unusable_answers(raw: str, problem: str) -> No
     result = parse_judgement(raw)
     assert isinstance(result, str) and problem in result
 
+
+
+@pytest.mark.parametrize("raw", ['{"score": "inf"}', '{"score": "-Infinity"}', '```json\n{"score": "nan"}\n```'])
+def test_the_judge_and_the_graders_refuse_a_non_finite_score_with_one_sentence(raw: str) -> None:
+    shown = raw.split(": ", 1)[1].split("}", 1)[0].strip('"')
+    assert parse_judgement(raw) == parse_grade(raw) == f"the score {shown!r} is not a number"
 
 def test_openai_judge_scores_and_reports_tokens_and_cost(judged_project: Path, llm: FakeLLM) -> None:
     llm.script(answer(0.9, "good"), answer(0.6, "fine"), answer(0.3, "poor"))

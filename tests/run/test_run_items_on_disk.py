@@ -11,9 +11,19 @@ from typing import Any
 
 import pytest
 
-from cobalt_lib import Assertion, AssertionResult, Dataset, Evaluator, ExperimentReport, define_config, experiment
+from cobalt_lib import (
+    Assertion,
+    AssertionResult,
+    Dataset,
+    Evaluator,
+    ExperimentReport,
+    Store,
+    define_config,
+    experiment,
+)
 from cobalt_lib.results import read_results
 from cobalt_lib.results._spill import StoredItems
+from cobalt_lib.store import load_report
 
 
 async def _answer(ctx: Any) -> str:
@@ -107,7 +117,8 @@ def test_a_run_that_fails_midway_keeps_every_finished_item_and_leaves_no_spill_b
     exp = _experiment(40, concurrency=1)
     with pytest.raises(RuntimeError, match="the observer broke"):
         exp.run(config=config, observer=Broken())
-    report = exp.last_report
+    store = Store.for_config(config)
+    report = load_report(store, store.runs("disk")[0]["run_id"])
     assert report is not None and report.status == "incomplete"
     finished = [i.index for i in report.items]  # the three seen, and any that finished as the run stopped
     assert len(finished) >= 3 and finished == sorted(set(finished)) and report.summary.total_runs == len(finished)

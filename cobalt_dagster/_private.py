@@ -1,0 +1,55 @@
+"""Every call into Dagster's private modules (`dagster._...`), the one place they are made, checked
+against the pinned range (`dagster>=1.13,<1.14` in pyproject.toml; tests/dagster_layer/test_private.py).
+
+No public API does these three things: open an instance with overrides to its `dagster.yaml` (no
+compute-log capture for in-process CLI runs), name the code-location origin of a job that `cobalt
+serve` loads (so the UI files a run made outside the webserver with the served job), and execute a
+run that was created on the instance (a recording keeps the run id it noted in the store first).
+Raising the pin means re-running that test against the new minor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import dagster as dg
+    from dagster._core.remote_origin import CodeLocationOrigin, RemoteJobOrigin
+
+#: The compute-log manager that captures nothing, as a `dagster.yaml` override.
+NO_COMPUTE_LOGS = {"compute_logs": {"module": "dagster._core.storage.noop_compute_log_manager",
+                                    "class": "NoOpComputeLogManager", "config": {}}}
+
+
+def open_instance(home: Path, overrides: dict[str, Any] | None) -> dg.DagsterInstance:
+    """The instance of the `dagster.yaml` in `home`, with `overrides` to it (only reachable through a ref)."""
+    import dagster as dg
+    from dagster._core.instance.ref import InstanceRef
+
+    return dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home), overrides=overrides))
+
+
+def served_job_origin(kind: str, target: str, root: str, repository: str, job_name: str) -> RemoteJobOrigin | None:
+    """The origin of `job_name` in the first code location of `target` (`kind`: module, file or workspace),
+    loaded from `root`; None when a workspace lists no code location. Building it reads no code."""
+    from dagster._core.remote_origin import RemoteJobOrigin, RemoteRepositoryOrigin
+    from dagster._core.workspace.load_target import ModuleTarget, PythonFileTarget, WorkspaceFileTarget
+
+    origins: Sequence[CodeLocationOrigin]
+    if kind == "module":
+        origins = ModuleTarget(target, None, root, None).create_origins()
+    elif kind == "file":
+        origins = PythonFileTarget(target, None, root, None).create_origins()
+    else:
+        origins = WorkspaceFileTarget([target]).create_origins()
+    return RemoteJobOrigin(RemoteRepositoryOrigin(origins[0], repository), job_name) if origins else None
+
+
+def execute_created_run(job: dg.JobDefinition, dagster_run: dg.DagsterRun, instance: dg.DagsterInstance) -> None:
+    """Execute, in this process, a run already created on `instance` for `job` (`create_run_for_job`)."""
+    from dagster._core.definitions.job_base import InMemoryJob
+    from dagster._core.execution.api import execute_run
+
+    execute_run(InMemoryJob(job), dagster_run, instance)
