@@ -3,9 +3,11 @@ trace, read for their input, output, conversation, tool calls and usage (docs/mo
 
 from ._dataset import add_to_dataset, trace_item
 from ._ingest import Ingest, load_redact
+from ._monitor import MONITORS, Monitor, WindowResult, monitor, sampled, score_window, window_bounds, window_key
 from ._otlp import BadPayload, ReceivedSpan
 from ._server import DEFAULT_PORT, Collector, needs_token, serve
 from ._trace import ProductionTrace, conventional, read_trace
 
-__all__ = ["DEFAULT_PORT", "BadPayload", "Collector", "Ingest", "ProductionTrace", "ReceivedSpan", "add_to_dataset",
-           "conventional", "load_redact", "needs_token", "read_trace", "serve", "trace_item"]
+__all__ = ["DEFAULT_PORT", "MONITORS", "BadPayload", "Collector", "Ingest", "Monitor", "ProductionTrace", "ReceivedSpan",
+           "WindowResult", "add_to_dataset", "conventional", "load_redact", "monitor", "needs_token", "read_trace",
+           "sampled", "score_window", "serve", "trace_item", "window_bounds", "window_key"]

@@ -95,6 +95,19 @@ class TraceRows:
                                f"({', '.join('?' * len(ids))}) GROUP BY trace_id", ids).fetchall()
         return {str(t): s for t, s in rows}
 
+    def note_run(self, run_id: str, key: str, note: str) -> None:
+        """Add `{key: note}` to the run's summary under `notes` (why a monitor's window is incomplete)."""
+        import json
+
+        with self._transaction() as con:
+            found = con.execute("SELECT summary FROM runs WHERE run_id = ?", [run_id]).fetchall()
+            if not found:
+                return
+            summary = found[0][0]
+            summary = json.loads(summary) if isinstance(summary, str) else dict(summary or {})
+            summary["notes"] = {**(summary.get("notes") or {}), key: note}
+            con.execute("UPDATE runs SET summary = ? WHERE run_id = ?", [json.dumps(summary), run_id])
+
     def prune_traces(self, before_ns: int) -> int:
         """Delete the traces that started before `before_ns` (every span of each); returns how many traces."""
         if not self._has_traces():

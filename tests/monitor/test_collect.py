@@ -16,41 +16,10 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from production_traces import ANSWER, QUESTION, memory_provider, one_export, run_agent
 
 from cobalt_lib.monitor import BadPayload, Collector, Ingest, ProductionTrace, read_trace
 from cobalt_lib.store import Store
-
-QUESTION = "Where is parcel 1234?"
-ANSWER = "Parcel 1234 is in Lyon, due tomorrow."
-
-
-def run_agent(provider: TracerProvider, question: str = QUESTION) -> str:
-    """A support agent as pydantic-ai or OpenLLMetry instruments one: an agent span, a model call asking
-    for a tool, the tool, the model's answer. Returns the trace id."""
-    tracer = provider.get_tracer("support-bot")
-    agent = {"gen_ai.operation.name": "invoke_agent"}
-    with tracer.start_as_current_span("invoke_agent support", attributes=agent) as root:
-        asked = [{"role": "user", "parts": [{"type": "text", "content": question}]}]
-        with tracer.start_as_current_span("chat gpt-4o-mini", attributes={
-                "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o-mini",
-                "gen_ai.usage.input_tokens": 120, "gen_ai.usage.output_tokens": 15,
-                "gen_ai.input.messages": json.dumps(asked),
-                "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [
-                    {"type": "tool_call", "name": "track", "arguments": {"parcel": "1234"}, "id": "c1"}]}])}):
-            pass
-        with tracer.start_as_current_span("execute_tool track", attributes={
-                "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "track",
-                "gen_ai.tool.call.arguments": '{"parcel": "1234"}', "gen_ai.tool.call.result": '{"city": "Lyon"}'}):
-            pass
-        with tracer.start_as_current_span("chat gpt-4o-mini", attributes={
-                "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o-mini",
-                "gen_ai.usage.input_tokens": 160, "gen_ai.usage.output_tokens": 12,
-                "gen_ai.input.messages": json.dumps(asked),
-                "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [
-                    {"type": "text", "content": ANSWER}]}])}):
-            pass
-        return format(root.get_span_context().trace_id, "032x")
 
 
 @pytest.fixture
@@ -117,9 +86,7 @@ def collector_file_line(provider_spans: Sequence[ReadableSpan], *, base64_ids: b
 
 
 def test_a_collector_file_imports_to_the_same_trace_both_id_encodings(store: Store, tmp_path: Path) -> None:
-    memory = InMemorySpanExporter()
-    provider = TracerProvider(resource=Resource.create({"service.name": "support-bot"}))
-    provider.add_span_processor(SimpleSpanProcessor(memory))
+    provider, memory = memory_provider()
     first, second = run_agent(provider), run_agent(provider, "Cancel order 77")
     spans = list(memory.get_finished_spans())
     path = tmp_path / "traces.jsonl.gz"
@@ -133,9 +100,7 @@ def test_a_collector_file_imports_to_the_same_trace_both_id_encodings(store: Sto
 
 
 def test_a_bad_line_names_itself_and_keeps_the_spans_before_it(store: Store, tmp_path: Path) -> None:
-    memory = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(memory))
+    provider, memory = memory_provider()
     trace_id = run_agent(provider)
     path = tmp_path / "traces.jsonl"
     path.write_text(collector_file_line(list(memory.get_finished_spans())) + "\n{not json\n")
@@ -147,14 +112,6 @@ def test_a_bad_line_names_itself_and_keeps_the_spans_before_it(store: Store, tmp
 
 def post(url: str, body: bytes, **headers: str) -> httpx.Response:
     return httpx.post(f"{url}/v1/traces", content=body, headers={"Content-Type": "application/x-protobuf", **headers})
-
-
-def one_export(question: str = QUESTION) -> tuple[bytes, str]:
-    memory = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(memory))
-    trace_id = run_agent(provider, question)
-    return encode_spans(memory.get_finished_spans()).SerializeToString(), trace_id
 
 
 def test_refused_bodies_store_nothing_and_lose_nothing_accepted(collector: Collector, store: Store) -> None:
