@@ -8,6 +8,6 @@ from ._otlp import BadPayload, ReceivedSpan
 from ._server import DEFAULT_PORT, Collector, needs_token, serve
 from ._trace import ProductionTrace, conventional, read_trace
 
-__all__ = ["DEFAULT_PORT", "MONITORS", "BadPayload", "Collector", "Ingest", "Monitor", "ProductionTrace", "ReceivedSpan",
-           "WindowResult", "add_to_dataset", "conventional", "load_redact", "monitor", "needs_token", "read_trace",
-           "sampled", "score_window", "serve", "trace_item", "window_bounds", "window_key"]
+__all__ = ["DEFAULT_PORT", "MONITORS", "BadPayload", "Collector", "Ingest", "Monitor", "ProductionTrace",
+           "ReceivedSpan", "WindowResult", "add_to_dataset", "conventional", "load_redact", "monitor", "needs_token",
+           "read_trace", "sampled", "score_window", "serve", "trace_item", "window_bounds", "window_key"]
