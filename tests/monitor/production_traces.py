@@ -4,6 +4,7 @@ spans as pydantic-ai and OpenLLMetry emit them), and traces of it stored at a ch
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -40,7 +41,7 @@ def run_agent(provider: TracerProvider, question: str = QUESTION, answer: str = 
     root = tracer.start_span("invoke_agent support", attributes={"gen_ai.operation.name": "invoke_agent"},
                              start_time=tick())
     context = trace.set_span_in_context(root)
-    children = [
+    children: list[tuple[str, dict[str, Any]]] = [
         ("chat gpt-4o-mini", {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o-mini",
                               "gen_ai.usage.input_tokens": 120, "gen_ai.usage.output_tokens": 15,
                               "gen_ai.input.messages": asked, "gen_ai.output.messages": _messages(
