@@ -61,8 +61,9 @@ class DriftTest:
 
     def sentence(self, evaluator: str) -> str:
         moved = "fell" if self.shift < 0 else "rose"
-        return (f"{evaluator} {moved} by {abs(self.shift):.3g} to {self.ewma:.3g} (95% interval {self.interval[0]:+.3g} "
-                f"to {self.interval[1]:+.3g}) against its {self.baseline_windows}-window baseline of "
+        low, high = self.interval
+        return (f"{evaluator} {moved} by {abs(self.shift):.3g} to {self.ewma:.3g} (95% interval {low:+.3g} "
+                f"to {high:+.3g}) against its {self.baseline_windows}-window baseline of "
                 f"{self.baseline_mean:.3g}; t = {self.statistic:.2f}, limit {self.limit:.2f}.")
 
 
