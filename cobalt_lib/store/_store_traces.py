@@ -95,6 +95,25 @@ class TraceRows:
                                f"({', '.join('?' * len(ids))}) GROUP BY trace_id", ids).fetchall()
         return {str(t): s for t, s in rows}
 
+    def window_aggregates(self, run_ids: Sequence[str]) -> list[dict[str, Any]]:
+        """The `aggregates` rows (run_id, metric, mean, stddev, count) of these runs (a monitor's windows)."""
+        ids = list(dict.fromkeys(run_ids))[:_CHUNK]
+        if not ids or not self.path.exists():
+            return []
+        with self.connect(read_only=True) as con:
+            return fetch(con, "SELECT run_id, metric, mean, stddev, count FROM aggregates WHERE kind = ? AND run_id IN "
+                              f"({', '.join('?' * len(ids))}) AND mean IS NOT NULL", ["evaluator", *ids])
+
+    def worst_items(self, run_id: str, evaluator: str, limit: int, *,
+                    lower_is_better: bool = False) -> list[dict[str, Any]]:
+        """The run's `limit` worst-scored items by `evaluator`: `{item_id, score, reason}` each."""
+        order = "DESC" if lower_is_better else "ASC"
+        with self.connect(read_only=True) as con:
+            return fetch(con, "SELECT o.item_id, s.score, s.reason FROM scores s JOIN outputs o ON o.run_id = s.run_id "
+                              "AND o.item_index = s.item_index AND o.run_index = s.run_index WHERE s.run_id = ? AND "
+                              f"s.evaluator = ? AND s.score IS NOT NULL ORDER BY s.score {order}, o.item_id "
+                              f"LIMIT {int(limit)}", [run_id, evaluator])
+
     def note_run(self, run_id: str, key: str, note: str) -> None:
         """Add `{key: note}` to the run's summary under `notes` (why a monitor's window is incomplete)."""
         import json
