@@ -49,6 +49,8 @@ class Monitor:
     #: How many earlier windows the drift test compares a window with (`_drift`).
     baseline: int = 14
     tags: Sequence[str] = field(default_factory=tuple)
+    #: The first window (a UTC date): where the Dagster partitions start.
+    start: str = "2026-01-01"
 
     @property
     def service(self) -> str | None:
@@ -61,7 +63,7 @@ class Monitor:
 
 def monitor(name: str, *, traces: Mapping[str, str], sample: float = 1.0, evaluators: Sequence[Evaluator],
             window: str = "1d", budget_usd: float | None = None, baseline: int = 14,
-            tags: Sequence[str] = ()) -> Monitor:
+            tags: Sequence[str] = (), start: str = "2026-01-01") -> Monitor:
     """Declare a monitor (beside experiments, in a `*.cobalt.py` file); returns it."""
     where = f"monitor({name!r})"
     if not _NAME.match(name):
@@ -79,7 +81,12 @@ def monitor(name: str, *, traces: Mapping[str, str], sample: float = 1.0, evalua
         raise ConfigError(f"{where}: give it at least one evaluator.")
     if baseline < 3:
         raise ConfigError(f"{where}: baseline={baseline} must be at least 3 windows (their spread sets the limits).")
-    declared = Monitor(name, dict(traces), sample, tuple(evaluators), window, budget_usd, baseline, tuple(tags))
+    try:
+        datetime.strptime(start, "%Y-%m-%d")
+    except ValueError:
+        raise ConfigError(f"{where}: start={start!r} must be a date, YYYY-MM-DD (UTC).") from None
+    declared = Monitor(name, dict(traces), sample, tuple(evaluators), window, budget_usd, baseline, tuple(tags),
+                       start)
     MONITORS[name] = declared
     return declared
 

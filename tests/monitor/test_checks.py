@@ -54,6 +54,15 @@ def windows(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Monitor,
     yield watch, config, keys
 
 
+def calibrate(store: Store) -> None:
+    """A stored calibration of `helpful` that reads monitoring (kappa 0.62 over 80 labelled items)."""
+    calibration = JudgeCalibration(experiment="support", evaluator="helpful", evaluator_type="llm-judge", run_id="r1",
+                                   scale="0..1", prompt_hash="p", labelled=80, kappa=0.62, within_one=0.9)
+    store.save_calibration({"calibration_id": "c1", "experiment": "support", "evaluator": "helpful", "run_id": "r1",
+                            "prompt_hash": "p", "scale": "0..1", "labelled": 80, "kappa": 0.62,
+                            "created_at": datetime.now(UTC), "figures": calibration.model_dump(mode="json")})
+
+
 def test_an_uncalibrated_judge_warns_of_the_drop_and_never_before(windows: tuple[Monitor, Config, list[str]]) -> None:
     watch, config, keys = windows
     before = [c for key in keys[:SHIFT_DAY] for c in drift_checks(watch, key, config)]
@@ -70,12 +79,7 @@ def test_an_uncalibrated_judge_warns_of_the_drop_and_never_before(windows: tuple
 
 def test_a_calibrated_judge_errs_and_the_webhook_hears_it(windows: tuple[Monitor, Config, list[str]]) -> None:
     watch, config, keys = windows
-    store = Store.for_config(config)
-    calibration = JudgeCalibration(experiment="support", evaluator="helpful", evaluator_type="llm-judge", run_id="r1",
-                                   scale="0..1", prompt_hash="p", labelled=80, kappa=0.62, within_one=0.9)
-    store.save_calibration({"calibration_id": "c1", "experiment": "support", "evaluator": "helpful", "run_id": "r1",
-                            "prompt_hash": "p", "scale": "0..1", "labelled": 80, "kappa": 0.62,
-                            "created_at": datetime.now(UTC), "figures": calibration.model_dump(mode="json")})
+    calibrate(Store.for_config(config))
     (check,) = drift_checks(watch, keys[SHIFT_DAY], config)
     assert (check.passed, check.severity) == (False, "ERROR")
 
@@ -120,3 +124,26 @@ def test_a_failing_webhook_is_named_without_its_secrets(windows: tuple[Monitor, 
     with http_server(Refuse) as url:
         warned = send_alerts(checks, [url.replace("http://", "http://user:s3cret@") + "/hook?token=abc"])
     assert warned and "s3cret" not in warned[0] and "abc" not in warned[0] and warned[0].endswith("HTTP 403")
+
+
+@pytest.mark.slow
+def test_dagster_scores_the_window_partition_and_records_its_drift_check(
+        windows: tuple[Monitor, Config, list[str]], instance: Any) -> None:
+    import dagster as dg
+
+    from cobalt_dagster import build_definitions
+
+    watch, config, keys = windows
+    calibrate(Store.for_config(config))
+    defs = build_definitions(config.root, experiments=[], monitors=[watch])
+    job = defs.resolve_job_def("support_drift_monitor")
+    assert {s.name for s in defs.schedules or []} == {"support_drift_monitor_schedule"}  # type: ignore[union-attr]
+    result = job.execute_in_process(partition_key=keys[SHIFT_DAY], instance=instance)
+    assert result.success
+
+    (check,) = result.get_asset_check_evaluations()
+    assert (check.check_name, check.passed, check.severity) == ("drift_helpful", False, dg.AssetCheckSeverity.ERROR)
+    assert check.description is not None and check.description.startswith(f"Drift in window {keys[SHIFT_DAY]}")
+    (materialised,) = result.asset_materializations_for_node("support_drift__window")
+    assert materialised.partition == keys[SHIFT_DAY]
+    assert materialised.metadata["cobalt/run_id"].value == f"monitor-support-drift-{keys[SHIFT_DAY]}"
