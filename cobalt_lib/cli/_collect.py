@@ -150,3 +150,41 @@ def _short(value: Any, width: int = 60) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     text = " ".join(text.split())
     return text if len(text) <= width else text[:width - 1] + "…"
+
+
+monitors = _App(name="monitor", cls=Group, no_args_is_help=True, rich_markup_mode="markdown",
+                help="Score a monitor's windows of production traces and check them for drift.")
+app.add_typer(monitors, name="monitor")
+
+
+@monitors.command("score")
+def score(name: Annotated[str, typer.Argument(help="The monitor's name, as `monitor(...)` declares it.")],
+          windows: Annotated[list[str], typer.Argument(help="Windows: UTC days YYYY-MM-DD (hours YYYY-MM-DDTHH).")],
+          alert: Annotated[bool, typer.Option("--alert/--no-alert", help="Send drift ERRORs to the webhooks.")]
+          = True) -> None:
+    """Score each window as a run (again: it replaces the window's run), then check it for drift."""
+    from ..monitor import drift_checks, score_window, send_alerts
+
+    config = project_config()
+    watch = _monitor(config, name)
+    for key in windows:
+        result = score_window(watch, key, config)
+        print(f"{key}: {result.status}, {result.traces} traces, judge ${result.spent_usd:.4f}, run {result.run_id}"
+              + (f"\n  {result.note}" if result.note else ""))
+        checks = drift_checks(watch, key, config)
+        for check in checks:
+            print(f"  {'ok' if check.passed else check.severity} {check.evaluator}: {check.description}")
+        for warning in send_alerts(checks, list(config.webhooks)) if alert else []:
+            print(f"  {warning}", file=sys.stderr)
+
+
+def _monitor(config: Any, name: str) -> Any:
+    from .._errors import ConfigError
+    from ..experiments import load_experiments
+    from ..monitor import MONITORS
+
+    load_experiments(config)
+    if name not in MONITORS:
+        known = ", ".join(sorted(MONITORS)) or "none"
+        raise ConfigError(f"No monitor {name!r} is declared in the project's experiment files (declared: {known}).")
+    return MONITORS[name]

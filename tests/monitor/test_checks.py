@@ -137,7 +137,7 @@ def test_dagster_scores_the_window_partition_and_records_its_drift_check(
     calibrate(Store.for_config(config))
     defs = build_definitions(config.root, experiments=[], monitors=[watch])
     job = defs.resolve_job_def("support_drift_monitor")
-    assert {s.name for s in defs.schedules or []} == {"support_drift_monitor_schedule"}  # type: ignore[union-attr]
+    assert {s.name for s in defs.schedules or []} == {"support_drift_monitor_schedule"}
     result = job.execute_in_process(partition_key=keys[SHIFT_DAY], instance=instance)
     assert result.success
 

@@ -174,3 +174,15 @@ def test_the_redaction_hook_runs_before_anything_is_stored(store: Store) -> None
     spans = store.trace_spans_of([trace_id])[trace_id]
     assert [s.name for s in spans] == ["invoke_agent support", "chat gpt-4o-mini", "chat gpt-4o-mini"]
     assert {s.attributes.get("gen_ai.input.messages") for s in spans} == {"[redacted]"}
+
+
+def test_traces_past_keep_days_are_pruned_as_new_ones_arrive(store: Store) -> None:
+    import time
+
+    from production_traces import store_traces
+
+    old = store_traces(Ingest(store), [("old question", "old answer")], at_ns=time.time_ns() - 3 * 86_400 * 10**9)
+    assert [t["trace_id"] for t in store.trace_list()] == old
+    new = store_traces(Ingest(store, keep_days=2), [("new question", "new answer")], at_ns=time.time_ns())
+    assert [t["trace_id"] for t in store.trace_list()] == new
+    assert store.trace_spans_of(old) == {}

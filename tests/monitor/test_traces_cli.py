@@ -64,3 +64,30 @@ def test_a_bad_line_and_an_unknown_trace_are_one_sentence_and_exit_2(project: Pa
                            "stored.")
     code, _, err = cobalt(capsys, "traces", "show", "ab" * 16)
     assert code == 2 and "No production trace abab" in err and "`cobalt traces list`" in err
+
+
+MONITOR = '''
+from cobalt_lib import Evaluator
+from cobalt_lib.monitor import monitor
+
+monitor("support", traces={"service.name": "support-bot"}, evaluators=[Evaluator(name="lyon", type="contains",
+        value="Lyon")])
+'''
+
+
+def test_monitor_score_scores_a_window_and_reports_its_checks(project: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    from datetime import UTC, datetime
+
+    collector_file(project / "traces.jsonl")
+    assert cobalt(capsys, "traces", "import", "traces.jsonl")[0] == 0
+    (project / "experiments").mkdir()
+    (project / "experiments" / "monitors.cobalt.py").write_text(MONITOR, encoding="utf-8")
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
+
+    code, out, err = cobalt(capsys, "monitor", "score", "support", today)
+    assert code == 0, err
+    assert out.startswith(f"{today}: completed, 1 traces, judge $0.0000, run monitor-support-{today}\n")
+    assert "  ok lyon: Not tested: lyon has 1 scored windows" in out
+    code, _, err = cobalt(capsys, "monitor", "score", "nobody", today)
+    assert code == 2 and "No monitor 'nobody' is declared" in err and "(declared: support)" in err
