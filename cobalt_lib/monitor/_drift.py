@@ -58,6 +58,8 @@ class DriftTest:
     limit: float
     flagged: bool
     baseline_windows: int
+    #: The EWMA value (in `ewma`'s units) past which the chart flags: the limit a control chart draws.
+    bound: float = 0.0
 
     def sentence(self, evaluator: str) -> str:
         moved = "fell" if self.shift < 0 else "rose"
@@ -94,7 +96,18 @@ def drift_test(windows: Sequence[Window], *, baseline: int = 14, lower_is_better
     scale = 1 / sum(weights)
     return DriftTest(window=recent[-1].key, baseline_mean=m0, ewma=m0 + shift * scale, shift=shift * scale,
                      interval=((shift - wide) * scale, (shift + wide) * scale), statistic=statistic, limit=limit,
-                     flagged=flagged, baseline_windows=baseline)
+                     flagged=flagged, baseline_windows=baseline, bound=m0 + limit * error * scale)
+
+
+def control_chart(windows: Sequence[Window], *, baseline: int = 14,
+                  lower_is_better: bool = False) -> dict[str, DriftTest]:
+    """The chart's reading at every window that has enough before it, by window key (windows oldest first)."""
+    found = {}
+    for end in range(baseline + RECENT, len(windows) + 1):
+        test = drift_test(windows[:end], baseline=baseline, lower_is_better=lower_is_better)
+        if test is not None:
+            found[test.window] = test
+    return found
 
 
 def detection_delay(spreads: float, *, baseline: int = 14) -> int | None:

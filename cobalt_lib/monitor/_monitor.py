@@ -175,7 +175,7 @@ def score_window(mon: Monitor, key: str, config: Config) -> WindowResult:
     items = [{"id": t.trace_id, "input": t.input, "production": {"trace_id": t.trace_id, "output": t.output,
                                                                  "service": t.service}} for t in traces]
     experiment = Experiment(mon.name, items, _replay, evaluators=list(mon.evaluators),
-                            tags=["monitor", f"window:{key}", *mon.tags])
+                            tags=["monitor", f"window:{key}", f"baseline:{mon.baseline}", *mon.tags])
     budget = _Budget(run_id, mon.budget_usd)
     if not items:
         return WindowResult(run_id, key, 0, "empty", 0.0, f"No sampled traces in window {key}.")

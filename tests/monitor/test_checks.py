@@ -147,3 +147,17 @@ def test_dagster_scores_the_window_partition_and_records_its_drift_check(
     (materialised,) = result.asset_materializations_for_node("support_drift__window")
     assert materialised.partition == keys[SHIFT_DAY]
     assert materialised.metadata["cobalt/run_id"].value == f"monitor-support-drift-{keys[SHIFT_DAY]}"
+
+
+def test_the_trends_page_draws_each_evaluators_control_chart(windows: tuple[Monitor, Config, list[str]]) -> None:
+    from cobalt_lib.pages._trends import trends_view
+
+    watch, config, keys = windows
+    view = trends_view(config, "support-drift")
+    (chart,) = [c for c in view["charts"] if c["title"] == "helpful: drift control chart"]
+    lines = {line["name"]: line for line in chart["chart"]["lines"]}
+    assert set(lines) == {"window mean", "EWMA", "limit (1% false alarms)"}
+    assert len(lines["window mean"]["points"]) == SHIFT_DAY + 1
+    assert len(lines["limit (1% false alarms)"]["points"]) == SHIFT_DAY + 1 - 16  # from the 17th window on
+    flagged = [p["run"]["run_id"] for p in lines["window mean"]["points"] if p["failed"]]
+    assert flagged == [f"monitor-support-drift-{keys[SHIFT_DAY]}"] and chart["flagged"] == 1
