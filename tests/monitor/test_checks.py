@@ -152,7 +152,7 @@ def test_dagster_scores_the_window_partition_and_records_its_drift_check(
 def test_the_trends_page_draws_each_evaluators_control_chart(windows: tuple[Monitor, Config, list[str]]) -> None:
     from cobalt_lib.pages._trends import trends_view
 
-    watch, config, keys = windows
+    _, config, keys = windows
     view = trends_view(config, "support-drift")
     (chart,) = [c for c in view["charts"] if c["title"] == "helpful: drift control chart"]
     lines = {line["name"]: line for line in chart["chart"]["lines"]}
