@@ -42,6 +42,22 @@ def collect(
     serve(collector)
 
 
+def start_collector(config: Any, port: int = 4318) -> Any:
+    """`cobalt serve`'s receiver on 127.0.0.1:`port`, in a thread; None (said on stderr) when the port is
+    taken (a `cobalt collect` or an OpenTelemetry Collector already listens there)."""
+    from ..monitor import Collector, Ingest
+
+    try:
+        collector = Collector(Ingest.for_config(config), "127.0.0.1", port,
+                              max_body_bytes=config.monitor.max_body_bytes)
+    except OSError as exc:
+        print(f"cobalt: not receiving OTLP traces: 127.0.0.1:{port} is taken ({exc.strerror}); `cobalt collect "
+              "--port N` receives them elsewhere.", file=sys.stderr)
+        return None
+    collector.start()
+    return collector
+
+
 def _token(directory: Path) -> str:
     from ..ops._session import check_secret, owner_only_secret
 

@@ -186,3 +186,21 @@ def test_traces_past_keep_days_are_pruned_as_new_ones_arrive(store: Store) -> No
     new = store_traces(Ingest(store, keep_days=2), [("new question", "new answer")], at_ns=time.time_ns())
     assert [t["trace_id"] for t in store.trace_list()] == new
     assert store.trace_spans_of(old) == {}
+
+
+def test_serves_receiver_steps_aside_when_its_port_is_taken(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from cobalt_lib import load_config
+    from cobalt_lib.cli._collect import start_collector
+
+    config = load_config()
+    first = start_collector(config, port=0)
+    assert first is not None
+    try:
+        assert start_collector(config, port=first.server_address[1]) is None
+        assert f"not receiving OTLP traces: 127.0.0.1:{first.server_address[1]} is taken" in capsys.readouterr().err
+        body, trace_id = one_export()
+        assert post(first.url, body).status_code == 200
+    finally:
+        first.shutdown()
+        first.server_close()
+    assert [t["trace_id"] for t in Store.for_config(config).trace_list()] == [trace_id]
