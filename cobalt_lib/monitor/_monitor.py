@@ -122,11 +122,12 @@ def window_traces(mon: Monitor, key: str, config: Config) -> list[ProductionTrac
 
     store = Store.for_config(config)
     start, end = window_bounds(key, mon.window)
-    listed = store.trace_list(service=mon.service, span=mon.span, since_ns=start, until_ns=end)
-    chosen = sorted(t["trace_id"] for t in listed if sampled(mon.name, t["trace_id"], mon.sample))
+    with store.reading():  # the window's reads over one connection
+        listed = store.trace_list(service=mon.service, span=mon.span, since_ns=start, until_ns=end)
+        chosen = sorted(t["trace_id"] for t in listed if sampled(mon.name, t["trace_id"], mon.sample))
+        spans = store.trace_spans_of(chosen)
     services = {t["trace_id"]: t["service"] for t in listed}
     prices = {name: (p.input, p.output) for name, p in config.prices.items()}
-    spans = store.trace_spans_of(chosen)
     return [read_trace(t, spans.get(t, []), service=services.get(t), prices=prices) for t in chosen]
 
 
