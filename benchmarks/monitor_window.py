@@ -16,11 +16,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "tests" / "monitor"))
 
-from production_traces import store_traces  # noqa: E402
+from production_traces import store_traces
 
-from cobalt_lib import Evaluator, Experiment, load_config  # noqa: E402
-from cobalt_lib.monitor import Ingest, monitor, score_window, window_bounds  # noqa: E402
-from cobalt_lib.store import Store  # noqa: E402
+from cobalt_lib import Evaluator, Experiment, load_config
+from cobalt_lib.monitor import Ingest, monitor, score_window, window_bounds
+from cobalt_lib.store import Store
 
 DAY = "2026-11-20"
 
