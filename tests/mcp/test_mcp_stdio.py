@@ -184,7 +184,7 @@ async def test_resources_read_the_project_and_the_store(served: Served, runs: Ru
     described = await read("cobalt://schema")
     schema = {t["name"]: t for t in described["tables"]}
     assert set(schema) == {"runs", "outputs", "scores", "aggregates", "verdicts", "dagster_runs", "judge_batches",
-                           "spans", "identities", "segments"}
+                           "spans", "identities", "segments", "trace_spans"}
     assert all(c["description"] for t in schema.values() for c in t["columns"])
     [outputs_input] = [c["description"] for c in schema["outputs"]["columns"] if c["name"] == "input"]
     assert "the whole dataset item" in outputs_input

@@ -112,7 +112,7 @@ def test_the_store_is_read_in_place_and_released_after_the_query(project: Path) 
                                      "AND NOT internal ORDER BY 1")
     assert [r["view_name"] for r in views.rows] == sorted(["runs", "outputs", "scores", "aggregates", "verdicts",
                                                              "dagster_runs", "judge_batches", "spans", "identities",
-                                                             "segments"])
+                                                             "segments", "trace_spans"])
     store.start_run({"run_id": "r-after", "experiment": "qa", "started_at": "2026-01-03T00:00:00+00:00",
                      "tags": [], "config": {}})  # the file is free again
     assert run_query(load_config(), "SELECT count(*) AS n FROM runs").rows == [{"n": 3}]
