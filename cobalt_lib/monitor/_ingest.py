@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import importlib
 import json
+import math
 import threading
 import time
 import zlib
@@ -96,7 +97,7 @@ class Ingest:
         self.store = store
         self.redact = redact
         self.keep_days = keep_days
-        self._pruned = 0.0
+        self._pruned = -math.inf
         self._lock = threading.Lock()
 
     @classmethod
@@ -124,9 +125,11 @@ class Ingest:
         return row
 
     def _maybe_prune(self) -> None:
-        if not self.keep_days or time.monotonic() - self._pruned < _PRUNE_EVERY:
+        if not self.keep_days:
             return
-        with self._lock:
+        with self._lock:  # one of the receiver's threads prunes; the others go on
+            if time.monotonic() - self._pruned < _PRUNE_EVERY:
+                return
             self._pruned = time.monotonic()
         self.prune()
 

@@ -45,7 +45,8 @@ class Collector(ThreadingHTTPServer):
         super().__init__((host, port), _Handler)
         port = self.server_address[1]
         names = [*LOOPBACK[:2], "[::1]", *([] if host in ("0.0.0.0", "::", "") else [host]), *hosts]
-        self.allowed_hosts = {f"{n}:{port}" for n in names} | ({f"{n}" for n in names} if port == 80 else set())
+        # a client leaves the port out of Host only when it is HTTP's default
+        self.allowed_hosts = {f"{n}:{port}" for n in names} | (set(names) if port == 80 else set())
 
     @property
     def url(self) -> str:
@@ -80,7 +81,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         refusal = self._refusal()
         if refusal is not None:
-            self._drain()
+            self._close_after()
             self._answer(*refusal)
             return
         length = int(self.headers["Content-Length"])
@@ -122,7 +123,7 @@ class _Handler(BaseHTTPRequestHandler):
                          "([monitor] max_body_bytes); send smaller batches."), "text/plain"
         return None
 
-    def _drain(self) -> None:
+    def _close_after(self) -> None:
         """Close after a refusal: the unread body would be taken for the next request."""
         self.close_connection = True
 
