@@ -204,3 +204,34 @@ def test_serves_receiver_steps_aside_when_its_port_is_taken(project: Path, capsy
         first.shutdown()
         first.server_close()
     assert [t["trace_id"] for t in Store.for_config(config).trace_list()] == [trace_id]
+
+
+def test_a_busy_store_answers_503_to_retry_and_the_retry_is_stored(tmp_path: Path) -> None:
+    import threading
+
+    store = Store(tmp_path / ".cobalt" / "cobalt.duckdb", lock_timeout=0.2)
+    store.ensure_schema()
+    server = Collector(Ingest(store), "127.0.0.1", 0)
+    server.start()
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:  # another writer of the store (a run finishing), for as long as the test says
+        with store.connect():
+            holding.set()
+            release.wait()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        holding.wait()
+        body, trace_id = one_export()
+        busy = post(server.url, body)
+        assert (busy.status_code, busy.headers["Retry-After"]) == (503, "1")
+        release.set()
+        holder.join()
+        assert post(server.url, body).status_code == 200  # what an OTLP exporter does on 503
+    finally:
+        release.set()
+        server.shutdown()
+        server.server_close()
+    assert [t["trace_id"] for t in store.trace_list()] == [trace_id]
