@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..results._spans import SpanRecord
-from ..traces._genai import TraceToolCall, json_value, message_text, messages, tool_calls, usage_metadata
+from ..traces._genai import TraceToolCall, json_value, kind_of, message_text, messages, tool_calls, usage_metadata
 
 #: OpenInference's and Traceloop's span kinds, as the conventions' kinds.
 _FOREIGN_KINDS = {"LLM": "model", "TOOL": "tool", "AGENT": "agent", "EMBEDDING": "embeddings",
@@ -49,7 +49,7 @@ def conventional(span: SpanRecord) -> SpanRecord:
                            ("tool.name", "gen_ai.tool.name")):
         if source in a and target not in a:
             added[target] = a[source]
-    kind = span.kind
+    kind = span.kind if span.kind != "other" else kind_of({**a, **added})
     if kind == "other":
         foreign = a.get("openinference.span.kind") or a.get("traceloop.span.kind")
         kind = _FOREIGN_KINDS.get(str(foreign), "other")
@@ -78,7 +78,13 @@ def _message(flat: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _first(attributes: Mapping[str, Any], keys: Sequence[str]) -> Any:
-    return next((attributes[k] for k in keys if attributes.get(k) not in (None, "")), None)
+    value = next((attributes[k] for k in keys if attributes.get(k) not in (None, "")), None)
+    if isinstance(value, str) and value.startswith('"'):  # Traceloop JSON-encodes a plain string too
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
 
 
 @dataclass(frozen=True)
