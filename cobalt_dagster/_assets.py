@@ -28,7 +28,7 @@ from ._metadata import (
     previous_report,
     previous_run,
 )
-from ._names import dagster_name
+from ._names import dagster_name, dataset_key
 from ._replay import EXECUTED, RECORDED, is_recording, stage_metadata, stored_report
 from ._resource import CobaltResource, checked_store
 from ._shards import shard_assets
@@ -100,7 +100,11 @@ def experiment_defs(experiment: Experiment, gates: list[Assertion], pool: str | 
     parts = dg.DynamicPartitionsDefinition(name=f"{name}_runs")
     common: dict[str, Any] = {"key_prefix": [name], "group_name": name, "partitions_def": parts}
 
-    @dg.asset(name="dataset", description=_description("The dataset items of each run", experiment), **common)
+    stored = experiment.dataset.stored  # a stored dataset's version: its asset is upstream of the run's items
+    upstream = [dataset_key(stored.name)] if stored is not None else []
+
+    @dg.asset(name="dataset", description=_description("The dataset items of each run", experiment), deps=upstream,
+              **common)
     def dataset(context: dg.AssetExecutionContext, cobalt: CobaltResource,
                 cobalt_store: DuckDBResource) -> dg.MaterializeResult:
         if is_recording(context.run.tags):
@@ -110,7 +114,8 @@ def experiment_defs(experiment: Experiment, gates: list[Assertion], pool: str | 
         start_run(plan)
         store.mark_in_dagster(plan.run_id, context.run.run_id, EXECUTED)  # the pages link this run to Dagster
         return dg.MaterializeResult(metadata=dataset_metadata(
-            plan.run_id, len(experiment.dataset), experiment.dataset.source, [e.name for e in plan.evaluators]))
+            plan.run_id, len(experiment.dataset), experiment.dataset.source, [e.name for e in plan.evaluators],
+            stored.ref if stored is not None else None))
 
     stages = shard_assets(experiment, name, parts, dataset.key, pool, {
         "outputs": _description("The agent's output for every item", experiment),

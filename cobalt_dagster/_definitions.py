@@ -11,6 +11,7 @@ from cobalt_lib import Experiment, load_experiments
 from cobalt_lib.monitor import Monitor
 
 from ._automation import build_schedules, build_sensor
+from ._datasets import build_dataset_sensor, dataset_specs
 from ._experiments import build_experiment_defs, resources
 from ._instance import quiet_dagster_warnings
 from ._monitors import build_monitor_defs
@@ -36,15 +37,17 @@ def build_definitions(project_dir: str | Path | None = None, *,
     config = project_config(project_dir)
     found = list(experiments) if experiments is not None else load_experiments(config)
     defs = build_experiment_defs(found, config)
+    datasets = dataset_specs(config, found)
+    sensors = [build_sensor(config, defs), build_record_sensor(config, defs, executor)] if defs else []
     from cobalt_lib.monitor import MONITORS
 
     watched = build_monitor_defs(list(MONITORS.values()) if monitors is None else monitors, config)
     return dg.Definitions(
-        assets=[asset for d in defs for asset in d.assets] + [m.asset for m in watched],
+        assets=[*datasets, *(asset for d in defs for asset in d.assets), *(m.asset for m in watched)],
         asset_checks=[check for d in defs for check in d.checks],
-        jobs=[d.job for d in defs] + [m.job for m in watched],
-        schedules=build_schedules(config, defs) + [m.schedule for m in watched],
-        sensors=[build_sensor(config, defs), build_record_sensor(config, defs, executor)] if defs else [],
+        jobs=[*(d.job for d in defs), *(m.job for m in watched)],
+        schedules=[*build_schedules(config, defs), *(m.schedule for m in watched)],
+        sensors=[*sensors, build_dataset_sensor(config, defs)] if datasets else sensors,
         resources=resources(config),
         executor=executor or dg.multi_or_in_process_executor,
     )

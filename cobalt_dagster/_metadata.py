@@ -50,12 +50,15 @@ def _cell(value: Any) -> str:
     return _text(value).replace("\\", "\\\\").replace("|", "\\|").replace("\r", "").replace("\n", "<br>")
 
 
-def dataset_metadata(run_id: str, size: int, source: str | None, evaluators: list[str]) -> dict[str, Any]:
+def dataset_metadata(run_id: str, size: int, source: str | None, evaluators: list[str],
+                     version: str | None = None) -> dict[str, Any]:
+    """`version`: the stored dataset version the run read (`qa@3`), when it read one."""
     return {
         "items": dg.MetadataValue.int(size),
         "source": dg.MetadataValue.text(source or "inline"),
         "evaluators": dg.MetadataValue.text(", ".join(evaluators)),
         "cobalt_run_id": dg.MetadataValue.text(run_id),
+        **({"dataset_version": dg.MetadataValue.text(version)} if version else {}),
     }
 
 

@@ -4,10 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import dagster as dg
+
 from cobalt_lib import ConfigError
 from cobalt_lib.links import dagster_name
 
-__all__ = ["check_unique", "dagster_name"]
+__all__ = ["DATASETS_PREFIX", "check_unique", "dagster_name", "dataset_key"]
+
+#: The asset key prefix of stored datasets (`_datasets`).
+DATASETS_PREFIX = "datasets"
+
+
+def dataset_key(name: str) -> dg.AssetKey:
+    """The asset of stored dataset `name`."""
+    return dg.AssetKey([DATASETS_PREFIX, dagster_name(name)])
 
 
 def check_unique(names: Iterable[str]) -> dict[str, str]:

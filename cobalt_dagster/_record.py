@@ -140,7 +140,8 @@ def build_record_sensor(config: Config, defs: list[ExperimentDefs],
     return record
 
 
-def print_unrecorded(error: BaseException, run_ids: Sequence[str]) -> None:
-    """An inline recording that failed: the runs are kept and the daemon's sensor records them later."""
-    print(f"cobalt: could not record run(s) {', '.join(run_ids)} in Dagster ({error}); they are kept, and the "
+def print_unrecorded(why: str, run_ids: Sequence[str]) -> None:
+    """An inline recording that failed (`why`, one line): the runs are kept and the daemon's sensor records
+    them later."""
+    print(f"cobalt: could not record run(s) {', '.join(run_ids)} in Dagster ({why}); they are kept, and the "
           "record sensor records them when a Dagster daemon runs (`cobalt serve`).", file=sys.stderr)

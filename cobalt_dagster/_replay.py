@@ -53,7 +53,8 @@ def stage_metadata(stage: str, report: ExperimentReport, store: Store, config: C
         dataset = report.config.get("dataset") or {}
         evaluators = [e["name"] for e in report.config.get("evaluators", [])]
         return dataset_metadata(report.id, int(dataset.get("size") or report.summary.total_items),
-                                dataset.get("source"), evaluators)
+                                dataset.get("source"), evaluators,
+                                report.identity.dataset.ref if report.identity is not None else None)
     if stage == "outputs":
         return outputs_metadata(report.items)
     if stage == "scores":

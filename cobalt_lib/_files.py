@@ -36,9 +36,13 @@ def write_chunks_atomically(target: Path, chunks: Iterable[bytes]) -> None:
         raise
 
 
+_FULL_WORDS = ("No space left on device", "database or disk is full")
+
+
 def disk_full(exc: BaseException) -> OSError | Exception | None:
     """The error in `exc`'s chain (itself, its cause or context) that says the disk is full, if any:
-    an OSError ENOSPC, or DuckDB's `No space left on device`."""
+    an OSError ENOSPC, DuckDB's `No space left on device`, or SQLite's `database or disk is full` (Dagster's
+    local storage, through SQLAlchemy)."""
     import errno
 
     seen: set[int] = set()
@@ -47,7 +51,7 @@ def disk_full(exc: BaseException) -> OSError | Exception | None:
         seen.add(id(current))
         if isinstance(current, OSError) and current.errno == errno.ENOSPC:
             return current
-        if isinstance(current, Exception) and "No space left on device" in str(current):
+        if isinstance(current, Exception) and any(w in str(current) for w in _FULL_WORDS):
             return current
         current = current.__cause__ or current.__context__
     return None

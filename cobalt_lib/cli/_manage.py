@@ -83,8 +83,9 @@ def clean(
 def export(
     run: Annotated[str, typer.Argument(metavar="RUN", help="Run id, unique prefix, `latest` or `previous`.")],
     format: Annotated[str | None, typer.Option("--format", metavar="FORMAT",
-                                               help="csv, markdown, json, junit or baseline (default: from "
-                                               "the -o file's extension: .csv, .md, .json, .xml = junit). "
+                                               help="csv, markdown, json, junit, baseline, every-eval-ever or inspect "
+                                               "(default: from the -o file's extension: .csv, .md, .json, "
+                                               ".xml = junit). "
                                                "`baseline` writes the evaluator means for no_regression.")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file (default: stdout).")
                       ] = None,

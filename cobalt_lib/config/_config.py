@@ -112,6 +112,14 @@ RecordMode = Literal["daemon", "inline", "off"]
 RECORD_VARIABLE = "COBALT_DAGSTER_RECORD"
 
 
+class DatasetsConfig(_Section):
+    """Stored datasets (docs/datasets.md)."""
+
+    #: Experiments Dagster runs whenever a new version of the stored dataset they follow appears
+    #: (`Dataset.from_store("qa")`, not pinned), besides their schedules.
+    evaluate_on_new_version: list[str] = Field(default_factory=list)
+
+
 class DagsterConfig(_Section):
     """How runs meet Dagster (docs/dagster.md)."""
 
@@ -274,6 +282,7 @@ class Config(_Section):
     dashboard: DashboardConfig = Field(default_factory=DashboardConfig)
     ci: CIConfig = Field(default_factory=CIConfig)
     dagster: DagsterConfig = Field(default_factory=DagsterConfig)
+    datasets: DatasetsConfig = Field(default_factory=DatasetsConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
     traces: TracesConfig = Field(default_factory=TracesConfig)
     monitor: MonitorConfig = Field(default_factory=MonitorConfig)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._dataset import Dataset
+from ._dataset import Dataset, StoredVersion, parse_ref
 from ._discovery import discover_files, load_experiments, load_file
 from ._experiment import REGISTRY, Experiment, experiment
 
@@ -10,8 +10,10 @@ __all__ = [
     "REGISTRY",
     "Dataset",
     "Experiment",
+    "StoredVersion",
     "discover_files",
     "experiment",
     "load_experiments",
     "load_file",
+    "parse_ref",
 ]

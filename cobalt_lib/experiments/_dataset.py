@@ -10,14 +10,49 @@ import random
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 from urllib.parse import urlsplit
 
 from .._errors import CobaltError, DatasetError, raise_bad_lines
 from ._itemcheck import check_item
 
+if TYPE_CHECKING:
+    from ..store import Store
+
 Item = dict[str, Any]
+
+#: A stored dataset's name: letters, digits, `_`, `-` and `.`, starting with a letter or digit.
+DATASET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_REF = re.compile(r"(?P<name>[^@:]+)(?:@(?P<version>[^:]*))?(?::(?P<split>.*))?")
+
+
+@dataclass(frozen=True)
+class StoredVersion:
+    """Which stored dataset a Dataset holds: `name`, `version` and `split` (None: every item), and whether
+    it was asked for pinned (`qa@3`) or following the latest (`qa`)."""
+
+    name: str
+    version: int
+    split: str | None = None
+    pinned: bool = True
+
+    @property
+    def ref(self) -> str:
+        return f"{self.name}@{self.version}" + (f":{self.split}" if self.split else "")
+
+
+def parse_ref(ref: str) -> tuple[str, int | None, str | None]:
+    """`qa`, `qa@3`, `qa:test` or `qa@3:test` as (name, version or None, split or None)."""
+    found = _REF.fullmatch(ref.strip())
+    if found is None or not DATASET_NAME.fullmatch(found["name"]):
+        raise DatasetError(f"Dataset {ref!r} is not a dataset name: use letters, digits, '_', '-' and '.', "
+                           "optionally with @VERSION and :SPLIT (qa, qa@3, qa@3:test).")
+    version = found["version"]
+    if version is not None and not (version.isdigit() and int(version) > 0):
+        raise DatasetError(f"Dataset {ref!r}: the version after '@' must be a number from 1, got {version!r}.")
+    return found["name"], int(version) if version is not None else None, found["split"] or None
 
 _FORMATS = (".json", ".jsonl", ".csv")
 
@@ -25,9 +60,10 @@ _FORMATS = (".json", ".jsonl", ".csv")
 class Dataset:
     """An ordered collection of items. Every transformation returns a new Dataset."""
 
-    __slots__ = ("_items", "source")
+    __slots__ = ("_items", "source", "stored")
 
-    def __init__(self, items: Iterable[Mapping[str, Any]] = (), *, source: str | None = None) -> None:
+    def __init__(self, items: Iterable[Mapping[str, Any]] = (), *, source: str | None = None,
+                 stored: StoredVersion | None = None) -> None:
         materialised: list[Item] = []
         for i, item in enumerate(items):
             if not isinstance(item, Mapping):
@@ -39,6 +75,9 @@ class Dataset:
             materialised.append(dict(item))
         self._items = materialised
         self.source = source
+        #: The stored version these items come from (`from_store`), kept by the transformations: a run
+        #: records it with the content hash of the items it read.
+        self.stored = stored
 
     # -- construction -------------------------------------------------------------------------
 
@@ -77,13 +116,34 @@ class Dataset:
             raise DatasetError(f"Dataset {url} is not UTF-8 ({exc.reason} at byte {exc.start}).") from None
         return cls(_parse(text, fmt, url), source=url)
 
+    @classmethod
+    def from_store(cls, name: str, *, version: int | None = None, split: str | None = None,
+                   store: Store | str | Path | None = None) -> Dataset:
+        """A version of a dataset stored with `cobalt dataset push` (docs/datasets.md): `name` alone follows
+        the latest version (read when this is called), `version=3` or `"qa@3"` pins one, `split="test"` or
+        `"qa@3:test"` takes one split. `store`: the project's store by default (found from the working
+        directory)."""
+        from ..store import Store
+
+        ref_name, ref_version, ref_split = parse_ref(name)
+        version, split = version if version is not None else ref_version, split or ref_split
+        if store is None:
+            from ..config import load_config
+
+            store = Store.for_config(load_config())
+        elif not isinstance(store, Store):
+            store = Store(Path(store))
+        stored = resolve_stored(store, ref_name, version, split)
+        rows = store.dataset_items(ref_name, stored.version, split)
+        return cls((row["item"] for row in rows), source=stored.ref, stored=stored)
+
     # -- transformations ----------------------------------------------------------------------
 
     def map(self, fn: Callable[[Item], Mapping[str, Any]]) -> Dataset:
-        return Dataset((fn(dict(item)) for item in self._items), source=self.source)
+        return Dataset((fn(dict(item)) for item in self._items), source=self.source, stored=self.stored)
 
     def filter(self, predicate: Callable[[Item], bool]) -> Dataset:
-        return Dataset((item for item in self._items if predicate(dict(item))), source=self.source)
+        return Dataset((item for item in self._items if predicate(dict(item))), source=self.source, stored=self.stored)
 
     def sample(self, n: int, *, seed: int | None = 0) -> Dataset:
         """`n` items chosen without replacement, in their original order; same seed, same items.
@@ -92,12 +152,12 @@ class Dataset:
         if n < 0:
             raise DatasetError(f"sample(n={n}): n must be zero or more.")
         if n >= len(self._items):
-            return Dataset(self._items, source=self.source)
+            return Dataset(self._items, source=self.source, stored=self.stored)
         picked = sorted(random.Random(seed).sample(range(len(self._items)), n))
-        return Dataset((self._items[i] for i in picked), source=self.source)
+        return Dataset((self._items[i] for i in picked), source=self.source, stored=self.stored)
 
     def slice(self, start: int, stop: int | None = None) -> Dataset:
-        return Dataset(self._items[start:stop], source=self.source)
+        return Dataset(self._items[start:stop], source=self.source, stored=self.stored)
 
     # -- access -------------------------------------------------------------------------------
 
@@ -117,12 +177,31 @@ class Dataset:
     def __getitem__(self, index: builtins.slice) -> Dataset: ...
     def __getitem__(self, index: int | builtins.slice) -> Item | Dataset:
         if isinstance(index, builtins.slice):
-            return Dataset(self._items[index], source=self.source)
+            return Dataset(self._items[index], source=self.source, stored=self.stored)
         return dict(self._items[index])
 
     def __repr__(self) -> str:
         src = f", source={self.source!r}" if self.source else ""
         return f"Dataset({len(self)} items{src})"
+
+
+def resolve_stored(store: Store, name: str, version: int | None, split: str | None) -> StoredVersion:
+    """The stored version `name@version:split` names (the latest without a version), or a DatasetError
+    saying what the store holds."""
+    versions = store.dataset_versions(name)
+    if not versions:
+        known = sorted({v["dataset"] for v in store.dataset_versions()})
+        raise DatasetError(f"No dataset named {name!r} in the store {store.path}; "
+                           + (f"stored datasets: {', '.join(known)}." if known
+                              else f"push one first: `cobalt dataset push {name} FILE.jsonl`."))
+    chosen = versions[-1] if version is None else next((v for v in versions if v["version"] == version), None)
+    if chosen is None:
+        raise DatasetError(f"Dataset {name!r} has no version {version}; its versions are 1 to "
+                           f"{versions[-1]['version']}.")
+    if split is not None and split not in chosen["splits"]:
+        held = ", ".join(sorted(chosen["splits"])) or "none"
+        raise DatasetError(f"Dataset {name}@{chosen['version']} has no split {split!r}; its splits: {held}.")
+    return StoredVersion(name, int(chosen["version"]), split, pinned=version is not None)
 
 
 def _format_of(name: str, explicit: str | None) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ._agent_chat import agent_chat
 from ._cache import ResponseCache, cache_key
 from ._judge import STRICT_RETRY, SYSTEM_PROMPT, Answer, Judge, json_objects, parse_judgement
 from ._pricing import cost_usd, price_for
@@ -17,6 +18,7 @@ __all__ = [
     "Judge",
     "ResponseCache",
     "UsageMeter",
+    "agent_chat",
     "cache_key",
     "cost_usd",
     "import_sdks",

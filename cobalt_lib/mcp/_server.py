@@ -11,7 +11,16 @@ from pathlib import Path
 from mcp.server.mcpserver import MCPServer
 
 from .. import __version__
-from . import _calibration_tool, _model_tools, _prompts, _read_tools, _resources, _run_tool, _variant_tools
+from . import (
+    _calibration_tool,
+    _dataset_tool,
+    _model_tools,
+    _prompts,
+    _read_tools,
+    _resources,
+    _run_tool,
+    _variant_tools,
+)
 from ._common import CobaltServer, Project
 from ._http_cancel import CancelOnDisconnect
 from ._http_guard import LOOPBACK, BearerToken, security_settings, server_token
@@ -22,7 +31,7 @@ The improvement loop: cobalt_run, then cobalt_results(only_failures=true) to rea
 agent's code, cobalt_run again, cobalt_compare(run_a="previous", run_b="latest"). cobalt://experiments lists the
 experiments, cobalt://schema the tables cobalt_query reads. Runs are named by id, unique prefix, "latest" or
 "previous". Before trusting an LLM judge, cobalt_calibration shows how far it agrees with the people who labelled
-its items, and where it does not."""
+its items, and where it does not. cobalt_datasets reads the stored datasets' versions and their diffs."""
 
 #: The port `cobalt mcp --http` listens on when given none.
 DEFAULT_PORT = 8765
@@ -37,6 +46,7 @@ def build_server(root: Path) -> MCPServer:
     _variant_tools.register(server, project)
     _model_tools.register(server, project)
     _calibration_tool.register(server, project)
+    _dataset_tool.register(server, project)
     _resources.register(server, project)
     _prompts.register(server)
     return server

@@ -43,7 +43,11 @@ def compare_runs(config: Config, run_a: str, run_b: str, *, experiment: str | No
     if unfinished and fail_on_regression:
         raise ConfigError(f"Run {' and run '.join(unfinished)}; --fail-on-regression compares completed runs "
                           "only: wait for it, or finish it with `cobalt run --resume`.")
+    from ..datasets import with_version_diffs
+
     result = compare_stored(reports[0], reports[1], top=top)
+    result.identity_changes = with_version_diffs(store, reports[0].identity, reports[1].identity,
+                                                 result.identity_changes)
     result.scope = scope
     warnings = [f"run {what}: only its finished items are compared." for what in unfinished]
     warnings += _pairing_warnings(result, (run_a, run_b), reports)

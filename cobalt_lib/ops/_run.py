@@ -18,6 +18,8 @@ from pydantic import BaseModel, Field
 
 from .._aio import run_anywhere
 from .._errors import CobaltError
+from .._files import disk_full
+from .._secrets import scrub
 from .._testing import pause_point
 from ..config._config import Config, RecordMode
 from ..experiments._discovery import FilesDidNotLoad
@@ -214,7 +216,21 @@ def record_inline(config: Config, run_ids: list[str], experiments: list[Experime
     try:
         record_runs(run_ids, config=config, experiments=experiments)
     except Exception as exc:
-        print_unrecorded(exc, run_ids)
+        print_unrecorded(_unrecorded_because(config, exc), run_ids)
+
+
+def _unrecorded_because(config: Config, exc: Exception) -> str:
+    """Why a recording failed, in one line: Dagster's storage errors carry whole SQL statements and their
+    parameters, and SQLite says `disk I/O error` where the disk under it is full."""
+    import shutil
+
+    home = config.output_path / "dagster"
+    first = (str(exc).strip().splitlines() or [""])[0][:200] or type(exc).__name__
+    try:
+        low = "disk I/O error" in first and shutil.disk_usage(home).free < 2**20
+    except OSError:
+        low = False
+    return f"the disk is full at {home}" if disk_full(exc) is not None or low else scrub(first)
 
 
 def write_baselines(plan: RunPlan, report: ExperimentReport) -> list[BaselineUpdate]:

@@ -28,6 +28,7 @@ from ..store._store import Store
 from ._calibration_view import calibration_view, gate_calibrations
 from ._charts import histogram
 from ._compare import compare_head, compare_page, paired_view, summary_view, unpaired_page
+from ._datasets import add_dataset_routes
 from ._groups import GROUP_ASSETS, group_view
 from ._guard import CSRF_HEADER, SAFE_METHODS, host_allowed, refusal, token_matches
 from ._labels import add_label_routes
@@ -72,6 +73,7 @@ def create_app(config: Config) -> web.Application:
         web.get("/static/{name}", static_file),
     ])
     add_label_routes(app, CONFIG)
+    add_dataset_routes(app, CONFIG)
     return app
 
 

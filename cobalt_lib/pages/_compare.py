@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from ..config._config import Config
+from ..datasets import with_version_diffs
 from ..ops._compare import CompareOutcome, _pairing_warnings, compare_stored, regression_reasons
 from ..ops._refs import resolve_pair
 from ..render._transcript import transcript_text
@@ -61,13 +62,17 @@ def paired_view(config: Config, ref_a: str, ref_b: str) -> dict[str, Any]:
     pairs, unpaired = pair_items(report_a.items, report_b.items)
     rows = sorted((_ranked(pair) for pair in pairs), key=_rank)
     return {**head, "rows": rows, "unpaired": unpaired, "changed": sum(1 for r in rows if r["changed"]),
-            "reports": (report_a, report_b)}
+            "reports": (report_a, report_b), "store": store}
 
 
 def summary_view(paired: dict[str, Any]) -> dict[str, Any]:
     """The statistics of a `paired_view`: verdicts, paired bootstrap intervals, warnings (the slow part: the
     served page draws its item list first and asks for these after)."""
     outcome = _outcome(paired["scope"], paired["refs"], *paired["reports"])
+    # A run on another version of a stored dataset: the identity change says by how many items.
+    outcome.comparison.identity_changes = with_version_diffs(paired["store"], paired["reports"][0].identity,
+                                                             paired["reports"][1].identity,
+                                                             outcome.comparison.identity_changes)
     return {"outcome": outcome, "c": outcome.comparison}
 
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ..config._config import Config
 
 #: The labelling view's own script (served pages only: a report file cannot write; its styles are in pages.css).
-LABEL_FILES = {"labels.js": "text/javascript"}
+LABEL_FILES = {"labels.js": "text/javascript", "datasets.js": "text/javascript"}
 #: The largest label request body (a note of 4,000 characters fits with room to spare).
 MAX_BODY = 64 * 1024
 

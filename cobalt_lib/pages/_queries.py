@@ -3,7 +3,6 @@ store's short read-only connections (a page never holds the store while a run wr
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -19,6 +18,7 @@ from ..results._report import ItemResult, Summary
 from ..results._rows import item_from_rows
 from ..results._spans import SpanRecord
 from ..store._store import Store
+from ..store._store_history import RunSelection
 
 #: Runs per page of the runs list.
 RUNS_PER_PAGE = 100
@@ -54,59 +54,26 @@ class ItemQuery(BaseModel):
     only: str = ""
 
 
-def _day(value: Any) -> str:
-    return value.date().isoformat() if isinstance(value, datetime) else str(value or "")[:10]
-
-
-def _matches(run: dict[str, Any], f: RunFilters) -> bool:
-    day = _day(run.get("started_at"))
-    passed = history_entry(run, {}).passed
-    status = not f.status or run["status"] == f.status or (f.status == "failed-gates" and run.get("passed") is False)
-    gates = not f.gates or (f.gates == "passed" and passed is True) or (f.gates == "failed" and passed is False)
-    return (status and gates and (not f.experiment or run["experiment"] == f.experiment)
-            and (not f.tag or f.tag in (run.get("tags") or []))
-            and (not f.since or day >= f.since) and (not f.until or day <= f.until))
-
-
-def _previous_runs(runs: list[dict[str, Any]]) -> dict[str, str]:
-    """`{run_id: the run before it}`: the newest completed run of the same experiment (and variant) that
-    started before it (`runs` newest first, as the store lists them)."""
-    found: dict[str, str] = {}
-    last: dict[tuple[str, str], str] = {}
-    for run in reversed(runs):
-        key = (run["experiment"], str(run.get("variant") or ""))
-        if key in last:
-            found[run["run_id"]] = last[key]
-        if run["status"] == "completed":
-            last[key] = run["run_id"]
-    return found
-
-
-def _grouped(runs: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    """The runs as rows: a run alone, or every variant of a run group together (where its newest variant is)."""
-    rows: list[list[dict[str, Any]]] = []
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for run in runs:
-        group = run.get("group_id")
-        if group and group in groups:
-            groups[group].append(run)
-            continue
-        rows.append([run])
-        if group:
-            groups[group] = rows[-1]
-    return rows
+def _selection(f: RunFilters) -> RunSelection:
+    return RunSelection(experiment=f.experiment or None, tag=f.tag or None, status=f.status or None,
+                        since=f.since or None, until=f.until or None, gates=f.gates or None)
 
 
 def runs_list(config: Config, filters: RunFilters) -> dict[str, Any]:
-    """Every stored run matching `filters`, newest first, one page of them, with means, pass rates, gates and
-    each evaluator's change against the run before it; a run group's variants are one row."""
+    """One page of the stored runs matching `filters`, newest first, with means, pass rates, gates and each
+    evaluator's change against the run before it; a run group's variants are one row. Each figure comes from
+    SQL over the page's runs: the list costs its page, not every stored run."""
     store = Store.for_config(config)
-    runs = store.runs(missing_ok=True)
-    chosen = _grouped([r for r in runs if _matches(r, filters)])
-    shown = chosen[filters.offset: filters.offset + RUNS_PER_PAGE]
+    with store.reading():  # the page's dozen reads share one connection
+        return _runs_rows(config, store, filters)
+
+
+def _runs_rows(config: Config, store: Store, filters: RunFilters) -> dict[str, Any]:
+    selection = _selection(filters)
+    shown = store.row_page(selection, offset=filters.offset, limit=RUNS_PER_PAGE)
     members = [r for row in shown for r in row]
-    before = _previous_runs(runs)
     ids = [r["run_id"] for r in members]
+    before = store.previous_runs(ids)
     held = store.dagster_runs_of(ids)
     stats = _evaluator_stats(store.rows_of("aggregates", list(dict.fromkeys(
         [*ids, *(before[i] for i in ids if i in before)]))))
@@ -132,9 +99,8 @@ def runs_list(config: Config, filters: RunFilters) -> dict[str, Any]:
                      # a run in progress has no aggregates yet: what it has done so far instead
                      "live": store.live_counts(run["run_id"]) if run["status"] == "running" else None})
     return {
-        "rows": rows, "total": len(chosen), "stored": len(_grouped(runs)), "filters": filters,
-        "per_page": RUNS_PER_PAGE, "experiments": sorted({r["experiment"] for r in runs}),
-        "tags": sorted({t for r in runs for t in r.get("tags") or []}),
+        "rows": rows, "total": store.row_count(selection), "stored": store.row_count(), "filters": filters,
+        "per_page": RUNS_PER_PAGE, "experiments": store.experiment_names(), "tags": store.tag_names(),
         "statuses": ["completed", "failed-gates", "running", "incomplete", "failed"],
         "running": any(r["status"] == "running" for r in members), "dagster_url": dagster_url(config),
     }

@@ -14,6 +14,8 @@ from typing import Any
 from .._numbers import UNKNOWN, duration, raw, score, threshold
 from ..results._direction import lower_is_better
 from ..results._report import Evaluation, ExperimentReport, ItemResult
+from ._every_eval_ever import to_every_eval_ever
+from ._inspect_log import to_inspect_log
 from ._markdown import report_markdown
 
 CSV_COLUMNS = ("index", "run_index", "input", "output", "expected_output", "status", "evaluator", "score", "reason",
@@ -267,6 +269,7 @@ def to_baseline(report: ExperimentReport) -> str:
 
 RENDERERS: dict[str, Callable[[ExperimentReport], str]] = {
     "csv": to_csv, "markdown": to_markdown, "json": to_json, "junit": to_junit, "baseline": to_baseline,
+    "every-eval-ever": to_every_eval_ever, "inspect": to_inspect_log,
 }
 #: The format a file name implies when `--format` is not given (`-o results.xml` is JUnit).
 FORMATS_BY_SUFFIX = {".csv": "csv", ".md": "markdown", ".markdown": "markdown", ".json": "json", ".xml": "junit"}

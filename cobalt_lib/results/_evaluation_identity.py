@@ -26,6 +26,17 @@ class DatasetIdentity(BaseModel):
     hash: str
     items: int
     source: str | None = None
+    #: A stored dataset's name, version and split (`Dataset.from_store`, docs/datasets.md); None for a file.
+    name: str | None = None
+    version: int | None = None
+    split: str | None = None
+
+    @property
+    def ref(self) -> str | None:
+        """`qa@3` or `qa@3:test` for a stored dataset, else None."""
+        if self.name is None:
+            return None
+        return f"{self.name}@{self.version}" + (f":{self.split}" if self.split else "")
 
 
 class EvaluatorIdentity(BaseModel):
@@ -101,6 +112,11 @@ def refusal(changes: list[IdentityChange], accept: str) -> str:
 
 
 def _dataset_changes(a: DatasetIdentity, b: DatasetIdentity) -> list[IdentityChange]:
+    if a.ref != b.ref and a.ref is not None and b.ref is not None:
+        # Another version is another measurement even where the items read came out alike.
+        return [IdentityChange(part="dataset", measurement=True,
+                               text=f"the dataset changed version ({a.ref} -> {b.ref}, {a.items} -> {b.items} items): "
+                                    "its means are over different items")]
     if a.hash == b.hash and a.items == b.items:
         return []
     count = f"{a.items} -> {b.items} items" if a.items != b.items else f"{a.items} items, their content differs"
@@ -174,7 +190,8 @@ def identity_lines(identity: EvaluationIdentity | None) -> list[str]:
     if identity is None:
         return ["(none: stored before cobalt recorded evaluation identities)"]
     d, agent = identity.dataset, identity.agent
-    lines = [f"dataset: {d.items} items, content hash {d.hash}" + (f" ({d.source})" if d.source else "")]
+    lines = [f"dataset: {d.items} items, content hash {d.hash}" + (f" ({d.ref or d.source})" if d.ref or d.source
+                                                                   else "")]
     for e in identity.evaluators:
         bits = [e.kind, *(f"{label} {value}" for label, value in (
             ("prompt", e.prompt_hash), ("judge", e.judge_model),

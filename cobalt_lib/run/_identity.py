@@ -153,7 +153,11 @@ def evaluation_identity(experiment: Any, evaluators: Iterable[Evaluator], endpoi
     from .. import __version__
 
     dataset = experiment.dataset
+    identity = dataset_identity(dataset, dataset.source)
+    stored = getattr(dataset, "stored", None)  # a version of a stored dataset (`Dataset.from_store`)
+    if stored is not None:
+        identity = identity.model_copy(update={"name": stored.name, "version": stored.version, "split": stored.split})
     return EvaluationIdentity(
-        dataset=dataset_identity(dataset, dataset.source),
+        dataset=identity,
         evaluators=[evaluator_identity(e, endpoints.get(e.name)) for e in evaluators],
         agent=agent_identity(experiment.runner, root), cobalt_version=__version__)

@@ -41,6 +41,7 @@ from ._liveness import (
 from ._segment import apply, check_fence, run_ids, seal
 from ._store_batches import JudgeBatches
 from ._store_dagster import DagsterRuns
+from ._store_datasets import DatasetRows
 from ._store_history import RunPages
 from ._store_identity import RunIdentities
 from ._store_items import ItemReads
@@ -123,8 +124,8 @@ def _shared() -> dict[str, Any]:
     return held
 
 
-class Store(DagsterRuns, JudgeBatches, LabelRows, SpanRows, TraceRows, VariantRuns, RunIdentities, RunPages,
-            ItemReads):
+class Store(DagsterRuns, DatasetRows, JudgeBatches, LabelRows, SpanRows, TraceRows, VariantRuns, RunIdentities,
+            RunPages, ItemReads):
     """The DuckDB file under `.cobalt/`, and the one place that speaks SQL to it: every read and write
     of the tables is a method here. Every method opens its own short connection, except that
     reads inside a `reading()` block share the block's."""
@@ -165,6 +166,7 @@ class Store(DagsterRuns, JudgeBatches, LabelRows, SpanRows, TraceRows, VariantRu
         if key in held or not self.path.exists():  # nested, or nothing to read: each read as usual
             yield
             return
+        self._take_waiting()  # the one write a read may need, before the block's reads (which cannot write)
         with self.connect(read_only=True) as con:
             held[key] = con
             try:

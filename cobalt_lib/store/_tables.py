@@ -94,14 +94,33 @@ TABLES: dict[str, list[tuple[str, str]]] = {
     # working time is never added twice.
     "segments": [("segment_id", "VARCHAR"), ("run_id", "VARCHAR"), ("applied_at", "TIMESTAMPTZ")],
 }
+#: The stored datasets (`_store_datasets`, docs/datasets.md): not keyed by run, so outside `TABLES` (deleting
+#: or cleaning runs never takes a dataset), but written and read through the same helpers.
+DATASET_TABLES: dict[str, list[tuple[str, str]]] = {
+    # One row per immutable version: `hash` is the content hash of its items in order (as a run's
+    # evaluation identity computes it), `splits` {split: item count}, `split_hash` a hash of which item is
+    # in which split (a version differs from the last in its items or in its splits).
+    "dataset_versions": [
+        ("dataset", "VARCHAR"), ("version", "INTEGER"), ("hash", "VARCHAR"), ("items", "BIGINT"),
+        ("splits", "JSON"), ("split_hash", "VARCHAR"), ("source", "VARCHAR"), ("note", "VARCHAR"),
+        ("created_at", "TIMESTAMPTZ"),
+    ],
+    # Every item of every version, in order: `item_id` its identity (`id`, else its content hash),
+    # `item_hash` its content hash (what tells a changed item), `origin` where an added item came from.
+    "dataset_items": [
+        ("dataset", "VARCHAR"), ("version", "INTEGER"), ("position", "BIGINT"), ("item_id", "VARCHAR"),
+        ("item_hash", "VARCHAR"), ("split", "VARCHAR"), ("item", "JSON"), ("origin", "JSON"),
+    ],
+}
+_ALL_TABLES = {**TABLES, **DATASET_TABLES}
 #: In `outputs`, `scores` and `spans`: `cut_values` maps each column stored cut to its side file's digest
 #: (`_values`), `unheld_values` each column whose value its type cannot hold to that value as text (the
 #: column is NULL).
-COLUMNS = {table: [name for name, _ in cols] for table, cols in TABLES.items()}
+COLUMNS = {table: [name for name, _ in cols] for table, cols in _ALL_TABLES.items()}
 #: The integer columns of each table, with their ranges.
 _INT_RANGES = {"INTEGER": (-2**31, 2**31 - 1), "BIGINT": (-2**63, 2**63 - 1)}
-_INTEGERS = {table: [(n, *_INT_RANGES[k]) for n, k in cols if k in _INT_RANGES] for table, cols in TABLES.items()}
-_DOUBLES = {table: [n for n, k in cols if k == "DOUBLE"] for table, cols in TABLES.items()}
+_INTEGERS = {table: [(n, *_INT_RANGES[k]) for n, k in cols if k in _INT_RANGES] for table, cols in _ALL_TABLES.items()}
+_DOUBLES = {table: [n for n, k in cols if k == "DOUBLE"] for table, cols in _ALL_TABLES.items()}
 _NOTED = {"outputs", "scores", "spans", "trace_spans"}
 JSON_COLUMNS = {name for cols in TABLES.values() for name, kind in cols if kind == "JSON"}
 
@@ -228,7 +247,7 @@ def finite(value: Any) -> Any:
 
 #: The `columns={...}` argument of read_json for each table: every column, with its SQL type.
 READ_SPECS = {table: "{" + ", ".join(f"'{n}': '{k.replace(' PRIMARY KEY', '')}'" for n, k in cols) + "}"
-              for table, cols in TABLES.items()}
+              for table, cols in _ALL_TABLES.items()}
 
 
 def decode(row: dict[str, Any]) -> dict[str, Any]:

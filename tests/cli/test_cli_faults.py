@@ -243,6 +243,29 @@ def test_a_full_disk_is_one_sentence_naming_the_path_and_what_was_kept_and_the_r
     assert store.run_status(run_id) == "completed"
 
 
+def test_a_dagster_instance_on_a_full_disk_is_one_line_and_the_run_kept(tmp_path: Path, small_disk: Path) -> None:
+    """Recording inline into a Dagster instance whose disk is full: one line (not SQLAlchemy's statement and
+    parameters), the run completed and stored, exit 0 (the record sensor records it later)."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    _write_experiment(project)
+    (project / "cobalt.toml").write_text("")
+    (project / ".cobalt").mkdir()
+    (project / ".cobalt" / "dagster").symlink_to(small_disk)  # the instance alone on the 5 MB disk
+    first = _cobalt(project, "run", "--ci", COBALT_DAGSTER_RECORD="inline", N="3")  # the instance made, then:
+    assert first.returncode == 0 and first.stderr == "", first.stderr
+    free = os.statvfs(small_disk)
+    (small_disk / "filler").write_bytes(b"x" * (free.f_bavail * free.f_frsize - 20_000))  # 20 KB left
+    run = _cobalt(project, "run", "--ci", COBALT_DAGSTER_RECORD="inline", N="3")
+    assert run.returncode == 0, run.stderr
+    [line] = run.stderr.strip().splitlines()
+    found = re.fullmatch(rf"cobalt: could not record run\(s\) (\S+) in Dagster \(the disk is full at "
+                         rf"{re.escape(str(project / '.cobalt' / 'dagster'))}\); they are kept, and the record "
+                         r"sensor records them when a Dagster daemon runs \(`cobalt serve`\)\.", line)
+    assert found, line
+    assert Store(project / ".cobalt" / "cobalt.duckdb").run_status(found.group(1)) == "completed"
+
+
 def test_a_damaged_store_is_one_sentence_naming_the_file_and_what_to_do(project: Path) -> None:
     _write_experiment(project)
     assert _cobalt(project, "run", "--ci", N="50").returncode == 0

@@ -279,11 +279,13 @@ def test_export_markdown_has_the_summary_and_an_items_table(exported: tuple[Path
 
 @pytest.mark.parametrize(
     ("args", "message"),
-    [(("latest", "--format", "xml"), "error: Got --format 'xml'; choose one of csv, markdown, json, junit, baseline."),
-     (("latest",), "error: Got no --format; choose one of csv, markdown, json, junit, baseline."),
+    [(("latest", "--format", "xml"),
+      "error: Got --format 'xml'; choose one of csv, markdown, json, junit, baseline, every-eval-ever, inspect."),
+     (("latest",),
+      "error: Got no --format; choose one of csv, markdown, json, junit, baseline, every-eval-ever, inspect."),
      (("latest", "-o", "results.txt"), "error: Got no --format and cannot tell one from 'results.txt'; pass "
-                                        "--format csv|markdown|json|junit|baseline or name the file *.csv, *.md, "
-                                        "*.json or *.xml."),
+                                        "--format csv|markdown|json|junit|baseline|every-eval-ever|inspect or "
+                                        "name the file *.csv, *.md, *.json or *.xml."),
      (("previous", "--format", "csv"), "error: There is no previous run yet (1 stored)"),
      (("zzz", "--format", "csv"), "error: No run has id 'zzz'")],
 )

@@ -13,10 +13,12 @@ from fakellm import FakeLLM, answer, text
 from mcp.types import CallToolResult
 from mcp_project import Served, anyio_backend, qa_source, served  # noqa: F401  (fixtures)
 
+from cobalt_lib.store._tables import TABLES
+
 pytestmark = pytest.mark.anyio
 
 TOOLS = {"cobalt_run", "cobalt_results", "cobalt_compare", "cobalt_query", "cobalt_evaluate", "cobalt_generate",
-         "cobalt_calibration", "cobalt_variants"}
+         "cobalt_calibration", "cobalt_variants", "cobalt_datasets"}
 
 
 @dataclass
@@ -183,8 +185,7 @@ async def test_resources_read_the_project_and_the_store(served: Served, runs: Ru
 
     described = await read("cobalt://schema")
     schema = {t["name"]: t for t in described["tables"]}
-    assert set(schema) == {"runs", "outputs", "scores", "aggregates", "verdicts", "dagster_runs", "judge_batches",
-                           "spans", "identities", "segments", "trace_spans"}
+    assert set(schema) == set(TABLES)  # every table of the store's one table map, described
     assert all(c["description"] for t in schema.values() for c in t["columns"])
     [outputs_input] = [c["description"] for c in schema["outputs"]["columns"] if c["name"] == "input"]
     assert "the whole dataset item" in outputs_input

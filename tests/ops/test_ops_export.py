@@ -22,7 +22,7 @@ def test_the_format_is_the_one_given_else_the_files_extension(given: str | None,
 
 
 @pytest.mark.parametrize(("given", "output", "message"), [
-    (None, None, "Got no --format; choose one of csv, markdown, json, junit, baseline."),
+    (None, None, "Got no --format; choose one of csv, markdown, json, junit, baseline, every-eval-ever, inspect."),
     (None, Path("r.txt"), "Got no --format and cannot tell one from 'r.txt'; pass --format"),
     ("yaml", None, "Got --format 'yaml'; choose one of")])
 def test_a_format_that_cannot_be_told_is_an_error(given: str | None, output: Path | None, message: str) -> None:

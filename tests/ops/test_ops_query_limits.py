@@ -14,6 +14,7 @@ from conftest import killed_and_live_runs
 from cobalt_lib import ConfigError, Store, load_config
 from cobalt_lib.ops import check_select, run_query
 from cobalt_lib.ops._query import MAX_ANSWER_BYTES, QUERY_MEMORY, QUERY_THREADS
+from cobalt_lib.store._tables import TABLES
 
 
 @pytest.mark.parametrize(("sql", "held"), [
@@ -110,9 +111,7 @@ def test_the_store_is_read_in_place_and_released_after_the_query(project: Path) 
     assert copied.rows == []  # no table copied into memory: the names are views over the file
     views = run_query(load_config(), "SELECT view_name FROM duckdb_views() WHERE database_name = 'memory' "
                                      "AND NOT internal ORDER BY 1")
-    assert [r["view_name"] for r in views.rows] == sorted(["runs", "outputs", "scores", "aggregates", "verdicts",
-                                                             "dagster_runs", "judge_batches", "spans", "identities",
-                                                             "segments", "trace_spans"])
+    assert [r["view_name"] for r in views.rows] == sorted(TABLES)  # the store's one table map
     store.start_run({"run_id": "r-after", "experiment": "qa", "started_at": "2026-01-03T00:00:00+00:00",
                      "tags": [], "config": {}})  # the file is free again
     assert run_query(load_config(), "SELECT count(*) AS n FROM runs").rows == [{"n": 3}]
