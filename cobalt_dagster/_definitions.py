@@ -8,11 +8,13 @@ from pathlib import Path
 import dagster as dg
 
 from cobalt_lib import Experiment, load_experiments
+from cobalt_lib.monitor import Monitor
 
 from ._automation import build_schedules, build_sensor
 from ._datasets import build_dataset_sensor, dataset_specs
 from ._experiments import build_experiment_defs, resources
 from ._instance import quiet_dagster_warnings
+from ._monitors import build_monitor_defs
 from ._project import project_config
 from ._record import build_record_sensor
 from ._translator import CobaltTranslator
@@ -23,14 +25,17 @@ __all__ = ["build_definitions", "build_experiment_defs", "resources"]
 def build_definitions(project_dir: str | Path | None = None, *,
                       experiments: Sequence[Experiment] | None = None,
                       executor: dg.ExecutorDefinition | None = None,
-                      translator: CobaltTranslator | None = None) -> dg.Definitions:
+                      translator: CobaltTranslator | None = None,
+                      monitors: Sequence[Monitor] | None = None) -> dg.Definitions:
     """Assets, checks, jobs, schedules, the request sensor and the record sensor of every experiment in
     the project.
 
     `experiments` defaults to those discovered under the project's `test_dir`. `executor` spreads the
     runs Dagster launches (default: Dagster's own, processes on this machine; a deployment passes
     `celery_executor`, `k8s_job_executor`...). `translator` names the assets and checks (default:
-    `CobaltTranslator()`, keys `<experiment>/<stage>` in one group per experiment).
+    `CobaltTranslator()`, keys `<experiment>/<stage>` in one group per experiment). `monitors` defaults to
+    those the project's files declare (`monitor(...)`): each a partitioned window asset with its drift checks
+    and schedule (docs/monitors.md).
     """
     quiet_dagster_warnings()
     config = project_config(project_dir)
@@ -38,11 +43,14 @@ def build_definitions(project_dir: str | Path | None = None, *,
     defs = build_experiment_defs(found, config, translator)
     datasets = dataset_specs(config, found)
     sensors = [build_sensor(config, defs), build_record_sensor(config, defs, executor)] if defs else []
+    from cobalt_lib.monitor import MONITORS
+
+    watched = build_monitor_defs(list(MONITORS.values()) if monitors is None else monitors, config)
     return dg.Definitions(
-        assets=[*datasets, *(asset for d in defs for asset in d.assets)],
+        assets=[*datasets, *(asset for d in defs for asset in d.assets), *(m.asset for m in watched)],
         asset_checks=[check for d in defs for check in d.checks],
-        jobs=[d.job for d in defs],
-        schedules=build_schedules(config, defs),
+        jobs=[*(d.job for d in defs), *(m.job for m in watched)],
+        schedules=[*build_schedules(config, defs), *(m.schedule for m in watched)],
         sensors=[*sensors, build_dataset_sensor(config, defs)] if datasets else sensors,
         resources=resources(config),
         executor=executor or dg.multi_or_in_process_executor,

@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from fakellm import FakeLLM
 
 from cobalt_lib import REGISTRY, Store
+from cobalt_lib.monitor import MONITORS
 from cobalt_lib.store._liveness import utc_now
 
 SECRET_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "OPENAI_BASE_URL",
@@ -65,8 +66,10 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for name in SECRET_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     REGISTRY.clear()
+    MONITORS.clear()
     yield
     REGISTRY.clear()
+    MONITORS.clear()
 
 
 @pytest.fixture

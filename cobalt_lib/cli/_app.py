@@ -65,8 +65,8 @@ class Command(_Readable, TyperCommand):
 #: `cobalt --help` lists the commands in the order a user meets them: set up and run, read the results, share
 #: and serve them, then the evaluators and their calibration, CI, housekeeping. A new command takes its place here.
 COMMAND_ORDER = ("init", "import", "run", "show", "history", "compare", "report", "export", "rescore", "serve",
-                 "request", "mcp", "evaluators", "dataset", "labels", "calibrate", "grade", "studio", "grader", "ci",
-                 "store", "clean")
+                 "request", "mcp", "collect", "traces", "monitor", "evaluators", "dataset", "labels", "calibrate",
+                 "grade", "studio", "grader", "ci", "store", "clean")
 
 
 class Group(_Readable, TyperGroup):

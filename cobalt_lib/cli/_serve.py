@@ -116,6 +116,9 @@ def serve_dashboard(config: Config, port: int | None = None, *, open_browser: bo
         proxy.stop()
         shutil.rmtree(hidden, ignore_errors=True)
         raise
+    from ._collect import start_collector
+
+    collector = start_collector(config)
     env = {**os.environ, "DAGSTER_HOME": str(dagster_home(config)), "COBALT_PROJECT_DIR": str(config.root)}
     commands = dagster_commands(target)
     watcher = DefinitionsWatcher(config, url)  # before the load: no change missed; through the proxy, as a script
@@ -134,6 +137,8 @@ def serve_dashboard(config: Config, port: int | None = None, *, open_browser: bo
     try:
         if _wait_ready(url, children, lambda: stopping):
             typer.echo(f"cobalt pages:     {pages.login_url}\ndagster UI:       {url}  (Ctrl-C stops both)")
+            if collector is not None:
+                typer.echo(f"OTLP traces:      {collector.url}/v1/traces  (docs/monitors.md)")
             if open_browser if open_browser is not None else config.dashboard.open:
                 webbrowser.open(pages.login_url)
         next_look = time.monotonic() + POLL_SECONDS
@@ -146,6 +151,9 @@ def serve_dashboard(config: Config, port: int | None = None, *, open_browser: bo
         proxy.stop()  # first: its open connections to the webserver would hold up the webserver's exit
         _stop(children)
         pages.stop()
+        if collector is not None:
+            collector.shutdown()
+            collector.server_close()
         shutil.rmtree(hidden, ignore_errors=True)
         for sig, handler in previous.items():
             signal.signal(sig, handler)

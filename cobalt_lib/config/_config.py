@@ -183,6 +183,18 @@ class StoreConfig(_Section):
 STORE_URL_VARIABLE = "COBALT_STORE_URL"
 
 
+class MonitorConfig(_Section):
+    """Production traces and the monitors that score them (docs/monitors.md)."""
+
+    #: Production traces older than this many days are deleted when new ones arrive (0: kept forever).
+    keep_days: int = Field(default=30, ge=0)
+    #: `module:function` called on every received span (a dict: name, attributes, events...) before it is
+    #: stored: it returns the span to store (changed as it likes), or None to drop it.
+    redact: str | None = None
+    #: The largest request body `cobalt collect` takes (bytes, after gzip too); larger ones get 413.
+    max_body_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+
+
 #: The environment variable that turns on the export of evaluations (`[traces] export_evaluations`).
 EXPORT_VARIABLE = "COBALT_EXPORT_EVALUATIONS"
 
@@ -301,6 +313,7 @@ class Config(_Section):
     datasets: DatasetsConfig = Field(default_factory=DatasetsConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
     traces: TracesConfig = Field(default_factory=TracesConfig)
+    monitor: MonitorConfig = Field(default_factory=MonitorConfig)
     schedules: dict[str, Schedule] = Field(default_factory=dict)
     prices: dict[str, Price] = Field(default_factory=dict)
 

@@ -147,7 +147,14 @@ COLUMN_NOTES["runs"] |= {
     "lease_epoch": "how many times the run was claimed: rows written under an older claim are refused",
     "holder": "the holding process's start time, boot id and pid namespace: a dead holder frees the run on its host",
 }
-for _table in ("outputs", "scores", "spans"):
+TABLE_NOTES["trace_spans"] = ("one row per production span `cobalt collect` received or `cobalt traces import` "
+                              "read (docs/monitors.md), grouped by trace_id; no run's")
+COLUMN_NOTES["trace_spans"] = {
+    **{k: v for k, v in COLUMN_NOTES["spans"].items() if k not in ("item_index", "run_index", "seq")},
+    "run_id": "always NULL: production spans belong to no run (a monitor's window run reads them)",
+    "service": "the sending resource's service.name", "received_at": "when cobalt received it (UTC)",
+}
+for _table in ("outputs", "scores", "spans", "trace_spans"):
     COLUMN_NOTES[_table] |= {
         "cut_values": "JSON: each column stored cut to max_value_bytes (whole in a side file), with its digest",
         "unheld_values": "JSON: each column whose value its type cannot hold (NULL there), that value as text",

@@ -70,6 +70,8 @@ def trends_view(config: Config, experiment: str = "", tag: str = "") -> dict[str
             [{"name": "mean", "values": values(name, "mean")},
              {"name": "pass rate", "values": values(name, "pass_rate")}],
             entries, fixed=(0.0, 1.0), marks=marks, failed=failed_here)})
+    if any(r.get("source") == "monitor" for r in runs):
+        charts += control_charts(runs, entries, by_run, evaluators)
     costs = [_cost(e) for e in entries]
     marks, failed_here = gates_on("cost", ("mean", "avg", "total", "sum"))
     charts.append({"title": "cost (per run, agent + judge)", "unit": "usd", "unknown": costs.count(None),
@@ -102,3 +104,33 @@ def _cost(entry: dict[str, Any]) -> float | None:
     """The run's estimated cost (agent + judge); None, no point, when either is unknown: a known judge cost
     alone (often $0) would pass for the run's, where the runs list and the run page say `unknown`."""
     return None if entry["cost"] is None else float(entry["cost"])
+
+
+def control_charts(runs: list[dict[str, Any]], entries: list[dict[str, Any]],
+                   by_run: dict[str, dict[str, dict[str, Any]]], evaluators: list[str]) -> list[dict[str, Any]]:
+    """A monitor's windows: per evaluator, the drift chart (`monitor._drift`) over the windows in window
+    order, its limit, and the windows it flagged marked (each links to its run, worst traces first)."""
+    from ..monitor._drift import Window, control_chart
+    from ..results._direction import lower_is_better
+
+    keys = {r["run_id"]: next((t[7:] for t in r.get("tags") or [] if t.startswith("window:")), r["run_id"])
+            for r in runs}
+    baseline = next((int(t[9:]) for r in runs for t in r.get("tags") or [] if t.startswith("baseline:")), 14)
+    charts = []
+    for name in evaluators:
+        windows = sorted((Window(keys[r["run_id"]], float(a["mean"]), float(a["stddev"] or 0.0) ** 2,
+                                 int(a["count"] or 0)) for r in runs
+                          if (a := by_run.get(r["run_id"], {}).get(name)) and a.get("mean") is not None),
+                         key=lambda w: w.key)
+        tests = control_chart(windows, baseline=baseline, lower_is_better=lower_is_better(name))
+        read = [tests.get(keys[r["run_id"]]) for r in runs]
+        flagged = {r["run_id"] for r, t in zip(runs, read, strict=True) if t is not None and t.flagged}
+        means = [(by_run.get(r["run_id"], {}).get(name) or {}).get("mean") for r in runs]
+        charts.append({"title": f"{name}: drift control chart", "unit": "score", "failed": 0, "flagged": len(flagged),
+                       "chart": line_chart([
+                           {"name": "window mean", "values": means},
+                           {"name": "EWMA", "values": [None if t is None else t.ewma for t in read]},
+                           {"name": "limit (1% false alarms)",
+                            "values": [None if t is None else t.bound for t in read]}],
+                           entries, fixed=(0.0, 1.0), failed=flagged)})
+    return charts

@@ -186,7 +186,7 @@ class ExperimentReport(BaseModel):
     name: str
     timestamp: str
     status: RunStatus = "completed"
-    source: Literal["library", "dagster"] = "library"
+    source: Literal["library", "dagster", "monitor"] = "library"
     parent_run_id: str | None = None
     tags: list[str] = Field(default_factory=list)
     config: dict[str, Any] = Field(default_factory=dict)

@@ -51,7 +51,7 @@ class RunPlan:
     tags: list[str]
     evaluators: list[Evaluator]
     total_items: int
-    source: Literal["library", "dagster"] = "library"
+    source: Literal["library", "dagster", "monitor"] = "library"
     parent_run_id: str | None = None
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
     #: Who plays the simulated users of the run's conversation items; None when no item has one.
@@ -118,7 +118,7 @@ class _Shape:
     timeout: float | None = None
     runs: int | None = None
     tags: tuple[str, ...] = ()
-    source: Literal["library", "dagster"] = "library"
+    source: Literal["library", "dagster", "monitor"] = "library"
     parent_run_id: str | None = None
     evaluators: tuple[str, ...] = ()
     items: list[Mapping[str, Any]] | None = None
@@ -131,7 +131,8 @@ def _shape(request: RunRequest) -> _Shape:
     match request:
         case FreshRun():
             return _Shape(request.run_id or new_run_id(), now, request.concurrency, request.timeout, request.runs,
-                          tuple(request.tags), update_baselines=request.update_baselines, indices=request.indices)
+                          tuple(request.tags), update_baselines=request.update_baselines, indices=request.indices,
+                          source=request.source)
         case ResumeRun():
             return _Shape(request.run_id, request.timestamp, request.concurrency, request.timeout, request.runs,
                           tuple(request.tags), indices=request.indices)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 if TYPE_CHECKING:
     from ..results._report import ItemResult
@@ -51,6 +51,8 @@ class FreshRun(_Options):
     update_baselines: bool = False
     #: The dataset indices to run (the items a `pytest -k` selected), keeping their indices; None: all.
     indices: tuple[int, ...] | None = None
+    #: Who made the run: `monitor` for a monitor's window of production traces (cobalt_lib/monitor).
+    source: Literal["library", "monitor"] = "library"
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -48,6 +48,7 @@ from ._store_identity import RunIdentities
 from ._store_items import ItemReads
 from ._store_labels import LabelRows
 from ._store_spans import SpanRows
+from ._store_traces import TraceRows
 from ._store_variants import VariantRuns
 from ._tables import TABLES, decode
 from ._values import MAX_VALUE_BYTES, VALUES_DIR, restore
@@ -79,8 +80,8 @@ def _shared() -> dict[str, Any]:
     return held
 
 
-class Store(DagsterRuns, DatasetRows, JudgeBatches, LabelRows, SpanRows, VariantRuns, RunIdentities, RunPages,
-            ItemReads):
+class Store(DagsterRuns, DatasetRows, JudgeBatches, LabelRows, SpanRows, TraceRows, VariantRuns, RunIdentities,
+            RunPages, ItemReads):
     """The DuckDB file under `.cobalt/`, and the one place that speaks SQL to it: every read and write
     of the tables is a method here. Every method opens its own short connection, except that
     reads inside a `reading()` block share the block's."""

@@ -78,6 +78,15 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("status_message", "VARCHAR"), ("attributes", "JSON"), ("events", "JSON"),
         *((name, "JSON") for name in ("cut_values", "unheld_values")),
     ],
+    # Production spans received by `cobalt collect` or imported (`cobalt_lib/monitor`), grouped by `trace_id`;
+    # they belong to no run (`run_id` stays NULL, so deleting runs leaves them): `keep_days` prunes them.
+    "trace_spans": [
+        ("run_id", "VARCHAR"), ("trace_id", "VARCHAR"), ("span_id", "VARCHAR"), ("parent_id", "VARCHAR"),
+        ("service", "VARCHAR"), ("name", "VARCHAR"), ("kind", "VARCHAR"), ("start_ns", "BIGINT"),
+        ("duration_ms", "DOUBLE"), ("status", "VARCHAR"), ("status_message", "VARCHAR"), ("attributes", "JSON"),
+        ("events", "JSON"), ("received_at", "TIMESTAMPTZ"),
+        *((name, "JSON") for name in ("cut_values", "unheld_values")),
+    ],
     # What each run measured with (`_evaluation_identity`), written once when it starts: a table of its
     # own, as the run row is replaced whenever a run starts, resumes or finishes.
     "identities": [("run_id", "VARCHAR"), ("identity", "JSON")],
@@ -112,7 +121,7 @@ COLUMNS = {table: [name for name, _ in cols] for table, cols in _ALL_TABLES.item
 _INT_RANGES = {"INTEGER": (-2**31, 2**31 - 1), "BIGINT": (-2**63, 2**63 - 1)}
 _INTEGERS = {table: [(n, *_INT_RANGES[k]) for n, k in cols if k in _INT_RANGES] for table, cols in _ALL_TABLES.items()}
 _DOUBLES = {table: [n for n, k in cols if k == "DOUBLE"] for table, cols in _ALL_TABLES.items()}
-_NOTED = {"outputs", "scores", "spans"}
+_NOTED = {"outputs", "scores", "spans", "trace_spans"}
 JSON_COLUMNS = {name for cols in TABLES.values() for name, kind in cols if kind == "JSON"}
 
 

@@ -32,6 +32,7 @@ CAPPED: dict[str, tuple[str, ...]] = {
     "outputs": ("input", "output", "metadata", "error", "traceback"),
     "scores": ("reason", "error", "raw_response"),
     "spans": ("attributes", "events"),
+    "trace_spans": ("attributes", "events"),
 }
 _MARKER = re.compile(r"\n\[cobalt: cut at (\d+) of (\d+) bytes; whole value in values/([0-9a-f]{64})\.json\]$")
 

@@ -1,0 +1,195 @@
+"""Monitors: which production traces, what share of them, judged by which evaluators, per window.
+
+    monitor("support-bot", traces={"service.name": "support-bot", "span": "invoke_agent support"},
+            sample=0.05, evaluators=[...], window="1d", budget_usd=5)
+
+A window (a UTC day `2026-12-01`, or an hour `2026-12-01T14`) is scored as one run of the store
+(`source = "monitor"`, id `monitor-<name>-<window>`) that history, show, compare, trends and MCP read as
+any run: the window's sampled traces are its items (the trace's input, its recorded output replayed as
+the agent's, no agent call), the monitor's evaluators score them. The sample is deterministic: a trace is
+in it when the hash of (monitor, trace id) falls under `sample`, so every scoring of a window judges the
+same traces, and scoring a window again replaces its run (no double rows).
+
+The judge spend of a window stops at `budget_usd`: once the scores so far cost that much, the run stops
+and is stored `incomplete`, its summary saying the budget ran out, never silently partial.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from .._errors import ConfigError
+from ._trace import ProductionTrace, read_trace
+
+if TYPE_CHECKING:
+    from ..config._config import Config
+    from ..evaluators import Evaluator
+    from ..results._report import ItemResult
+
+#: Every monitor declared in this process, by name (as experiments are).
+MONITORS: dict[str, Monitor] = {}
+_WINDOWS = {"1d": timedelta(days=1), "1h": timedelta(hours=1)}
+_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+@dataclass(frozen=True)
+class Monitor:
+    name: str
+    #: `service.name` and `span` (a span name the trace must hold); either may be left out.
+    traces: Mapping[str, str]
+    sample: float
+    evaluators: Sequence[Evaluator]
+    window: str = "1d"
+    budget_usd: float | None = None
+    #: How many earlier windows the drift test compares a window with (`_drift`).
+    baseline: int = 14
+    tags: Sequence[str] = field(default_factory=tuple)
+    #: The first window (a UTC date): where the Dagster partitions start.
+    start: str = "2026-01-01"
+
+    @property
+    def service(self) -> str | None:
+        return self.traces.get("service.name")
+
+    @property
+    def span(self) -> str | None:
+        return self.traces.get("span")
+
+
+def monitor(name: str, *, traces: Mapping[str, str], sample: float = 1.0, evaluators: Sequence[Evaluator],
+            window: str = "1d", budget_usd: float | None = None, baseline: int = 14,
+            tags: Sequence[str] = (), start: str = "2026-01-01") -> Monitor:
+    """Declare a monitor (beside experiments, in a `*.cobalt.py` file); returns it."""
+    where = f"monitor({name!r})"
+    if not _NAME.match(name):
+        raise ConfigError(f"{where}: a monitor's name is letters, digits, '.', '_' and '-'.")
+    unknown = sorted(set(traces) - {"service.name", "span"})
+    if unknown:
+        raise ConfigError(f"{where}: traces={{...}} takes 'service.name' and 'span', not {unknown[0]!r}.")
+    if not 0 < sample <= 1:
+        raise ConfigError(f"{where}: sample={sample} must be a share of the traces, above 0 and at most 1.")
+    if window not in _WINDOWS:
+        raise ConfigError(f"{where}: window={window!r} must be '1d' (daily) or '1h' (hourly).")
+    if budget_usd is not None and budget_usd <= 0:
+        raise ConfigError(f"{where}: budget_usd={budget_usd} must be above 0 (leave it out for no budget).")
+    if not evaluators:
+        raise ConfigError(f"{where}: give it at least one evaluator.")
+    if baseline < 3:
+        raise ConfigError(f"{where}: baseline={baseline} must be at least 3 windows (their spread sets the limits).")
+    try:
+        datetime.strptime(start, "%Y-%m-%d")
+    except ValueError:
+        raise ConfigError(f"{where}: start={start!r} must be a date, YYYY-MM-DD (UTC).") from None
+    declared = Monitor(name, dict(traces), sample, tuple(evaluators), window, budget_usd, baseline, tuple(tags),
+                       start)
+    MONITORS[name] = declared
+    return declared
+
+
+def sampled(name: str, trace_id: str, share: float) -> bool:
+    """Whether the trace is in the monitor's sample: by a hash of both, so it is the same every time."""
+    digest = hashlib.sha256(f"{name}\0{trace_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") < share * 2**64
+
+
+def window_bounds(key: str, window: str = "1d") -> tuple[int, int]:
+    """A window's [start, end) in Unix nanoseconds: `2026-12-01` (a UTC day) or `2026-12-01T14` (an hour)."""
+    try:
+        start = datetime.strptime(key, "%Y-%m-%d" if window == "1d" else "%Y-%m-%dT%H").replace(tzinfo=UTC)
+    except ValueError:
+        shape = "YYYY-MM-DD" if window == "1d" else "YYYY-MM-DDTHH"
+        raise ConfigError(f"Window {key!r} is not a {window} window; name it {shape} (UTC).") from None
+    end = start + _WINDOWS[window]
+    return int(start.timestamp()) * 10**9, int(end.timestamp()) * 10**9
+
+
+def window_key(when: datetime, window: str = "1d") -> str:
+    return when.astimezone(UTC).strftime("%Y-%m-%d" if window == "1d" else "%Y-%m-%dT%H")
+
+
+def window_run_id(name: str, key: str) -> str:
+    return f"monitor-{name}-{key.replace(':', '')}"
+
+
+def window_traces(mon: Monitor, key: str, config: Config) -> list[ProductionTrace]:
+    """The window's sampled traces, in trace id order."""
+    from ..store import Store
+
+    store = Store.for_config(config)
+    start, end = window_bounds(key, mon.window)
+    with store.reading():  # the window's reads over one connection
+        listed = store.trace_list(service=mon.service, span=mon.span, since_ns=start, until_ns=end)
+        chosen = sorted(t["trace_id"] for t in listed if sampled(mon.name, t["trace_id"], mon.sample))
+        spans = store.trace_spans_of(chosen)
+    services = {t["trace_id"]: t["service"] for t in listed}
+    prices = {name: (p.input, p.output) for name, p in config.prices.items()}
+    return [read_trace(t, spans.get(t, []), service=services.get(t), prices=prices) for t in chosen]
+
+
+@dataclass(frozen=True)
+class WindowResult:
+    run_id: str
+    window: str
+    traces: int
+    status: str
+    spent_usd: float
+    #: Why the window is incomplete, when it is (its judge budget ran out).
+    note: str | None = None
+
+
+class _Budget:
+    """An observer adding up the judge's spend; past the budget it stops the run (kept `incomplete`)."""
+
+    def __init__(self, run_id: str, budget: float | None) -> None:
+        self.run_id, self.budget, self.spent = run_id, budget, 0.0
+
+    def on_start(self, plan: Any) -> None:
+        pass
+
+    def on_item(self, item: ItemResult) -> None:
+        from ..run import RunInterrupted
+
+        self.spent += sum(e.cost_usd or 0.0 for e in item.evaluations.values())
+        if self.budget is not None and self.spent >= self.budget:
+            raise RunInterrupted(self.run_id)
+
+    def on_finish(self, report: Any) -> None:
+        pass
+
+
+def score_window(mon: Monitor, key: str, config: Config) -> WindowResult:
+    """Score the window's sampled traces with the monitor's evaluators, as the run `window_run_id`
+    (replacing an earlier scoring of the window)."""
+    from ..experiments import Experiment
+    from ..run import RunInterrupted
+    from ..store import Store
+
+    traces = window_traces(mon, key, config)
+    run_id = window_run_id(mon.name, key)
+    store = Store.for_config(config)
+    store.delete_runs([run_id])
+    items = [{"id": t.trace_id, "input": t.input, "production": {"trace_id": t.trace_id, "output": t.output,
+                                                                 "service": t.service}} for t in traces]
+    experiment = Experiment(mon.name, items, _replay, evaluators=list(mon.evaluators),
+                            tags=["monitor", f"window:{key}", f"baseline:{mon.baseline}", *mon.tags])
+    budget = _Budget(run_id, mon.budget_usd)
+    if not items:
+        return WindowResult(run_id, key, 0, "empty", 0.0, f"No sampled traces in window {key}.")
+    try:
+        experiment.run(config=config, observer=budget, run_id=run_id, source="monitor")
+    except RunInterrupted:
+        note = (f"Window {key} is incomplete: its judge budget of ${mon.budget_usd:g} was spent "
+                f"(${budget.spent:.4f}) before all {len(items)} sampled traces were scored.")
+        store.note_run(run_id, "budget", note)
+        return WindowResult(run_id, key, len(items), "incomplete", budget.spent, note)
+    return WindowResult(run_id, key, len(items), "completed", budget.spent)
+
+
+def _replay(ctx: Any) -> Any:
+    """The agent of a window's run: the output the trace recorded (no agent call)."""
+    return ctx.item["production"]["output"]
