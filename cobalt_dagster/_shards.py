@@ -25,12 +25,11 @@ import dagster as dg
 from dagster_duckdb import DuckDBResource
 
 from cobalt_lib import Experiment
-from cobalt_lib.results import item_from_rows
 from cobalt_lib.run import Shard, ShardDone, cut, run_shard, start_run
 from cobalt_lib.store import Exchange
 
-from ._metadata import TABLE_ROWS, outputs_counts, scores_counts
-from ._replay import EXECUTED, is_recording, stage_metadata, stored_report
+from ._metadata import stored_counts_metadata
+from ._replay import EXECUTED, is_recording, stored_report
 from ._resource import CobaltResource, checked_store, run_async
 
 #: Retries of a shard whose step failed (its process killed, its machine gone): each resumes from the
@@ -119,9 +118,10 @@ def _merge(name: str) -> dg.OpDefinition:
         store = checked_store(cobalt, cobalt_store)
         run_id = context.partition_key
         if is_recording(context.run.tags):
-            report = stored_report(store, run_id)
-            for stage in ("outputs", "scores"):
-                yield dg.Output(None, stage, metadata=stage_metadata(stage, report, store, cobalt.config()))
+            stored_report(store, run_id)  # a run not stored, or still running, says so
+            outputs, scores = stored_counts_metadata(store, run_id)
+            yield dg.Output(None, "outputs", metadata=outputs)
+            yield dg.Output(None, "scores", metadata=scores)
             return
         yield from merged(store, cobalt, run_id, done)
 
@@ -137,18 +137,11 @@ def merged(store: Any, cobalt: CobaltResource, run_id: str, done: list[ShardDone
         counts = store.merge_shards(run_id, files, expected=sum(len(s) for s in shards),
                                     runs=_runs(cobalt, run_id, store), shard_items=max(len(shards[0]), 1),
                                     worked_ms=exchange.worked_ms(run_id))
-    merged_counts = store.merged_counts(run_id)
-    outputs_rows, score_rows = store.first_rows(run_id, TABLE_ROWS)
-    by_key: dict[tuple[int, int], list[dict[str, Any]]] = {}
-    for row in score_rows:
-        by_key.setdefault((row["item_index"], row["run_index"]), []).append(row)
-    first = [item_from_rows(o, by_key.get((o["item_index"], o["run_index"]), [])) for o in outputs_rows]
+    outputs, scores = stored_counts_metadata(store, run_id)
     shared = {"shards": dg.MetadataValue.int(len(shards)), "parts": dg.MetadataValue.int(len(parts)),
               "duplicates_dropped": dg.MetadataValue.int(counts["duplicates"])}
-    statuses = merged_counts["statuses"]
-    yield dg.Output(None, "outputs", metadata={**outputs_counts(sum(statuses.values()), statuses), **shared})
-    yield dg.Output(None, "scores", metadata=scores_counts(merged_counts["evaluators"], merged_counts["judge_calls"],
-                                                            merged_counts["cached"], first))
+    yield dg.Output(None, "outputs", metadata={**outputs, **shared})
+    yield dg.Output(None, "scores", metadata=scores)
 
 
 def _runs(cobalt: CobaltResource, run_id: str, store: Any) -> int:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import itertools
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from .._errors import ConfigError
 from ..results._report import AssertionResult, ExperimentReport, ItemResult, Summary
-from ..results._results_file import read_results
+from ..results._results_file import read_header, read_results
 from ..results._rows import item_from_rows, stats_from_row
 from ._store import Store
 
@@ -86,9 +87,75 @@ def stored_item_batches(store: Store, run_id: str, chunk: int = CHUNK_ITEMS, *,
         after = (outputs[-1]["item_index"], outputs[-1]["run_index"])
 
 
-def _from_rows(store: Store, run: dict[str, Any]) -> ExperimentReport:
+def streamed_report(store: Store, run_id: str, *, run: dict[str, Any] | None = None) -> ExperimentReport:
+    """The run's report with its items streamed from the store (`StreamedItems`): the header (summary,
+    config, verdicts, identity) from the results file, its items skipped, or from the store's rows.
+    Memory stays flat in the run's size: what a recording reads (`load_report` holds every item)."""
+    run = run if run is not None else store.require_run(run_id)
+    items = StreamedItems(store, run_id)
+    path = run.get("results_path")
+    if path and Path(path).is_file():
+        try:
+            report = read_header(path)
+        except ValueError:  # cut short or not laid out as cobalt writes it: the rows hold the same header
+            report = None
+        if report is not None:
+            report.status = run["status"] if report.status == "running" else report.status
+            if report.identity is None:
+                report.identity = store.identities_of([run_id]).get(run_id)
+            report.items = items
+            return report
+    with store.reading():
+        report = _from_rows(store, run, [])
+    report.items = items  # after validation, which would copy them into a list
+    return report
+
+
+class StreamedItems(Sequence[ItemResult]):
+    """A stored run's items, read from the store `CHUNK_ITEMS` at a time on every pass (never held):
+    `len` is one count; iteration streams in (index, run_index) order; indexing reads up to the
+    position (a pass), so code that wants items by position should iterate once instead."""
+
+    def __init__(self, store: Store, run_id: str) -> None:
+        self._store = store
+        self._run_id = run_id
+        self._count: int | None = None
+
+    def __len__(self) -> int:
+        if self._count is None:
+            self._count = self._store.live_counts(self._run_id)["done"]
+        return self._count
+
+    def __iter__(self) -> Iterator[ItemResult]:
+        for batch in stored_item_batches(self._store, self._run_id):
+            yield from batch
+
+    @overload
+    def __getitem__(self, key: int) -> ItemResult: ...
+
+    @overload
+    def __getitem__(self, key: slice) -> list[ItemResult]: ...
+
+    def __getitem__(self, key: int | slice) -> ItemResult | list[ItemResult]:
+        if isinstance(key, slice):
+            chosen = range(len(self))[key]
+            if not chosen:
+                return []
+            low = min(chosen)  # one pass over the span the slice covers
+            span = list(itertools.islice(iter(self), low, max(chosen) + 1))
+            return [span[p - low] for p in chosen]
+        position = key + len(self) if key < 0 else key
+        if not 0 <= position < len(self):
+            raise IndexError(f"item {key} of {len(self)}: out of range")
+        return next(itertools.islice(iter(self), position, None))
+
+    def __repr__(self) -> str:
+        return f"StreamedItems(run {self._run_id})"
+
+
+def _from_rows(store: Store, run: dict[str, Any], items: list[ItemResult] | None = None) -> ExperimentReport:
     run_id = run["run_id"]
-    items = stored_items(store, run_id)
+    items = stored_items(store, run_id) if items is None else items
     summary = Summary.model_validate(run["summary"]) if run.get("summary") else Summary()
     for row in store.rows("aggregates", run_id):
         (summary.scores if row["kind"] == "evaluator" else summary.metrics)[row["metric"]] = stats_from_row(row)
