@@ -4,7 +4,15 @@ the exchange of Dagster's shards, and reading stored runs back as reports."""
 from __future__ import annotations
 
 from ._exchange import Exchange
-from ._history import StreamedItems, load_report, resolve_run, stored_item_batches, stored_items, streamed_report
+from ._history import (
+    StreamedItems,
+    load_report,
+    resolve_run,
+    stored_item_batches,
+    stored_items,
+    stored_pair_chunks,
+    streamed_report,
+)
 from ._store import TABLES, Store
 from ._writer import BatchWriter
 
@@ -18,5 +26,6 @@ __all__ = [
     "resolve_run",
     "stored_item_batches",
     "stored_items",
+    "stored_pair_chunks",
     "streamed_report",
 ]

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any, overload
 
 from .._errors import ConfigError
+from ..results._pairing import ItemPair, PairChunk
+from ..results._repeats import by_index
 from ..results._report import AssertionResult, ExperimentReport, ItemResult, Summary
 from ..results._results_file import read_header, read_results
 from ..results._rows import item_from_rows, stats_from_row
@@ -78,13 +80,41 @@ def stored_item_batches(store: Store, run_id: str, chunk: int = CHUNK_ITEMS, *,
         outputs, scores = store.item_chunk(run_id, after=after, limit=chunk, with_scores=with_scores)
         if not outputs:
             return
-        by_key: dict[tuple[int, int], list[dict[str, Any]]] = {}
-        for row in scores:
-            by_key.setdefault((row["item_index"], row["run_index"]), []).append(row)
-        yield [item_from_rows(o, by_key.get((o["item_index"], o["run_index"]), [])) for o in outputs]
+        yield _items_of(outputs, scores)
         if len(outputs) < chunk:
             return
         after = (outputs[-1]["item_index"], outputs[-1]["run_index"])
+
+
+def stored_pair_chunks(store: Store, run_a: str, run_b: str, chunk: int = CHUNK_ITEMS) -> Iterator[PairChunk]:
+    """Two stored runs' items paired by identity, as `results._pairing.pairing` pairs them, `chunk` keys
+    at a time in identity order (`Store.pair_chunk`): what `compare_chunks` tallies in bounded memory."""
+    after: tuple[str, int] | None = None
+    while True:
+        keys, rows = store.pair_chunk(run_a, run_b, after=after, limit=chunk)
+        if not keys:
+            return
+        groups = {run_id: by_index(_items_of(outputs, scores)) for run_id, (outputs, scores) in rows.items()}
+        part = PairChunk([], {}, {})
+        for key in keys:
+            index_a, index_b, ident = key["index_a"], key["index_b"], str(key["ident"])
+            if index_a is not None and index_b is not None:
+                part.pairs.append(ItemPair(item_id=ident, a=groups[run_a][index_a], b=groups[run_b][index_b]))
+            elif index_a is not None:
+                part.only_a[index_a] = (ident, groups[run_a][index_a])
+            else:
+                part.only_b[index_b] = (ident, groups[run_b][index_b])
+        yield part
+        if len(keys) < chunk:
+            return
+        after = (str(keys[-1]["ident"]), int(keys[-1]["occ"]))
+
+
+def _items_of(outputs: list[dict[str, Any]], scores: list[dict[str, Any]]) -> list[ItemResult]:
+    by_key: dict[tuple[int, int], list[dict[str, Any]]] = {}
+    for row in scores:
+        by_key.setdefault((row["item_index"], row["run_index"]), []).append(row)
+    return [item_from_rows(o, by_key.get((o["item_index"], o["run_index"]), [])) for o in outputs]
 
 
 def streamed_report(store: Store, run_id: str, *, run: dict[str, Any] | None = None) -> ExperimentReport:
