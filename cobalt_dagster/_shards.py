@@ -132,7 +132,7 @@ def merged(store: Any, cobalt: CobaltResource, run_id: str, done: list[ShardDone
     """Merge the shards' parts into the store, then report both assets from the merged rows."""
     shards = sorted((d.shard for d in done), key=lambda s: s.index)
     exchange = Exchange.for_config(cobalt.config())
-    parts = exchange.parts(run_id)
+    parts = exchange.committed(run_id)  # one listing; the markers' keys are the shards' business
     with exchange.local_files(parts, run_id) as files:
         counts = store.merge_shards(run_id, files, expected=sum(len(s) for s in shards),
                                     runs=_runs(cobalt, run_id, store), shard_items=max(len(shards[0]), 1),
