@@ -9,7 +9,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._tables import fetch
+from ._tables import fetch, present_columns
 from ._values import restore
 
 #: A JSON object's key (`"country":`), which an item search skips: it matches values, not field names.
@@ -58,10 +58,10 @@ class ItemReads:
         index in A and in B (None: not in that run), and per run (`run_a`, `run_b`) the `outputs` and
         `scores` rows of those indexes, every repeat (by key, then evaluator)."""
         ident, occurrence = after if after is not None else ("", -1)
-        keys = ("SELECT item_index, ident, row_number() OVER (PARTITION BY ident ORDER BY item_index) - 1 AS occ "
-                "FROM (SELECT item_index, coalesce(nullif(arg_min(item_id, run_index), ''), '#' || item_index) "
-                "AS ident FROM outputs WHERE run_id = {} GROUP BY item_index)")
         with self.connect(read_only=True) as con:
+            keys = ("SELECT item_index, ident, row_number() OVER (PARTITION BY ident ORDER BY item_index) - 1 AS occ "
+                    f"FROM (SELECT item_index, {_identity(con)} AS ident FROM outputs WHERE run_id = {{}} "
+                    "GROUP BY item_index)")
             pairs = fetch(con, f"WITH ka AS ({keys.format('$1')}), kb AS ({keys.format('$2')}) "
                                "SELECT ident, occ, ka.item_index AS index_a, kb.item_index AS index_b "
                                "FROM ka FULL OUTER JOIN kb USING (ident, occ) "
@@ -159,3 +159,13 @@ class ItemReads:
         if not run_ids:
             return []
         return self.query(f"SELECT * FROM {table} WHERE run_id IN (SELECT unnest(?))", [list(run_ids)])
+
+
+def _identity(con: Any) -> str:
+    """An item's identity in SQL, as `ItemResult` gives it (its first repeat's): its `item_id`; in a
+    store from before that column, its `id`, else its `input_hash` (older still: `#index`)."""
+    present = present_columns(con, "table_name = 'outputs'").get("outputs", set())
+    first = [f"nullif(arg_min({expression}, run_index), '')" for column, expression in (
+        ("item_id", "item_id"), ("input", "json_extract_string(input, '$.id')"), ("input_hash", "input_hash"))
+        if column in present and (column != "input" or "item_id" not in present)]
+    return "coalesce(" + ", ".join([*first, "'#' || item_index"]) + ")"
