@@ -308,14 +308,12 @@ class _Tally:
                 kept.append(change)
                 if len(kept) > 4 * self.top + 64:  # cut back now and then: memory holds about `top`
                     kept[:] = sorted(kept, key=_largest_first)[:self.top]
-        self._worst.sort(key=_largest_first)
-        self._best.sort(key=_largest_first)
 
     def worst(self) -> list[ItemChange]:
-        return self._worst[:self.top]
+        return sorted(self._worst, key=_largest_first)[:self.top]
 
     def best(self) -> list[ItemChange]:
-        return self._best[:self.top]
+        return sorted(self._best, key=_largest_first)[:self.top]
 
     def diffs_of(self, name: str) -> list[float]:
         """The evaluator's per-pair deltas in B's order (the bootstrap's draws depend on it)."""
