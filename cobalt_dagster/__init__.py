@@ -21,6 +21,7 @@ from cobalt_lib.links import dagster_check_names as check_names
 
 from ._assets import ExperimentDefs, experiment_defs
 from ._automation import daemon_running, forget_daemon, request_run
+from ._code_server import shared_code_server, wait_for_code_server
 from ._component import CobaltComponent
 from ._definitions import build_definitions, build_experiment_defs
 from ._gates import require_gates_passed
@@ -66,6 +67,8 @@ __all__ = [
     "record_runs",
     "request_run",
     "require_gates_passed",
+    "shared_code_server",
     "tag_key",
+    "wait_for_code_server",
     "webserver_command",
 ]

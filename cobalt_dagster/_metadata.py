@@ -8,7 +8,6 @@ assets is the same number; this module only rounds and lays it out.
 from __future__ import annotations
 
 import heapq
-from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -62,13 +61,8 @@ def dataset_metadata(run_id: str, size: int, source: str | None, evaluators: lis
     }
 
 
-def outputs_metadata(items: Sequence[ItemResult]) -> dict[str, Any]:
-    """Counts only: the run's latency statistics are computed once, by the run's summary (`aggregates`)."""
-    return outputs_counts(len(items), Counter(i.status for i in items))  # one pass: items may be read from disk
-
-
 def outputs_counts(total: int, statuses: Mapping[str, int]) -> dict[str, Any]:
-    """`outputs_metadata` from the counts (a sharded run counts them in SQL: `Store.merged_counts`)."""
+    """What `outputs` reports: its items per status (counted in SQL: `Store.merged_counts`)."""
     return {
         "items": dg.MetadataValue.int(total),
         "ok": dg.MetadataValue.int(statuses.get("ok", 0)),
@@ -77,26 +71,25 @@ def outputs_counts(total: int, statuses: Mapping[str, int]) -> dict[str, Any]:
     }
 
 
-def scores_metadata(items: Sequence[ItemResult]) -> dict[str, Any]:
-    # One pass: a run's own items are read back from disk, each pass parses every one of them again.
-    totals: dict[str, list[float]] = {}  # name: [sum of usable scores, their count, eval-errors]
-    judge_calls = cached = 0
-    for item in items:
-        for name, ev in item.evaluations.items():
-            total = totals.setdefault(name, [0.0, 0, 0])
-            if ev.status != "ok":
-                total[2] += 1
-            elif ev.score is not None:
-                total[0] += ev.score
-                total[1] += 1
-            judge_calls += ev.judge_calls
-            cached += ev.cached
-    return scores_counts(totals, judge_calls, cached, items)
+def stored_counts_metadata(store: Store, run_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What `outputs` and `scores` report of a stored run, counted in SQL, with the table of its
+    first `TABLE_ROWS` items: no item beyond those is read, whatever the run's size."""
+    from cobalt_lib.results import item_from_rows
+
+    counts = store.merged_counts(run_id)
+    outputs, scores = store.first_rows(run_id, TABLE_ROWS)
+    by_key: dict[tuple[int, int], list[dict[str, Any]]] = {}
+    for row in scores:
+        by_key.setdefault((row["item_index"], row["run_index"]), []).append(row)
+    first = [item_from_rows(o, by_key.get((o["item_index"], o["run_index"]), [])) for o in outputs]
+    statuses = counts["statuses"]
+    return (outputs_counts(sum(statuses.values()), statuses),
+            scores_counts(counts["evaluators"], counts["judge_calls"], counts["cached"], first))
 
 
 def scores_counts(totals: Mapping[str, Sequence[float]], judge_calls: int, cached: int,
                   first: Sequence[ItemResult]) -> dict[str, Any]:
-    """`scores_metadata` from the totals (`{evaluator: [score sum, scored, eval-errors]}`) and the items
+    """What `scores` reports, from the totals (`{evaluator: [score sum, scored, eval-errors]}`) and the items
     the table shows (any that include the run's first `TABLE_ROWS`)."""
     data: dict[str, Any] = {}
     names = sorted(totals)
@@ -197,17 +190,18 @@ def worst_items_table(report: ExperimentReport, limit: int = WORST_ROWS) -> str:
     """The `limit` worst items with input, expected and output, scores and the first reason; "N more"."""
     names = list(report.summary.scores)
     # One pass keeping `limit` items (nsmallest is sorted()[:limit]): a run's own items are on disk.
-    candidates = 0
+    candidates = top_repeat = 0
 
     def worth_showing() -> Iterator[ItemResult]:
-        nonlocal candidates
+        nonlocal candidates, top_repeat
         for item in report.items:
+            top_repeat = max(top_repeat, item.run_index)  # the labels' repeats, in the same pass
             if _badness(item) < (2, 1.0) or _first_reason(item):
                 candidates += 1
                 yield item
 
     worst = heapq.nsmallest(limit, worth_showing(), key=_badness)
-    repeats = _repeats(report.items)
+    repeats = 1 + top_repeat
     if not worst:
         return "_every item passed every evaluator_"
     lines = ["| item | status | input | expected | output | " + " | ".join(names) + " | first reason |",

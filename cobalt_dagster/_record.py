@@ -10,6 +10,7 @@ gate checks, and makes no agent or judge call.
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,7 @@ from ._experiments import build_experiment_defs, resources
 from ._instance import QUIET_RUN_CONFIG, local_instance, quiet_dagster_warnings
 from ._origin import job_origin
 from ._private import execute_created_run
+from ._record_sensor import attempt_tag, choose, dump_state, load_state, settle
 from ._replay import RECORD_TAG, RECORDED
 
 if TYPE_CHECKING:
@@ -29,8 +31,6 @@ if TYPE_CHECKING:
 
 #: Seconds between two evaluations of the record sensor (a run is recorded within about two of them).
 RECORD_INTERVAL_SECONDS = 10
-#: Recordings the sensor requests per evaluation (the rest wait for the next).
-RECORDS_PER_TICK = 25
 SENSOR_NAME = "cobalt_record_runs"
 
 
@@ -120,20 +120,26 @@ def build_record_sensor(config: Config, defs: list[ExperimentDefs],
                description="Records finished cobalt runs that Dagster did not launch (`cobalt run`, "
                            "`experiment.run()`) as runs of their experiment's job: no agent or judge call.")
     def record(context: dg.SensorEvaluationContext) -> dg.SensorResult:
-        runs = Store.for_config(config).unrecorded_runs(list(by_name), limit=RECORDS_PER_TICK)
+        store, now = Store.for_config(config), time.time()
+        state = load_state(context.cursor)
+        settle(state, store, context.instance, now, context.log)
+        chosen = choose(state, store, list(by_name), now)
         requests, partitions = [], []
-        for run in runs:
+        for run, attempt in chosen:
             target = by_name[run["experiment"]]
             partitions.append(target.partitions.build_add_request([run["run_id"]]))
             # Only cobalt's own assets and checks: a recording never materialises what a project put
             # downstream in the experiment's group (a `deploy` asset runs when Dagster runs the evaluation).
+            # One run key per attempt: a retry is a run of its own, not a duplicate Dagster drops.
             requests.append(dg.RunRequest(
-                run_key=f"record-{run['run_id']}", job_name=target.job.name, partition_key=run["run_id"],
-                tags=record_tags(run), run_config=run_config, asset_selection=own_assets(target),
-                asset_check_keys=own_checks(target)))
-        if runs:
-            context.log.info(f"recording {len(runs)} cobalt run(s): {', '.join(r['run_id'] for r in runs)}")
-        return dg.SensorResult(run_requests=requests, dynamic_partitions_requests=partitions)
+                run_key=f"record-{run['run_id']}-{attempt}", job_name=target.job.name, partition_key=run["run_id"],
+                tags={**record_tags(run), **attempt_tag(run["run_id"], attempt)}, run_config=run_config,
+                asset_selection=own_assets(target), asset_check_keys=own_checks(target)))
+        if chosen:
+            context.log.info("recording cobalt run(s): " + ", ".join(
+                run["run_id"] + (f" (attempt {attempt})" if attempt > 1 else "") for run, attempt in chosen))
+        return dg.SensorResult(run_requests=requests, dynamic_partitions_requests=partitions,
+                               cursor=dump_state(state))
 
     return record
 

@@ -13,15 +13,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from cobalt_lib import Config, ConfigError, ExperimentReport, Store
-from cobalt_lib.store import load_report
+from cobalt_lib.store import streamed_report
 
 from ._metadata import (
     aggregates_metadata,
     dataset_metadata,
-    outputs_metadata,
     previous_report,
     previous_run,
-    scores_metadata,
+    stored_counts_metadata,
 )
 
 #: The Dagster run tag that makes a run of an experiment's job a recording of a finished cobalt run.
@@ -36,14 +35,15 @@ def is_recording(tags: Mapping[str, str]) -> bool:
 
 
 def stored_report(store: Store, run_id: str) -> ExperimentReport:
-    """The finished run a recording replays; a run not stored, or still running, is an error that says so."""
+    """The finished run a recording replays, its header read and its items streamed from the store (a run
+    of any size in bounded memory); a run not stored, or still running, is an error that says so."""
     run = store.get_run(run_id)
     if run is None:
         raise ConfigError(f"cobalt run {run_id} has no stored results, so there is nothing to record; "
                           "run the experiment first (or materialise the partition without the cobalt/record tag).")
     if run["status"] == "running":
         raise ConfigError(f"cobalt run {run_id} is still running; it is recorded once it ends.")
-    return load_report(store, run_id, run=run)
+    return streamed_report(store, run_id, run=run)
 
 
 def stage_metadata(stage: str, report: ExperimentReport, store: Store, config: Config) -> dict[str, Any]:
@@ -55,10 +55,9 @@ def stage_metadata(stage: str, report: ExperimentReport, store: Store, config: C
         return dataset_metadata(report.id, int(dataset.get("size") or report.summary.total_items),
                                 dataset.get("source"), evaluators,
                                 report.identity.dataset.ref if report.identity is not None else None)
-    if stage == "outputs":
-        return outputs_metadata(report.items)
-    if stage == "scores":
-        return scores_metadata(report.items)
+    if stage in ("outputs", "scores"):  # counted in SQL: no item read but the table's first rows
+        outputs, scores = stored_counts_metadata(store, report.id)
+        return outputs if stage == "outputs" else scores
     with store.reading():
         previous = previous_run(store, report.name, report.id)
     return aggregates_metadata(report, config, previous_report(store, previous, report.id))

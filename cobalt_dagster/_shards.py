@@ -24,12 +24,11 @@ from typing import Any
 import dagster as dg
 
 from cobalt_lib import Experiment, Store
-from cobalt_lib.results import item_from_rows
 from cobalt_lib.run import Shard, ShardDone, cut, run_shard, start_run
 from cobalt_lib.store import Exchange
 
-from ._metadata import TABLE_ROWS, outputs_counts, scores_counts
-from ._replay import EXECUTED, stage_metadata, stored_report
+from ._metadata import stored_counts_metadata
+from ._replay import EXECUTED, stored_report
 from ._resource import CobaltResource, run_async
 from ._stages import mode_of
 
@@ -119,9 +118,10 @@ def _merge(name: str) -> dg.OpDefinition:
         store = cobalt.store()
         run_id = context.partition_key
         if mode_of(context.run.tags) == "replay":
-            report = stored_report(store, run_id)
-            for stage in ("outputs", "scores"):
-                yield dg.Output(None, stage, metadata=stage_metadata(stage, report, store, cobalt.config()))
+            stored_report(store, run_id)  # a run not stored, or still running, says so
+            outputs, scores = stored_counts_metadata(store, run_id)
+            yield dg.Output(None, "outputs", metadata=outputs)
+            yield dg.Output(None, "scores", metadata=scores)
             return
         yield from merged(store, cobalt, run_id, done)
 
@@ -132,23 +132,16 @@ def merged(store: Any, cobalt: CobaltResource, run_id: str, done: list[ShardDone
     """Merge the shards' parts into the store, then report both assets from the merged rows."""
     shards = sorted((d.shard for d in done), key=lambda s: s.index)
     exchange = Exchange.for_config(cobalt.config())
-    parts = exchange.parts(run_id)
+    parts = exchange.committed(run_id)  # one listing; the markers' keys are the shards' business
     with exchange.local_files(parts, run_id) as files:
         counts = store.merge_shards(run_id, files, expected=sum(len(s) for s in shards),
                                     runs=_runs(cobalt, run_id, store), shard_items=max(len(shards[0]), 1),
                                     worked_ms=exchange.worked_ms(run_id))
-    merged_counts = store.merged_counts(run_id)
-    outputs_rows, score_rows = store.first_rows(run_id, TABLE_ROWS)
-    by_key: dict[tuple[int, int], list[dict[str, Any]]] = {}
-    for row in score_rows:
-        by_key.setdefault((row["item_index"], row["run_index"]), []).append(row)
-    first = [item_from_rows(o, by_key.get((o["item_index"], o["run_index"]), [])) for o in outputs_rows]
+    outputs, scores = stored_counts_metadata(store, run_id)
     shared = {"shards": dg.MetadataValue.int(len(shards)), "parts": dg.MetadataValue.int(len(parts)),
               "duplicates_dropped": dg.MetadataValue.int(counts["duplicates"])}
-    statuses = merged_counts["statuses"]
-    yield dg.Output(None, "outputs", metadata={**outputs_counts(sum(statuses.values()), statuses), **shared})
-    yield dg.Output(None, "scores", metadata=scores_counts(merged_counts["evaluators"], merged_counts["judge_calls"],
-                                                            merged_counts["cached"], first))
+    yield dg.Output(None, "outputs", metadata={**outputs, **shared})
+    yield dg.Output(None, "scores", metadata=scores)
 
 
 def _runs(cobalt: CobaltResource, run_id: str, store: Any) -> int:

@@ -15,7 +15,7 @@ import dagster as dg
 from cobalt_lib import AssertionResult, Experiment, Store
 from cobalt_lib.gates import Assertion
 from cobalt_lib.run import finish_from_store, start_run
-from cobalt_lib.store import load_report
+from cobalt_lib.store import streamed_report
 
 from ._metadata import aggregates_metadata, dataset_metadata, num, previous_report, previous_run
 from ._replay import EXECUTED, RECORDED, is_recording, stage_metadata, stored_report
@@ -118,7 +118,7 @@ def _gate_verdicts(store: Store, run: dict[str, Any], gate: str) -> list[Asserti
     stored before verdicts named their gate: from its report)."""
     rows = store.rows("verdicts", run["run_id"])
     if rows and all(r.get("gate") is None for r in rows):
-        return [a for a in load_report(store, run["run_id"], run=run).assertions if a.gate == gate]
+        return [a for a in streamed_report(store, run["run_id"], run=run).assertions if a.gate == gate]
     return [AssertionResult(name=r["name"], gate=r["gate"] or "", passed=bool(r["passed"]), message=r["message"] or "",
                             actual=r["actual"], expected=r["expected"]) for r in rows if r.get("gate") == gate]
 

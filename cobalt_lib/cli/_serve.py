@@ -120,13 +120,15 @@ def serve_dashboard(config: Config, port: int | None = None, *, open_browser: bo
 
     collector = start_collector(config)
     env = {**os.environ, "DAGSTER_HOME": str(dagster_home(config)), "COBALT_PROJECT_DIR": str(config.root)}
-    commands = dagster_commands(target)
     watcher = DefinitionsWatcher(config, url)  # before the load: no change missed; through the proxy, as a script
-    from cobalt_dagster import WEBSERVER_SECRET_VARIABLE, WEBSERVER_SOCKET_VARIABLE
+    from cobalt_dagster import WEBSERVER_SECRET_VARIABLE, WEBSERVER_SOCKET_VARIABLE, shared_code_server
 
     inner_env = {**env, WEBSERVER_SOCKET_VARIABLE: socket_path, WEBSERVER_SECRET_VARIABLE: secret}
-    children = [subprocess.Popen(cmd, env=env if i else inner_env, cwd=config.root, start_new_session=True,
-                                 stdout=subprocess.DEVNULL if i else None) for i, cmd in enumerate(commands)]
+    # One code server for the webserver and the daemon (`cobalt_dagster._code_server`): without it the
+    # daemon starts a fresh one every minute or so, most of an idle `cobalt serve`'s CPU.
+    code = shared_code_server(target, hidden, config.root)
+    children = [] if code is None else [subprocess.Popen(code.command, env=env, cwd=config.root,
+                                                         start_new_session=True, stdout=subprocess.DEVNULL)]
     stopping = False
 
     def stop(signum: int, frame: object) -> None:
@@ -135,6 +137,12 @@ def serve_dashboard(config: Config, port: int | None = None, *, open_browser: bo
 
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
+        if code is not None:
+            _wait_code_server(code.socket, children, lambda: stopping)
+        webserver, daemon = dagster_commands(target if code is None else code.target)
+        children += [subprocess.Popen(webserver, env=inner_env, cwd=config.root, start_new_session=True),
+                     subprocess.Popen(daemon, env=env, cwd=config.root, start_new_session=True,
+                                      stdout=subprocess.DEVNULL)]
         if _wait_ready(url, children, lambda: stopping):
             typer.echo(f"cobalt pages:     {pages.login_url}\ndagster UI:       {url}  (Ctrl-C stops both)")
             if collector is not None:
@@ -216,6 +224,14 @@ def _serve_pages_only(config: Config, port: int, open_browser: bool | None) -> i
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return 0
+
+
+def _wait_code_server(socket: str, children: list[subprocess.Popen[bytes]], stopping: Callable[[], bool]) -> None:
+    """Start the webserver and daemon once the shared code server listens: loading before it would show
+    the code location as failed until the next reload."""
+    from cobalt_dagster import wait_for_code_server
+
+    wait_for_code_server(socket, lambda: not stopping() and all(c.poll() is None for c in children))
 
 
 def _wait_ready(url: str, children: list[subprocess.Popen[bytes]], stopping: Callable[[], bool]) -> bool:

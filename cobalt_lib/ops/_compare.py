@@ -8,10 +8,11 @@ from .._errors import ConfigError
 from ..calibration._compare import compare_agreement, is_grading_run
 from ..config._config import Config
 from ..render._compare import lost_text, missing_text
-from ..results._compare import GRADING_RULE, Comparison, compare_reports
+from ..results._compare import GRADING_RULE, Comparison, compare_chunks, compare_reports
 from ..results._evaluation_identity import refusal
 from ..results._report import ExperimentReport
-from ..store._history import load_report
+from ..store._history import stored_pair_chunks, streamed_report
+from ..store._store import Store
 from ._refs import pair_ids, store_with_runs
 
 
@@ -37,7 +38,7 @@ def compare_runs(config: Config, run_a: str, run_b: str, *, experiment: str | No
         raise ConfigError(f"--top must be 0 or more, got {top}.")
     store = store_with_runs(config, "runs to compare")
     ids, scope = pair_ids(store, (run_a, run_b), experiment)
-    reports = [load_report(store, run_id) for run_id in ids]
+    reports = [streamed_report(store, run_id) for run_id in ids]
     unfinished = [f"{side} ({r.id}) is {r.status}" for side, r in zip("AB", reports, strict=True)
                   if r.status != "completed"]
     if unfinished and fail_on_regression:
@@ -45,7 +46,7 @@ def compare_runs(config: Config, run_a: str, run_b: str, *, experiment: str | No
                           "only: wait for it, or finish it with `cobalt run --resume`.")
     from ..datasets import with_version_diffs
 
-    result = compare_stored(reports[0], reports[1], top=top)
+    result = compare_stored(reports[0], reports[1], top=top, store=store)
     result.identity_changes = with_version_diffs(store, reports[0].identity, reports[1].identity,
                                                  result.identity_changes)
     result.scope = scope
@@ -55,10 +56,14 @@ def compare_runs(config: Config, run_a: str, run_b: str, *, experiment: str | No
                           regressions=regression_reasons(result, accept_identity_change=accept_identity_change))
 
 
-def compare_stored(a: ExperimentReport, b: ExperimentReport, *, top: int = 5) -> Comparison:
-    """`compare_reports`; two grading runs (`cobalt grade`) are judged by agreement with the human scores:
-    their mean grades are shown, with no verdict (a better grader can grade lower on average)."""
-    result = compare_reports(a, b, top=top)
+def compare_stored(a: ExperimentReport, b: ExperimentReport, *, top: int = 5, store: Store | None = None,
+                   ) -> Comparison:
+    """`compare_reports`; with `store`, the items paired in the store and streamed in chunks (bounded memory:
+    `a` and `b` need no items, `streamed_report`'s). Two grading runs (`cobalt grade`) are judged by agreement
+    with the human scores: their mean grades are shown, with no verdict (a better grader can grade lower on
+    average)."""
+    result = (compare_reports(a, b, top=top) if store is None
+              else compare_chunks(a, b, stored_pair_chunks(store, a.id, b.id), top=top))
     if is_grading_run(a) and is_grading_run(b):
         result.agreement = compare_agreement(a, b, resamples=result.resamples, seed=result.seed,
                                              confidence=result.confidence)

@@ -13,8 +13,10 @@ from pydantic import BaseModel, Field
 from .._errors import ConfigError
 from ..config._config import Config
 from ..render._pr_comment import MAX_ITEMS, CommentSection, comment_markdown, stopped_markdown
+from ..results._compare import Comparison
 from ..results._report import ExperimentReport
-from ..store._history import load_report
+from ..results._rows import item_from_rows
+from ..store._history import streamed_report
 from ..store._store import Store
 from ._baselines import baseline_run, check_tag, named_runs, tagged_runs
 from ._compare import compare_stored, regression_reasons
@@ -99,7 +101,7 @@ def pr_comment(config: Config, *, baseline_tag: str, tag: str | None = None, run
     exclude = {str(r["run_id"]) for r in chosen}
     sections, outcome = [], CommentOutcome(body="", marker=marker, runs=sorted(exclude))
     for run in chosen:
-        report = load_report(store, str(run["run_id"]), run=run)
+        report = streamed_report(store, str(run["run_id"]), run=run)
         base = baseline_run(store, report.name, baseline_tag, exclude=exclude)
         section = _section(store, report, base, baseline_tag, accept_identity_change)
         sections.append(section)
@@ -121,19 +123,21 @@ def _section(store: Store, report: ExperimentReport, base: dict[str, Any] | None
         note = (f"no baseline: no run tagged `{baseline_tag}` has completed and passed its gates yet (the base "
                 "branch's next passing run becomes it)")
         return CommentSection(report=report, comparison=None, baseline_note=note)
-    baseline = load_report(store, str(base["run_id"]), run=base)
-    comparison = compare_stored(baseline, report, top=MAX_ITEMS)
+    baseline = streamed_report(store, str(base["run_id"]), run=base)
+    comparison = compare_stored(baseline, report, top=MAX_ITEMS, store=store)
     accept = "--accept-identity-change compares them anyway"
     reasons = regression_reasons(comparison, accept_identity_change=accept_identity_change, accept=accept)
     note = f"baseline run `{baseline.id}` (tagged `{baseline_tag}`, passed its gates)"
     return CommentSection(report=report, comparison=comparison, baseline_note=note, regressions=reasons,
-                          reasons=_reasons(report))
+                          reasons=_reasons(store, report.id, comparison))
 
 
-def _reasons(report: ExperimentReport) -> dict[tuple[int, str], str]:
-    """Each item's first stated reason per evaluator (its first repeat that has one)."""
+def _reasons(store: Store, run_id: str, comparison: Comparison) -> dict[tuple[int, str], str]:
+    """The first stated reason per evaluator (its first repeat that has one) of each item the comment
+    shows (its largest drops), read from the store item by item: never the whole run."""
     found: dict[tuple[int, str], str] = {}
-    for item in report.items:
+    shown = dict.fromkeys(r.index for r in comparison.regressions[:MAX_ITEMS])
+    for item in (item_from_rows(row, row["scores"]) for index in shown for row in store.item_records(run_id, index)):
         for name, ev in item.evaluations.items():
             text = ev.reason or ev.error
             if text and (item.index, name) not in found:

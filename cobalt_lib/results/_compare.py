@@ -11,7 +11,9 @@ render the same `Comparison`.
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from array import array
+from collections.abc import Iterable
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -19,8 +21,8 @@ from .._numbers import fixed, percent
 from ._conversation import Divergence, diverged
 from ._direction import gain, lower_is_better
 from ._evaluation_identity import IdentityChange, identity_changes
-from ._pairing import ItemPair, Unpaired, mean_score, pair_items
-from ._report import ExperimentReport
+from ._pairing import ItemPair, PairChunk, Unpaired, pairing, score_of, unpaired_items
+from ._report import ExperimentReport, ItemResult
 
 Verdict = Literal["improved", "regressed", "no significant change", "not comparable"]
 
@@ -197,30 +199,134 @@ class Comparison(BaseModel):
 def compare_reports(a: ExperimentReport, b: ExperimentReport, *, top: int = 5, resamples: int = 2000,
                     seed: int = 0, confidence: float = 0.95) -> Comparison:
     """Compare run `b` against baseline run `a` (deltas are B - A); reproducible for a given seed."""
+    return compare_chunks(a, b, [pairing(a.items, b.items)], top=top, resamples=resamples, seed=seed,
+                          confidence=confidence)
+
+
+def compare_chunks(a: ExperimentReport, b: ExperimentReport, chunks: Iterable[PairChunk], *, top: int = 5,
+                   resamples: int = 2000, seed: int = 0, confidence: float = 0.95) -> Comparison:
+    """`compare_reports` over the runs' pairing in parts (`chunks`: the whole pairing, or chunks streamed
+    from the store in identity order): each part is tallied and let go, so memory holds the per-item
+    differences (16 bytes a pair per evaluator), the `top` changes and what changed status, not the
+    items; `a` and `b` give the rest (summaries, identities), their items unread. The same figures
+    whatever the parts: what depends on order is put in B's order at the end."""
     if resamples < 1:
         raise ValueError(f"resamples must be 1 or more, got {resamples}.")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be between 0 and 1, got {confidence}.")
-    pairs, unpaired = pair_items(a.items, b.items)
-    changes = _score_changes(pairs)
-    conversations, parted = diverged(pairs)
+    tally = _Tally(top)
+    for chunk in chunks:
+        tally.add(chunk)
     result = Comparison(
         run_a=a.id, run_b=b.id, experiment_a=a.name, experiment_b=b.name, timestamp_a=a.timestamp,
-        timestamp_b=b.timestamp, confidence=confidence, resamples=resamples, seed=seed, paired=len(pairs),
-        unpaired=unpaired, status_changes=_status_changes(pairs), flaky=_flaky(pairs),
-        conversations=conversations, diverged=parted,
+        timestamp_b=b.timestamp, confidence=confidence, resamples=resamples, seed=seed, paired=tally.paired,
+        unpaired=unpaired_items(tally.only_a, tally.only_b), status_changes=_by_index(tally.status_changes),
+        flaky=_by_index(tally.flaky), conversations=tally.conversations, diverged=_by_index(tally.diverged),
         metrics=[_metric_delta(a, b, path) for path in RUN_METRICS],
         identity_changes=[] if a.identity is None and b.identity is None else identity_changes(a.identity, b.identity),
     )
-    for name in _evaluator_names(a, b):
-        diffs = [c.delta for c in changes if c.evaluator == name]
-        delta = _evaluator_delta(a, b, name, diffs, resamples, seed, confidence)
-        _count_scored(delta, pairs, ran_in_b=_ran(b, name))
+    for name in dict.fromkeys([*a.summary.scores, *b.summary.scores, *tally.names]):
+        delta = _evaluator_delta(name, tally.mean(a, "a", name), tally.mean(b, "b", name), tally.diffs_of(name),
+                                 resamples, seed, confidence)
+        scored_a, scored_b, lost = tally.scored.get(name, (0, 0, 0))
+        ran_in_b = name in b.summary.scores or name in tally.names_b  # an evaluator dropped from B is not B's error
+        delta.scored_a, delta.scored_b, delta.lost = scored_a, scored_b, lost if ran_in_b else 0
         result.evaluators.append(delta)
-    # A lower-is-better evaluator (`*Latency`) improves when its score drops.
-    result.regressions = sorted((c for c in changes if gain(c.evaluator, c.delta) < 0), key=_largest_first)[:top]
-    result.improvements = sorted((c for c in changes if gain(c.evaluator, c.delta) > 0), key=_largest_first)[:top]
+    result.regressions, result.improvements = tally.worst(), tally.best()
     return result
+
+
+_Indexed = TypeVar("_Indexed", StatusChange, FlakyItem, Divergence)
+
+
+def _by_index(found: list[_Indexed]) -> list[_Indexed]:
+    """In B's order (each paired item's index in B is its own): as pairing the whole runs lists them."""
+    return sorted(found, key=lambda f: f.index)
+
+
+class _Tally:
+    """What a comparison keeps of the pairs it has seen."""
+
+    def __init__(self, top: int) -> None:
+        self.top = top
+        self.paired = self.conversations = 0
+        self.only_a: dict[int, str] = {}
+        self.only_b: dict[int, str] = {}
+        self.status_changes: list[StatusChange] = []
+        self.flaky: list[FlakyItem] = []
+        self.diverged: list[Divergence] = []
+        self.names: dict[str, None] = {}  # every evaluator any item of either run has, in the order met
+        self.names_b: set[str] = set()
+        self.scored: dict[str, tuple[int, int, int]] = {}  # scored in A, in B, lost in B
+        self.sums: dict[tuple[str, str], tuple[float, int]] = {}  # (side, evaluator): every item's scores
+        self._diffs: dict[str, tuple[array[int], array[float]]] = {}  # (index in B, delta) per pair
+        self._worst: list[ItemChange] = []
+        self._best: list[ItemChange] = []
+
+    def add(self, chunk: PairChunk) -> None:
+        self.paired += len(chunk.pairs)
+        for side, unpaired, into in (("a", chunk.only_a, self.only_a), ("b", chunk.only_b, self.only_b)):
+            for index, (ident, repeats) in unpaired.items():
+                into[index] = ident
+                self._seen(side, repeats)
+        for pair in chunk.pairs:
+            self._seen("a", pair.a)
+            self._seen("b", pair.b)
+            self._count(pair)
+        self.status_changes += _status_changes(chunk.pairs)
+        self.flaky += _flaky(chunk.pairs)
+        conversations, parted = diverged(chunk.pairs)
+        self.conversations += conversations
+        self.diverged += parted
+        self._changes(chunk.pairs)
+
+    def _seen(self, side: str, repeats: list[ItemResult]) -> None:
+        for item in repeats:
+            for name in item.evaluations:
+                self.names.setdefault(name)
+                if side == "b":
+                    self.names_b.add(name)
+                if (value := score_of(item, name)) is not None:
+                    total, count = self.sums.get((side, name), (0.0, 0))
+                    self.sums[(side, name)] = (total + value, count + 1)
+
+    def _count(self, pair: ItemPair) -> None:
+        for name in {n for r in [*pair.a, *pair.b] for n in r.evaluations}:
+            score_a, score_b = pair.score("a", name), pair.score("b", name)
+            scored_a, scored_b, lost = self.scored.get(name, (0, 0, 0))
+            self.scored[name] = (scored_a + (score_a is not None), scored_b + (score_b is not None),
+                                 lost + (score_a is not None and score_b is None))
+
+    def _changes(self, pairs: list[ItemPair]) -> None:
+        for change in _score_changes(pairs):
+            indexes, deltas = self._diffs.setdefault(change.evaluator, (array("q"), array("d")))
+            indexes.append(change.index)
+            deltas.append(change.delta)
+            side = gain(change.evaluator, change.delta)
+            if side:
+                kept = self._worst if side < 0 else self._best
+                kept.append(change)
+                if len(kept) > 4 * self.top + 64:  # cut back now and then: memory holds about `top`
+                    kept[:] = sorted(kept, key=_largest_first)[:self.top]
+
+    def worst(self) -> list[ItemChange]:
+        return sorted(self._worst, key=_largest_first)[:self.top]
+
+    def best(self) -> list[ItemChange]:
+        return sorted(self._best, key=_largest_first)[:self.top]
+
+    def diffs_of(self, name: str) -> list[float]:
+        """The evaluator's per-pair deltas in B's order (the bootstrap's draws depend on it)."""
+        indexes, deltas = self._diffs.get(name, (array("q"), array("d")))
+        return [deltas[p] for p in sorted(range(len(indexes)), key=indexes.__getitem__)]
+
+    def mean(self, report: ExperimentReport, side: str, name: str) -> float | None:
+        """The run's mean for the evaluator: its summary's, else over every item seen."""
+        stats = report.summary.scores.get(name)
+        if stats is not None and stats.avg is not None:
+            return stats.avg
+        total, count = self.sums.get((side, name), (0.0, 0))
+        return total / count if count else None
 
 
 def bootstrap_ci(diffs: list[float], *, resamples: int = 2000, seed: int = 0,
@@ -275,37 +381,8 @@ def _flaky(pairs: list[ItemPair]) -> list[FlakyItem]:
             for p in pairs if p.flaky("a") or p.flaky("b")]
 
 
-def _evaluator_names(a: ExperimentReport, b: ExperimentReport) -> list[str]:
-    names = [*a.summary.scores, *b.summary.scores]
-    names += [n for report in (a, b) for item in report.items for n in item.evaluations]
-    return list(dict.fromkeys(names))
-
-
-def _ran(report: ExperimentReport, name: str) -> bool:
-    """Whether the run had the evaluator at all (its summary lists it even when every call failed)."""
-    return name in report.summary.scores or any(name in item.evaluations for item in report.items)
-
-
-def _count_scored(delta: EvaluatorDelta, pairs: list[ItemPair], *, ran_in_b: bool) -> None:
-    name = delta.evaluator
-    for pair in pairs:
-        score_a, score_b = pair.score("a", name), pair.score("b", name)
-        delta.scored_a += score_a is not None
-        delta.scored_b += score_b is not None
-        # An evaluator dropped from B is not an error of B's; a failed call or an eval-error is.
-        delta.lost += score_a is not None and score_b is None and ran_in_b
-
-
-def _mean(report: ExperimentReport, name: str) -> float | None:
-    stats = report.summary.scores.get(name)
-    if stats is not None and stats.avg is not None:
-        return stats.avg
-    return mean_score(report.items, name)
-
-
-def _evaluator_delta(a: ExperimentReport, b: ExperimentReport, name: str, diffs: list[float], resamples: int,
+def _evaluator_delta(name: str, mean_a: float | None, mean_b: float | None, diffs: list[float], resamples: int,
                      seed: int, confidence: float) -> EvaluatorDelta:
-    mean_a, mean_b = _mean(a, name), _mean(b, name)
     result = EvaluatorDelta(evaluator=name, mean_a=mean_a, mean_b=mean_b, pairs=len(diffs),
                             delta=None if mean_a is None or mean_b is None else mean_b - mean_a)
     if not diffs:

@@ -77,20 +77,42 @@ def status_text(repeats: Sequence[ItemResult]) -> str:
     return f"{sum(r.status == 'ok' for r in repeats)} of {len(repeats)} ok"
 
 
-def pair_items(a: Sequence[ItemResult], b: Sequence[ItemResult]) -> tuple[list[ItemPair], list[Unpaired]]:
-    """Pairs A's and B's items by identity (each with its repeats), in B's order; the rest is unpaired."""
+@dataclass
+class PairChunk:
+    """A part of two runs' pairing (all of it, or one chunk streamed from the store): the pairs, and the
+    items of either run with no partner in this part, `{index: (identity, repeats)}`."""
+
+    pairs: list[ItemPair]
+    only_a: dict[int, tuple[str, list[ItemResult]]]
+    only_b: dict[int, tuple[str, list[ItemResult]]]
+
+
+def pairing(a: Sequence[ItemResult], b: Sequence[ItemResult]) -> PairChunk:
+    """A's and B's items paired by identity (each with its repeats), in B's order, and the rest."""
     groups_a, groups_b = by_index(a), by_index(b)
     keys_a, keys_b = _keys(groups_a), _keys(groups_b)
     index_a = {key: index for index, key in keys_a.items()}
     pairs = [ItemPair(item_id=key[0], a=groups_a[index_a[key]], b=groups_b[index])
              for index, key in keys_b.items() if key in index_a]
     in_b = set(keys_b.values())
-    only_a = {index: key[0] for index, key in keys_a.items() if key not in in_b}
-    only_b = {index: key[0] for index, key in keys_b.items() if key not in index_a}
+    return PairChunk(pairs, {index: (key[0], groups_a[index]) for index, key in keys_a.items() if key not in in_b},
+                     {index: (key[0], groups_b[index]) for index, key in keys_b.items() if key not in index_a})
+
+
+def unpaired_items(only_a: dict[int, str], only_b: dict[int, str]) -> list[Unpaired]:
+    """The items with no partner, from their `{index: identity}` in each run: an index in both is an item
+    whose input changed."""
     unpaired = [Unpaired(index=i, item_id=only_b.get(i, ""), reason="input changed") for i in only_a.keys() & only_b]
     unpaired += [Unpaired(index=i, item_id=k, reason="only in A") for i, k in only_a.items() if i not in only_b]
     unpaired += [Unpaired(index=i, item_id=k, reason="only in B") for i, k in only_b.items() if i not in only_a]
-    return pairs, sorted(unpaired, key=lambda u: (u.index, u.reason))
+    return sorted(unpaired, key=lambda u: (u.index, u.reason))
+
+
+def pair_items(a: Sequence[ItemResult], b: Sequence[ItemResult]) -> tuple[list[ItemPair], list[Unpaired]]:
+    """Pairs A's and B's items by identity (each with its repeats), in B's order; the rest is unpaired."""
+    chunk = pairing(a, b)
+    return chunk.pairs, unpaired_items({i: k for i, (k, _) in chunk.only_a.items()},
+                                       {i: k for i, (k, _) in chunk.only_b.items()})
 
 
 def _keys(groups: dict[int, list[ItemResult]]) -> dict[int, tuple[str, int]]:

@@ -4,7 +4,15 @@ the exchange of Dagster's shards, and reading stored runs back as reports."""
 from __future__ import annotations
 
 from ._exchange import Exchange
-from ._history import load_report, resolve_run, stored_item_batches, stored_items
+from ._history import (
+    StreamedItems,
+    load_report,
+    resolve_run,
+    stored_item_batches,
+    stored_items,
+    stored_pair_chunks,
+    streamed_report,
+)
 from ._store import TABLES, Store
 from ._writer import BatchWriter
 
@@ -13,8 +21,11 @@ __all__ = [
     "BatchWriter",
     "Exchange",
     "Store",
+    "StreamedItems",
     "load_report",
     "resolve_run",
     "stored_item_batches",
     "stored_items",
+    "stored_pair_chunks",
+    "streamed_report",
 ]

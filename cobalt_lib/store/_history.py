@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import itertools
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from .._errors import ConfigError
+from ..results._pairing import ItemPair, PairChunk
+from ..results._repeats import by_index
 from ..results._report import AssertionResult, ExperimentReport, ItemResult, Summary
-from ..results._results_file import read_results
+from ..results._results_file import read_header, read_results
 from ..results._rows import item_from_rows, stats_from_row
 from ._store import Store
 
@@ -77,18 +80,112 @@ def stored_item_batches(store: Store, run_id: str, chunk: int = CHUNK_ITEMS, *,
         outputs, scores = store.item_chunk(run_id, after=after, limit=chunk, with_scores=with_scores)
         if not outputs:
             return
-        by_key: dict[tuple[int, int], list[dict[str, Any]]] = {}
-        for row in scores:
-            by_key.setdefault((row["item_index"], row["run_index"]), []).append(row)
-        yield [item_from_rows(o, by_key.get((o["item_index"], o["run_index"]), [])) for o in outputs]
+        yield _items_of(outputs, scores)
         if len(outputs) < chunk:
             return
         after = (outputs[-1]["item_index"], outputs[-1]["run_index"])
 
 
-def _from_rows(store: Store, run: dict[str, Any]) -> ExperimentReport:
+def stored_pair_chunks(store: Store, run_a: str, run_b: str, chunk: int = CHUNK_ITEMS) -> Iterator[PairChunk]:
+    """Two stored runs' items paired by identity, as `results._pairing.pairing` pairs them, `chunk` keys
+    at a time in identity order (`Store.pair_chunk`): what `compare_chunks` tallies in bounded memory."""
+    after: tuple[str, int] | None = None
+    while True:
+        keys, rows = store.pair_chunk(run_a, run_b, after=after, limit=chunk)
+        if not keys:
+            return
+        groups = {run_id: by_index(_items_of(outputs, scores)) for run_id, (outputs, scores) in rows.items()}
+        part = PairChunk([], {}, {})
+        for key in keys:
+            index_a, index_b, ident = key["index_a"], key["index_b"], str(key["ident"])
+            if index_a is not None and index_b is not None:
+                part.pairs.append(ItemPair(item_id=ident, a=groups[run_a][index_a], b=groups[run_b][index_b]))
+            elif index_a is not None:
+                part.only_a[index_a] = (ident, groups[run_a][index_a])
+            else:
+                part.only_b[index_b] = (ident, groups[run_b][index_b])
+        yield part
+        if len(keys) < chunk:
+            return
+        after = (str(keys[-1]["ident"]), int(keys[-1]["occ"]))
+
+
+def _items_of(outputs: list[dict[str, Any]], scores: list[dict[str, Any]]) -> list[ItemResult]:
+    by_key: dict[tuple[int, int], list[dict[str, Any]]] = {}
+    for row in scores:
+        by_key.setdefault((row["item_index"], row["run_index"]), []).append(row)
+    return [item_from_rows(o, by_key.get((o["item_index"], o["run_index"]), [])) for o in outputs]
+
+
+def streamed_report(store: Store, run_id: str, *, run: dict[str, Any] | None = None) -> ExperimentReport:
+    """The run's report with its items streamed from the store (`StreamedItems`): the header (summary,
+    config, verdicts, identity) from the results file, its items skipped, or from the store's rows.
+    Memory stays flat in the run's size: what a recording reads (`load_report` holds every item)."""
+    run = run if run is not None else store.require_run(run_id)
+    items = StreamedItems(store, run_id)
+    path = run.get("results_path")
+    if path and Path(path).is_file():
+        try:
+            report = read_header(path)
+        except ValueError:  # cut short or not laid out as cobalt writes it: the rows hold the same header
+            report = None
+        if report is not None:
+            report.status = run["status"] if report.status == "running" else report.status
+            if report.identity is None:
+                report.identity = store.identities_of([run_id]).get(run_id)
+            report.items = items
+            return report
+    with store.reading():
+        report = _from_rows(store, run, [])
+    report.items = items  # after validation, which would copy them into a list
+    return report
+
+
+class StreamedItems(Sequence[ItemResult]):
+    """A stored run's items, read from the store `CHUNK_ITEMS` at a time on every pass (never held):
+    `len` is one count; iteration streams in (index, run_index) order; indexing reads up to the
+    position (a pass), so code that wants items by position should iterate once instead."""
+
+    def __init__(self, store: Store, run_id: str) -> None:
+        self._store = store
+        self._run_id = run_id
+        self._count: int | None = None
+
+    def __len__(self) -> int:
+        if self._count is None:
+            self._count = self._store.live_counts(self._run_id)["done"]
+        return self._count
+
+    def __iter__(self) -> Iterator[ItemResult]:
+        for batch in stored_item_batches(self._store, self._run_id):
+            yield from batch
+
+    @overload
+    def __getitem__(self, key: int) -> ItemResult: ...
+
+    @overload
+    def __getitem__(self, key: slice) -> list[ItemResult]: ...
+
+    def __getitem__(self, key: int | slice) -> ItemResult | list[ItemResult]:
+        if isinstance(key, slice):
+            chosen = range(len(self))[key]
+            if not chosen:
+                return []
+            low = min(chosen)  # one pass over the span the slice covers
+            span = list(itertools.islice(iter(self), low, max(chosen) + 1))
+            return [span[p - low] for p in chosen]
+        position = key + len(self) if key < 0 else key
+        if not 0 <= position < len(self):
+            raise IndexError(f"item {key} of {len(self)}: out of range")
+        return next(itertools.islice(iter(self), position, None))
+
+    def __repr__(self) -> str:
+        return f"StreamedItems(run {self._run_id})"
+
+
+def _from_rows(store: Store, run: dict[str, Any], items: list[ItemResult] | None = None) -> ExperimentReport:
     run_id = run["run_id"]
-    items = stored_items(store, run_id)
+    items = stored_items(store, run_id) if items is None else items
     summary = Summary.model_validate(run["summary"]) if run.get("summary") else Summary()
     for row in store.rows("aggregates", run_id):
         (summary.scores if row["kind"] == "evaluator" else summary.metrics)[row["metric"]] = stats_from_row(row)

@@ -9,7 +9,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._tables import fetch
+from ._tables import fetch, present_columns
 from ._values import restore
 
 #: A JSON object's key (`"country":`), which an item search skips: it matches values, not field names.
@@ -50,6 +50,36 @@ class ItemReads:
         restore(outputs, self.values_dir)
         restore(scores, self.values_dir)
         return outputs, scores
+
+    def pair_chunk(self, run_a: str, run_b: str, *, after: tuple[str, int] | None = None, limit: int = 2000,
+                   ) -> tuple[list[dict[str, Any]], dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]]]:
+        """One chunk of two runs' items paired by identity (`results._pairing`: the item's id, else
+        `#index`, with its occurrence among the run's items of that identity), over one short
+        connection: up to `limit` keys after `after` (identity, occurrence) in key order, each with its
+        index in A and in B (None: not in that run), and per run (`run_a`, `run_b`) the `outputs` and
+        `scores` rows of those indexes, every repeat (by key, then evaluator)."""
+        ident, occurrence = after if after is not None else ("", -1)
+        with self.connect(read_only=True) as con:
+            keys = ("SELECT item_index, ident, row_number() OVER (PARTITION BY ident ORDER BY item_index) - 1 AS occ "
+                    f"FROM (SELECT item_index, {_identity(con)} AS ident FROM outputs WHERE run_id = {{}} "
+                    "GROUP BY item_index)")
+            pairs = fetch(con, f"WITH ka AS ({keys.format('$1')}), kb AS ({keys.format('$2')}) "
+                               "SELECT ident, occ, ka.item_index AS index_a, kb.item_index AS index_b "
+                               "FROM ka FULL OUTER JOIN kb USING (ident, occ) "
+                               "WHERE ident > $3 OR (ident = $3 AND occ > $4) ORDER BY ident, occ LIMIT $5",
+                          [run_a, run_b, ident, occurrence, int(limit)])
+            rows = {}
+            for run_id, side in ((run_a, "index_a"), (run_b, "index_b")):
+                indexes = [p[side] for p in pairs if p[side] is not None]
+                rows[run_id] = (
+                    fetch(con, "SELECT * FROM outputs WHERE run_id = ? AND item_index IN (SELECT unnest(?)) "
+                               "ORDER BY item_index, run_index", [run_id, indexes]),
+                    fetch(con, "SELECT * FROM scores WHERE run_id = ? AND item_index IN (SELECT unnest(?)) "
+                               "ORDER BY item_index, run_index, evaluator", [run_id, indexes])) if indexes else ([], [])
+        for outputs, scores in rows.values():
+            restore(outputs, self.values_dir)
+            restore(scores, self.values_dir)
+        return pairs, rows
 
     def item_page(self, run_id: str, *, offset: int = 0, limit: int = 50, sort: str = "index",
                   descending: bool = False, search: str = "", only: str | None = None,
@@ -130,3 +160,13 @@ class ItemReads:
         if not run_ids:
             return []
         return self.query(f"SELECT * FROM {table} WHERE run_id IN (SELECT unnest(?))", [list(run_ids)])
+
+
+def _identity(con: Any) -> str:
+    """An item's identity in SQL, as `ItemResult` gives it (its first repeat's): its `item_id`; in a
+    store from before that column, its `id`, else its `input_hash` (older still: `#index`)."""
+    present = present_columns(con, "table_name = 'outputs'").get("outputs", set())
+    first = [f"nullif(arg_min({expression}, run_index), '')" for column, expression in (
+        ("item_id", "item_id"), ("input", "json_extract_string(input, '$.id')"), ("input_hash", "input_hash"))
+        if column in present and (column != "input" or "item_id" not in present)]
+    return "coalesce(" + ", ".join([*first, "'#' || item_index"]) + ")"

@@ -159,6 +159,10 @@ def test_serve_lists_assets_and_checks_guards_the_webserver_and_stops_on_ctrl_c(
     children = descendants(proc.pid)
     assert any("cobalt_dagster._webserver" in args for args in children.values()), children  # on its Unix socket
     assert any("dagster-daemon" in args for args in children.values()), children
+    # One code server, the webserver's and the daemon's: neither starts one of its own (the daemon's
+    # every minute or so made most of an idle serve's CPU).
+    shared = [args for args in children.values() if "code-server start" in args]
+    assert len(shared) == 1 and sum(" api grpc " in args for args in children.values()) == 1, children
     proc.send_signal(signal.SIGINT)
     code = proc.wait(timeout=scaled(60))  # stops promptly; how promptly is no test's business under load
     assert code == 0

@@ -6,6 +6,7 @@ Dagster project); the instance they are recorded in is the project's own `.cobal
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -159,6 +160,68 @@ def test_the_default_does_no_dagster_work_and_the_record_sensor_catches_up(tmp_p
         again = sensor(dg.build_sensor_context(instance=instance, definitions=defs))
     assert isinstance(again, dg.SensorResult) and not again.run_requests  # each run is recorded once
     assert set(store.dagster_runs_of([r["run_id"] for r in runs])) == recordable
+
+
+def _tick(defs: dg.Definitions, instance: dg.DagsterInstance, cursor: str | None) -> dg.SensorResult:
+    sensor = defs.resolve_sensor_def(cobalt_dagster.RECORD_SENSOR)
+    result = sensor(dg.build_sensor_context(instance=instance, definitions=defs, cursor=cursor))
+    assert isinstance(result, dg.SensorResult)
+    return result
+
+
+def _launch(defs: dg.Definitions, instance: dg.DagsterInstance, result: dg.SensorResult) -> dict[str, bool]:
+    """What the daemon does with a tick's requests, done here in process: `{partition: succeeded}`."""
+    for partition_request in result.dynamic_partitions_requests or []:
+        instance.add_dynamic_partitions(partition_request.partitions_def_name,
+                                        list(partition_request.partition_keys or []))
+    outcome = {}
+    for request in result.run_requests or []:
+        job = defs.resolve_job_def(request.job_name or "").get_subset(
+            asset_selection=set(request.asset_selection or []),
+            asset_check_selection=set(request.asset_check_keys or []))
+        executed = job.execute_in_process(instance=instance, partition_key=request.partition_key,
+                                          tags=request.tags, run_config=request.run_config, raise_on_error=False)
+        outcome[str(request.partition_key)] = executed.success
+    return outcome
+
+
+def test_twenty_five_failing_recordings_never_block_a_good_one(tmp_path: Path) -> None:
+    root = copy_example(tmp_path)
+    config = load_config(root)
+    store = Store.for_config(config)
+    damaged = [f"damaged-{i:02d}" for i in range(25)]
+    for run_id in damaged:  # failed runs older than the good one, with a summary no report can be read from
+        store.start_run({"run_id": run_id, "experiment": "support-bot", "started_at": "2026-01-01T00:00:00+00:00",
+                         "tags": [], "config": {}})
+        store.finish_run({"run_id": run_id, "experiment": "support-bot", "status": "failed", "tags": [],
+                          "started_at": "2026-01-01T00:00:00+00:00", "config": {},
+                          "summary": {"total_items": "many"}}, [], [])
+    assert cobalt(root, "run", "--ci", "--filter", "support").returncode == 0
+    [good] = [r["run_id"] for r in store.runs() if r["run_id"] not in damaged]
+    defs = cobalt_dagster.build_definitions(root)
+    with cobalt_dagster.local_instance(config) as instance:
+        first = _tick(defs, instance, None)
+        assert _launch(defs, instance, first) == dict.fromkeys(damaged, False)  # the 25 oldest, each failing
+        second = _tick(defs, instance, first.cursor)
+        assert _launch(defs, instance, second) == {good: True}  # the failures wait; the good run goes on
+        third = _tick(defs, instance, second.cursor)
+        assert not third.run_requests  # nothing due yet: nothing asked twice
+        state = json.loads(third.cursor or "")["runs"]  # the good run recorded, it is off the books
+        assert set(state) == set(damaged) and {e["attempt"] for e in state.values()} == {1}
+        assert all("validation error for Summary" in e["reason"] and e["retry_at"] > e["requested_at"]
+                   for e in state.values())
+        assert store.dagster_runs_of([good, *damaged]).keys() == {good}
+
+        for entry in state.values():  # their backoff over: each is tried again, a Dagster run of its own
+            entry["retry_at"] = 0
+        retried = _tick(defs, instance, json.dumps({"runs": state}))
+        assert {r.partition_key: r.tags["cobalt/record-attempt"] for r in retried.run_requests or []} == {
+            run_id: f"{run_id}/2" for run_id in damaged}
+        last = json.loads(retried.cursor or "")["runs"]
+        last[damaged[0]].update(attempt=4, requested_at=0)  # a last attempt whose run never started: given up
+        given_up = _tick(defs, instance, json.dumps({"runs": last}))
+    assert damaged[0] not in json.loads(given_up.cursor or "")["runs"]
+    assert store.query("SELECT how FROM dagster_runs WHERE run_id = ?", [damaged[0]]) == [{"how": "failed"}]
 
 
 @pytest.mark.parametrize("how", ["config", "flag", "environment"])

@@ -70,3 +70,44 @@ def test_compare_needs_runs_and_a_sane_top(project: Path) -> None:
         compare_runs(config, "previous", "latest")
     with pytest.raises(ConfigError, match=re.escape("--top must be 0 or more, got -1.")):
         compare_runs(config, "previous", "latest", top=-1)
+
+
+#: Items with ids (two sharing one), some without; B drops one, changes the input of another, adds one,
+#: and answers differently: every kind of pair and unpaired item, with two repeats each.
+SHIFTING = '''
+import os
+from cobalt_lib import Dataset, Evaluator, experiment
+
+b = os.environ.get("SHIFT") == "b"
+items = [{"id": f"k{i % 9}", "input": f"q{i}", "expected_output": f"a{i % 3}"} for i in range(12)]
+items += [{"input": f"plain {i}", "expected_output": "a0"} for i in range(4)]
+if b:
+    items = items[1:] + [{"id": "new", "input": "n", "expected_output": "a1"}]
+    items[5] = {"input": "changed", "expected_output": "a2"}
+experiment("shifting", Dataset(items), lambda ctx: f"a{(ctx.index + ctx.run_index + (2 if b else 0)) % 3}", runs=2,
+           evaluators=[Evaluator(name="exact", type="exact-match"),
+                       Evaluator(name="len", type="function", fn=lambda ctx: len(str(ctx.output)) / 4)])
+'''
+
+
+def test_compare_streamed_from_the_store_in_chunks_is_the_in_memory_comparison(
+        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cobalt_lib import Store
+    from cobalt_lib.results import compare_reports
+    from cobalt_lib.results._compare import compare_chunks
+    from cobalt_lib.store import load_report, stored_pair_chunks, streamed_report
+
+    config = qa_config(project)
+    write_experiment(project, "shifting.cobalt.py", SHIFTING)
+    before = run(config, "shifting")
+    monkeypatch.setenv("SHIFT", "b")
+    after = run(config, "shifting")
+    store = Store.for_config(config)
+    whole = compare_reports(load_report(store, before.id), load_report(store, after.id), top=3)
+    assert whole.paired == 14 and {u.reason for u in whole.unpaired} == {"only in A", "only in B"}
+    assert whole.regressions and whole.improvements
+    headers = [streamed_report(store, run_id) for run_id in (before.id, after.id)]
+    for chunk in (1, 4, 2000):
+        streamed = compare_chunks(*headers, stored_pair_chunks(store, before.id, after.id, chunk), top=3)
+        assert streamed.model_dump() == whole.model_dump(), chunk
+    assert compare_runs(config, before.id, after.id, top=3).comparison.model_dump() == whole.model_dump()
