@@ -19,6 +19,7 @@ import dagster as dg
 from cobalt_lib import Config, Experiment, Store, load_experiments
 from cobalt_lib.links import dagster_tags, variant_tags
 
+from ._abandoned import fail_abandoned
 from ._experiments import build_experiment_defs, resources
 from ._instance import QUIET_RUN_CONFIG, local_instance, quiet_dagster_warnings
 from ._origin import job_origin
@@ -121,6 +122,8 @@ def build_record_sensor(config: Config, defs: list[ExperimentDefs],
                            "`experiment.run()`) as runs of their experiment's job: no agent or judge call.")
     def record(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         store, now = Store.for_config(config), time.time()
+        for failed in fail_abandoned(context.instance):  # killed: not STARTED for ever in the UI
+            context.log.warning(f"Dagster run {failed}: its process died; reported failed")
         state = load_state(context.cursor)
         settle(state, store, context.instance, now, context.log)
         chosen = choose(state, store, list(by_name), now)
