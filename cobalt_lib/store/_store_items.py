@@ -10,6 +10,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._tables import fetch, present_columns
+
+if TYPE_CHECKING:
+    from ._backend import Backend
 from ._values import restore
 
 #: A JSON object's key (`"country":`), which an item search skips: it matches values, not field names.
@@ -22,6 +25,8 @@ class ItemReads:
     path: Path
 
     if TYPE_CHECKING:  # what `Store` brings, for the type checker alone
+        backend: Backend
+
         def exists(self) -> bool: ...
         def connect(self, *, read_only: bool = False) -> AbstractContextManager[Any]: ...
         @property
@@ -61,9 +66,8 @@ class ItemReads:
         ident, occurrence = after if after is not None else ("", -1)
         with self.connect(read_only=True) as con:
             keys = ("SELECT item_index, ident, row_number() OVER (PARTITION BY ident ORDER BY item_index) - 1 AS occ "
-                    f"FROM (SELECT item_index, {_identity(con)} AS ident FROM outputs WHERE run_id = {{}} "
-                    "GROUP BY item_index)")
-            pairs = fetch(con, f"WITH ka AS ({keys.format('$1')}), kb AS ({keys.format('$2')}) "
+                    f"FROM ({self._identities(con)}) AS idents")
+            pairs = fetch(con, f"WITH ka AS ({keys.format(run='$1')}), kb AS ({keys.format(run='$2')}) "
                                "SELECT ident, occ, ka.item_index AS index_a, kb.item_index AS index_b "
                                "FROM ka FULL OUTER JOIN kb USING (ident, occ) "
                                "WHERE ident > $3 OR (ident = $3 AND occ > $4) ORDER BY ident, occ LIMIT $5",
@@ -80,6 +84,17 @@ class ItemReads:
             restore(outputs, self.values_dir)
             restore(scores, self.values_dir)
         return pairs, rows
+
+    def _identities(self, con: Any) -> str:
+        """SQL (`{run}` the run id) for each item index of a run with its identity (its first repeat's)."""
+        if self.backend.name == "duckdb":
+            return (f"SELECT item_index, {_identity(con)} AS ident FROM outputs WHERE run_id = {{run}} "
+                    "GROUP BY item_index")
+        # A team store is made with every column, `item_id` among them; Postgres has no arg_min.
+        return ("SELECT o.item_index, coalesce(nullif(o.item_id, ''), '#' || o.item_index) AS ident FROM outputs o "
+                "JOIN (SELECT item_index, min(run_index) AS first FROM outputs WHERE run_id = {run} "
+                "GROUP BY item_index) f "
+                "ON o.item_index = f.item_index AND o.run_index = f.first WHERE o.run_id = {run}")
 
     def item_page(self, run_id: str, *, offset: int = 0, limit: int = 50, sort: str = "index",
                   descending: bool = False, search: str = "", only: str | None = None,

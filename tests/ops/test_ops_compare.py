@@ -90,13 +90,16 @@ experiment("shifting", Dataset(items), lambda ctx: f"a{(ctx.index + ctx.run_inde
 '''
 
 
+@pytest.mark.parametrize("backend", ["duckdb", pytest.param("postgres", marks=pytest.mark.slow)])
 def test_compare_streamed_from_the_store_in_chunks_is_the_in_memory_comparison(
-        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        project: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest, backend: str) -> None:
     from cobalt_lib import Store
     from cobalt_lib.results import compare_reports
     from cobalt_lib.results._compare import compare_chunks
     from cobalt_lib.store import load_report, stored_pair_chunks, streamed_report
 
+    if backend == "postgres":  # the team store: the same pairing in Postgres's SQL
+        monkeypatch.setenv("COBALT_STORE_URL", request.getfixturevalue("pg_url"))
     config = qa_config(project)
     write_experiment(project, "shifting.cobalt.py", SHIFTING)
     before = run(config, "shifting")
