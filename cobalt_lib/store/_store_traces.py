@@ -22,6 +22,7 @@ class TraceRows:
     path: Path
 
     if TYPE_CHECKING:  # what `Store` brings, for the type checker alone
+        def exists(self) -> bool: ...
         def connect(self, *, read_only: bool = False) -> AbstractContextManager[Any]: ...
         def _transaction(self, *, ensure_schema: bool = False) -> AbstractContextManager[Any]: ...
         def write(self, batches: dict[str, list[dict[str, Any]]], *, delete_run: str | None = None,
@@ -98,7 +99,7 @@ class TraceRows:
     def window_aggregates(self, run_ids: Sequence[str]) -> list[dict[str, Any]]:
         """The `aggregates` rows (run_id, metric, mean, stddev, count) of these runs (a monitor's windows)."""
         ids = list(dict.fromkeys(run_ids))[:_CHUNK]
-        if not ids or not self.path.exists():
+        if not ids or not self.exists():
             return []
         with self.connect(read_only=True) as con:
             return fetch(con, "SELECT run_id, metric, mean, stddev, count FROM aggregates WHERE kind = ? AND run_id IN "
@@ -141,7 +142,7 @@ class TraceRows:
 
     def _has_traces(self) -> bool:
         """Whether the store has the `trace_spans` table (a store from before it, or none yet, has not)."""
-        if not self.path.exists():
+        if not self.exists():
             return False
         with self.connect(read_only=True) as con:
             return bool(con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?",

@@ -28,7 +28,11 @@ def seeded(project: Path, n: int = 40) -> Store:
     return store
 
 
-def test_a_window_scores_its_sample_once_however_often_it_is_scored(project: Path) -> None:
+@pytest.mark.parametrize("backend", ["duckdb", pytest.param("postgres", marks=pytest.mark.slow)])
+def test_a_window_scores_its_sample_once_however_often_it_is_scored(
+        project: Path, backend: str, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
+    if backend == "postgres":  # traces in, sampled and scored, on the team store
+        monkeypatch.setenv("COBALT_STORE_URL", request.getfixturevalue("pg_url"))
     store = seeded(project)
     watch = monitor("support", traces={"service.name": "support-bot", "span": "invoke_agent support"}, sample=0.5,
                     evaluators=[Evaluator(name="lyon", type="contains", value="Lyon")])
