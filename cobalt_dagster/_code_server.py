@@ -37,12 +37,10 @@ def shared_code_server(target: list[str], directory: Path, root: Path) -> CodeSe
     socket and workspace file in `directory` (the caller's private one); None for a `-w` workspace."""
     if len(target) != 2 or target[0] not in ("-m", "-f"):
         return None
-    from dagster._core.workspace.load_target import ModuleTarget, PythonFileTarget
+    from ._private import location_name
 
     kind, value = target
-    made = (ModuleTarget(value, None, str(root), None) if kind == "-m"
-            else PythonFileTarget(value, None, str(root), None))
-    location = made.create_origins()[0].location_name
+    location = location_name(kind, value, str(root))
     socket = str(directory / "code.sock")
     workspace = directory / "workspace.yaml"
     # JSON is YAML: no quoting rules of our own for a path or a name.
@@ -56,18 +54,13 @@ def shared_code_server(target: list[str], directory: Path, root: Path) -> CodeSe
 def wait_for_code_server(socket: str, alive: Callable[[], bool]) -> bool:
     """Wait until the code server on `socket` answers a ping (its proxy answers at once and loads the
     code behind it); False when `alive()` turns false first or it does not answer in `START_SECONDS`."""
-    from dagster._grpc.client import DagsterGrpcClient
+    from ._private import code_server_answers
 
-    client = DagsterGrpcClient(socket=socket)
     deadline = time.monotonic() + START_SECONDS
     pause = 0.05
     while alive() and time.monotonic() < deadline:
-        if Path(socket).exists():
-            try:
-                client.ping("cobalt")
-                return True
-            except Exception:  # not listening yet
-                pass
+        if Path(socket).exists() and code_server_answers(socket):
+            return True
         time.sleep(pause)
         pause = min(pause * 2, 1.0)
     return False

@@ -1,10 +1,11 @@
 """Every call into Dagster's private modules (`dagster._...`), the one place they are made, checked
 against the pinned range (`dagster>=1.13,<1.14` in pyproject.toml; tests/dagster_layer/test_private.py).
 
-No public API does these three things: open an instance with overrides to its `dagster.yaml` (no
+No public API does these things: open an instance with overrides to its `dagster.yaml` (no
 compute-log capture for in-process CLI runs), name the code-location origin of a job that `cobalt
 serve` loads (so the UI files a run made outside the webserver with the served job), and execute a
-run that was created on the instance (a recording keeps the run id it noted in the store first).
+run that was created on the instance (a recording keeps the run id it noted in the store first); and for
+`cobalt serve`'s one code server, the location name of its target and whether it answers yet.
 Raising the pin means re-running that test against the new minor.
 """
 
@@ -53,3 +54,22 @@ def execute_created_run(job: dg.JobDefinition, dagster_run: dg.DagsterRun, insta
     from dagster._core.execution.api import execute_run
 
     execute_run(InMemoryJob(job), dagster_run, instance)
+
+
+def location_name(kind: str, target: str, root: str) -> str:
+    """The code location name Dagster gives a `-m MODULE` or `-f FILE` target (a code server takes it)."""
+    from dagster._core.workspace.load_target import ModuleTarget, PythonFileTarget
+
+    made = ModuleTarget(target, None, root, None) if kind == "-m" else PythonFileTarget(target, None, root, None)
+    return str(made.create_origins()[0].location_name)
+
+
+def code_server_answers(socket: str) -> bool:
+    """Whether the code server on the Unix socket `socket` answers a ping."""
+    from dagster._grpc.client import DagsterGrpcClient
+
+    try:
+        DagsterGrpcClient(socket=socket).ping("cobalt")
+    except Exception:  # not listening yet
+        return False
+    return True

@@ -20,6 +20,7 @@ from typing import Any
 import dagster as dg
 
 from cobalt_lib import Store
+from cobalt_lib.render import duration
 
 #: Recordings the sensor requests per evaluation (the rest wait for the next).
 RECORDS_PER_TICK = 25
@@ -92,7 +93,8 @@ def settle(state: dict[str, Attempt], store: Store, instance: dg.DagsterInstance
             del state[run_id]
             continue
         entry.retry_at, entry.reason = now + backoff(entry.attempt), reason
-        log.warning(f"recording cobalt run {run_id} failed ({reason}); tried again in {backoff(entry.attempt):.0f} s.")
+        wait = duration(backoff(entry.attempt) * 1000)
+        log.warning(f"recording cobalt run {run_id} failed ({reason}); tried again in {wait}.")
 
 
 def _noted(store: Store, run_ids: list[str]) -> set[str]:
@@ -108,7 +110,7 @@ def _failure(instance: dg.DagsterInstance, run_id: str, entry: Attempt, now: flo
     """Why the attempt recorded nothing, once its Dagster run ended (None: not ended yet)."""
     records = instance.get_run_records(dg.RunsFilter(tags=attempt_tag(run_id, entry.attempt)), limit=1)
     if not records:
-        return (f"its Dagster run was not launched within {LAUNCH_SECONDS:.0f} s"
+        return (f"its Dagster run was not launched within {duration(LAUNCH_SECONDS * 1000)}"
                 if now - entry.requested_at > LAUNCH_SECONDS else None)
     run = records[0].dagster_run
     if run.status not in _ENDED:

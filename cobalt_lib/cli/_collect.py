@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ..render import money
 from ._app import Group, _App, app
 from ._common import project_config
 
@@ -185,7 +186,7 @@ def score(name: Annotated[str, typer.Argument(help="The monitor's name, as `moni
     watch = _monitor(config, name)
     for key in windows:
         result = score_window(watch, key, config)
-        print(f"{key}: {result.status}, {result.traces} traces, judge ${result.spent_usd:.4f}, run {result.run_id}"
+        print(f"{key}: {result.status}, {result.traces} traces, judge {money(result.spent_usd)}, run {result.run_id}"
               + (f"\n  {result.note}" if result.note else ""))
         checks = drift_checks(watch, key, config)
         for check in checks:

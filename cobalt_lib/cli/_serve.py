@@ -7,6 +7,7 @@ enter, and answers only requests carrying the proxy's secret header (`cobalt_dag
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
@@ -127,8 +128,11 @@ def serve_dashboard(config: Config, port: int | None = None, *, open_browser: bo
     # One code server for the webserver and the daemon (`cobalt_dagster._code_server`): without it the
     # daemon starts a fresh one every minute or so, most of an idle `cobalt serve`'s CPU.
     code = shared_code_server(target, hidden, config.root)
+    # Ctrl-C reaches it as SIGINT even where `cobalt serve` runs as a shell's background job (SIGINT
+    # ignored, which a child inherits): dagster's webserver and daemon set their own handler, it does not.
     children = [] if code is None else [subprocess.Popen(code.command, env=env, cwd=config.root,
-                                                         start_new_session=True, stdout=subprocess.DEVNULL)]
+                                                         start_new_session=True, stdout=subprocess.DEVNULL,
+                                                         preexec_fn=_default_sigint)]
     stopping = False
 
     def stop(signum: int, frame: object) -> None:
@@ -248,8 +252,13 @@ def _wait_ready(url: str, children: list[subprocess.Popen[bytes]], stopping: Cal
     return False
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _stop(children: list[subprocess.Popen[bytes]]) -> None:
-    """SIGINT each child (dagster ignores SIGTERM from scripts), then kill what is left after 10 s."""
+    """SIGINT each child (dagster ignores SIGTERM from scripts), then kill what is left after 10 s, and
+    what a child started and left behind (each child leads a session of its own: its process group)."""
     for child in children:
         if child.poll() is None:
             child.send_signal(signal.SIGINT)
@@ -260,6 +269,9 @@ def _stop(children: list[subprocess.Popen[bytes]]) -> None:
         except subprocess.TimeoutExpired:
             child.kill()
             child.wait()
+    for child in children:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(child.pid, signal.SIGKILL)
 
 
 @app.command()

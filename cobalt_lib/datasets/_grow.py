@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._errors import DatasetError
+from .._numbers import number
 from ..store import Store
 from ..store._history import resolve_run
 from ._models import PushOutcome
@@ -46,8 +47,8 @@ def add_from_labels(store: Store, name: str, experiment: str, *, evaluator: str 
               if row.get("value") is not None and float(row["value"]) <= at_most]
     if not labels:
         scope = f"{experiment!r}" + (f", evaluator {evaluator!r}" if evaluator else "")
-        raise DatasetError(f"No label of {scope} is {at_most:g} or below; label failing items first (the pages, or "
-                           "`cobalt labels import`).")
+        raise DatasetError(f"No label of {scope} is {number(at_most)} or below; label failing items first (the pages, "
+                           "or `cobalt labels import`).")
     held = store.items_by_id(experiment, sorted({str(row["item_id"]) for row in labels}))
     rows, seen = [], set()
     for label in labels:

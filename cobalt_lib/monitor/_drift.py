@@ -25,6 +25,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .._numbers import decimal, number
+
 #: The false-alarm rate per window tested on a stable evaluator.
 ALPHA = 0.01
 LAMBDA = 0.5
@@ -64,9 +66,10 @@ class DriftTest:
     def sentence(self, evaluator: str) -> str:
         moved = "fell" if self.shift < 0 else "rose"
         low, high = self.interval
-        return (f"{evaluator} {moved} by {abs(self.shift):.3g} to {self.ewma:.3g} (95% interval {low:+.3g} "
-                f"to {high:+.3g}) against its {self.baseline_windows}-window baseline of "
-                f"{self.baseline_mean:.3g}; t = {self.statistic:.2f}, limit {self.limit:.2f}.")
+        return (f"{evaluator} {moved} by {number(abs(self.shift))} to {number(self.ewma)} (95% interval "
+                f"{number(low, sign=True)} to {number(high, sign=True)}) against its {self.baseline_windows}-window "
+                f"baseline of {number(self.baseline_mean)}; t = {decimal(self.statistic)}, "
+                f"limit {decimal(self.limit)}.")
 
 
 def drift_test(windows: Sequence[Window], *, baseline: int = 14, lower_is_better: bool = False) -> DriftTest | None:

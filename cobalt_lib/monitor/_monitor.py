@@ -24,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from .._errors import ConfigError
+from .._numbers import money
 from ._trace import ProductionTrace, read_trace
 
 if TYPE_CHECKING:
@@ -183,8 +184,8 @@ def score_window(mon: Monitor, key: str, config: Config) -> WindowResult:
     try:
         experiment.run(config=config, observer=budget, run_id=run_id, source="monitor")
     except RunInterrupted:
-        note = (f"Window {key} is incomplete: its judge budget of ${mon.budget_usd:g} was spent "
-                f"(${budget.spent:.4f}) before all {len(items)} sampled traces were scored.")
+        note = (f"Window {key} is incomplete: its judge budget of {money(mon.budget_usd)} was spent "
+                f"({money(budget.spent)}) before all {len(items)} sampled traces were scored.")
         store.note_run(run_id, "budget", note)
         return WindowResult(run_id, key, len(items), "incomplete", budget.spent, note)
     return WindowResult(run_id, key, len(items), "completed", budget.spent)

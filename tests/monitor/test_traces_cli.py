@@ -87,7 +87,7 @@ def test_monitor_score_scores_a_window_and_reports_its_checks(project: Path,
 
     code, out, err = cobalt(capsys, "monitor", "score", "support", today)
     assert code == 0, err
-    assert out.startswith(f"{today}: completed, 1 traces, judge $0.0000, run monitor-support-{today}\n")
+    assert out.startswith(f"{today}: completed, 1 traces, judge $0, run monitor-support-{today}\n")
     assert "  ok lyon: Not tested: lyon has 1 scored windows" in out
     code, _, err = cobalt(capsys, "monitor", "score", "nobody", today)
     assert code == 2 and "No monitor 'nobody' is declared" in err and "(declared: support)" in err
