@@ -128,11 +128,7 @@ def serve_dashboard(config: Config, port: int | None = None, *, open_browser: bo
     # One code server for the webserver and the daemon (`cobalt_dagster._code_server`): without it the
     # daemon starts a fresh one every minute or so, most of an idle `cobalt serve`'s CPU.
     code = shared_code_server(target, hidden, config.root)
-    # Ctrl-C reaches it as SIGINT even where `cobalt serve` runs as a shell's background job (SIGINT
-    # ignored, which a child inherits): dagster's webserver and daemon set their own handler, it does not.
-    children = [] if code is None else [subprocess.Popen(code.command, env=env, cwd=config.root,
-                                                         start_new_session=True, stdout=subprocess.DEVNULL,
-                                                         preexec_fn=_default_sigint)]
+    children = [] if code is None else [_start_code_server(code.command, env, config.root)]
     stopping = False
 
     def stop(signum: int, frame: object) -> None:
@@ -250,6 +246,13 @@ def _wait_ready(url: str, children: list[subprocess.Popen[bytes]], stopping: Cal
             pass
         time.sleep(0.3)
     return False
+
+
+def _start_code_server(command: list[str], env: dict[str, str], root: Path) -> subprocess.Popen[bytes]:
+    # Ctrl-C reaches it as SIGINT even where `cobalt serve` runs as a shell's background job (SIGINT
+    # ignored, which a child inherits): dagster's webserver and daemon set their own handler, it does not.
+    return subprocess.Popen(command, env=env, cwd=root, start_new_session=True, stdout=subprocess.DEVNULL,
+                            preexec_fn=_default_sigint)
 
 
 def _default_sigint() -> None:
