@@ -34,6 +34,16 @@ from ._stages import FinishedItems, build_report, item_keys, produce, score
 T = TypeVar("T")
 
 
+class _ObserverStopped(Exception):
+    """An observer stopped the run (a `RunInterrupted` from `on_item`, as a judge budget does), carried out
+    of the item's task as an Exception: a KeyboardInterrupt raised in a task leaves the event loop at once,
+    with the stage's lease, writer and agent threads still running behind the caller's back."""
+
+    def __init__(self, interrupted: RunInterrupted) -> None:
+        super().__init__(interrupted.run_id)
+        self.interrupted = interrupted
+
+
 class RunInterrupted(KeyboardInterrupt):
     """Ctrl-C stopped the run `run_id`; what finished is kept and the run is stored as `status`."""
 
@@ -186,7 +196,10 @@ async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Seq
                 rows.add("scores", row)
         items.append(item)
         if observer:
-            observer.on_item(item)
+            try:
+                observer.on_item(item)
+            except RunInterrupted as stop:
+                raise _ObserverStopped(stop) from None
 
     # A shard writing elsewhere renews the run's lease only where it can reach the store (a process on
     # this machine); a shard on another machine leaves the run to the steps that can (split, merge).
@@ -200,6 +213,8 @@ async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Seq
                 unwatch = session.judge.watch(counting) if counting is not None else None
                 try:
                     await bounded(keys, in_flight(plan, session), one)
+                except _ObserverStopped as stopped:  # now, in the stage's own task: every block below exits
+                    raise stopped.interrupted from None
                 finally:
                     if unwatch is not None:
                         unwatch()

@@ -47,6 +47,7 @@ def make_project(root: Path) -> Path:
 
 def run(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "PYTEST_", "COBALT_DAGSTER"))}
+    env["COLUMNS"] = "400"  # the short summary whole: a failure's message is not cut at 80 columns
     return subprocess.run(args, cwd=root, capture_output=True, text=True, timeout=300, env=env)
 
 
@@ -175,6 +176,7 @@ def test_ctrl_c_in_a_run_names_the_run_to_resume(tmp_path: Path) -> None:
     (root / "experiments").mkdir(parents=True)
     (root / "experiments" / "stoppable.cobalt.py").write_text(STUCK, encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "PYTEST_", "COBALT_DAGSTER"))}
+    env["COLUMNS"] = "400"  # the short summary whole: a failure's message is not cut at 80 columns
     proc = subprocess.Popen([str(BIN / "pytest"), "-p", "no:cacheprovider", "--cobalt", "-s"], cwd=root, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**env, "COBALT_TESTING": "1"})
     assert proc.stderr is not None
