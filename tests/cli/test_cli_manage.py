@@ -136,7 +136,7 @@ def test_export_csv_has_a_row_per_item_and_evaluator(exported: tuple[Path, dict[
     assert rows[0]["output"] == "wrong" and rows[0]["reason"] == "expected 'a0', got 'wrong'"
     assert rows[5]["reason"] == "ValueError: picky cannot score item 2"
     assert rows[6]["status"] == "error" and rows[6]["reason"] == "RuntimeError: agent exploded"
-    assert all(float(r["latency_ms"]) > 0 for r in rows)
+    assert all(float(r["latency_ms"]) >= 0 for r in rows)  # measured for each (a no-op agent may take under a µs)
 
 
 def junit_outcomes(root: ET.Element) -> dict[str, dict[str, tuple[str, str | None]]]:
