@@ -11,7 +11,7 @@ import hashlib
 import json
 from typing import TYPE_CHECKING, Any
 
-from ..llm._judge import score_number, scored_object
+from ..llm._judge import scored
 
 if TYPE_CHECKING:
     from ._deck import Card, Grader
@@ -87,12 +87,10 @@ def parse_grade(text: str) -> tuple[int, str] | str:
     Tolerates code fences and prose around the JSON object. The score must be an integer within
     -3..3 (`2`, `2.0` and `"2"` are 2; `2.5`, `7` and `"good"` are unusable).
     """
-    obj = scored_object(text)
-    if obj is None:
-        return "no JSON object with a 'score' field was found"
-    score = score_number(obj)
-    if isinstance(score, str):
-        return score
+    found = scored(text)
+    if isinstance(found, str):
+        return found
+    obj, score = found
     if score != int(score):
         return f"the score {obj['score']!r} is not an integer"
     if int(score) not in SCALE:

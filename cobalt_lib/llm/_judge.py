@@ -37,16 +37,24 @@ def parse_judgement(text: str) -> tuple[float, str | None] | str:
 
     Tolerates code fences and prose around the JSON object; the score must be within 0..1.
     """
-    obj = scored_object(text)
-    if obj is None:
-        return "no JSON object with a 'score' field was found"
-    score = score_number(obj)
-    if isinstance(score, str):
-        return score
+    found = scored(text)
+    if isinstance(found, str):
+        return found
+    obj, score = found
     if not 0.0 <= score <= 1.0:
         return f"the score {score} is outside 0..1"
     reason = obj.get("reason")
     return score, (reason if isinstance(reason, str) else None if reason is None else str(reason))
+
+
+def scored(text: str) -> tuple[dict[str, Any], float] | str:
+    """The answer's scored JSON object and its score as a finite number, or why there is none: the one
+    reading of a scored answer the judge and the graders share, each then checking its own scale."""
+    obj = scored_object(text)
+    if obj is None:
+        return "no JSON object with a 'score' field was found"
+    score = score_number(obj)
+    return score if isinstance(score, str) else (obj, score)
 
 
 def scored_object(text: str) -> dict[str, Any] | None:
