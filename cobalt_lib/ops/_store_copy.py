@@ -19,9 +19,7 @@ from .._secrets import safe_url
 from ..config._config import Config
 from ..store._schema import SCHEMA_VERSION, ensure_tables
 from ..store._store import TABLES, Store
-from ..store._store_datasets import _UNCUT
 from ..store._store_labels import LABEL_TABLES
-from ..store._tables import insert
 
 #: A run's tables a copy moves (`segments` is the journal's own bookkeeping, of one store).
 _RUN_TABLES = [t for t in TABLES if t != "segments"]
@@ -101,11 +99,7 @@ def _copy_datasets(origin: Store, target: Store) -> int:
         if (version["dataset"], version["version"]) in have:
             continue
         items = origin.dataset_items(version["dataset"], version["version"])
-        with target._transaction(ensure_schema=True) as con:
-            target._dataset_tables(con)
-            insert(con, "dataset_versions", [version], target.home, limit=_UNCUT)
-            insert(con, "dataset_items", [{**i, "dataset": version["dataset"], "version": version["version"]}
-                                          for i in items], target.home, limit=_UNCUT)
+        target.put_dataset_version(version, items)
         done += 1
     return done
 

@@ -76,6 +76,15 @@ class DatasetRows:
                    self.home, limit=_UNCUT)
         return version, True
 
+    def put_dataset_version(self, version_row: dict[str, Any], items: Sequence[dict[str, Any]]) -> None:
+        """Store a version as numbered elsewhere (`cobalt store copy`): the row keeps its dataset and
+        version, the items their content, uncut, in one transaction."""
+        with self._transaction(ensure_schema=True) as con:
+            self._dataset_tables(con)
+            insert(con, "dataset_versions", [version_row], self.home, limit=_UNCUT)
+            insert(con, "dataset_items", [{**i, "dataset": version_row["dataset"], "version": version_row["version"]}
+                                          for i in items], self.home, limit=_UNCUT)
+
     def dataset_versions(self, name: str | None = None) -> list[dict[str, Any]]:
         """Every stored version (of `name`, or of every dataset), by dataset then version."""
         where, params = (" WHERE dataset = ?", [name]) if name is not None else ("", [])
