@@ -42,7 +42,15 @@ class HalfHeaders:
     """The status line and half a header, then the connection closes."""
 
 
-Script = Say | Drop | Endless | HalfHeaders
+class CutBody:
+    """A 200 announcing 100 bytes of body, 11 sent, then the connection closes."""
+
+
+class NotHTTP:
+    """Bytes that are no HTTP status line, then the connection closes."""
+
+
+Script = Say | Drop | Endless | HalfHeaders | CutBody | NotHTTP
 
 
 def judgement(path: str) -> bytes:
@@ -72,6 +80,11 @@ class Judge(BaseHTTPRequestHandler):
             self.close_connection = True
         elif isinstance(reply, HalfHeaders):
             self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: appl")
+            self.wfile.flush()
+            self.close_connection = True
+        elif isinstance(reply, CutBody | NotHTTP):
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+                             b'{"choices":' if isinstance(reply, CutBody) else b"\x00\x01garbage\r\n\r\n")
             self.wfile.flush()
             self.close_connection = True
         elif isinstance(reply, Endless):
@@ -142,6 +155,8 @@ class _Proxy(socketserver.StreamRequestHandler):
     forward_credentials: ClassVar[bool] = False
     #: A proxy that refuses every request: 407, its body echoing the request's headers.
     refuse: ClassVar[bool] = False
+    #: A proxy that reads each request and closes the connection without a word.
+    hang_up: ClassVar[bool] = False
 
     def handle(self) -> None:
         head = self.rfile.readline().decode("latin-1").strip()
@@ -150,6 +165,8 @@ class _Proxy(socketserver.StreamRequestHandler):
             headers.append(line.decode("latin-1").strip())
         type(self).seen.append(head)
         method, target, _ = head.split(" ", 2)
+        if type(self).hang_up:
+            return
         if type(self).refuse:
             body = json.dumps({"error": {"message": f"proxy authentication refused for {headers}"}}).encode()
             self.wfile.write(b"HTTP/1.1 407 Proxy Authentication Required\r\nContent-Type: application/json\r\n"
@@ -190,10 +207,11 @@ class _Proxy(socketserver.StreamRequestHandler):
 
 
 @contextmanager
-def counting_proxy(*, forward_credentials: bool = False, refuse: bool = False) -> Iterator[tuple[str, list[str]]]:
+def counting_proxy(*, forward_credentials: bool = False, refuse: bool = False,
+                   hang_up: bool = False) -> Iterator[tuple[str, list[str]]]:
     """An HTTP proxy on 127.0.0.1; yields its URL and the request lines it was sent."""
     handler = type("Counting", (_Proxy,), {"seen": [], "forward_credentials": forward_credentials,
-                                           "refuse": refuse})
+                                           "refuse": refuse, "hang_up": hang_up})
     server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()

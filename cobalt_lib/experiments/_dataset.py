@@ -313,9 +313,9 @@ def _declare_checks(item: Item, where: str) -> None:
     if isinstance(value, str) and not value.strip():
         del item[_CHECKS]
         return
+    value = _json_cell(item, _CHECKS, where)
     declare_checks(value, where)
-    if isinstance(value, str):
-        item[_CHECKS] = json.loads(value)
+    item[_CHECKS] = value
 
 
 #: The item field that makes an item a conversation (see cobalt_lib.conversations).
@@ -331,9 +331,26 @@ def _declare_conversation(item: Item, where: str) -> None:
     if value is None or (isinstance(value, str) and not value.strip()):
         del item[_CONVERSATION]
         return
+    value = _json_cell(item, _CONVERSATION, where)
     read_conversation(value, where)
-    if isinstance(value, str):
-        item[_CONVERSATION] = json.loads(value)
+    item[_CONVERSATION] = value
+
+
+def _json_cell(item: Item, field: str, where: str) -> Any:
+    """The field's value, a JSON string (a CSV cell) parsed here so that one nested past what Python reads,
+    or past what cobalt stores, names the data file, line and field; invalid JSON is left to the field's
+    own reader to explain."""
+    value = item[field]
+    if not isinstance(value, str):
+        return value
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError:
+        return value
+    except RecursionError:
+        raise DatasetError(_too_deep(f"{where}, field {field}")) from None
+    check_item({field: parsed}, where)
+    return parsed
 
 
 _LINE_END = re.compile(r"\r\n|\r|\n")

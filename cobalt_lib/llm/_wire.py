@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -279,7 +280,7 @@ class Clients:
         except aiohttp.ClientSSLError as exc:
             raise TLSFailure(_tls_message(endpoint, target, exc)) from None
         except aiohttp.ClientError as exc:
-            raise ConnectionFailure(_connection_message(endpoint, target.shown, exc)) from None
+            raise ConnectionFailure(_connection_message(endpoint, target, exc)) from None
         return raw
 
 
@@ -318,8 +319,10 @@ async def _read_capped(response: aiohttp.ClientResponse, cap: int, endpoint: End
 def _proxy_refused(endpoint: Endpoint, target: _Target, status: int, reason: str | None) -> ProviderError:
     """The environment's proxy refused the request: a proxy problem (its credentials, its rules), not the judge's."""
     said = f"HTTP {status}{f' {reason}' if reason else ''}"
+    check = ("check the proxy's user and password in" if status == 407 else  # else it could not reach the host
+             "check that the proxy may reach this host, the proxy in")
     return ProviderError(f"{endpoint.label} call failed: the proxy {safe_url(str(target.proxy))} refused the request "
-                         f"to {target.shown} ({redact(said, endpoint)[:200]}); check the proxy's user and password in "
+                         f"to {target.shown} ({redact(said, endpoint)[:200]}); {check} "
                          "HTTPS_PROXY / HTTP_PROXY / ALL_PROXY, or set NO_PROXY for this host")
 
 
@@ -377,20 +380,34 @@ def _status_error(endpoint: Endpoint, shown: str, status: int, headers: Mapping[
                            retry_after=retry_after_seconds(headers))
 
 
-def _connection_message(endpoint: Endpoint, shown: str, exc: BaseException) -> str:
+def _connection_message(endpoint: Endpoint, target: _Target, exc: BaseException) -> str:
+    """One sentence for a connection that failed: through a proxy it names the proxy (it is the proxy that
+    refused or hung up), and aiohttp's reprs of half-read messages (headers and all) are never shown."""
     import aiohttp
 
+    shown = target.shown
+    via = f" through the proxy {safe_url(str(target.proxy))}" if target.proxy is not None else ""
     cause = getattr(exc, "os_error", None)
-    if isinstance(cause, ConnectionRefusedError):
+    if isinstance(exc, aiohttp.ClientProxyConnectionError):
+        where = (f"cannot connect to the proxy {safe_url(str(target.proxy))} for {shown} ({type(cause).__name__}: "
+                 f"{cause}); check HTTPS_PROXY / HTTP_PROXY / ALL_PROXY, or set NO_PROXY for this host")
+    elif isinstance(cause, ConnectionRefusedError):
         where = f"connection refused at {shown} ({type(cause).__name__}: {cause})"
     elif isinstance(cause, OSError):
-        where = f"cannot connect to {shown} ({type(cause).__name__}: {cause})"
-    elif isinstance(exc, aiohttp.ServerDisconnectedError):
-        # its text is aiohttp's repr of the half-read message (headers and all) when the server hung up mid-way
-        where = f"{shown} closed the connection before its answer was complete (ServerDisconnectedError)"
+        where = f"cannot connect to {shown}{via} ({type(cause).__name__}: {cause})"
+    elif isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError):
+        # their text is aiohttp's repr of the half-read message when the server hung up mid-way
+        cut = re.search(r"received \d+ of \d+ bytes", str(exc))
+        how = cut.group(0) if cut else type(exc).__name__
+        where = (f"the proxy {safe_url(str(target.proxy))} closed the connection before the answer from {shown} was "
+                 f"complete ({how})" if target.proxy is not None else
+                 f"{shown} closed the connection before its answer was complete ({how})")
+    elif isinstance(exc, aiohttp.ClientResponseError):  # a head aiohttp cannot parse: its message quotes the bytes
+        said = (exc.message.splitlines() or [""])[0].rstrip(":") or "an unreadable head"
+        where = f"{shown}{via} answered with something that is not HTTP ({said})"
     else:
         said = str(exc).splitlines()[0] if str(exc) else ""
-        where = f"{type(exc).__name__} from {shown}" + (f": {said}" if said and not said.startswith("<") else "")
+        where = f"{type(exc).__name__} from {shown}{via}" + (f": {said}" if said and not said.startswith("<") else "")
     return f"{endpoint.label} call failed: {redact(where, endpoint)[:300]}"
 
 

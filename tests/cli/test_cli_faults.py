@@ -285,21 +285,34 @@ def test_a_damaged_store_is_one_sentence_naming_the_file_and_what_to_do(project:
     assert _cobalt(project, "run", "--ci", N="50").returncode == 0
 
 
-@pytest.mark.parametrize(("content", "said"), [
-    ('{"input": "ok"}\n{"input": ' + "[" * 900 + "]" * 900 + "}\n",
-     "line 2: field input is nested more than 200 levels deep, more than cobalt can store; flatten it, or give "
+DEEP = "[" * 6000 + "]" * 6000  # past Python's recursion limit: json.loads raises RecursionError
+TOO_DEEP = ("a value is nested deeper than Python can read (about 1000 levels of arrays or objects); flatten it, or "
+            "keep the deep part as a JSON string.")
+
+
+@pytest.mark.parametrize(("name", "content", "said"), [
+    ("items.jsonl", '{"input": "ok"}\n{"input": ' + "[" * 900 + "]" * 900 + "}\n",
+     ", line 2: field input is nested more than 200 levels deep, more than cobalt can store; flatten it, or give "
      "the deep part as a JSON string."),
-    ('{"input": "ok"}\n{"input": "a\\ud800b"}\n',
-     "line 2: field input holds a lone surrogate ('\\ud800'), which is not valid Unicode; fix or remove that \\u "
+    ("items.jsonl", '{"input": "ok"}\n{"input": ' + DEEP + "}\n", ", line 2: " + TOO_DEEP),
+    ("items.json", '[{"input": "ok"},\n {"input": ' + DEEP + "}]\n", ": " + TOO_DEEP),
+    # A checks or conversation cell is JSON text that cobalt parses itself, after the line was read.
+    ("items.csv", f'input,checks\nok,\nq,"{DEEP}"\n', ", line 3, field checks: " + TOO_DEEP),
+    ("items.jsonl", json.dumps({"input": "q", "conversation": DEEP}) + "\n",
+     ", line 1, field conversation: " + TOO_DEEP),
+    ("items.jsonl", '{"input": "ok"}\n{"input": "a\\ud800b"}\n',
+     ", line 2: field input holds a lone surrogate ('\\ud800'), which is not valid Unicode; fix or remove that \\u "
      "escape."),
-], ids=["nested-900-deep", "lone-surrogate"])
+], ids=["nested-900-deep", "nested-6000-deep", "json-nested-6000-deep", "csv-checks-6000-deep",
+        "conversation-text-6000-deep", "lone-surrogate"])
 def test_a_dataset_item_json_allows_but_cobalt_cannot_store_names_its_file_and_line(
-        project: Path, content: str, said: str) -> None:
-    (project / "items.jsonl").write_text(content)
+        project: Path, name: str, content: str, said: str) -> None:
+    """Issue 33 item 15: a dataset nested 5,000+ levels raised RecursionError naming the experiment file."""
+    (project / name).write_text(content)
     (project / "experiments").mkdir()
     (project / "experiments" / "bad.cobalt.py").write_text(
         "from cobalt_lib import Dataset, Evaluator, experiment\n"
-        "@experiment('bad', Dataset.from_file('../items.jsonl'), "
+        f"@experiment('bad', Dataset.from_file('../{name}'), "
         "evaluators=[Evaluator(name='f', type='function', fn=lambda c: 1.0)])\n"
         "def agent(ctx):\n    return 'a'\n")
     result = _cobalt(project, "run", "--ci")
@@ -307,7 +320,8 @@ def test_a_dataset_item_json_allows_but_cobalt_cannot_store_names_its_file_and_l
     [line] = result.stderr.strip().splitlines()
     # The only experiment file is the broken one: the headline is the cause, naming the file and the data line.
     assert line.startswith(f"error: {project / 'experiments' / 'bad.cobalt.py'} did not load: "), line
-    assert f"{project / 'experiments' / '..' / 'items.jsonl'}, {said.rstrip('.')}" in line, line
+    assert f"{project / 'experiments' / '..' / name}{said.rstrip('.')}" in line, line
+    assert "RecursionError" not in line, line
     assert line.endswith("it is the only experiment file in experiments/ matching **/*.cobalt.py, "
                          "**/*_experiment.py, so nothing ran."), line
     assert not _calls(project)  # before any agent call

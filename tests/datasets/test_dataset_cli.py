@@ -104,6 +104,12 @@ def test_bad_input_names_the_problem_exits_2_and_writes_nothing(project: Path,
     assert code == 2
     assert err == ("error: dup.jsonl: items 0 and 2 have the same id 'a'; a version holds each id once (give one item "
                    "another id, or drop it).\n")
+    deep = "[" * 6000 + "]" * 6000  # the checks as JSON text nested past Python's reader (issue 33 item 15)
+    write_jsonl(project / "deep.jsonl", [{"input": "x", "checks": deep}])
+    code, _, err = cobalt(capsys, "dataset", "push", "qa", "deep.jsonl")
+    assert (code, err) == (2, f"error: {project / 'deep.jsonl'}, line 1, field checks: a value is nested deeper than "
+                              "Python can read (about 1000 levels of arrays or objects); flatten it, or keep the deep "
+                              "part as a JSON string.\n")
     assert store(project).dataset_versions() == []  # nothing written
 
     write_jsonl(project / "qa.jsonl", qa_items(2))

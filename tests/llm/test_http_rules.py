@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import email.utils
+import socket
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import TEST_KEY
-from http_world import Drop, Endless, HalfHeaders, LocalCA, Say, counting_proxy, judge_server, make_ca
+from http_world import CutBody, Drop, Endless, HalfHeaders, LocalCA, NotHTTP, Say, counting_proxy, judge_server, make_ca
 
 from cobalt_lib.config._config import JudgeConfig
 from cobalt_lib.llm import Judge, ResponseCache, resolve_judge
@@ -207,6 +208,49 @@ def _proxy_refusing(world: World) -> None:
     assert "SECRET-proxy-pw" not in error and server.received == [] and len(seen) == 1  # not retried either
 
 
+def _cut_short(world: World, reply: CutBody | NotHTTP, said: str) -> None:
+    """A body cut short or a head that is not HTTP is one sentence (retried), not aiohttp's repr of it."""
+    with judge_server(reply, reply) as server:
+        evaluation = world.score(server.url + "/v1", retries=1)
+    error = failed(evaluation, f"{server.url}/v1/chat/completions {said}")
+    assert not any(part in error for part in ("<", "b'", "\\x", "message=", "\n")), error
+    assert len(server.received) == 2
+
+
+def _proxy_refusing_connect(world: World) -> None:
+    """An https judge behind a proxy that answers the CONNECT with 407: the proxy's refusal, not the judge's."""
+    with counting_proxy(refuse=True) as (proxy, seen):
+        world.monkeypatch.setenv("HTTPS_PROXY", proxy.replace("://", "://puser:SECRET-proxy-pw-31415@"))
+        evaluation = world.score("https://127.0.0.1:9/v1")
+    error = failed(evaluation, f"the proxy {proxy} refused the request to https://127.0.0.1:9/v1/chat/completions "
+                               "(HTTP 407 Proxy Authentication Required); check the proxy's user and password")
+    assert "SECRET-proxy-pw" not in error and seen == ["CONNECT 127.0.0.1:9 HTTP/1.1"]
+
+
+def _proxy_hanging_up(world: World, scheme: str) -> None:
+    """A proxy that closes the connection unanswered is named as the one that closed it (the judge never heard)."""
+    with judge_server() as server, counting_proxy(hang_up=True) as (proxy, seen):
+        world.monkeypatch.setenv("HTTP_PROXY" if scheme == "http" else "HTTPS_PROXY", proxy)
+        url = f"{server.url if scheme == 'http' else 'https://127.0.0.1:9'}/v1"
+        evaluation = world.score(url, retries=1)
+    failed(evaluation, f"the proxy {proxy} closed the connection before the answer from {url}/chat/completions was "
+                       "complete")
+    assert server.received == [] and len(seen) == 2
+
+
+def _proxy_unreachable(world: World) -> None:
+    """Nothing listens where the proxy should be: the proxy is named, not the judge."""
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        proxy = f"http://127.0.0.1:{free.getsockname()[1]}"
+    with judge_server() as server:
+        world.monkeypatch.setenv("HTTP_PROXY", proxy)
+        evaluation = world.score(server.url + "/v1", retries=0)
+    failed(evaluation, f"cannot connect to the proxy {proxy} for {server.url}/v1/chat/completions "
+                       "(ConnectionRefusedError", "check HTTPS_PROXY / HTTP_PROXY / ALL_PROXY, or set NO_PROXY")
+    assert server.received == []
+
+
 def _user_info(world: World, provider: str) -> None:
     """user:password in base_url is sent as Basic auth, never in the URL; with a Bearer key it replaces the key."""
     with judge_server() as server:
@@ -279,6 +323,19 @@ RULES = [
     Rule("half-sent headers are one sentence", "stricter: the SDKs show httpx's RemoteProtocolError", _half_headers),
     Rule("a proxy's 407 is the proxy's refusal", "stricter: the SDKs raise the 407 as the API's own error",
          _proxy_refusing),
+    Rule("a body cut short is one sentence", "stricter: the SDKs show httpx's RemoteProtocolError",
+         lambda w: _cut_short(w, CutBody(), "closed the connection before its answer was complete (received 11 of "
+                                            "100 bytes)")),
+    Rule("a head that is not HTTP is one sentence", "stricter: the SDKs show httpx's RemoteProtocolError",
+         lambda w: _cut_short(w, NotHTTP(), "answered with something that is not HTTP (Bad status line)")),
+    Rule("a proxy's 407 to CONNECT is the proxy's refusal", "stricter: httpx raises ProxyError with the status",
+         _proxy_refusing_connect),
+    Rule("a proxy hanging up on a request is the proxy's", "stricter: the SDKs show httpx's RemoteProtocolError",
+         lambda w: _proxy_hanging_up(w, "http")),
+    Rule("a proxy hanging up on a CONNECT is the proxy's", "stricter: the SDKs show httpx's RemoteProtocolError",
+         lambda w: _proxy_hanging_up(w, "https")),
+    Rule("a proxy nothing listens at is named", "stricter: the SDKs show APIConnectionError",
+         _proxy_unreachable),
     Rule("user:password is Basic auth in place of the Bearer key", "httpx2 _client.py _build_request_auth: URL "
          "user info becomes BasicAuth, which replaces the SDK's Authorization header",
          lambda w: _user_info(w, "openai")),
