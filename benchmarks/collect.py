@@ -1,8 +1,11 @@
 """Spans ingested per second by `cobalt collect`: the OpenTelemetry SDK's own OTLP/HTTP exporter (batches of
 512 spans, as its BatchSpanProcessor sends them) POSTing protobuf to the receiver on 127.0.0.1, each batch
 stored in the DuckDB store before the 200; and the same batches straight into `Ingest.accept` (no HTTP).
+`--exporters N` runs N exporter clients at once, each its own share of the batches (many agent processes
+posting together: what the receiver's group commit is for); `--no-group` measures each request in a
+transaction of its own (the receiver before group commit) alternated with the receiver as it is.
 
-    .venv/bin/python benchmarks/collect.py --spans 20000 --batch 512
+    .venv/bin/python benchmarks/collect.py --spans 20000 --batch 512 --exporters 8
 
 Goal (issue 39): 10,000 spans/s on 2 cores. Prints the machine's load beside each figure.
 """
@@ -13,14 +16,18 @@ import argparse
 import json
 import os
 import tempfile
+import threading
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from cobalt_lib.monitor import Collector, Ingest
@@ -45,23 +52,40 @@ def agent_spans(count: int) -> list:
     return list(memory.get_finished_spans())
 
 
-def over_http(spans: list, batch: int, directory: Path) -> float:
-    store = Store(directory / "http" / "cobalt.duckdb")
-    collector = Collector(Ingest(store), "127.0.0.1", 0)
+class OneAtATime(Ingest):
+    """The receiver before group commit (`--no-group`): each request its own transaction."""
+
+    def _commit(self, request: Any) -> None:
+        self.store.add_trace_spans(request.rows)
+
+
+def over_http(spans: list, batch: int, directory: Path, exporters: int, ingest: type[Ingest] = Ingest) -> float:
+    store = Store(directory / f"http-{exporters}-{ingest.__name__}" / "cobalt.duckdb")
+    collector = Collector(ingest(store), "127.0.0.1", 0)
     collector.start()
-    exporter = OTLPSpanExporter(endpoint=f"{collector.url}/v1/traces")
+    batches = [spans[at:at + batch] for at in range(0, len(spans), batch)]
+    clients = [OTLPSpanExporter(endpoint=f"{collector.url}/v1/traces") for _ in range(exporters)]
+    results: list[SpanExportResult] = []
+
+    def send(client: OTLPSpanExporter, mine: list[list]) -> None:
+        results.extend(client.export(b) for b in mine)
+
+    threads = [threading.Thread(target=send, args=(c, batches[i::exporters])) for i, c in enumerate(clients)]
     started, cpu = time.perf_counter(), time.process_time()
-    for at in range(0, len(spans), batch):
-        exporter.export(spans[at:at + batch])
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
     elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
-    print(f"  (over HTTP: {len(spans) / cpu:,.0f} spans per CPU second, exporter and receiver in this process)")
+    assert results.count(SpanExportResult.SUCCESS) == len(batches), results
+    print(f"  (over HTTP: {len(spans) / cpu:,.0f} spans per CPU second, exporters and receiver in this process)")
     collector.shutdown()
     stored = len(store.trace_list())
     assert stored == len(spans) // 4, stored
     return len(spans) / elapsed
 
 
-def direct(spans: list, batch: int, directory: Path) -> float:
+def direct(spans: list, batch: int, directory: Path, exporters: int) -> float:
     store = Store(directory / "direct" / "cobalt.duckdb")
     ingest = Ingest(store)
     bodies = [encode_spans(spans[at:at + batch]).SerializeToString() for at in range(0, len(spans), batch)]
@@ -77,13 +101,24 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--spans", type=int, default=20000)
     parser.add_argument("--batch", type=int, default=512)
+    parser.add_argument("--exporters", type=int, default=1, help="exporter clients posting at once")
+    parser.add_argument("--no-direct", action="store_true", help="measure over HTTP only")
+    parser.add_argument("--no-group", action="store_true", help="also measure one transaction a request, alternated")
+    parser.add_argument("--rounds", type=int, default=1)
     args = parser.parse_args()
     spans = agent_spans(args.spans)
+    exporters = f"{args.exporters} OTLP/HTTP exporter(s) -> cobalt collect"
+    paths: list[tuple[str, Callable[..., float]]] = [(exporters, over_http)]
+    if args.no_group:
+        paths.append((exporters + ", one transaction a request", partial(over_http, ingest=OneAtATime)))
+    if not args.no_direct:
+        paths.append(("Ingest.accept, no HTTP", direct))
     with tempfile.TemporaryDirectory() as tmp:
-        for name, measure in (("OTLP/HTTP exporter -> cobalt collect", over_http), ("Ingest.accept, no HTTP", direct)):
-            load = os.getloadavg()[0]
-            rate = measure(spans, args.batch, Path(tmp))
-            print(f"{name}: {rate:,.0f} spans/s ({len(spans):,} spans, batches of {args.batch}; load {load:.1f})")
+        for round_ in range(args.rounds):
+            for name, measure in paths:
+                load = os.getloadavg()[0]
+                rate = measure(spans, args.batch, Path(tmp) / str(round_), args.exporters)
+                print(f"{name}: {rate:,.0f} spans/s ({len(spans):,} spans, batches of {args.batch}; load {load:.1f})")
 
 
 if __name__ == "__main__":

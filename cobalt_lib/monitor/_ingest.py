@@ -4,6 +4,11 @@ as `trace_spans` rows, and traces past `[monitor] keep_days` pruned.
 A request's spans are stored in one transaction before the receiver answers 200, so an exporter told
 "accepted" never loses them; a body refused (400, 413) stores nothing of itself and leaves every span
 stored before it where it is.
+
+Group commit: a store transaction costs far more than the rows in it (a connection opened, a commit
+made durable), so the requests that arrive while one commit is under way (many exporters posting at
+once) wait, and the next commit stores all of them in one transaction, each span once, each request
+answered after that commit. One request alone is stored at once, as before.
 """
 
 from __future__ import annotations
@@ -15,12 +20,12 @@ import math
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._errors import ConfigError
+from .._errors import ConfigError, StoreLocked
 from ._otlp import BadPayload, ReceivedSpan, from_json, from_protobuf
 
 if TYPE_CHECKING:
@@ -90,6 +95,17 @@ def decode(body: bytes, content_type: str) -> list[ReceivedSpan]:
     return from_json(document)
 
 
+class _Request:
+    """One request's rows waiting for a commit, and how that commit went for them."""
+
+    __slots__ = ("error", "rows", "stored")
+
+    def __init__(self, rows: list[dict[str, Any]]) -> None:
+        self.rows = rows
+        self.stored = False
+        self.error: BaseException | None = None
+
+
 class Ingest:
     """Received spans into one store, redacted first; traces older than `keep_days` pruned now and then."""
 
@@ -99,6 +115,10 @@ class Ingest:
         self.keep_days = keep_days
         self._pruned = -math.inf
         self._lock = threading.Lock()
+        #: Guards the queue and `_writing`; notified when a request joins the queue or a commit ends.
+        self._turn = threading.Condition()
+        self._queue: list[_Request] = []
+        self._writing = False
 
     @classmethod
     def for_config(cls, config: Config) -> Ingest:
@@ -111,9 +131,61 @@ class Ingest:
         """Store `spans` (those the hook keeps) in one transaction; returns how many were stored."""
         received = datetime.now(UTC)
         rows = [row for s in spans if (row := self._row(s, received)) is not None]
-        self.store.add_trace_spans(rows)
+        if rows:
+            self._commit(_Request(rows))
         self._maybe_prune()
         return len(rows)
+
+    def wait_for_queued(self, count: int, timeout: float) -> bool:
+        """Wait until a commit is under way and `count` requests wait behind it for the next (False on
+        timeout): how a test or a benchmark knows that requests arrived together."""
+        with self._turn:
+            return self._turn.wait_for(lambda: self._writing and len(self._queue) >= count, timeout)
+
+    def _commit(self, request: _Request) -> None:
+        """Queue the request; the first thread to find no commit under way stores the whole queue (its own
+        request and every one that came meanwhile); the request's thread returns once that commit ended."""
+        with self._turn:
+            self._queue.append(request)
+            self._turn.notify_all()
+            while not (request.stored or request.error):
+                if self._writing:
+                    self._turn.wait()
+                    continue
+                group, self._queue, self._writing = self._queue, [], True
+                self._turn.notify_all()
+                self._turn.release()
+                try:
+                    self._store_group(group)
+                finally:
+                    self._turn.acquire()
+                    self._writing = False
+                    for waiting in group:  # a commit cut short (KeyboardInterrupt) stored none of them
+                        if not waiting.stored and waiting.error is None:
+                            waiting.error = StoreLocked("The commit of these spans was interrupted; send them again.",
+                                                        "this process")
+                    self._turn.notify_all()
+        if request.error is not None:
+            raise request.error
+
+    def _store_group(self, group: list[_Request]) -> None:
+        try:
+            self.store.add_trace_spans(_once(row for request in group for row in request.rows))
+        except Exception as exc:
+            if len(group) == 1 or isinstance(exc, StoreLocked):
+                for request in group:
+                    request.error = exc
+                return
+            # a row one request carries may be what the store refused: each alone, so the others still go in
+            for request in group:
+                try:
+                    self.store.add_trace_spans(_once(request.rows))
+                    request.stored = True
+                except Exception as alone:
+                    request.error = alone
+            return
+        for request in group:
+            request.stored = True
 
     def _row(self, received: ReceivedSpan, at: datetime) -> dict[str, Any] | None:
         row = {**received.span.model_dump(), "service": received.service, "received_at": at}
@@ -162,6 +234,14 @@ class Ingest:
                 stored += self.accept(pending)
                 pending = []
         return stored + self.accept(pending)
+
+
+def _once(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows, a span sent twice (an exporter's retry in the same commit) once."""
+    kept: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in rows:
+        kept.setdefault((row["trace_id"], row["span_id"]), row)
+    return list(kept.values())
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:

@@ -235,3 +235,66 @@ def test_a_busy_store_answers_503_to_retry_and_the_retry_is_stored(tmp_path: Pat
         server.shutdown()
         server.server_close()
     assert [t["trace_id"] for t in store.trace_list()] == [trace_id]
+
+
+class CountingStore(Store):
+    """The real store, noting the spans of each transaction `Ingest` asks of it (the rows go in as ever)."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.transactions: list[list[str]] = []
+
+    def add_trace_spans(self, rows: list[dict[str, object]]) -> int:
+        self.transactions.append(sorted(str(row["trace_id"]) for row in rows))
+        return super().add_trace_spans(rows)
+
+
+def test_requests_arriving_together_are_stored_in_one_transaction_each_span_once(tmp_path: Path) -> None:
+    import threading
+
+    from slowdown import scaled
+
+    store = CountingStore(tmp_path / ".cobalt" / "cobalt.duckdb", lock_timeout=scaled(60))
+    store.ensure_schema()
+    ingest = Ingest(store)
+    server = Collector(ingest, "127.0.0.1", 0)
+    server.start()
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:  # another writer of the store, so the first commit waits while the others arrive
+        with store.connect():
+            holding.set()
+            release.wait()
+
+    exports = [one_export(f"question {n}") for n in range(4)]
+    answered: dict[str, tuple[int, int]] = {}
+
+    def send(body: bytes, trace_id: str) -> None:  # an exporter; once told 200, its spans must be in
+        status = post(server.url, body).status_code
+        answered[trace_id] = (status, len(store.trace_spans_of([trace_id]).get(trace_id, [])))
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    first = threading.Thread(target=send, args=exports[0])
+    try:
+        holding.wait()
+        first.start()
+        assert ingest.wait_for_queued(0, scaled(30))  # the first request's commit is under way, waiting for the store
+        others = [threading.Thread(target=send, args=export) for export in exports[1:]]
+        for thread in others:
+            thread.start()
+        assert ingest.wait_for_queued(3, scaled(30))  # the three arrived while the first commit waits
+        release.set()
+        for thread in [first, *others]:
+            thread.join()
+    finally:
+        release.set()
+        holder.join()
+        server.shutdown()
+        server.server_close()
+    ids = [trace_id for _, trace_id in exports]
+    assert store.transactions == [[ids[0]] * 4, sorted(ids[1:] * 4)]
+    assert answered == dict.fromkeys(ids, (200, 4))
+    with store.connect(read_only=True) as con:
+        stored = con.execute("SELECT trace_id, count(*) FROM trace_spans GROUP BY trace_id").fetchall()
+    assert dict(stored) == dict.fromkeys(ids, 4)
