@@ -88,26 +88,25 @@ def stored_item_batches(store: Store, run_id: str, chunk: int = CHUNK_ITEMS, *,
 
 def stored_pair_chunks(store: Store, run_a: str, run_b: str, chunk: int = CHUNK_ITEMS) -> Iterator[PairChunk]:
     """Two stored runs' items paired by identity, as `results._pairing.pairing` pairs them, `chunk` keys
-    at a time in identity order (`Store.pair_chunk`): what `compare_chunks` tallies in bounded memory."""
-    after: tuple[str, int] | None = None
-    while True:
-        keys, rows = store.pair_chunk(run_a, run_b, after=after, limit=chunk)
-        if not keys:
-            return
+    at a time (`Store.pair_keys` once, in B's order; each chunk's rows by `Store.pair_rows`): what
+    `compare_chunks` tallies in bounded memory (the keys held are about 100 bytes an item)."""
+    if chunk < 1:
+        raise ValueError(f"chunk must be at least 1, not {chunk}")
+    keys = store.pair_keys(run_a, run_b)
+    for start in range(0, len(keys), chunk):
+        part_keys = keys[start:start + chunk]
+        rows = store.pair_rows({run_a: [a for _, a, _ in part_keys if a is not None],
+                                run_b: [b for _, _, b in part_keys if b is not None]})
         groups = {run_id: by_index(_items_of(outputs, scores)) for run_id, (outputs, scores) in rows.items()}
         part = PairChunk([], {}, {})
-        for key in keys:
-            index_a, index_b, ident = key["index_a"], key["index_b"], str(key["ident"])
+        for ident, index_a, index_b in part_keys:
             if index_a is not None and index_b is not None:
                 part.pairs.append(ItemPair(item_id=ident, a=groups[run_a][index_a], b=groups[run_b][index_b]))
             elif index_a is not None:
                 part.only_a[index_a] = (ident, groups[run_a][index_a])
-            else:
+            elif index_b is not None:
                 part.only_b[index_b] = (ident, groups[run_b][index_b])
         yield part
-        if len(keys) < chunk:
-            return
-        after = (str(keys[-1]["ident"]), int(keys[-1]["occ"]))
 
 
 def _items_of(outputs: list[dict[str, Any]], scores: list[dict[str, Any]]) -> list[ItemResult]:

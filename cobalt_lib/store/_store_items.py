@@ -56,34 +56,41 @@ class ItemReads:
         restore(scores, self.values_dir)
         return outputs, scores
 
-    def pair_chunk(self, run_a: str, run_b: str, *, after: tuple[str, int] | None = None, limit: int = 2000,
-                   ) -> tuple[list[dict[str, Any]], dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]]]:
-        """One chunk of two runs' items paired by identity (`results._pairing`: the item's id, else
-        `#index`, with its occurrence among the run's items of that identity), over one short
-        connection: up to `limit` keys after `after` (identity, occurrence) in key order, each with its
-        index in A and in B (None: not in that run), and per run (`run_a`, `run_b`) the `outputs` and
-        `scores` rows of those indexes, every repeat (by key, then evaluator)."""
-        ident, occurrence = after if after is not None else ("", -1)
+    def pair_keys(self, run_a: str, run_b: str) -> list[tuple[str, int | None, int | None]]:
+        """Two runs' items paired by identity (`results._pairing`: the item's id, else `#index`, with its
+        occurrence among the run's items of that identity), in one join over one short connection:
+        (identity, index in A, index in B; None: not in that run), in B's order, then A's items B lacks
+        in A's order. Reading the rows of each slice of these (`pair_rows`) is then a range of indexes
+        in each run, where the join per slice of keys cost a pass over both runs every slice."""
         with self.connect(read_only=True) as con:
             keys = ("SELECT item_index, ident, row_number() OVER (PARTITION BY ident ORDER BY item_index) - 1 AS occ "
                     f"FROM ({self._identities(con)}) AS idents")
-            pairs = fetch(con, f"WITH ka AS ({keys.format(run='$1')}), kb AS ({keys.format(run='$2')}) "
-                               "SELECT ident, occ, ka.item_index AS index_a, kb.item_index AS index_b "
-                               "FROM ka FULL OUTER JOIN kb USING (ident, occ) "
-                               "WHERE ident > $3 OR (ident = $3 AND occ > $4) ORDER BY ident, occ LIMIT $5",
-                          [run_a, run_b, ident, occurrence, int(limit)])
-            rows = {}
-            for run_id, side in ((run_a, "index_a"), (run_b, "index_b")):
-                indexes = [p[side] for p in pairs if p[side] is not None]
+            cursor = con.execute(f"WITH ka AS ({keys.format(run='$1')}), kb AS ({keys.format(run='$2')}) "
+                                 "SELECT ident, ka.item_index AS index_a, kb.item_index AS index_b "
+                                 "FROM ka FULL OUTER JOIN kb USING (ident, occ) "
+                                 "ORDER BY kb.item_index NULLS LAST, ka.item_index", [run_a, run_b])
+            return [(str(ident), a, b) for ident, a, b in cursor.fetchall()]
+
+    def pair_rows(self, runs: dict[str, list[int]]) -> dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
+        """Per run, the `outputs` and `scores` rows of the item indexes given (every repeat; by key,
+        then evaluator), over one short connection. The bounds beside the list let the scan skip
+        every row group outside the indexes' range."""
+        rows: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
+        with self.connect(read_only=True) as con:
+            for run_id, indexes in runs.items():
+                if not indexes:
+                    rows[run_id] = ([], [])
+                    continue
+                where = ("run_id = ? AND item_index BETWEEN ? AND ? AND item_index IN (SELECT unnest(?))")
+                params = [run_id, min(indexes), max(indexes), indexes]
                 rows[run_id] = (
-                    fetch(con, "SELECT * FROM outputs WHERE run_id = ? AND item_index IN (SELECT unnest(?)) "
-                               "ORDER BY item_index, run_index", [run_id, indexes]),
-                    fetch(con, "SELECT * FROM scores WHERE run_id = ? AND item_index IN (SELECT unnest(?)) "
-                               "ORDER BY item_index, run_index, evaluator", [run_id, indexes])) if indexes else ([], [])
+                    fetch(con, f"SELECT * FROM outputs WHERE {where} ORDER BY item_index, run_index", params),
+                    fetch(con, f"SELECT * FROM scores WHERE {where} ORDER BY item_index, run_index, evaluator",
+                          params))
         for outputs, scores in rows.values():
             restore(outputs, self.values_dir)
             restore(scores, self.values_dir)
-        return pairs, rows
+        return rows
 
     def _identities(self, con: Any) -> str:
         """SQL (`{run}` the run id) for each item index of a run with its identity (its first repeat's)."""
