@@ -18,6 +18,7 @@ from cobalt_lib import Experiment
 from cobalt_lib.gates import Assertion
 from cobalt_lib.links import dagster_tags
 
+from ._logger import LOGGER_RUN_CONFIG
 from ._names import dagster_name, dataset_key
 from ._resource import CobaltResource
 from ._shards import shard_assets
@@ -66,9 +67,11 @@ def experiment_defs(experiment: Experiment, gates: list[Assertion], pool: str | 
     check_specs = unique_check_specs([translator.get_check_spec(experiment, gate) for gate in gates])
     checks = [_gate_check(gate, spec, parts) for gate, spec in zip(gates, check_specs, strict=True)]
     assets = [dataset, stages, aggregates]
+    # Its default config names cobalt's console logger (`_logger`): a logger runs only when a run's config
+    # names it, and a run a schedule, sensor or the launchpad starts takes the job's defaults.
     job = dg.define_asset_job(f"{name}_eval", selection=_job_selection(assets, specs),
                               description=f"Run the cobalt experiment {experiment.name!r}.",
-                              run_tags=dagster_tags(experiment.tags) or None)
+                              run_tags=dagster_tags(experiment.tags) or None, config=LOGGER_RUN_CONFIG)
     return ExperimentDefs(experiment, name, parts, assets, checks, job)
 
 

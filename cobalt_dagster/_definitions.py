@@ -14,6 +14,7 @@ from ._automation import build_schedules, build_sensor
 from ._datasets import build_dataset_sensor, dataset_specs
 from ._experiments import build_experiment_defs, resources
 from ._instance import quiet_dagster_warnings
+from ._logger import LOGGERS
 from ._monitors import build_monitor_defs
 from ._project import project_config
 from ._record import build_record_sensor
@@ -54,4 +55,5 @@ def build_definitions(project_dir: str | Path | None = None, *,
         sensors=[*sensors, build_dataset_sensor(config, defs)] if datasets else sensors,
         resources=resources(config),
         executor=executor or dg.multi_or_in_process_executor,
+        loggers=LOGGERS,
     )

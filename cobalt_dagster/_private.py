@@ -4,13 +4,15 @@ against the pinned range (`dagster>=1.13,<1.14` in pyproject.toml; tests/dagster
 No public API does these things: open an instance with overrides to its `dagster.yaml` (no
 compute-log capture for in-process CLI runs), name the code-location origin of a job that `cobalt
 serve` loads (so the UI files a run made outside the webserver with the served job), and execute a
-run that was created on the instance (a recording keeps the run id it noted in the store first); and for
-`cobalt serve`'s one code server, the location name of its target and whether it answers yet.
+run that was created on the instance (a recording keeps the run id it noted in the store first); read the
+Dagster event a console log record carries (cobalt's console logger prints a failed gate on one line); and
+for `cobalt serve`'s one code server, the location name of its target and whether it answers yet.
 Raising the pin means re-running that test against the new minor.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,6 +56,14 @@ def execute_created_run(job: dg.JobDefinition, dagster_run: dg.DagsterRun, insta
     from dagster._core.execution.api import execute_run
 
     execute_run(InMemoryJob(job), dagster_run, instance)
+
+
+def log_record_event(record: logging.LogRecord) -> dg.DagsterEvent | None:
+    """The Dagster event a record that Dagster's log manager hands its loggers carries (None: a plain
+    message, such as `context.log.info`)."""
+    from dagster._core.log_manager import get_log_record_metadata, has_log_record_metadata
+
+    return get_log_record_metadata(record)["dagster_event"] if has_log_record_metadata(record) else None
 
 
 def location_name(kind: str, target: str, root: str) -> str:

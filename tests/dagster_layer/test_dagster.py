@@ -710,3 +710,35 @@ def test_a_run_on_cobalts_instance_prints_dagsters_info_and_above_only(shared: P
     assert result.success
     printed = capfd.readouterr().err
     assert " - INFO - support_bot_eval - " in printed and " - DEBUG - " not in printed
+
+
+def test_a_failed_gate_prints_as_one_line_and_a_crash_keeps_its_stack_trace(
+        fresh: Project, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
+    """What `cobalt serve`'s terminal shows of a run whose gate fails: the verdict on the step's line, no
+    stack trace; the run's failure on one line too. Both through the job's own default run config."""
+    monkeypatch.setenv("SUPPORT_BOT_BROKEN", "1")
+    with cobalt_dagster.local_instance(fresh.config) as own:
+        partition, result = run_job(fresh, own)
+    assert not result.success
+    printed = capfd.readouterr().err
+    assert "Traceback" not in printed and "Stack Trace" not in printed and 'File "' not in printed
+    [step] = [line for line in printed.splitlines() if " - STEP_FAILURE - " in line]
+    assert " - ERROR - support_bot_eval - " in step
+    assert step.endswith(f'failed. Quality gate exact >= 0.75 failed for run {partition}: exact = 0, must be '
+                         "at least 0.75")
+    [run] = [line for line in printed.splitlines() if " - RUN_FAILURE - " in line]
+    assert run.endswith("Steps failed: ['support_bot__aggregates_gate_exact_min_0_75'].")
+    assert " - DEBUG - " not in printed
+
+
+def test_a_crashed_step_still_prints_its_stack_trace(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    async def crash(ctx: Any) -> str:
+        raise AgentCrash("the agent's process died")
+
+    crashy = experiment("crashy", Dataset([{"input": "x"}]), crash,
+                        evaluators=[Evaluator(name="one", type="function", fn=lambda ctx: 1.0)])
+    _, result = execute_job(bare_config(tmp_path / "proj"), crashy)
+    assert not result.success
+    printed = capfd.readouterr().err
+    [step, *_] = [line for line in printed.splitlines() if " - STEP_FAILURE - " in line]
+    assert "crashy_run_shard" in step and "Stack Trace:" in printed and "the agent's process died" in printed

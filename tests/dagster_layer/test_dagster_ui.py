@@ -259,3 +259,14 @@ def _skip_welcome(page: Any) -> None:
     """Dagster's first-visit "Join the Dagster community" dialog would cover the screenshots."""
     with contextlib.suppress(Exception):  # not shown (it is once per browser profile): nothing to dismiss
         page.get_by_role("button", name="Skip").click(timeout=5_000)
+
+
+def test_the_serve_terminal_prints_info_and_above_and_a_failed_gate_on_one_line(session: Session) -> None:
+    """What `cobalt serve` printed of the daemon's runs (the request's, the record sensor's recordings)."""
+    printed = (session.root.parent / "serve.log").read_text(errors="replace")
+    assert " - INFO - support_bot_eval - " in printed
+    assert " - DEBUG - " not in printed
+    assert "Traceback" not in printed and "Stack Trace" not in printed
+    failing = session.runs["failing"]
+    [step] = [line for line in printed.splitlines() if " - STEP_FAILURE - " in line]  # the one failed gate
+    assert step.endswith(f"Quality gate exact >= 0.75 failed for run {failing}: exact = 0, must be at least 0.75")
