@@ -1,5 +1,6 @@
 """Sharded runs on a real distributed engine and a real object store: Dagster's celery executor with a
-Redis broker and two celery worker processes, and an S3 exchange on moto's server, all on 127.0.0.1."""
+Redis broker and two celery worker processes (cobalt's worker app, `cobalt_dagster.celery_app`; a solo
+or a prefork pool), one of them SIGKILLed mid-shard, and an S3 exchange on moto's server, all on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -17,10 +18,12 @@ import dagster as dg
 import pytest
 from conftest import TEST_KEY, write_judge_config
 from shardjob import EXPERIMENT, ITEMS, make_project, reconstructable
-from test_shards import SHARD_STEP, add_partition, gate_verdicts, once_each
+from slowdown import scaled
+from test_shards import SHARD_STEP, add_partition, gate_verdicts, once_each, steps
 
 import cobalt_dagster
 from cobalt_lib import Store, load_config
+from cobalt_lib.store import Exchange
 
 HERE = Path(__file__).parent
 BIN = Path(sys.executable).parent
@@ -77,16 +80,27 @@ def broker(tmp_path: Path) -> Iterator[str]:
 
 
 @pytest.fixture
-def workers(broker: str, tmp_path: Path) -> Iterator[list[int]]:
-    """Two celery worker processes (one task at a time each) serving Dagster's queue; their pids."""
+def lost_after() -> float:
+    """Seconds before Redis hands a dead worker's task to another: above any shard's run in these tests."""
+    return scaled(30)
+
+
+@pytest.fixture
+def workers(broker: str, tmp_path: Path, lost_after: float, request: pytest.FixtureRequest) -> Iterator[list[int]]:
+    """Two celery worker processes of cobalt's worker app (one task at a time each; `solo` unless the test
+    asks for another pool) serving Dagster's queue; their pids."""
     from celery import Celery
 
     conf = tmp_path / "celeryconf"
     conf.mkdir()
-    (conf / "dagster_celery_config.py").write_text(f"broker_url = {broker!r}\nresult_backend = {broker!r}\n")
+    (conf / "dagster_celery_config.py").write_text(
+        f"broker_url = {broker!r}\nresult_backend = {broker!r}\n"
+        f"broker_transport_options = {{'visibility_timeout': {lost_after!r}}}\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(conf), str(HERE), str(HERE.parent)])}
-    procs = [subprocess.Popen([str(BIN / "celery"), "-A", "dagster_celery.app", "worker", "-Q", "dagster", "--pool",
-                               "solo", "-n", f"cobalt{n}@%h", "--without-gossip", "--without-mingle", "-l", "WARNING"],
+    kind = getattr(request, "param", "solo")
+    pool = ["--pool", kind] + (["--concurrency", "1"] if kind == "prefork" else [])
+    procs = [subprocess.Popen([str(BIN / "celery"), "-A", "cobalt_dagster.celery_app", "worker", "-Q", "dagster",
+                               *pool, "-n", f"cobalt{n}@%h", "--without-gossip", "--without-mingle", "-l", "WARNING"],
                               env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
              for n in (1, 2)]
     app = Celery(broker=broker, backend=broker)
@@ -126,6 +140,33 @@ def test_a_sharded_run_on_the_celery_executor_runs_each_shard_in_a_worker(
     assert gate_verdicts(instance, result.run_id) == sorted([("gate_exact_min_0_75", True),
                                                              ("gate_every_evaluator_scored", True),
                                                              ("gate_error_rate_max_0", True)])
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # a solo worker's task is handed out again only after `lost_after`
+@pytest.mark.parametrize("workers", ["prefork", "solo"], indirect=True)
+def test_a_shard_whose_celery_worker_is_killed_runs_again_from_its_committed_parts(
+        sharded: Path, instance: dg.DagsterInstance, broker: str, workers: list[int]) -> None:
+    make_project(sharded, (sharded / "cobalt.toml").read_text())
+    (sharded / "kill-once-4").touch()  # shard 1's worker process SIGKILLs itself once item 3's part is committed
+    partition = add_partition(instance)
+    with dg.execute_job(reconstructable(sharded, executor="celery", broker=broker), instance=instance,
+                        tags={"dagster/partition": partition}) as result:
+        assert result.success
+    assert not (sharded / "kill-once-4").exists()  # the kill happened
+    shard1 = f"{EXPERIMENT}_outputs_scores.{SHARD_STEP}[1]"
+    records = instance.get_records_for_run(run_id=result.run_id, of_type=dg.DagsterEventType.STEP_START).records
+    pids = [r.event_log_entry.dagster_event.pid for r in records  # type: ignore[union-attr]
+            if r.event_log_entry.step_key == shard1]
+    assert len(pids) == 2 and pids[0] != pids[1], pids  # a second process ran the shard after the first died
+    # The broker handed the task out again: Dagster saw one attempt, never a retry or a failure.
+    assert steps(instance, result.run_id, dg.DagsterEventType.STEP_UP_FOR_RETRY) == []
+    assert steps(instance, result.run_id, dg.DagsterEventType.STEP_FAILURE) == []
+    parts = Exchange.for_config(load_config(sharded)).parts(partition, 1)
+    assert [k for p in parts for k in p.keys] == [(3, 0), (4, 0), (5, 0)]  # item 3 kept, not run again
+    assert len({p.name.rsplit("-", 1)[1] for p in parts}) == 2  # the second attempt resumed after the first's part
+    assert once_each(Store.for_config(load_config(sharded)), partition) == ([(i, 0) for i in range(ITEMS)], 2 * ITEMS)
+    assert Store.for_config(load_config(sharded)).run_status(partition) == "completed"
 
 
 @pytest.fixture
