@@ -7,7 +7,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import timedelta
+from datetime import datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -81,10 +81,14 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
-def shifted_store(path: Path, hours: float) -> Store:
-    """A Store on `path` whose clock is `hours` off the wall clock: a run it starts holds a lease that
-    ended long ago (negative) or lasts for a day (positive), whatever clock later reads it."""
-    return Store(path, now=lambda: utc_now() + timedelta(hours=hours))
+def shifted_store(where: Path | Store, hours: float) -> Store:
+    """A Store on `where` (a file, or the store another Store object names) whose clock is `hours` off the
+    wall clock: a run it starts holds a lease that ended long ago (negative) or lasts for a day (positive),
+    whatever clock later reads it."""
+    def now() -> datetime:
+        return utc_now() + timedelta(hours=hours)
+
+    return where.like(now=now) if isinstance(where, Store) else Store(where, now=now)
 
 
 def killed_and_live_runs(root: Path) -> Store:
@@ -193,3 +197,6 @@ from browser import browser, page  # noqa: E402,F401  (fixtures: a real Chromium
 
 # The session's Postgres server and a fresh database per module, for the tests of the team store.
 from pg import pg_server, pg_url  # noqa: E402, F401
+
+# The store's tests on both backends (tests/stores.py).
+from stores import make_store, store_url  # noqa: E402, F401

@@ -400,8 +400,11 @@ class Store(DagsterRuns, DatasetRows, JudgeBatches, LabelRows, SpanRows, TraceRo
     def _runs(self, sql: str, params: Sequence[Any], *, missing_ok: bool) -> list[dict[str, Any]]:
         import duckdb
 
-        if missing_ok and not self.exists():
-            return []
+        if not self.exists():
+            if missing_ok:
+                return []
+            # DuckDB says so on opening a missing file; a database without cobalt's tables must say it here
+            raise StoreError(f"No results store at {self.where} yet; run an experiment first.")
         self._take_waiting()
         try:
             return self.with_live_status(self.query(sql, params))

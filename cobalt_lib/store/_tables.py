@@ -150,6 +150,8 @@ def insert(con: Any, table: str, rows: list[dict[str, Any]], directory: Path, *,
     """
     if not rows:
         return
+    # A team store's project may have no output directory yet (a DuckDB store's file made it)
+    directory.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(prefix=".batch-", suffix=".ndjson", dir=directory)
     os.close(fd)
     try:

@@ -14,13 +14,17 @@ import numpy as np
 import pytest
 from fakellm import FakeLLM, answer
 from sklearn.metrics import cohen_kappa_score
+from stores import project_store
 from typer.testing import CliRunner
 
-from cobalt_lib import Evaluator, Store, calibrated, experiment, load_config
+from cobalt_lib import Evaluator, calibrated, experiment, load_config
 from cobalt_lib.calibration._scales import category
 from cobalt_lib.cli import app
 from cobalt_lib.ops._calibrate import calibrate_evaluator
 from cobalt_lib.ops._labels import label_queue, set_label, who_default
+
+#: Every test on both backends: the project's DuckDB file, and a team store (COBALT_STORE_URL).
+pytestmark = pytest.mark.usefixtures("store_url")
 
 JUDGE = [0.05, 0.15, 0.3, 0.35, 0.5, 0.55, 0.7, 0.85, 0.9, 0.95]
 ANA = [0.1, 0.0, 0.25, 0.5, 0.45, 0.75, 0.6, 1.0, 0.8, 0.9]
@@ -54,7 +58,7 @@ def test_two_peoples_labels_are_both_kept_and_the_ceiling_matches_sklearn_and_kr
         set_label(config, report.id, i, "helpful", value, who="ana")
     for i, value in enumerate(BEN):
         set_label(config, report.id, i, "helpful", value, note=f"ben {i}", who="ben")
-    current = Store(judged_project / ".cobalt" / "cobalt.duckdb").labels("support", "helpful")
+    current = project_store(judged_project).labels("support", "helpful")
     assert sorted((r["who"], r["item_id"], r["value"]) for r in current) == sorted(
         [("ana", f"q{i}", v) for i, v in enumerate(ANA)] + [("ben", f"q{i}", v) for i, v in enumerate(BEN)])
 

@@ -8,11 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from stores import project_store
 
 from cobalt_lib import Dataset, Store, load_config
 from cobalt_lib.cli import main
 from cobalt_lib.ops import RunOptions, Selection, run_experiments
 from cobalt_lib.pages._compare import compare_view
+
+#: Every test on both backends: the project's DuckDB file, and a team store (COBALT_STORE_URL).
+pytestmark = pytest.mark.usefixtures("store_url")
 
 
 def cobalt(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -32,7 +36,7 @@ def qa_items(n: int = 5) -> list[dict[str, Any]]:
 
 
 def store(project: Path) -> Store:
-    return Store(project / ".cobalt" / "cobalt.duckdb")
+    return project_store(project)
 
 
 def test_push_unchanged_changed_diff_and_export(project: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -9,13 +9,17 @@ from pathlib import Path
 import pytest
 from conftest import TEST_KEY, write_judge_config
 from fakellm import FakeLLM, answer, error, score_from_prompt
+from stores import project_store
 
-from cobalt_lib import BatchPending, Dataset, Evaluator, Store, experiment, load_config
+from cobalt_lib import BatchPending, Dataset, Evaluator, experiment, load_config
 from cobalt_lib.llm._batch import BATCH_PRICE_FACTOR, BatchJudging, PollTiming, StoredBatch
 from cobalt_lib.llm._providers import Endpoint
 from cobalt_lib.llm._wire import Clients
 from cobalt_lib.ops import resume_run
 from cobalt_lib.store import load_report
+
+#: Every test on both backends: the project's DuckDB file, and a team store (COBALT_STORE_URL).
+pytestmark = pytest.mark.usefixtures("store_url")
 
 BATCH = 'batch = true\nbatch_window = "0.01s"\n'
 ONLINE_COST = (20 * 0.15 + 10 * 0.60) / 1e6  # gpt-4o-mini, the server's 20 + 10 tokens
@@ -50,7 +54,7 @@ def test_an_openai_batch_judges_every_item_at_half_price(batch_project: Path, ll
     assert first.cost_usd == pytest.approx(ONLINE_COST * BATCH_PRICE_FACTOR)
     assert report.summary.judge_cost == pytest.approx(4 * ONLINE_COST * BATCH_PRICE_FACTOR)
     assert report.config["judge_batch"] is True
-    stored = Store(batch_project / ".cobalt" / "cobalt.duckdb").judge_batches(report.id)
+    stored = project_store(batch_project).judge_batches(report.id)
     assert [(r["batch_id"], r["status"], len(r["requests"])) for r in stored] == [(batch.batch_id, "completed", 4)]
     assert stored[0]["counts"] == {"total": 4, "completed": 4, "failed": 0}
 
@@ -111,7 +115,7 @@ def test_an_expired_batch_scores_what_it_answered_and_says_the_rest_expired(batc
     statuses = [item.evaluations["quality"].status for item in report.items]
     assert statuses == ["ok", "ok", "eval-error", "eval-error"]
     assert "expired before this request was judged" in (report.items[3].evaluations["quality"].error or "")
-    stored = Store(batch_project / ".cobalt" / "cobalt.duckdb").judge_batches(report.id)
+    stored = project_store(batch_project).judge_batches(report.id)
     assert stored[0]["status"] == "expired"
 
 
@@ -121,7 +125,7 @@ def test_a_run_stopped_waiting_resumes_on_the_same_batch(batch_project: Path, ll
     exp = _experiment(3)
     with pytest.raises(BatchPending, match=r"had not ended .* `cobalt run --resume \S+` waits on the same batch"):
         exp.run(config=load_config())
-    store = Store(batch_project / ".cobalt" / "cobalt.duckdb")
+    store = project_store(batch_project)
     run = store.runs("judged")[0]
     assert load_report(store, run["run_id"]).status == "incomplete"
     assert run["status"] == "incomplete"

@@ -17,14 +17,16 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from production_traces import ANSWER, QUESTION, memory_provider, one_export, run_agent
+from stores import MakeStore
 
 from cobalt_lib.monitor import BadPayload, Collector, Ingest, ProductionTrace, read_trace
 from cobalt_lib.store import Store
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Store:
-    return Store(tmp_path / ".cobalt" / "cobalt.duckdb")
+def store(make_store: MakeStore) -> Store:
+    """A fresh store of each backend (tests/stores.py)."""
+    return make_store()
 
 
 @pytest.fixture
@@ -207,6 +209,7 @@ def test_serves_receiver_steps_aside_when_its_port_is_taken(project: Path, capsy
 
 
 def test_a_busy_store_answers_503_to_retry_and_the_retry_is_stored(tmp_path: Path) -> None:
+    # DuckDB only: one writer holds the file; a team store takes writers at once and is never busy so
     import threading
 
     store = Store(tmp_path / ".cobalt" / "cobalt.duckdb", lock_timeout=0.2)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import shifted_store
+from stores import MakeStore
 
 from cobalt_lib import ConfigError, Dataset, Evaluator, Store, experiment, load_config
 from cobalt_lib.run import LeaseRenewer, lease, resume_request
@@ -47,9 +48,10 @@ def _start(store: Store, run_id: str = "r") -> None:
 
 def _seen(store: Store, run_id: str = "r") -> dict[str, object]:
     """What every reader says of the run: runs(), get_run, run_status, cobalt_query's view, unrecorded_runs."""
-    from cobalt_lib.store._readonly import read_only_connection
+    from cobalt_lib.store._readonly import read_only_connection, read_only_postgres
 
-    with read_only_connection(store, memory_limit="256MB", threads=1) as con:
+    with (read_only_connection(store, memory_limit="256MB", threads=1) if store.backend.name == "duckdb"
+          else read_only_postgres(store, seconds=30)) as con:
         [(snapshot,)] = con.execute("SELECT status FROM runs WHERE run_id = ?", [run_id]).fetchall()
     return {"runs": store.runs()[0]["status"], "get_run": store.get_run(run_id)["status"],  # type: ignore[index]
             "run_status": store.run_status(run_id), "snapshot": snapshot,
@@ -61,9 +63,9 @@ def _all(status: str) -> dict[str, object]:
             "unrecorded": [] if status == "running" else ["r"]}
 
 
-def test_a_run_whose_renewals_stop_reads_incomplete_once_its_lease_expires(tmp_path: Path) -> None:
+def test_a_run_whose_renewals_stop_reads_incomplete_once_its_lease_expires(make_store: MakeStore) -> None:
     clock = Clock()
-    store = Store(tmp_path / "s.duckdb", now=clock)
+    store = make_store(now=clock)
     _start(store)  # leased until T0 + 60 s
     renewer = LeaseRenewer(store, "r", seconds=60)
     clock.advance(50)
@@ -75,9 +77,9 @@ def test_a_run_whose_renewals_stop_reads_incomplete_once_its_lease_expires(tmp_p
     assert renewer.renew() is True and _seen(store) == _all("running")  # a late renewal: alive again
 
 
-def test_a_finished_run_is_never_renewed_back_to_running(tmp_path: Path) -> None:
+def test_a_finished_run_is_never_renewed_back_to_running(make_store: MakeStore) -> None:
     clock = Clock()
-    store = Store(tmp_path / "s.duckdb", now=clock)
+    store = make_store(now=clock)
     _start(store)
     store.finish_run({"run_id": "r", "experiment": "qa", "status": "completed", "started_at": T0.isoformat(),
                       "tags": [], "config": {}}, [], [])
@@ -85,25 +87,27 @@ def test_a_finished_run_is_never_renewed_back_to_running(tmp_path: Path) -> None
     assert store.run_status("r") == "completed" and store.get_run("r")["lease_until"] is None  # type: ignore[index]
 
 
-def test_a_running_renewer_keeps_the_run_running_while_time_passes(tmp_path: Path) -> None:
-    path = tmp_path / "s.duckdb"
-    _start(Store(path, now=lambda: T0))
+def test_a_running_renewer_keeps_the_run_running_while_time_passes(make_store: MakeStore) -> None:
+    store = make_store(now=lambda: T0)
+    _start(store)
     ticking = Clock(step=timedelta(seconds=30))  # each renewal reads it once: 30 s pass per renewal
     ticking.enough = 5
-    with LeaseRenewer(Store(path, now=ticking), "r", seconds=60, every=0.001) as renewer:
+    with LeaseRenewer(store.like(now=ticking), "r", seconds=60, every=0.001) as renewer:
         assert ticking.read_enough.wait(60), "the renewer never renewed five times"
     assert renewer.renewals >= 5 and renewer.failures == 0
     last = ticking.at  # the renewer has stopped: this is when it last renewed
     assert last >= T0 + timedelta(seconds=150)  # far past the lease written at the start
-    assert _seen(Store(path, now=lambda: last + timedelta(seconds=59))) == _all("running")
-    assert _seen(Store(path, now=lambda: last + timedelta(seconds=61))) == _all("incomplete")
+    assert _seen(store.like(now=lambda: last + timedelta(seconds=59))) == _all("running")
+    assert _seen(store.like(now=lambda: last + timedelta(seconds=61))) == _all("incomplete")
 
 
-def test_nested_lease_blocks_share_one_renewer_stopped_by_the_outermost(tmp_path: Path) -> None:
-    store = Store(tmp_path / "s.duckdb")
+def test_nested_lease_blocks_share_one_renewer_stopped_by_the_outermost(make_store: MakeStore) -> None:
+    store = make_store()
     _start(store)
+    # another Store object on the same store (a DuckDB file by another spelling of its path)
+    same = Store(store.path.parent / "." / store.path.name) if store.backend.name == "duckdb" else store.like()
     with lease(store, "r") as outer:
-        with lease(Store(tmp_path / "." / "s.duckdb"), "r") as inner:
+        with lease(same, "r") as inner:
             assert inner is outer and outer._thread is not None
         assert outer._thread is not None  # the outer block still holds it
         with lease(store, "other") as another:
@@ -111,17 +115,17 @@ def test_nested_lease_blocks_share_one_renewer_stopped_by_the_outermost(tmp_path
     assert outer._thread is None and another._thread is None
 
 
-def test_a_run_row_without_a_lease_counts_as_leased_for_one_lease_from_its_start(tmp_path: Path) -> None:
-    path = tmp_path / "s.duckdb"
+def test_a_run_row_without_a_lease_counts_as_leased_for_one_lease_from_its_start(make_store: MakeStore) -> None:
+    store = make_store()
     # As a cobalt from before leases wrote it: no lease_until.
-    Store(path).write({"runs": [{"run_id": "r", "experiment": "qa", "status": "running",
+    store.write({"runs": [{"run_id": "r", "experiment": "qa", "status": "running",
                                  "started_at": T0.isoformat(), "tags": [], "config": {}}]})
-    assert _seen(Store(path, now=lambda: T0 + timedelta(seconds=59))) == _all("running")
-    assert _seen(Store(path, now=lambda: T0 + timedelta(seconds=61))) == _all("incomplete")
+    assert _seen(store.like(now=lambda: T0 + timedelta(seconds=59))) == _all("running")
+    assert _seen(store.like(now=lambda: T0 + timedelta(seconds=61))) == _all("incomplete")
 
 
-def test_the_lease_length_comes_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    store = Store(tmp_path / "s.duckdb", now=lambda: T0)
+def test_the_lease_length_comes_from_the_environment(make_store: MakeStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = make_store(now=lambda: T0)
     monkeypatch.setenv("COBALT_LEASE_SECONDS", "5")
     _start(store)
     assert store.get_run("r")["lease_until"] == T0 + timedelta(seconds=5)  # type: ignore[index]
@@ -133,6 +137,7 @@ def test_the_lease_length_comes_from_the_environment(tmp_path: Path, monkeypatch
 
 @pytest.mark.slow
 def test_a_renewal_that_meets_another_process_s_lock_fails_quietly_and_the_next_one_lands(tmp_path: Path) -> None:
+    # DuckDB only: a file's lock held by another process (a team store's renewal waits on no lock)
     path = tmp_path / "s.duckdb"
     clock = Clock()
     store = Store(path, now=clock)

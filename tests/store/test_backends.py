@@ -1,37 +1,19 @@
 """The store's behaviour on both backends: a DuckDB file and a real Postgres server (tests/pg.py).
 
-`make_store` gives a fresh, empty store of the test's backend: a new file, or a new schema-free
-database reached by URL (its journal under the test's own directory).
+`make_store` (tests/stores.py) gives a fresh, empty store of the test's backend: a new file, or a new
+schema-free database reached by URL (its journal under the test's own directory).
 """
 
 from __future__ import annotations
 
-import secrets
-from collections.abc import Callable
-from pathlib import Path
-
 import pytest
-from pg import Server
+from stores import MakeStore
 
 from cobalt_lib import ConfigError, Store, StoreError
 from cobalt_lib._errors import LeaseLost
 from cobalt_lib.store._journal import Journal, left, put_in, replay_left
 from cobalt_lib.store._liveness import working
 from cobalt_lib.store._schema import SCHEMA_VERSION, VERSION_TABLE
-
-MakeStore = Callable[[], Store]
-
-
-@pytest.fixture(params=["duckdb", pytest.param("postgres", marks=pytest.mark.slow)])
-def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> MakeStore:
-    def make() -> Store:
-        home = tmp_path / secrets.token_hex(3)
-        if request.param == "duckdb":
-            return Store(home / "cobalt.duckdb")
-        server: Server = request.getfixturevalue("pg_server")
-        return Store(server.create_database("b_" + secrets.token_hex(4)), home=home)
-
-    return make
 
 
 def _run(run_id: str = "r1") -> dict[str, object]:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-from cobalt_lib import Store
+from stores import MakeStore
+
 from cobalt_lib.store._journal import Journal, left, replay_left
 from cobalt_lib.store._writer import BatchWriter
 
@@ -15,8 +15,8 @@ def _output(index: int, output: object, **extra: object) -> dict[str, object]:
             "input": {"input": f"q{index}"}, **extra}
 
 
-def test_a_value_over_the_cap_is_stored_cut_with_its_length_and_read_back_whole(tmp_path: Path) -> None:
-    store = Store(tmp_path / "s.duckdb", max_value_bytes=1024)
+def test_a_value_over_the_cap_is_stored_cut_with_its_length_and_read_back_whole(make_store: MakeStore) -> None:
+    store = make_store(max_value_bytes=1024)
     big = {"text": "é" * 5000}  # 10,000 bytes of UTF-8, and JSON around them
     store.write({"outputs": [_output(0, "a"), _output(1, big, traceback="t" * 3000), _output(2, "c")],
                  "scores": [{"run_id": "r1", "item_index": 1, "run_index": 0, "evaluator": "j",
@@ -33,11 +33,11 @@ def test_a_value_over_the_cap_is_stored_cut_with_its_length_and_read_back_whole(
     assert [o["output"] for o in outputs] == ["a", big, "c"] and outputs[1]["traceback"] == "t" * 3000
     assert store.rows("scores", "r1")[0]["raw_response"] == "r" * 2000
     assert store.item_records("r1", 1)[0]["output"] == big
-    assert len(list((tmp_path / "values").glob("*.json"))) == 3  # content-addressed
+    assert len(list(store.values_dir.glob("*.json"))) == 3  # content-addressed
 
 
-def test_a_journal_left_behind_goes_in_once_even_when_part_of_it_went_in_before(tmp_path: Path) -> None:
-    store = Store(tmp_path / "s.duckdb")
+def test_a_journal_left_behind_goes_in_once_even_when_part_of_it_went_in_before(make_store: MakeStore) -> None:
+    store = make_store()
     store.write({"outputs": [_output(0, "a")]})  # as if the process died between its commit and the unlink
     journal = Journal(store, "dead")
     journal.add({"outputs": [_output(0, "a"), _output(1, "b")],
@@ -52,8 +52,8 @@ def test_a_journal_left_behind_goes_in_once_even_when_part_of_it_went_in_before(
     assert left(store) == []
 
 
-def test_a_writer_leaves_an_empty_journal_nowhere(tmp_path: Path) -> None:
-    store = Store(tmp_path / "s.duckdb")
+def test_a_writer_leaves_an_empty_journal_nowhere(make_store: MakeStore) -> None:
+    store = make_store()
     writer = BatchWriter(store, max_delay=0.01)
     for index in range(50):
         writer.add("outputs", _output(index, str(index)))

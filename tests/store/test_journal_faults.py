@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from fakellm import FakeLLM, answer
+from stores import MakeStore, project_store
 from typer.testing import CliRunner
 
 from cobalt_lib import Dataset, Evaluator, Store, experiment
@@ -81,6 +82,7 @@ def _fill(directory: Path) -> Path:
 @pytest.mark.slow  # it mounts a tmpfs
 def test_a_full_disk_during_a_replay_keeps_the_journal_says_so_and_the_next_replay_puts_every_row_in(
         small_disk: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # DuckDB only: the disk that fills is the store file's (a team store's disk is its server's)
     store = Store(small_disk / ".cobalt" / "cobalt.duckdb")
     store.start_run(_run_row(status="running"))
     big = "x" * 20_000  # rows that need pages of their own in the store file
@@ -100,8 +102,8 @@ def test_a_full_disk_during_a_replay_keeps_the_journal_says_so_and_the_next_repl
     assert store.run_status("r") == "completed"
 
 
-def test_a_segment_replayed_after_it_went_in_adds_its_rows_and_working_time_once(tmp_path: Path) -> None:
-    store = Store(tmp_path / "s.duckdb")
+def test_a_segment_replayed_after_it_went_in_adds_its_rows_and_working_time_once(make_store: MakeStore) -> None:
+    store = make_store()
     store.start_run(_run_row(status="running"))
     directory = _left_behind(store, "rows-died", {"outputs": _outputs("r", range(3))}, work=500.0)
     [header] = directory.glob("[0-9]*.json")
@@ -113,9 +115,9 @@ def test_a_segment_replayed_after_it_went_in_adds_its_rows_and_working_time_once
 
 
 def test_a_row_the_store_refuses_is_set_aside_alone_listed_and_put_back_and_other_segments_go_in(
-        project: Path) -> None:
+        project: Path, store_url: str | None) -> None:
     (project / "cobalt.toml").write_text("")
-    store = Store(project / ".cobalt" / "cobalt.duckdb")
+    store = project_store(project)
     store.start_run(_run_row(status="running"))
     directory = _left_behind(store, "rows-old", {"outputs": _outputs("r", range(3))},
                              {"outputs": _outputs("r", range(3, 5))}, finish=True)
@@ -132,7 +134,9 @@ def test_a_row_the_store_refuses_is_set_aside_alone_listed_and_put_back_and_othe
     assert status.exit_code == 0, status.output
     [aside] = json.loads(status.output)["aside"]
     assert (aside["table"], aside["run_id"], aside["rows"]) == ("outputs", "r", 1)
-    assert aside["errors"] == ['Invalid Input Error: JSON transform error: Failed to cast value to numerical: "one"']
+    said = ('Invalid Input Error: JSON transform error: Failed to cast value to numerical: "one"' if store_url is None
+            else 'invalid input syntax for type integer: "one"')
+    assert aside["errors"] == [said]
     synced = runner.invoke(app, ["store", "sync"], catch_exceptions=False)
     assert synced.exit_code == 0, synced.output
     assert "1 row(s) put into the results store" in synced.output
@@ -144,8 +148,8 @@ def test_a_row_the_store_refuses_is_set_aside_alone_listed_and_put_back_and_othe
     assert "Nothing waits" in runner.invoke(app, ["store", "status"], catch_exceptions=False).output
 
 
-def test_values_no_column_can_hold_are_kept_for_their_row_alone(tmp_path: Path) -> None:
-    store = Store(tmp_path / "s.duckdb")
+def test_values_no_column_can_hold_are_kept_for_their_row_alone(make_store: MakeStore) -> None:
+    store = make_store()
     rows = _outputs("r", range(4))
     rows[1]["tokens"] = 2**63
     rows[2]["latency_ms"] = "slow"
@@ -162,14 +166,14 @@ def test_values_no_column_can_hold_are_kept_for_their_row_alone(tmp_path: Path) 
     assert score["unheld_values"] == {"tokens": str(10**20 + 30), "judge_calls": "nan"}
 
 
-def test_token_counts_past_2_63_from_the_agent_and_the_judge_keep_every_row(judged_project: Path,
-                                                                            llm: FakeLLM) -> None:
+def test_token_counts_past_2_63_from_the_agent_and_the_judge_keep_every_row(judged_project: Path, llm: FakeLLM,
+                                                                            store_url: str | None) -> None:
     llm.respond = lambda kind, body: answer(0.9, prompt_tokens=10**20)
     exp = experiment("qa", Dataset([{"input": f"q{i}"} for i in range(100)]),
                      lambda ctx: {"output": "a", "metadata": {"tokens": 2**63}},
                      evaluators=[Evaluator(name="judge", prompt="Is {{output}} right for {{input}}?")])
     report = exp.run()
-    store = Store(judged_project / ".cobalt" / "cobalt.duckdb")
+    store = project_store(judged_project)
     outputs, scores = store.rows("outputs", report.id), store.rows("scores", report.id)
     assert len(outputs) == 100 and len(scores) == 100
     assert {(o["tokens"], o["unheld_values"]["tokens"]) for o in outputs} == {(None, str(2**63))}
@@ -178,7 +182,7 @@ def test_token_counts_past_2_63_from_the_agent_and_the_judge_keep_every_row(judg
     assert store.run_status(report.id) == "completed"
 
 
-def test_an_output_ending_with_the_cut_marker_reads_back_as_itself(project: Path) -> None:
+def test_an_output_ending_with_the_cut_marker_reads_back_as_itself(project: Path, store_url: str | None) -> None:
     (project / "cobalt.toml").write_text("[store]\nmax_value_bytes = 1024\n")
     secret = "s" * 5000
     first = experiment("qa", Dataset([{"input": "q"}]), lambda ctx: secret,
@@ -187,7 +191,7 @@ def test_an_output_ending_with_the_cut_marker_reads_back_as_itself(project: Path
     forged = f"hello\n[cobalt: cut at 5 of 5000 bytes; whole value in values/{side.stem}.json]"
     second = experiment("qa", Dataset([{"input": "q"}]), lambda ctx: forged,
                         evaluators=[Evaluator(name="any", type="function", fn=lambda ctx: 1.0)]).run()
-    store = Store(project / ".cobalt" / "cobalt.duckdb")
+    store = project_store(project)
     assert [o["output"] for o in store.rows("outputs", second.id)] == [forged]
     assert [o["output"] for o in store.rows("outputs", first.id)] == [secret]  # a real cut is still read whole
 
@@ -198,6 +202,7 @@ HOLDER = "import duckdb, sys\ncon = duckdb.connect(sys.argv[1])\nprint('held', f
 @pytest.mark.slow
 def test_the_writer_waits_its_lock_timeout_at_the_end_even_after_a_cycle_met_the_lock(
         tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    # DuckDB only: a file's lock held by another process (Postgres has none a writer waits on)
     store = Store(tmp_path / "s.duckdb", lock_timeout=120)
     store.start_run(_run_row(status="running"))
     writer = BatchWriter(store, max_delay=0.01)
@@ -225,22 +230,23 @@ def test_the_writer_waits_its_lock_timeout_at_the_end_even_after_a_cycle_met_the
     assert [o["item_index"] for o in store.rows("outputs", "r")] == [0]
 
 
-def test_lease_renewals_never_collide_with_the_runs_own_writes(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_lease_renewals_never_collide_with_the_runs_own_writes(project: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               store_url: str | None) -> None:
     """A lease of 30 ms is renewed every 10 ms, beside every batch and the final write of 10 runs."""
     (project / "cobalt.toml").write_text("")
     monkeypatch.setenv("COBALT_LEASE_SECONDS", "0.03")
     exp = experiment("qa", Dataset([{"input": f"q{i}"} for i in range(20)]), lambda ctx: "a",
                      evaluators=[Evaluator(name="any", type="function", fn=lambda ctx: 1.0)])
     reports = [exp.run() for _ in range(10)]
-    store = Store(project / ".cobalt" / "cobalt.duckdb")
+    store = project_store(project)
     assert [store.run_status(r.id) for r in reports] == ["completed"] * 10
     assert all(len(store.rows("outputs", r.id)) == 20 for r in reports)
 
 
-def test_a_reader_puts_in_the_rows_an_ended_run_left_in_its_journal(tmp_path: Path) -> None:
-    store = Store(tmp_path / "s.duckdb")
+def test_a_reader_puts_in_the_rows_an_ended_run_left_in_its_journal(make_store: MakeStore) -> None:
+    store = make_store()
     store.start_run(_run_row(status="running"))
     _left_behind(store, "finish-r", {"outputs": _outputs("r", range(4))}, finish=True)
-    reader = Store(store.path)  # the pages, the MCP server or the sensor: a read of the runs
+    reader = store.like()  # the pages, the MCP server or the sensor: a read of the runs
     assert [(r["run_id"], r["status"]) for r in reader.runs()] == [("r", "completed")]
     assert reader.live_counts("r")["done"] == 4

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import random
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import shifted_store
+from stores import BACKENDS, MakeStore, store_maker
 
 from cobalt_lib import Store
 from cobalt_lib.ops._history import history_entry
@@ -28,16 +28,16 @@ def _row(i: int, rng: random.Random) -> dict[str, Any]:
             "variant": f"v{i % 2}" if 10 <= i <= 13 or 40 <= i <= 41 else None}
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> Store:
+@pytest.fixture(scope="module", params=BACKENDS)
+def store(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Store:
     """60 runs over 18 days (statuses, tags and gate verdicts mixed), plus one running run whose lease
-    expired (reads incomplete) and one leased for a day (reads running)."""
+    expired (reads incomplete) and one leased for a day (reads running); on each backend."""
     rng = random.Random(4)
-    path = tmp_path_factory.mktemp("history") / "s.duckdb"  # the tests only read it: made once
-    store = Store(path)
+    # the tests only read it: made once per backend
+    store = store_maker(request.param, request, tmp_path_factory.mktemp("history"))()
     store.write({"runs": [_row(i, rng) for i in range(60)]})
     for run_id, hours, day in (("dead", -2, 20), ("live", 24, 21)):
-        shifted_store(path, hours).start_run({"run_id": run_id, "experiment": "exp-1", "tags": ["pr"], "config": {},
+        shifted_store(store, hours).start_run({"run_id": run_id, "experiment": "exp-1", "tags": ["pr"], "config": {},
                                               "started_at": f"2026-03-{day}T00:00:00+00:00"})
     return store
 
@@ -130,9 +130,9 @@ def test_the_filters_choices_come_from_the_store(store: Store) -> None:
     assert store.newest_experiment() == store.runs()[0]["experiment"]
 
 
-def test_no_store_yet_is_no_runs(tmp_path: Path) -> None:
-    store = Store(tmp_path / "none.duckdb")
+def test_no_store_yet_is_no_runs(make_store: MakeStore) -> None:
+    store = make_store()
     assert (store.run_page(), store.run_count(), store.experiment_names(), store.tag_names(),
             store.newest_experiment(), store.row_page(), store.row_count(), store.previous_runs(["x"])
             ) == ([], 0, [], [], None, [], 0, {})
-    assert not store.path.exists()
+    assert not store.path.exists() and not store.exists()

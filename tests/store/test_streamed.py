@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from stores import project_store
 
 from cobalt_lib import Dataset, Evaluator, Store, experiment, load_config, read_results
 from cobalt_lib.results._results_file import read_header
@@ -17,12 +18,12 @@ ITEMS = CHUNK_ITEMS + 150
 
 
 @pytest.fixture
-def stored(project: Path) -> tuple[Store, str]:
+def stored(project: Path, store_url: str | None) -> tuple[Store, str]:
     data = Dataset([{"input": f"q{i}", "expected_output": f"a{i % 7}"} for i in range(ITEMS)])
     exp = experiment("streamed", data, lambda ctx: f"a{ctx.index % 5}", tags=["t"], evaluators=[
         Evaluator(name="exact", type="exact-match"), Evaluator(name="half", type="function", fn=lambda ctx: 0.5)])
     report = exp.run(config=load_config())
-    return Store(project / ".cobalt" / "cobalt.duckdb"), report.id
+    return project_store(project), report.id
 
 
 def test_the_header_is_the_file_without_its_items_at_any_block_size(stored: tuple[Store, str]) -> None:

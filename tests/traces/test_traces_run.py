@@ -10,14 +10,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from stores import project_store
 from traced_agent import MODEL, async_agent, per_city_replies, sync_agent
 
-from cobalt_lib import Dataset, Evaluator, Store, experiment, load_config
+from cobalt_lib import Dataset, Evaluator, experiment, load_config
 from cobalt_lib.llm._pricing import cost_usd
 from cobalt_lib.run._execute import execute
 from cobalt_lib.run._plan import prepare
 from cobalt_lib.run._requests import RescoreRun
 from cobalt_lib.store._history import load_report
+
+#: Every test on both backends: the project's DuckDB file, and a team store (COBALT_STORE_URL).
+pytestmark = pytest.mark.usefixtures("store_url")
 
 CITIES = ["Paris", "Oslo", "Lima", "Reykjavik", "Rome", "Kyiv", "Quito", "Accra", "Hanoi", "Bern", "Dakar", "Sucre"]
 
@@ -50,7 +54,7 @@ def test_spans_land_on_their_items_under_concurrency(project: Path, llm: Any, fl
     agent = (sync_agent if flavour == "sync" else async_agent)(llm.openai_url)
     report = experiment(f"weather-{flavour}", dataset(), agent, evaluators=EVALUATORS, concurrency=6).run()
     assert llm.max_inflight > 1  # the items' calls really overlapped
-    store = Store(project / ".cobalt" / "cobalt.duckdb")
+    store = project_store(project)
     spans = store.spans_of(report.id)
     assert sorted(spans) == [(i, 0) for i in range(len(CITIES))]
     trace_ids = set()
@@ -90,7 +94,7 @@ def test_an_agent_without_spans_has_no_trace_and_trace_kinds_say_why(project: Pa
                                     Evaluator(name="cap", type="max_model_calls", n=3)],
                         max_error_rate=1.0).run()
     [item] = report.items
-    assert Store(project / ".cobalt" / "cobalt.duckdb").spans_of(report.id) == {}
+    assert project_store(project).spans_of(report.id) == {}
     assert item.metadata == {} and item.cost_usd is None
     assert item.evaluations["tools"].status == "eval-error"
     assert item.evaluations["tools"].error == (
@@ -108,7 +112,7 @@ def test_a_rescore_scores_the_stored_trace_and_keeps_it(project: Path, llm: Any)
     first = exp.run()
     called = llm.count()
     exp.evaluators = [*EVALUATORS[:1], Evaluator(name="one-call", type="max_model_calls", n=1)]
-    store = Store(project / ".cobalt" / "cobalt.duckdb")
+    store = project_store(project)
     request = RescoreRun(parent_run_id=first.id, outputs=load_report(store, first.id).items)
     again = asyncio.run(execute(prepare(exp, load_config(), request)))
     assert llm.count() == called  # no agent call
@@ -146,7 +150,7 @@ def test_spans_from_the_agents_own_threads_land_on_its_item_through_their_parent
 
     report = experiment("threaded", Dataset(items=[{"input": i} for i in range(6)]), agent, concurrency=3).run()
     pool.shutdown()
-    spans = Store(project / ".cobalt" / "cobalt.duckdb").spans_of(report.id)
+    spans = project_store(project).spans_of(report.id)
     assert {key: sorted(s.name for s in found) for key, found in spans.items()} == {
         (i, 0): [f"agent {i}", f"work {i}"] for i in range(6)}
 
@@ -171,7 +175,7 @@ def test_a_failed_calls_spans_are_kept_and_past_max_spans_they_are_counted(proje
     ok, failed = report.items
     assert (ok.status, ok.metadata) == ("ok", {"spans_dropped": 2})
     assert failed.status == "error"
-    spans = Store(project / ".cobalt" / "cobalt.duckdb").spans_of(report.id)
+    spans = project_store(project).spans_of(report.id)
     assert [s.name for s in spans[(0, 0)]] == ["step 0", "step 1", "step 2"]
     assert [(s.name, s.status, s.status_message) for s in spans[(1, 0)]] == [
         ("step 0", "unset", None), ("step 1", "error", "RuntimeError: the tool broke")]  # the SDK's own wording
@@ -191,7 +195,7 @@ def test_no_span_is_collected_when_collect_is_off(project: Path) -> None:
     config = load_config()
     config.traces.collect = False
     report = experiment("off", Dataset(items=[{"input": 0}]), agent).run(config=config)
-    assert Store(project / ".cobalt" / "cobalt.duckdb").spans_of(report.id) == {}
+    assert project_store(project).spans_of(report.id) == {}
     assert report.items[0].metadata == {}
 
 
@@ -217,6 +221,6 @@ def test_a_span_the_agent_never_ends_does_not_keep_its_items_trace_alive(project
 
     report = experiment("leaky", Dataset(items=[{"input": i} for i in range(3)]), agent).run()
     assert [[s.name for s in i.spans] for i in report.items] == [[], [], []]  # the report keeps no spans
-    assert [len(v) for v in Store(project / ".cobalt" / "cobalt.duckdb").spans_of(report.id).values()] == [1, 1, 1]
+    assert [len(v) for v in project_store(project).spans_of(report.id).values()] == [1, 1, 1]
     gc.collect()
     assert [ref() for ref in traces] == [None, None, None]
