@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import errno
-import importlib
 import os
-import pkgutil
 import sys
 from typing import Any, NoReturn, TextIO, cast
 
@@ -15,19 +13,11 @@ import typer
 from .._errors import CobaltError
 from .._secrets import scrub_stream
 from .._testing import pause_point
-from ._app import app
+from ._app import app, load_commands
 
-__all__ = ["app", "main"]
+__all__ = ["app", "load_commands", "main"]
 
-
-def _register_commands() -> None:
-    """Each command module registers its commands on `app` when imported, so adding a command is
-    adding a module here."""
-    for module in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{module.name}")
-
-
-_register_commands()
+# Each command module registers its commands on `app` when the command is first used (`_app.LAZY_COMMANDS`).
 pause_point("import")  # tests: an interrupt while the CLI is still being imported
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import typer
@@ -62,11 +63,25 @@ class Command(_Readable, TyperCommand):
     pass
 
 
-#: `cobalt --help` lists the commands in the order a user meets them: set up and run, read the results, share
-#: and serve them, then the evaluators and their calibration, CI, housekeeping. A new command takes its place here.
-COMMAND_ORDER = ("init", "import", "run", "show", "history", "compare", "report", "export", "rescore", "serve",
-                 "request", "mcp", "collect", "traces", "monitor", "evaluators", "dataset", "labels", "calibrate",
-                 "grade", "studio", "grader", "ci", "store", "clean")
+#: Each top-level command and the module under `cobalt_lib.cli` that registers it, imported when the command
+#: is used: `cobalt run` loads the run's command and use cases, not the grading studio's. `cobalt --help` lists
+#: the commands in this order, the order a user meets them: set up and run, read the results, share and serve
+#: them, then the evaluators and their calibration, CI, housekeeping. A new command takes its place here.
+LAZY_COMMANDS: dict[str, str] = {
+    "init": "_init", "import": "_import", "run": "_run", "show": "_show", "history": "_history",
+    "compare": "_history", "report": "_report", "export": "_manage", "rescore": "_manage", "serve": "_serve",
+    "request": "_serve", "mcp": "_mcp", "collect": "_collect", "traces": "_collect", "monitor": "_collect",
+    "evaluators": "_evaluators", "dataset": "_dataset", "labels": "_labels", "calibrate": "_calibrate",
+    "grade": "_grade", "studio": "_studio", "grader": "_grader", "ci": "_ci", "store": "_store",
+    "clean": "_manage",
+}
+COMMAND_ORDER = tuple(LAZY_COMMANDS)
+
+
+def load_commands(*names: str) -> None:
+    """Import the modules that register `names` (every command when none is given) on `app`."""
+    for module in sorted({LAZY_COMMANDS[name] for name in names or LAZY_COMMANDS if name in LAZY_COMMANDS}):
+        importlib.import_module(f"{__package__}.{module}")
 
 
 class Group(_Readable, TyperGroup):
@@ -77,7 +92,31 @@ class Group(_Readable, TyperGroup):
         if ctx.parent is not None:  # a group's own subcommands keep the order they were written in
             return names
         place = {name: i for i, name in enumerate(COMMAND_ORDER)}
-        return sorted(names, key=lambda name: (place.get(name, len(place)), name))
+        return sorted({*names, *LAZY_COMMANDS}, key=lambda name: (place.get(name, len(place)), name))
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = super().get_command(ctx, cmd_name)
+        if command is None and ctx.parent is None and cmd_name in LAZY_COMMANDS:
+            load_commands(cmd_name)
+            command = _registered(cmd_name)
+            if command is not None:
+                self.add_command(command, cmd_name)
+        return command
+
+
+def _registered(name: str) -> Any:
+    """The click command (or group) registered on `app` as `name` once its module was imported, built as
+    typer builds the commands it knew of when the app was called."""
+    for info in app.registered_commands:
+        if (info.name or typer.main.get_command_name(info.callback.__name__)) == name:  # type: ignore[union-attr]
+            return typer.main.get_command_from_info(info, pretty_exceptions_short=app.pretty_exceptions_short,
+                                                    rich_markup_mode=app.rich_markup_mode)
+    for group in app.registered_groups:
+        if group.name == name:
+            return typer.main.get_group_from_info(group, pretty_exceptions_short=app.pretty_exceptions_short,
+                                                  suggest_commands=app.suggest_commands,
+                                                  rich_markup_mode=app.rich_markup_mode)
+    return None
 
 
 class _App(typer.Typer):

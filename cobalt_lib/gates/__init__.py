@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ..results._direction import lower_is_better, meets
 from ._assertions import (
     RUN_METRICS,
@@ -19,7 +22,13 @@ from ._assertions import (
     no_regression,
     threshold,
 )
-from ._calibrated import Calibrated, calibrated
+
+if TYPE_CHECKING:
+    from ._calibrated import Calibrated, calibrated
+
+#: The `calibrated` gate loads the graders and the calibration store on first use: a run whose gates are
+#: thresholds does not load them.
+_LAZY = {"Calibrated": "._calibrated", "calibrated": "._calibrated"}
 
 __all__ = [
     "RUN_METRICS",
@@ -40,3 +49,12 @@ __all__ = [
     "no_regression",
     "threshold",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value

@@ -13,50 +13,83 @@ pydantic models (or report models) and raising `CobaltError`s. Nothing here prin
 
 from __future__ import annotations
 
-from ..links import (
-    compare_page_url,
-    dagster_asset_url,
-    dagster_check_name,
-    dagster_check_names,
-    dagster_check_url,
-    dagster_name,
-    dagster_run_url,
-    dagster_url,
-    pages_url,
-    run_page_url,
-    trends_page_url,
-)
-from ._clean import Cleanup, clean_up, plan_cleanup
-from ._compare import CompareOutcome, compare_runs, regression_reasons
-from ._details import ChangedItem, ComparedRuns, RunDetails, compare_with_reasons, report_details, run_details
-from ._evaluate import Evaluated, evaluate_output
-from ._experiments import ExperimentCatalog, ExperimentInfo, describe_experiments
-from ._export import Export, export_format, export_run
-from ._fresh import in_fresh_process
-from ._generate import Generated, generate_experiment, project_path
-from ._grade import GradeOptions, GradeOutcome, GradeResult, grade
-from ._grader_draft import Drafted, default_model, draft_grader
-from ._grader_versions import Exported, GraderVersion, comparison, export_grader, export_version, grader_versions
-from ._history import HistoryEntry, check_stored_experiment, history_entry, run_duration_ms, run_history
-from ._project import RunRequested, config_warnings, request_experiment
-from ._query import QueryResult, TableInfo, check_select, run_query, store_schema
-from ._refs import RunPair, RunRef, resolve_pair, resolve_ref, store_with_runs
-from ._resume import Rescored, rerun_failed, rescore_run, resume_run
-from ._run import (
-    BaselineUpdate,
-    PreparedRuns,
-    RunOptions,
-    RunOutcome,
-    execute_runs,
-    prepare_runs,
-    run_experiments,
-    run_plan,
-    write_baselines,
-)
-from ._select import Selection, resume_scope, select_experiments, unused_thresholds
-from ._show import ShownRun, is_failure, show_run
-from ._studio import Studio
-from ._variants import variant_grid
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..links import (
+        compare_page_url,
+        dagster_asset_url,
+        dagster_check_name,
+        dagster_check_names,
+        dagster_check_url,
+        dagster_name,
+        dagster_run_url,
+        dagster_url,
+        pages_url,
+        run_page_url,
+        trends_page_url,
+    )
+    from ._clean import Cleanup, clean_up, plan_cleanup
+    from ._compare import CompareOutcome, compare_runs, regression_reasons
+    from ._details import ChangedItem, ComparedRuns, RunDetails, compare_with_reasons, report_details, run_details
+    from ._evaluate import Evaluated, evaluate_output
+    from ._experiments import ExperimentCatalog, ExperimentInfo, describe_experiments
+    from ._export import Export, export_format, export_run
+    from ._fresh import in_fresh_process
+    from ._generate import Generated, generate_experiment, project_path
+    from ._grade import GradeOptions, GradeOutcome, GradeResult, grade
+    from ._grader_draft import Drafted, default_model, draft_grader
+    from ._grader_versions import Exported, GraderVersion, comparison, export_grader, export_version, grader_versions
+    from ._history import HistoryEntry, check_stored_experiment, history_entry, run_duration_ms, run_history
+    from ._project import RunRequested, config_warnings, request_experiment
+    from ._query import QueryResult, TableInfo, check_select, run_query, store_schema
+    from ._refs import RunPair, RunRef, resolve_pair, resolve_ref, store_with_runs
+    from ._resume import Rescored, rerun_failed, rescore_run, resume_run
+    from ._run import (
+        BaselineUpdate,
+        PreparedRuns,
+        RunOptions,
+        RunOutcome,
+        execute_runs,
+        prepare_runs,
+        run_experiments,
+        run_plan,
+        write_baselines,
+    )
+    from ._select import Selection, resume_scope, select_experiments, unused_thresholds
+    from ._show import ShownRun, is_failure, show_run
+    from ._studio import Studio
+    from ._variants import variant_grid
+
+#: Where each name lives; `__getattr__` imports its module on first use, so a command loads the use cases
+#: it calls and no others (`cobalt run` does not load the grading studio).
+_EXPORTS: dict[str, str] = {name: module for module, names in {
+    "..links": "compare_page_url dagster_asset_url dagster_check_name dagster_check_names dagster_check_url "
+        "dagster_name dagster_run_url dagster_url pages_url run_page_url trends_page_url",
+    "._clean": "Cleanup clean_up plan_cleanup",
+    "._compare": "CompareOutcome compare_runs regression_reasons",
+    "._details": "ChangedItem ComparedRuns RunDetails compare_with_reasons report_details run_details",
+    "._evaluate": "Evaluated evaluate_output",
+    "._experiments": "ExperimentCatalog ExperimentInfo describe_experiments",
+    "._export": "Export export_format export_run",
+    "._fresh": "in_fresh_process",
+    "._generate": "Generated generate_experiment project_path",
+    "._grade": "GradeOptions GradeOutcome GradeResult grade",
+    "._grader_draft": "Drafted default_model draft_grader",
+    "._grader_versions": "Exported GraderVersion comparison export_grader export_version grader_versions",
+    "._history": "HistoryEntry check_stored_experiment history_entry run_duration_ms run_history",
+    "._project": "RunRequested config_warnings request_experiment",
+    "._query": "QueryResult TableInfo check_select run_query store_schema",
+    "._refs": "RunPair RunRef resolve_pair resolve_ref store_with_runs",
+    "._resume": "Rescored rerun_failed rescore_run resume_run",
+    "._run": "BaselineUpdate PreparedRuns RunOptions RunOutcome execute_runs prepare_runs run_experiments "
+        "run_plan write_baselines",
+    "._select": "Selection resume_scope select_experiments unused_thresholds",
+    "._show": "ShownRun is_failure show_run",
+    "._studio": "Studio",
+    "._variants": "variant_grid",
+}.items() for name in names.split()}
 
 __all__ = [
     "BaselineUpdate",
@@ -148,3 +181,16 @@ __all__ = [
     "variant_grid",
     "write_baselines",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*__all__, *(name for name in globals() if name.startswith("__"))})

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from .._errors import ConfigError
-from ..calibration._compare import compare_agreement, is_grading_run
 from ..config._config import Config
 from ..render._compare import lost_text, missing_text
 from ..results._compare import GRADING_RULE, Comparison, compare_chunks, compare_reports
@@ -62,6 +61,8 @@ def compare_stored(a: ExperimentReport, b: ExperimentReport, *, top: int = 5, st
     `a` and `b` need no items, `streamed_report`'s). Two grading runs (`cobalt grade`) are judged by agreement
     with the human scores: their mean grades are shown, with no verdict (a better grader can grade lower on
     average)."""
+    from ..calibration._compare import compare_agreement, is_grading_run  # the grading wing, for grading runs only
+
     result = (compare_reports(a, b, top=top) if store is None
               else compare_chunks(a, b, stored_pair_chunks(store, a.id, b.id), top=top))
     if is_grading_run(a) and is_grading_run(b):

@@ -18,7 +18,7 @@ import typer
 import yaml
 from github_world import PULL, REPOSITORY, TOKEN, event_file, github
 
-from cobalt_lib.cli import app
+from cobalt_lib.cli import app, load_commands
 
 ACTION = Path(__file__).parents[2] / "action.yml"
 #: The actions the composite action may use, at these major versions.
@@ -75,6 +75,7 @@ def test_the_action_is_composite_and_names_only_what_it_declares() -> None:
 def _command(words: list[str]) -> tuple[Any, list[str]]:
     """The click command `cobalt <words>` reaches, and the words after its name (typer may vendor click:
     its groups are recognised by their `commands`)."""
+    load_commands()  # each command's module registers it on first use: all of them, to find any
     command: Any = typer.main.get_command(app)
     rest = list(words)
     while getattr(command, "commands", None) and rest and rest[0] in command.commands:

@@ -9,12 +9,13 @@ from pathlib import Path
 
 import typer
 
-from cobalt_lib.cli import app
+from cobalt_lib.cli import app, load_commands
 
 COBALT = str(Path(sys.executable).parent / "cobalt")
 
 
 def test_each_short_flag_means_one_thing_in_every_command() -> None:
+    load_commands()  # each command's module registers it on first use: all of them, to read them all
     root = typer.main.get_command(app)
     meanings: dict[str, set[str]] = {}
     commands = getattr(root, "commands", {})
@@ -54,6 +55,7 @@ def test_export_help_names_the_formats_in_the_help_column_not_in_a_folded_metava
 
 def _commands() -> dict[str, list[str]]:
     """Every top-level command of the typer app, with a group's subcommands."""
+    load_commands()
     root = typer.main.get_command(app)
     return {name: list(getattr(command, "commands", {}) or []) for name, command in root.commands.items()}
 
