@@ -17,10 +17,10 @@ from sklearn.metrics import cohen_kappa_score
 from typer.testing import CliRunner
 
 from cobalt_lib import Evaluator, Store, calibrated, experiment, load_config
-from cobalt_lib.calibration._scales import category
 from cobalt_lib.cli import app
-from cobalt_lib.ops._calibrate import calibrate_evaluator
-from cobalt_lib.ops._labels import label_queue, set_label, who_default
+from cobalt_lib.grading._calibrate import calibrate_evaluator
+from cobalt_lib.grading._labels import label_queue, set_label, who_default
+from cobalt_lib.grading.calibration._scales import category
 
 JUDGE = [0.05, 0.15, 0.3, 0.35, 0.5, 0.55, 0.7, 0.85, 0.9, 0.95]
 ANA = [0.1, 0.0, 0.25, 0.5, 0.45, 0.75, 0.6, 1.0, 0.8, 0.9]
