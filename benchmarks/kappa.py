@@ -35,7 +35,7 @@ def groups(samples: int) -> list[list[tuple[int, int]]]:
 def child(samples: int) -> None:
     import numpy  # noqa: F401  (imported before the baseline: its own footprint is not the bootstrap's)
 
-    from cobalt_lib.calibration import kappa_interval
+    from cobalt_lib.grading.calibration import kappa_interval
 
     data = groups(samples)
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

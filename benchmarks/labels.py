@@ -40,8 +40,8 @@ def main() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from pages import make_run
 
-    from cobalt_lib.ops._calibrate import calibrate_evaluator
-    from cobalt_lib.ops._labels import label_queue, run_labels, set_label
+    from cobalt_lib.grading._calibrate import calibrate_evaluator
+    from cobalt_lib.grading._labels import label_queue, run_labels, set_label
 
     with tempfile.TemporaryDirectory() as tmp:
         os.chdir(tmp)

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from .evaluators import EVALUATOR_TYPES, EvalContext, Evaluator, EvaluatorKind, evaluator_kinds
     from .experiments import REGISTRY, Dataset, Experiment, discover_files, experiment, load_experiments, load_file
     from .gates import Assertion, assertion, calibrated, no_regression, threshold
-    from .graders import Grader, grader, load_grader
+    from .grading.graders import Grader, grader, load_grader
     from .llm import track_usage
     from .results import (
         AssertionResult,
@@ -61,7 +61,7 @@ _EXPORTS: dict[str, str] = {name: module for module, names in {
     ".evaluators": "EVALUATOR_TYPES EvalContext Evaluator EvaluatorKind evaluator_kinds",
     ".experiments": "Dataset Experiment REGISTRY discover_files experiment load_experiments load_file",
     ".gates": "Assertion assertion calibrated no_regression threshold",
-    ".graders": "Grader grader load_grader",
+    ".grading.graders": "Grader grader load_grader",
     ".llm": "track_usage",
     ".results": "AssertionResult EvalResult Evaluation EvaluationIdentity ExperimentReport ItemResult ItemSpread "
         "SpanRecord Stats Summary duplicate_ids identity_changes item_identity read_results",

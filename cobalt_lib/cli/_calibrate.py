@@ -27,7 +27,7 @@ def calibrate(
     the verdict. The calibration is stored, keyed by the evaluator's prompt hash and model, for the
     `calibrated()` gate. Labels come from the pages (`cobalt serve`) or `cobalt labels import`.
     """
-    from ..ops._calibrate import calibrate_evaluator
+    from ..grading._calibrate import calibrate_evaluator
 
     outcome = calibrate_evaluator(project_config(), experiment, evaluator, run=run)
     cal, prev = outcome.calibration, outcome.previous
@@ -35,7 +35,7 @@ def calibrate(
         print_json({**cal.model_dump(mode="json"),
                     "previous": prev.model_dump(mode="json") if prev else None, "warnings": outcome.warnings})
     else:
-        from ..render._judge_calibration import print_judge_calibration
+        from ..grading._render_judge_calibration import print_judge_calibration
         from ..render._units import decimal
 
         line = None

@@ -12,7 +12,7 @@ from ._app import app
 from ._common import console, print_json, project_config, warn
 
 if TYPE_CHECKING:
-    from ..ops._grade import GradeOutcome
+    from ..grading._grade import GradeOutcome
 
 
 @app.command()
@@ -39,8 +39,8 @@ def grade(
     verdict. The run is stored like any run: `cobalt history`, `show`, `compare` and `export` see it.
     Exit codes: 0 graded, 1 a model gave no usable answer (the stored run FAILED), 2 bad usage or input.
     """
-    from ..ops._grade import GradeOptions
-    from ..ops._grade import grade as run_grade
+    from ..grading._grade import GradeOptions
+    from ..grading._grade import grade as run_grade
 
     config = project_config()
     options = GradeOptions(input=input, grader=grader, models=model, iterations=iterations, concurrency=concurrency,
@@ -58,7 +58,7 @@ def grade(
 
 def _print(outcome: GradeOutcome) -> None:
     from .._numbers import count
-    from ..render._calibration import print_calibration
+    from ..grading._render_calibration import print_calibration
 
     out = console()
     cal = outcome.calibration

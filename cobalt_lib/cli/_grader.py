@@ -11,8 +11,8 @@ from ._app import Group, _App, app
 from ._common import console, print_json, project_config
 
 if TYPE_CHECKING:
-    from ..graders._deck import Grader
-    from ..ops._grader_versions import Exported, GraderVersion
+    from ..grading._grader_versions import Exported, GraderVersion
+    from ..grading.graders._deck import Grader
 
 grader_app = _App(name="grader", cls=Group, no_args_is_help=True, add_completion=False,
                   rich_markup_mode="markdown",
@@ -34,9 +34,9 @@ def draft(
     json_: Annotated[bool, typer.Option("--json", help="Print what was written as JSON.")] = False,
 ) -> None:
     """Draft a grader from labelled samples with the judge model, written as spec and cards."""
-    from ..graders._samples import load_samples
-    from ..ops._grader_draft import draft_grader
-    from ..ops._grader_versions import export_grader
+    from ..grading._grader_draft import draft_grader
+    from ..grading._grader_versions import export_grader
+    from ..grading.graders._samples import load_samples
 
     config = project_config()
     drafted = draft_grader(config, load_samples(samples), name=name, model=model, guidance=guidance)
@@ -55,8 +55,8 @@ def draft(
 def show(grader: Annotated[Path, typer.Argument(metavar="GRADER.py", help="A grader file.")],
          json_: Annotated[bool, typer.Option("--json", help="Print the lines as JSON.")] = False) -> None:
     """Print a grader's lines, numbered as `cobalt grader edit` and the studio address them."""
-    from ..graders._files import load_grader
-    from ..graders._outline import outline
+    from ..grading.graders._files import load_grader
+    from ..grading.graders._outline import outline
 
     config = project_config()
     loaded = load_grader(grader, config.root)
@@ -69,7 +69,7 @@ def show(grader: Annotated[Path, typer.Argument(metavar="GRADER.py", help="A gra
 
 
 def _outline(loaded: Grader) -> None:
-    from ..graders._outline import outline
+    from ..grading.graders._outline import outline
 
     out = console()
     out.print(f"{loaded.name} #{loaded.short_hash}", markup=False)
@@ -92,10 +92,10 @@ def edit(
 ) -> None:
     """Rewrite, add or delete one line of a grader; the file is written back in the builder's form."""
     from .._errors import ConfigError
-    from ..graders._files import load_grader
-    from ..graders._outline import add_card, add_spec, delete_line, set_line
-    from ..graders._source import grader_source
-    from ..ops._grader_versions import export_grader
+    from ..grading._grader_versions import export_grader
+    from ..grading.graders._files import load_grader
+    from ..grading.graders._outline import add_card, add_spec, delete_line, set_line
+    from ..grading.graders._source import grader_source
 
     if sum((add, card, delete)) > 1:
         raise ConfigError("Give one of --add, --card and --delete (none: replace the line's text).")
@@ -121,7 +121,7 @@ def versions(
     json_: Annotated[bool, typer.Option("--json", help="Print the versions as JSON.")] = False,
 ) -> None:
     """Compare a grader's versions (its rubrics) by their latest grading: exact, within one, MAE per model."""
-    from ..ops._grader_versions import grader_versions
+    from ..grading._grader_versions import grader_versions
 
     config = project_config()
     found = grader_versions(config, _grader_name(name, config.root), input)
@@ -132,7 +132,7 @@ def versions(
 
 
 def print_versions(found: list[GraderVersion]) -> None:
-    from ..ops._grader_versions import comparison
+    from ..grading._grader_versions import comparison
 
     out = console()
     if not found:
@@ -146,7 +146,7 @@ def print_versions(found: list[GraderVersion]) -> None:
 
 
 def _grader_name(name: str, root: Path) -> str:
-    from ..graders._files import load_grader
+    from ..grading.graders._files import load_grader
 
     return load_grader(name, root).name if name.endswith(".py") else name
 
@@ -166,7 +166,7 @@ def export_(
     json_: Annotated[bool, typer.Option("--json", help="Print what was written as JSON.")] = False,
 ) -> None:
     """Write a graded version of a grader and the samples it was graded on, ready for `Evaluator(type="grader")`."""
-    from ..ops._grader_versions import export_version
+    from ..grading._grader_versions import export_version
 
     config = project_config()
     written = export_version(config, _grader_name(name, config.root), version, samples=input, output=output,
@@ -186,7 +186,7 @@ def _shown(path: str) -> str:
 
 
 def print_exported(written: Exported) -> None:
-    from ..calibration._verdict import MIN_RELIABLE_SAMPLES
+    from ..grading.calibration._verdict import MIN_RELIABLE_SAMPLES
 
     out = console()
     path = _shown(written.grader_path)

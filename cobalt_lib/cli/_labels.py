@@ -30,7 +30,7 @@ def export(
     carry the seed's sample fields (id, userMessage, assistantResponse, score), so the file is a samples
     file for `cobalt grade --input` too.
     """
-    from ..ops._labels_file import export_lines, write_export
+    from ..grading._labels_file import export_lines, write_export
 
     lines = export_lines(project_config(), experiment, evaluator)
     text = write_export(lines, output)
@@ -55,7 +55,7 @@ def import_(
     scale) is named with what to fix, nothing is imported and the exit code is 2. The newest label of an
     item wins; earlier ones stay in the store's history.
     """
-    from ..ops._labels_file import import_labels
+    from ..grading._labels_file import import_labels
 
     done = import_labels(project_config(), file, experiment=experiment, evaluator=evaluator, who=who)
     for key, n in done.per_evaluator.items():

@@ -1,4 +1,4 @@
-"""`cobalt studio`: the interactive grader studio, a prompt over `ops.Studio`.
+"""`cobalt studio`: the interactive grader studio, a prompt over `grading.Studio`.
 
 A line-oriented session (prompt_toolkit): each command prints what it did and the prompt returns,
 so the history of the session stays on screen and a line is edited in place with the prompt's own
@@ -24,8 +24,8 @@ from ._common import console, project_config
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ..ops._grade import GradeOutcome
-    from ..ops._studio import SampleGrades, Studio
+    from ..grading._grade import GradeOutcome
+    from ..grading._studio import SampleGrades, Studio
     from ..results._report import ExperimentReport, ItemResult
     from ..run._plan import RunPlan
 
@@ -69,7 +69,7 @@ def studio(
     """The grader studio: draft a grader from labelled samples, grade it, read the disagreements, edit, re-grade,
     compare the versions and export it. Type `help` in the session for its commands."""
     from .._errors import ConfigError
-    from ..ops._studio import Studio
+    from ..grading._studio import Studio
 
     config = project_config()
     if (experiment is None) != (evaluator is None):
@@ -77,7 +77,7 @@ def studio(
     if experiment is not None and samples is not None:
         raise ConfigError("Give a samples file or --experiment with --evaluator, not both.")
     if experiment is not None and evaluator is not None:
-        from ..ops._labels_file import samples_from_labels
+        from ..grading._labels_file import samples_from_labels
 
         samples = samples_from_labels(config, experiment, evaluator)
     source = samples or _last_samples(config, grader)
@@ -92,8 +92,8 @@ def _last_samples(config: Any, grader: Path | None) -> Path | None:
     """The samples the grader's newest version was graded on, when there is one."""
     if grader is None:
         return None
-    from ..graders._files import load_grader
-    from ..ops._grader_versions import grader_versions
+    from ..grading._grader_versions import grader_versions
+    from ..grading.graders._files import load_grader
 
     versions = grader_versions(config, load_grader(grader, config.root).name)
     found = versions[-1].input if versions else None
@@ -227,7 +227,7 @@ class Repl:
         self.rubric([])
 
     def grade(self, args: list[str]) -> None:
-        from ..render._calibration import rich_table, summary_table
+        from ..grading._render_calibration import rich_table, summary_table
 
         outcome = self.studio.grade(Progress(self.out))
         cal = outcome.calibration
@@ -245,14 +245,14 @@ class Repl:
                  "`cal` the whole calibration.")
 
     def _versions_line(self, outcome: GradeOutcome) -> str:
-        from ..ops._grader_versions import comparison
+        from ..grading._grader_versions import comparison
 
         found = self.studio.versions()
         model = next(iter(outcome.calibration.models))
         return f"versions ({model}): {comparison(found, model)}" if found else ""
 
     def calibration(self, args: list[str]) -> None:
-        from ..render._calibration import print_calibration
+        from ..grading._render_calibration import print_calibration
 
         outcome = self._outcome()
         print_calibration(self.out, outcome.calibration)
@@ -287,7 +287,7 @@ class Repl:
             self.say(f"{ln.number:>3}  {'  ' * ln.depth}{marker} {ln.text}")
 
     def edit(self, args: list[str]) -> None:
-        from ..graders._outline import editable_text
+        from ..grading.graders._outline import editable_text
 
         if not args:
             self._in_editor()
@@ -312,7 +312,7 @@ class Repl:
 
     def _in_editor(self) -> None:
         from .._errors import CobaltError
-        from ..graders._source import grader_source
+        from ..grading.graders._source import grader_source
 
         current = self.studio.require()
         editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
@@ -360,7 +360,7 @@ class Repl:
 
     def models(self, args: list[str]) -> None:
         from .._errors import ConfigError
-        from ..graders._samples import route_model
+        from ..grading.graders._samples import route_model
 
         if not args:
             raise ConfigError("Give one or more models, e.g. `models openai/gpt-4o anthropic/claude-sonnet-4-5`.")

@@ -24,11 +24,11 @@ from ._assertions import (
 )
 
 if TYPE_CHECKING:
-    from ._calibrated import Calibrated, calibrated
+    from ..grading._calibrated import Calibrated, calibrated
 
-#: The `calibrated` gate loads the graders and the calibration store on first use: a run whose gates are
-#: thresholds does not load them.
-_LAZY = {"Calibrated": "._calibrated", "calibrated": "._calibrated"}
+#: The `calibrated` gate is the grading wing's (it reads graders and stored calibrations), loaded on first use:
+#: a run whose gates are thresholds does not load the wing.
+_LAZY = {"Calibrated": "..grading._calibrated", "calibrated": "..grading._calibrated"}
 
 __all__ = [
     "RUN_METRICS",

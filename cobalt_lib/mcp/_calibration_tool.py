@@ -6,11 +6,11 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult
 from pydantic import Field
 
-from ..calibration._judge import JudgeCalibration
 from ..config._config import Config
-from ..ops._calibrate import calibrate_evaluator, stored_judge_calibrations
+from ..grading._calibrate import calibrate_evaluator, stored_judge_calibrations
+from ..grading._render_judge_calibration import figure_text, headline
+from ..grading.calibration._judge import JudgeCalibration
 from ..ops._refs import resolve_ref
-from ..render._judge_calibration import figure_text, headline
 from ._budget import DEFAULT_TOKENS
 from ._common import BudgetArg, Project, budgeted, tool_errors
 from ._read_tools import READ_ONLY

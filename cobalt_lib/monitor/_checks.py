@@ -72,7 +72,7 @@ def window_history(store: Store, mon: Monitor, key: str) -> dict[str, list[Windo
 
 def trusted(store: Store, evaluator: str) -> tuple[bool, str]:
     """Whether the evaluator's newest calibration reads monitoring or better (reliable), and why not."""
-    from ..calibration._judge import scale_verdict
+    from ..grading.calibration._judge import scale_verdict
 
     rows = store.calibrations(evaluator=evaluator)
     if not rows:

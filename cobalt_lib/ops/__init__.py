@@ -7,7 +7,6 @@ pydantic models (or report models) and raising `CobaltError`s. Nothing here prin
     entries = run_history(config, experiment="qa")                          # list[HistoryEntry]
     result = compare_runs(config, "previous", "latest")                     # CompareOutcome
     shown = show_run(config, "latest", "3", failures=True)                  # ShownRun: one item's records
-    graded = grade(config, GradeOptions(input=..., grader=..., models=[...]))  # GradeOutcome: results, calibration
     rows = run_query(config, "SELECT * FROM runs", limit=20)                # QueryResult (read-only snapshot)
 """
 
@@ -38,9 +37,6 @@ if TYPE_CHECKING:
     from ._export import Export, export_format, export_run
     from ._fresh import in_fresh_process
     from ._generate import Generated, generate_experiment, project_path
-    from ._grade import GradeOptions, GradeOutcome, GradeResult, grade
-    from ._grader_draft import Drafted, default_model, draft_grader
-    from ._grader_versions import Exported, GraderVersion, comparison, export_grader, export_version, grader_versions
     from ._history import HistoryEntry, check_stored_experiment, history_entry, run_duration_ms, run_history
     from ._project import RunRequested, config_warnings, request_experiment
     from ._query import QueryResult, TableInfo, check_select, run_query, store_schema
@@ -59,11 +55,10 @@ if TYPE_CHECKING:
     )
     from ._select import Selection, resume_scope, select_experiments, unused_thresholds
     from ._show import ShownRun, is_failure, show_run
-    from ._studio import Studio
     from ._variants import variant_grid
 
 #: Where each name lives; `__getattr__` imports its module on first use, so a command loads the use cases
-#: it calls and no others (`cobalt run` does not load the grading studio).
+#: it calls and no others. Grading's use cases are the grading wing's (`cobalt_lib.grading`).
 _EXPORTS: dict[str, str] = {name: module for module, names in {
     "..links": "compare_page_url dagster_asset_url dagster_check_name dagster_check_names dagster_check_url "
         "dagster_name dagster_run_url dagster_url pages_url run_page_url trends_page_url",
@@ -75,9 +70,6 @@ _EXPORTS: dict[str, str] = {name: module for module, names in {
     "._export": "Export export_format export_run",
     "._fresh": "in_fresh_process",
     "._generate": "Generated generate_experiment project_path",
-    "._grade": "GradeOptions GradeOutcome GradeResult grade",
-    "._grader_draft": "Drafted default_model draft_grader",
-    "._grader_versions": "Exported GraderVersion comparison export_grader export_version grader_versions",
     "._history": "HistoryEntry check_stored_experiment history_entry run_duration_ms run_history",
     "._project": "RunRequested config_warnings request_experiment",
     "._query": "QueryResult TableInfo check_select run_query store_schema",
@@ -87,7 +79,6 @@ _EXPORTS: dict[str, str] = {name: module for module, names in {
         "run_plan write_baselines",
     "._select": "Selection resume_scope select_experiments unused_thresholds",
     "._show": "ShownRun is_failure show_run",
-    "._studio": "Studio",
     "._variants": "variant_grid",
 }.items() for name in names.split()}
 
@@ -97,17 +88,11 @@ __all__ = [
     "Cleanup",
     "CompareOutcome",
     "ComparedRuns",
-    "Drafted",
     "Evaluated",
     "ExperimentCatalog",
     "ExperimentInfo",
     "Export",
-    "Exported",
     "Generated",
-    "GradeOptions",
-    "GradeOutcome",
-    "GradeResult",
-    "GraderVersion",
     "HistoryEntry",
     "PreparedRuns",
     "QueryResult",
@@ -120,7 +105,6 @@ __all__ = [
     "RunRequested",
     "Selection",
     "ShownRun",
-    "Studio",
     "TableInfo",
     "check_select",
     "check_stored_experiment",
@@ -128,7 +112,6 @@ __all__ = [
     "compare_page_url",
     "compare_runs",
     "compare_with_reasons",
-    "comparison",
     "config_warnings",
     "dagster_asset_url",
     "dagster_check_name",
@@ -137,18 +120,12 @@ __all__ = [
     "dagster_name",
     "dagster_run_url",
     "dagster_url",
-    "default_model",
     "describe_experiments",
-    "draft_grader",
     "evaluate_output",
     "execute_runs",
     "export_format",
-    "export_grader",
     "export_run",
-    "export_version",
     "generate_experiment",
-    "grade",
-    "grader_versions",
     "history_entry",
     "in_fresh_process",
     "is_failure",

@@ -61,7 +61,10 @@ def compare_stored(a: ExperimentReport, b: ExperimentReport, *, top: int = 5, st
     `a` and `b` need no items, `streamed_report`'s). Two grading runs (`cobalt grade`) are judged by agreement
     with the human scores: their mean grades are shown, with no verdict (a better grader can grade lower on
     average)."""
-    from ..calibration._compare import compare_agreement, is_grading_run  # the grading wing, for grading runs only
+    from ..grading.calibration._compare import (  # the grading wing, for grading runs only
+        compare_agreement,
+        is_grading_run,
+    )
 
     result = (compare_reports(a, b, top=top) if store is None
               else compare_chunks(a, b, stored_pair_chunks(store, a.id, b.id), top=top))

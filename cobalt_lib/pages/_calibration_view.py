@@ -8,12 +8,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..calibration._metrics import SCALE
-from ..calibration._models import Calibration, ModelCalibration
-from ..calibration._stored import EXPERIMENT_PREFIX, grading_config, stored_calibrations
 from ..config._config import Config
-from ..ops._calibrate import stored_judge_calibrations
-from ..render._judge_calibration import figure_text
+from ..grading._calibrate import stored_judge_calibrations
+from ..grading._render_judge_calibration import figure_text
+from ..grading.calibration._metrics import SCALE
+from ..grading.calibration._models import Calibration, ModelCalibration
+from ..grading.calibration._stored import EXPERIMENT_PREFIX, grading_config, stored_calibrations
 from ..render._units import decimal, interval, percent, points, signed
 from ..store._store import Store
 

@@ -15,7 +15,7 @@ from aiohttp import web
 
 from .._errors import CobaltError
 from ..datasets import add_from_run
-from ..ops._labels import who_default
+from ..grading._labels import who_default
 from ..store import Store
 from ._labels import _body, _loopback, _who
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from .._errors import ConfigError
-from ..ops._labels import label_queue, run_labels, set_label
+from ..grading._labels import label_queue, run_labels, set_label
 from ._render import static_text
 
 if TYPE_CHECKING:

@@ -9,9 +9,9 @@ from urllib.parse import quote
 from pydantic import BaseModel
 
 from ..config._config import Config
+from ..grading._labels import output_hash
 from ..links import dagster_asset_url, dagster_check_names, dagster_check_result_url, dagster_url, pages_url
 from ..ops._history import history_entry, run_duration_ms
-from ..ops._labels import output_hash
 from ..ops._refs import resolve_ref
 from ..results._repeats import item_label, stored_flaky
 from ..results._report import ItemResult, Summary

@@ -87,9 +87,9 @@ def to_markdown(report: ExperimentReport) -> str:
 
 def _grading_markdown(report: ExperimentReport) -> str:
     """A grading run (`cobalt grade`): its calibration tables."""
-    from ..calibration._models import Calibration
-    from ..calibration._stored import grading_config
-    from ._calibration import calibration_markdown
+    from ..grading._render_calibration import calibration_markdown
+    from ..grading.calibration._models import Calibration
+    from ..grading.calibration._stored import grading_config
 
     grading = grading_config(report.config)
     return "" if grading is None else "\n" + calibration_markdown(Calibration.model_validate(grading["calibration"]))

@@ -12,8 +12,8 @@ import pytest
 from fakellm import FakeLLM, answer
 
 from cobalt_lib import Evaluator, calibrated, experiment, load_config
-from cobalt_lib.ops._calibrate import calibrate_evaluator
-from cobalt_lib.ops._labels import label_queue, run_labels, set_label
+from cobalt_lib.grading._calibrate import calibrate_evaluator
+from cobalt_lib.grading._labels import label_queue, run_labels, set_label
 
 #: The judge's score of item i, and the person's label of it (0..1, no ties: Spearman by its d² formula).
 JUDGE = [0.05, 0.15, 0.3, 0.35, 0.5, 0.55, 0.7, 0.85, 0.9, 0.95]

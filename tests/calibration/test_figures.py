@@ -8,9 +8,17 @@ import random
 
 import pytest
 
-from cobalt_lib.calibration._figures import Z95, bootstrap, fisher_interval, kappa, matrices, quadratic_weights, wilson
-from cobalt_lib.calibration._judge import Observation, calibrate_judge, scale_verdict
-from cobalt_lib.calibration._metrics import (
+from cobalt_lib.grading.calibration._figures import (
+    Z95,
+    bootstrap,
+    fisher_interval,
+    kappa,
+    matrices,
+    quadratic_weights,
+    wilson,
+)
+from cobalt_lib.grading.calibration._judge import Observation, calibrate_judge, scale_verdict
+from cobalt_lib.grading.calibration._metrics import (
     exact_rate,
     kappa_interval,
     mean_absolute_error,
@@ -18,7 +26,7 @@ from cobalt_lib.calibration._metrics import (
     weighted_kappa,
     within_one_rate,
 )
-from cobalt_lib.calibration._scales import category, label_value
+from cobalt_lib.grading.calibration._scales import category, label_value
 
 
 def test_wilson_matches_its_formula_and_scipy() -> None:

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from cobalt_lib.calibration import (
+from cobalt_lib.grading.calibration import (
     Grade,
     calibrate,
     confusion,
@@ -112,7 +112,7 @@ def test_bootstrap_interval_keeps_the_figures_it_gave_before_it_was_chunked() ->
 def test_bootstrap_interval_over_many_samples_equals_the_direct_resample_sums() -> None:
     import numpy as np
 
-    from cobalt_lib.calibration._metrics import _quantile
+    from cobalt_lib.grading.calibration._metrics import _quantile
 
     # 1,500 samples: each block of 500 resamples is summed in several chunks.
     groups = _noisy_groups(11, 1500)

@@ -18,10 +18,10 @@ from stores import project_store
 from typer.testing import CliRunner
 
 from cobalt_lib import Evaluator, calibrated, experiment, load_config
-from cobalt_lib.calibration._scales import category
 from cobalt_lib.cli import app
-from cobalt_lib.ops._calibrate import calibrate_evaluator
-from cobalt_lib.ops._labels import label_queue, set_label, who_default
+from cobalt_lib.grading._calibrate import calibrate_evaluator
+from cobalt_lib.grading._labels import label_queue, set_label, who_default
+from cobalt_lib.grading.calibration._scales import category
 
 #: Every test on both backends: the project's DuckDB file, and a team store (COBALT_STORE_URL).
 pytestmark = pytest.mark.usefixtures("store_url")

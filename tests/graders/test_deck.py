@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from cobalt_lib import ConfigError, Evaluator, grader, load_grader
-from cobalt_lib.graders import Grader, parse_grade
+from cobalt_lib.grading.graders import Grader, parse_grade
 
 BASE = grader("json").spec("Grade JSON.").card("Syntax", lambda c: c.spec("valid JSON").spec("no fences"))
 

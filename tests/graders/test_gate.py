@@ -9,7 +9,7 @@ import pytest
 from grading_setup import TRUTH, grading_project, write_grader  # noqa: F401  (the `grading` fixture)
 
 from cobalt_lib import Evaluator, calibrated, experiment, load_config
-from cobalt_lib.ops._grade import GradeOptions, grade
+from cobalt_lib.grading._grade import GradeOptions, grade
 
 ITEMS = [{"input": f"question {key}", "answer": answer} for key, (answer, _) in list(TRUTH.items())[:4]]
 

@@ -16,8 +16,8 @@ from grading_setup import (
 )
 
 from cobalt_lib import Store, load_config
+from cobalt_lib.grading._grade import GradeOptions, grade
 from cobalt_lib.ops import export_run, run_history
-from cobalt_lib.ops._grade import GradeOptions, grade
 
 MODELS = ["openai/agree", "openai/off", "openai/garbage"]
 

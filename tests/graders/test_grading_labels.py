@@ -15,10 +15,10 @@ from grading_setup import TRUTH, grading_project  # noqa: F401  (the `grading` f
 from cobalt_lib import Store, load_config
 from cobalt_lib._errors import ConfigError, DatasetError
 from cobalt_lib.cli import main
-from cobalt_lib.ops._calibrate import calibrate_evaluator
-from cobalt_lib.ops._grade import GradeOptions, grade
-from cobalt_lib.ops._labels import set_label
-from cobalt_lib.ops._labels_file import export_lines, import_labels, write_export
+from cobalt_lib.grading._calibrate import calibrate_evaluator
+from cobalt_lib.grading._grade import GradeOptions, grade
+from cobalt_lib.grading._labels import set_label
+from cobalt_lib.grading._labels_file import export_lines, import_labels, write_export
 from cobalt_lib.pages import PagesServer
 
 TRUTHS = [truth for _, truth in TRUTH.values()]
@@ -174,8 +174,8 @@ def test_a_grade_labelled_by_keyboard_on_the_grading_runs_page(grading: Path, pa
 
 def test_the_studio_starts_from_the_labels_set_on_an_experiments_grader(grading: Path) -> None:
     from cobalt_lib import Evaluator, experiment
-    from cobalt_lib.ops._labels_file import samples_from_labels
-    from cobalt_lib.ops._studio import Studio
+    from cobalt_lib.grading._labels_file import samples_from_labels
+    from cobalt_lib.grading._studio import Studio
 
     items = [{"id": key, "input": f"question {key}", "answer": answer} for key, (answer, _) in list(TRUTH.items())[:4]]
     report = experiment("graded", items, lambda ctx: ctx.item["answer"],

@@ -10,10 +10,10 @@ import pytest
 
 from cobalt_lib import grader, load_grader
 from cobalt_lib._errors import ConfigError
-from cobalt_lib.graders import Sample
-from cobalt_lib.graders._draft import draft_request, grader_name, parse_draft, spread
-from cobalt_lib.graders._outline import add_card, add_spec, delete_line, editable_text, outline, set_line
-from cobalt_lib.graders._source import deck_from_payload, deck_payload, grader_source
+from cobalt_lib.grading.graders import Sample
+from cobalt_lib.grading.graders._draft import draft_request, grader_name, parse_draft, spread
+from cobalt_lib.grading.graders._outline import add_card, add_spec, delete_line, editable_text, outline, set_line
+from cobalt_lib.grading.graders._source import deck_from_payload, deck_payload, grader_source
 from cobalt_lib.render._units import decimal, percent
 
 DECK = (grader("dates").spec("Grade the date.")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from cobalt_lib import ConfigError, DatasetError
-from cobalt_lib.graders import canonical_model, load_samples, route_model
+from cobalt_lib.grading.graders import canonical_model, load_samples, route_model
 
 
 def test_samples_keys_ids_and_errors(tmp_path: Path) -> None:

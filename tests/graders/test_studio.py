@@ -13,8 +13,8 @@ from studio_setup import MARK, OFF_BY_TWO, TRUTH, scripted_grade, studio_project
 
 from cobalt_lib import Evaluator, calibrated, experiment, load_config, load_grader
 from cobalt_lib._errors import ConfigError
-from cobalt_lib.ops import Studio, comparison, export_version, grader_versions
-from cobalt_lib.ops._grade import GradeOptions, grade
+from cobalt_lib.grading import Studio, comparison, export_version, grader_versions
+from cobalt_lib.grading._grade import GradeOptions, grade
 
 MODELS = ["openai/a", "openai/b"]
 

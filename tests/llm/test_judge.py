@@ -9,7 +9,7 @@ from conftest import TEST_KEY, write_judge_config
 from fakellm import FakeLLM, Reply, answer, error, score_from_prompt, text
 
 from cobalt_lib import Dataset, Evaluator, MissingApiKeyError, TemplateError, experiment, load_config
-from cobalt_lib.graders import parse_grade
+from cobalt_lib.grading.graders import parse_grade
 from cobalt_lib.llm._judge import RETRY_SEPARATOR, parse_judgement
 
 

@@ -13,9 +13,9 @@ from fakellm import FakeLLM, answer
 from mcp import Client
 
 from cobalt_lib import Evaluator, Store, experiment, load_config
+from cobalt_lib.grading._calibrate import calibrate_evaluator
+from cobalt_lib.grading._labels import set_label
 from cobalt_lib.mcp._server import build_server
-from cobalt_lib.ops._calibrate import calibrate_evaluator
-from cobalt_lib.ops._labels import set_label
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 

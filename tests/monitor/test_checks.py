@@ -18,8 +18,8 @@ from conftest import http_server
 from production_traces import store_traces
 
 from cobalt_lib import Evaluator, load_config
-from cobalt_lib.calibration._judge import JudgeCalibration
 from cobalt_lib.config._config import Config
+from cobalt_lib.grading.calibration._judge import JudgeCalibration
 from cobalt_lib.monitor import Ingest, Monitor, monitor, score_window, window_bounds, window_key
 from cobalt_lib.monitor._checks import drift_checks, send_alerts
 from cobalt_lib.store import Store

@@ -19,8 +19,8 @@ from graders.grading_setup import TRUTH, per_model, write_grader
 from traces.traced_agent import async_agent, per_city_replies
 
 from cobalt_lib import ConversationContext, Evaluator, calibrated, experiment, load_config, threshold
-from cobalt_lib.ops._grade import GradeOptions, grade
-from cobalt_lib.ops._labels import set_label
+from cobalt_lib.grading._grade import GradeOptions, grade
+from cobalt_lib.grading._labels import set_label
 from cobalt_lib.pages import PagesServer
 
 KEY = "sk-test-site-0123456789"

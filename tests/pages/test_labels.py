@@ -16,7 +16,7 @@ from fakellm import FakeLLM, answer
 from playwright.sync_api import expect
 
 from cobalt_lib import Evaluator, Store, experiment, load_config
-from cobalt_lib.ops._calibrate import calibrate_evaluator
+from cobalt_lib.grading._calibrate import calibrate_evaluator
 from cobalt_lib.pages import PagesServer
 
 SCORES = [0.1, 0.3, 0.5, 0.7, 0.9, 0.2]
@@ -146,7 +146,7 @@ def test_a_label_write_without_the_session_or_the_token_or_from_elsewhere_change
 @pytest.mark.slow
 def test_a_calibrated_run_shows_its_figures_and_percent_pass_marks(labelled: Labelled, page: Any) -> None:
     config = load_config(labelled.root)
-    from cobalt_lib.ops._labels import set_label
+    from cobalt_lib.grading._labels import set_label
 
     for i, value in enumerate([0.0, 0.25, 0.75, 0.75, 1.0, 0.25]):
         set_label(config, labelled.run_id, i, "helpful", value, note=f"note {i}")

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, field_validator
 
-from ...graders._deck import Grader
-from ...graders._files import load_grader
-from ...graders._prompt import STRICT_RETRY, SYSTEM, normalised, parse_grade
+from ...grading.graders._deck import Grader
+from ...grading.graders._files import load_grader
+from ...grading.graders._prompt import STRICT_RETRY, SYSTEM, normalised, parse_grade
 from ...llm._providers import Endpoint, resolve_judge
 from ...results._report import Evaluation
 from .._context import EvalContext, Scoring

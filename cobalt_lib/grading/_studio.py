@@ -19,16 +19,16 @@ from pydantic import BaseModel, Field
 from .._errors import ConfigError
 from .._files import write_atomically
 from ..config._config import Config
-from ..graders._deck import Grader
-from ..graders._draft import file_stem
-from ..graders._files import load_grader
-from ..graders._outline import Line, add_card, add_spec, delete_line, outline, set_line
-from ..graders._samples import Sample, load_samples, route_model
-from ..graders._source import grader_source
 from ..run._session import Observer
 from ._grade import GradeOptions, GradeOutcome, grade
 from ._grader_draft import Drafted, default_model, draft_grader
 from ._grader_versions import Exported, GraderVersion, export_grader, grader_versions
+from .graders._deck import Grader
+from .graders._draft import file_stem
+from .graders._files import load_grader
+from .graders._outline import Line, add_card, add_spec, delete_line, outline, set_line
+from .graders._samples import Sample, load_samples, route_model
+from .graders._source import grader_source
 
 Edit = Literal["set", "add", "card", "delete"]
 

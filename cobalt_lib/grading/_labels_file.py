@@ -15,10 +15,10 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from .._errors import ConfigError, DatasetError, raise_bad_lines
-from ..calibration._scales import SCALE_TEXT, label_value
 from ..config._config import Config
 from ..store._store import Store
 from ._labels import MAX_NOTE, Label, current_labels, evaluator_scales, who_default
+from .calibration._scales import SCALE_TEXT, label_value
 
 
 class Imported(BaseModel):

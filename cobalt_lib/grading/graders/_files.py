@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .._errors import ConfigError
-from .._tracebacks import line_in
+from ..._errors import ConfigError
+from ..._tracebacks import line_in
 from ._deck import Grader
 
 

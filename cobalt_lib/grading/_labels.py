@@ -16,11 +16,11 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from .._errors import ConfigError
-from ..calibration._scales import SCALE_TEXT, Scale, category, judged_value, label_value, scale_of
-from ..calibration._verdict import MIN_RELIABLE_SAMPLES
 from ..config._config import Config
 from ..results._identity import content_hash, item_identity
 from ..store._store import Store
+from .calibration._scales import SCALE_TEXT, Scale, category, judged_value, label_value, scale_of
+from .calibration._verdict import MIN_RELIABLE_SAMPLES
 
 #: The longest note kept with a label (characters).
 MAX_NOTE = 4000

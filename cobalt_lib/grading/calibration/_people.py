@@ -111,7 +111,7 @@ def _alpha_interval(units: list[list[int]], resamples: int, seed: int) -> tuple[
 
 
 def _verdict(ceiling: HumanCeiling) -> tuple[bool | None, str]:
-    from .._numbers import score
+    from ..._numbers import score
 
     people = [p.kappa for p in ceiling.between_people if p.kappa is not None]
     judge = ceiling.judge_vs_consensus.kappa if ceiling.judge_vs_consensus else None
@@ -127,7 +127,7 @@ def _verdict(ceiling: HumanCeiling) -> tuple[bool | None, str]:
 
 def ceiling_lines(ceiling: HumanCeiling) -> list[str]:
     """The ceiling as lines for a terminal: alpha, each pair, the judge against each person and the consensus."""
-    from .._numbers import score
+    from ..._numbers import score
 
     def shown(value: float | None, low: float | None, high: float | None) -> str:
         interval = f" [{score(low)}, {score(high)}]" if low is not None and high is not None else ""

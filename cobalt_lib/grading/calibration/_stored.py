@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 from ._models import Calibration, ModelCalibration
 
 if TYPE_CHECKING:
-    from ..store._store import Store
+    from ...store._store import Store
 
 #: Grading runs are stored as runs of the experiment `grade:<grader name>`.
 EXPERIMENT_PREFIX = "grade:"

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from .._errors import ConfigError, DatasetError, raise_bad_lines
+from ..._errors import ConfigError, DatasetError, raise_bad_lines
 
 #: Accepted spellings of each field: camelCase as in Bolt Foundry's samples, and snake_case.
 _KEYS = {

@@ -17,14 +17,14 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from .._errors import ConfigError
-from ..calibration._judge import JudgeCalibration, Observation, calibrate_judge, prompt_hash
-from ..calibration._people import HumanCeiling, consensus, human_ceiling
-from ..calibration._scales import judged_value, label_value, scale_of
-from ..calibration._stored import EXPERIMENT_PREFIX
 from ..config._config import Config
 from ..store._history import resolve_run
 from ..store._store import Store
 from ._labels import Label, current_labels, identity_of, output_hash
+from .calibration._judge import JudgeCalibration, Observation, calibrate_judge, prompt_hash
+from .calibration._people import HumanCeiling, consensus, human_ceiling
+from .calibration._scales import judged_value, label_value, scale_of
+from .calibration._stored import EXPERIMENT_PREFIX
 
 
 class PreviousJudge(BaseModel):

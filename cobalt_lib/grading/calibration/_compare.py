@@ -11,10 +11,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from .._numbers import interval, percent
-from ..results._compare import AgreementDelta, bootstrap_ci
-from ..results._pairing import ItemPair, pair_items
-from ..results._report import ExperimentReport, ItemResult
+from ..._numbers import interval, percent
+from ...results._compare import AgreementDelta, bootstrap_ci
+from ...results._pairing import ItemPair, pair_items
+from ...results._report import ExperimentReport, ItemResult
 from ._metrics import exact_rate, kappa_interval, weighted_kappa, within_one_rate
 from ._stored import grading_config
 

@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from .._numbers import decimal
+from ..._numbers import decimal
 
 Scale = Literal["pass/fail", "0..1", "-3..3"]
 SCALES: tuple[Scale, ...] = ("pass/fail", "0..1", "-3..3")

@@ -10,7 +10,7 @@ import ast
 from dataclasses import replace
 from typing import Any
 
-from .._errors import ConfigError
+from ..._errors import ConfigError
 from ._deck import Card, Grader
 
 _INDENT = "    "

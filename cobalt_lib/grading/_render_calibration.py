@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._numbers import UNKNOWN, fixed, interval, percent
-from ..calibration._metrics import SCALE
-from ..calibration._models import Calibration, ModelCalibration
+from .calibration._metrics import SCALE
+from .calibration._models import Calibration, ModelCalibration
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -12,8 +12,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from .._errors import ConfigError
-from ..llm._judge import json_objects
+from ..._errors import ConfigError
+from ...llm._judge import json_objects
 from ._deck import Card, Grader, grader
 from ._prompt import block
 from ._samples import Sample

@@ -15,13 +15,13 @@ from pydantic import BaseModel, Field
 
 from .._errors import ConfigError
 from .._files import write_atomically
-from ..calibration._stored import StoredCalibration, stored_calibrations
 from ..config._config import Config
-from ..graders._deck import Grader
-from ..graders._draft import file_stem
-from ..graders._files import load_grader
-from ..graders._samples import Sample, load_samples
-from ..graders._source import grader_source
+from .calibration._stored import StoredCalibration, stored_calibrations
+from .graders._deck import Grader
+from .graders._draft import file_stem
+from .graders._files import load_grader
+from .graders._samples import Sample, load_samples
+from .graders._source import grader_source
 
 
 class VersionFigures(BaseModel):
@@ -98,8 +98,8 @@ def pick_version(config: Config, name: str, number: int | None = None, samples: 
 def version_grader(config: Config, version: GraderVersion) -> Grader:
     """The grader of a stored version: from the file it was graded from while that still holds it, else
     rebuilt from the rubric its grading run stored; checked against the version's hash either way."""
-    from ..graders._source import deck_from_payload
     from ..store._store import Store
+    from .graders._source import deck_from_payload
 
     if version.source and Path(version.source).is_file():
         loaded = load_grader(version.source)

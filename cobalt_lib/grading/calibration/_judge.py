@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from .._numbers import decimal
+from ..._numbers import decimal
 from ._metrics import spearman
 from ._models import Verdict
 from ._people import HumanCeiling
@@ -121,7 +121,7 @@ def prompt_hash(described: Mapping[str, Any]) -> str:
         return str(described["grader_hash"])
     payload = {k: v for k, v in described.items() if k not in _NOT_PROMPT}
     if payload.get("type", "llm-judge") == "llm-judge" and not payload.get("system"):
-        from ..llm._judge import SYSTEM_PROMPT
+        from ...llm._judge import SYSTEM_PROMPT
 
         payload["system"] = SYSTEM_PROMPT
     text = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str, separators=(",", ":"))

@@ -10,12 +10,12 @@ from pydantic import BaseModel, ConfigDict
 from .._aio import run_anywhere
 from .._errors import ConfigError
 from ..config._config import Config
-from ..graders._deck import Grader
-from ..graders._draft import STRICT_RETRY, SYSTEM, draft_request, parse_draft, spread
-from ..graders._samples import Sample, route_model
 from ..llm._cache import ResponseCache
 from ..llm._judge import Judge
 from ..llm._providers import Endpoint, import_sdks, resolve_judge
+from .graders._deck import Grader
+from .graders._draft import STRICT_RETRY, SYSTEM, draft_request, parse_draft, spread
+from .graders._samples import Sample, route_model
 
 #: A grader is a page of JSON: more room than a judge's score needs.
 MIN_OUTPUT_TOKENS = 4096

@@ -13,10 +13,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._numbers import percent, score, threshold
-from ..calibration._judge import JudgeCalibration, prompt_hash
 from ..config._config import Config
+from ..gates._assertions import Assertion
 from ..results._report import AssertionResult, ExperimentReport
-from ._assertions import Assertion
+from .calibration._judge import JudgeCalibration, prompt_hash
 
 if TYPE_CHECKING:
     from ..store._store import Store
@@ -123,7 +123,7 @@ def stored_calibration(store: Store, digest: str, model: str | None, *,
 
 
 def _same(stored: str | None, wanted: str | None) -> bool:
-    from ..graders._samples import canonical_model
+    from .graders._samples import canonical_model
 
     if not wanted:
         return not stored

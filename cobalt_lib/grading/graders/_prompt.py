@@ -11,7 +11,7 @@ import hashlib
 import json
 from typing import TYPE_CHECKING, Any
 
-from ..llm._judge import scored
+from ...llm._judge import scored
 
 if TYPE_CHECKING:
     from ._deck import Card, Grader

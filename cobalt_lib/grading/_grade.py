@@ -15,22 +15,22 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from .._errors import ConfigError
-from ..calibration._calibrate import calibrate
-from ..calibration._models import Calibration, Grade
-from ..calibration._stored import EXPERIMENT_PREFIX, stored_calibrations
 from ..config._config import Config
 from ..evaluators._evaluator import Evaluator
 from ..experiments._dataset import Dataset
 from ..experiments._experiment import Experiment
-from ..graders._deck import Grader
-from ..graders._files import load_grader
-from ..graders._samples import Sample, load_samples, route_model
+from ..ops._run import record_inline, recording, run_engine
 from ..results._report import ExperimentReport, ItemResult
 from ..run._execute import save
 from ..run._plan import RunPlan, prepare
 from ..run._requests import FreshRun
 from ..run._session import Observer
-from ._run import record_inline, recording, run_engine
+from .calibration._calibrate import calibrate
+from .calibration._models import Calibration, Grade
+from .calibration._stored import EXPERIMENT_PREFIX, stored_calibrations
+from .graders._deck import Grader
+from .graders._files import load_grader
+from .graders._samples import Sample, load_samples, route_model
 
 
 class GradeOptions(BaseModel):
@@ -198,7 +198,7 @@ def grades(report: ExperimentReport, samples: list[Sample]) -> list[Grade]:
 
 def _deck(grader: Grader) -> dict[str, Any] | None:
     """The rubric itself, so any graded version can be rebuilt (None when a context value is not JSON)."""
-    from ..graders._source import deck_payload
+    from .graders._source import deck_payload
 
     payload = deck_payload(grader)
     try:

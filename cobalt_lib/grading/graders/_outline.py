@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from .._errors import ConfigError
+from ..._errors import ConfigError
 from ._deck import Card, Context, Grader
 
 Kind = Literal["spec", "card", "context"]

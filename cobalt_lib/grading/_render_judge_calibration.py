@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..calibration._judge import Figure, JudgeCalibration
-from ._units import decimal, interval, percent, signed
+from ..render._units import decimal, interval, percent, signed
+from .calibration._judge import Figure, JudgeCalibration
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -47,7 +47,7 @@ def print_judge_calibration(console: Console, cal: JudgeCalibration, previous: s
     if previous:
         console.print(f"  {previous}")
     if cal.human is not None:
-        from ..calibration._people import ceiling_lines
+        from .calibration._people import ceiling_lines
 
         console.print("Human ceiling (agreement between the people who labelled):")
         for line in ceiling_lines(cal.human):

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .._errors import ConfigError
+from ..._errors import ConfigError
 
 
 def _text(value: Any, what: str) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from .._numbers import fixed, percent
+from ..._numbers import fixed, percent
 from ._models import Verdict
 
 #: Fewer labelled samples than this and the figures are not yet reliable, whatever they say.

@@ -14,16 +14,16 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import ConfigError, MissingApiKeyError
 from .._numbers import percent, score, threshold
-from ..calibration._verdict import GATING_KAPPA, GATING_WITHIN_ONE, MIN_RELIABLE_SAMPLES
 from ..config._config import Config
-from ..graders._deck import Grader
+from ..gates._assertions import Assertion
 from ..results._report import AssertionResult, ExperimentReport
-from ._assertions import Assertion
+from .calibration._verdict import GATING_KAPPA, GATING_WITHIN_ONE, MIN_RELIABLE_SAMPLES
+from .graders._deck import Grader
 
 if TYPE_CHECKING:
-    from ..calibration._stored import StoredCalibration
     from ..store._store import Store
     from ._calibrated_judge import Described
+    from .calibration._stored import StoredCalibration
 
 
 class Calibrated(Assertion):
@@ -48,13 +48,13 @@ class Calibrated(Assertion):
     def _load(self, config: Config) -> Grader:
         if isinstance(self.grader, Grader):
             return self.grader
-        from ..graders._files import load_grader
+        from .graders._files import load_grader
 
         return load_grader(self.grader, config.root)
 
     def evaluate(self, report: ExperimentReport, config: Config) -> list[AssertionResult]:
-        from ..calibration._stored import stored_calibrations
         from ..store._store import Store
+        from .calibration._stored import stored_calibrations
 
         grader = self._load(config)
         models = [self.model] if self.model else experiment_models(report, config, grader.hash)
