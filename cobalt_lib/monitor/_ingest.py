@@ -20,13 +20,15 @@ import math
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._errors import ConfigError, StoreLocked
+from ..results._spans import SpanRecord
 from ._otlp import BadPayload, ReceivedSpan, from_json, from_protobuf
+from ._trace import read_trace, summary_row
 
 if TYPE_CHECKING:
     from ..config._config import Config
@@ -37,6 +39,7 @@ Redact = Callable[[dict[str, Any]], dict[str, Any] | None]
 _DAY_NS = 86_400 * 10**9
 #: Prune at most once per this many seconds: a delete per request would cost more than the request.
 _PRUNE_EVERY = 60.0
+_SPAN_FIELDS = tuple(SpanRecord.model_fields)
 
 
 class TooLarge(BadPayload):
@@ -170,7 +173,7 @@ class Ingest:
 
     def _store_group(self, group: list[_Request]) -> None:
         try:
-            self.store.add_trace_spans(_once(row for request in group for row in request.rows))
+            self._store(_once(row for request in group for row in request.rows))
         except Exception as exc:
             if len(group) == 1 or isinstance(exc, StoreLocked):
                 for request in group:
@@ -179,13 +182,17 @@ class Ingest:
             # a row one request carries may be what the store refused: each alone, so the others still go in
             for request in group:
                 try:
-                    self.store.add_trace_spans(_once(request.rows))
+                    self._store(_once(request.rows))
                     request.stored = True
                 except Exception as alone:
                     request.error = alone
             return
         for request in group:
             request.stored = True
+
+    def _store(self, rows: list[dict[str, Any]]) -> None:
+        """The rows and their traces' summaries, in one transaction."""
+        self.store.add_trace_spans(rows, summaries(rows))
 
     def _row(self, received: ReceivedSpan, at: datetime) -> dict[str, Any] | None:
         row = {**received.span.model_dump(), "service": received.service, "received_at": at}
@@ -234,6 +241,26 @@ class Ingest:
                 stored += self.accept(pending)
                 pending = []
         return stored + self.accept(pending)
+
+
+def summaries(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The `trace_summaries` rows of the traces these span rows belong to, each read from its rows here
+    (`summary_row`). A trace the reading fails on (a redaction hook's odd values) gets none: a window reads
+    its spans instead."""
+    by_trace: dict[str, list[SpanRecord]] = {}
+    service: dict[str, str | None] = {}
+    for row in rows:
+        fields = {k: row[k] for k in _SPAN_FIELDS if row.get(k) is not None}
+        by_trace.setdefault(row["trace_id"], []).append(SpanRecord.model_construct(**fields))
+        service[row["trace_id"]] = service.get(row["trace_id"]) or row.get("service")
+    found = []
+    for trace_id, spans in by_trace.items():
+        try:
+            summary = summary_row(read_trace(trace_id, spans, service=service[trace_id]))
+        except Exception:  # what it fails on is the spans' own values; the spans themselves are stored
+            continue
+        found.append({**summary, "received_at": rows[0].get("received_at")})
+    return found
 
 
 def _once(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import ConfigError
 from .._numbers import money
-from ._trace import ProductionTrace, read_trace
+from ._trace import ProductionTrace, from_summary, read_trace
 
 if TYPE_CHECKING:
     from ..config._config import Config
@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 MONITORS: dict[str, Monitor] = {}
 _WINDOWS = {"1d": timedelta(days=1), "1h": timedelta(hours=1)}
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+#: The summary columns a window's scoring reads (`window_traces(scored_only=True)`).
+_SCORED = ("service", "start_ns", "failed", "input", "output", "conversation")
 
 
 @dataclass(frozen=True)
@@ -117,8 +119,10 @@ def window_run_id(name: str, key: str) -> str:
     return f"monitor-{name}-{key.replace(':', '')}"
 
 
-def window_traces(mon: Monitor, key: str, config: Config) -> list[ProductionTrace]:
-    """The window's sampled traces, in trace id order."""
+def window_traces(mon: Monitor, key: str, config: Config, *, scored_only: bool = False) -> list[ProductionTrace]:
+    """The window's sampled traces, in trace id order. `scored_only`: those read from their summaries carry
+    what scoring them reads alone (their input, output, conversation, start and failure; no tool calls
+    or usage)."""
     from ..store import Store
 
     store = Store.for_config(config)
@@ -126,10 +130,15 @@ def window_traces(mon: Monitor, key: str, config: Config) -> list[ProductionTrac
     with store.reading():  # the window's reads over one connection
         listed = store.trace_list(service=mon.service, span=mon.span, since_ns=start, until_ns=end)
         chosen = sorted(t["trace_id"] for t in listed if sampled(mon.name, t["trace_id"], mon.sample))
-        spans = store.trace_spans_of(chosen)
+        counts = {t["trace_id"]: t["spans"] for t in listed}
+        # a summary read from as many spans as the trace has stands for it; the others are read span by span
+        summaries = store.trace_summaries_of(chosen, columns=_SCORED if scored_only else ())
+        whole = {t: row for t, rows in summaries.items() for row in rows if row["spans"] == counts[t]}
+        spans = store.trace_spans_of([t for t in chosen if t not in whole])
     services = {t["trace_id"]: t["service"] for t in listed}
     prices = {name: (p.input, p.output) for name, p in config.prices.items()}
-    return [read_trace(t, spans.get(t, []), service=services.get(t), prices=prices) for t in chosen]
+    return [from_summary(whole[t], service=services.get(t), prices=prices) if t in whole else
+            read_trace(t, spans.get(t, []), service=services.get(t), prices=prices) for t in chosen]
 
 
 @dataclass(frozen=True)
@@ -170,10 +179,13 @@ def score_window(mon: Monitor, key: str, config: Config) -> WindowResult:
     from ..run import RunInterrupted
     from ..store import Store
 
-    traces = window_traces(mon, key, config)
     run_id = window_run_id(mon.name, key)
     store = Store.for_config(config)
-    store.delete_runs([run_id])
+    with store.reading():  # one connection for the traces and the earlier scoring, if any
+        traces = window_traces(mon, key, config, scored_only=True)
+        scored_before = store.exists() and store.get_run(run_id) is not None
+    if scored_before:  # a window scored once (the usual case) has nothing to replace: no write for it
+        store.delete_runs([run_id])
     items = [{"id": t.trace_id, "input": t.input, "production": {"trace_id": t.trace_id, "output": t.output,
                                                                  "service": t.service}} for t in traces]
     experiment = Experiment(mon.name, items, _replay, evaluators=list(mon.evaluators),

@@ -19,7 +19,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..results._spans import SpanRecord
-from ..traces._genai import TraceToolCall, json_value, kind_of, message_text, messages, tool_calls, usage_metadata
+from ..traces._genai import (
+    TraceToolCall,
+    json_value,
+    kind_of,
+    message_text,
+    messages,
+    tool_calls,
+    usage_of_tally,
+    usage_tally,
+)
 
 #: OpenInference's and Traceloop's span kinds, as the conventions' kinds.
 _FOREIGN_KINDS = {"LLM": "model", "TOOL": "tool", "AGENT": "agent", "EMBEDDING": "embeddings",
@@ -93,6 +102,7 @@ class ProductionTrace:
 
     trace_id: str
     service: str | None
+    #: Its spans, in the order they started (none when the trace was read from its summary row).
     spans: list[SpanRecord]
     #: The user's request (text, or the instrumentation's JSON value), None when no span says.
     input: Any
@@ -103,10 +113,10 @@ class ProductionTrace:
     #: `llm_calls`, `input_tokens`, `output_tokens`, `model` and `cost_usd` as `usage_metadata` reads them.
     usage: dict[str, Any] = field(default_factory=dict)
     start_ns: int = 0
-
-    @property
-    def failed(self) -> bool:
-        return any(s.status == "error" for s in self.spans)
+    #: Whether a span of it ended in error.
+    failed: bool = False
+    #: `{model: [input tokens, output tokens]}`: what `usage` priced.
+    tokens: dict[str, list[int]] = field(default_factory=dict)
 
 
 def read_trace(trace_id: str, spans: Sequence[SpanRecord], *, service: str | None = None,
@@ -124,10 +134,36 @@ def read_trace(trace_id: str, spans: Sequence[SpanRecord], *, service: str | Non
         given = next((m["content"] for m in _conversation(models[0]) if m["role"] == "user"), None)
     if answer is None and conversation and conversation[-1]["role"] == "assistant":
         answer = conversation[-1]["content"]
+    calls, tally = usage_tally(ordered)
     return ProductionTrace(trace_id=trace_id, service=service, spans=ordered, input=json_value(given),
                            output=json_value(answer), conversation=conversation, tool_calls=tool_calls(ordered),
-                           usage=usage_metadata(ordered, prices or {}),
-                           start_ns=min((s.start_ns for s in ordered), default=0))
+                           usage=usage_of_tally(calls, tally, prices or {}),
+                           start_ns=min((s.start_ns for s in ordered), default=0),
+                           failed=any(s.status == "error" for s in ordered), tokens=tally)
+
+
+def summary_row(trace: ProductionTrace) -> dict[str, Any]:
+    """The trace's `trace_summaries` row: what a window scores it by, read once when it is received, so
+    scoring a window reads a row a trace instead of decoding and reading every span again. `spans` says
+    how many spans it was read from: it stands for the trace only while the trace has that many."""
+    return {"trace_id": trace.trace_id, "service": trace.service, "start_ns": trace.start_ns,
+            "spans": len(trace.spans), "failed": trace.failed, "input": trace.input, "output": trace.output,
+            "conversation": trace.conversation, "llm_calls": trace.usage.get("llm_calls", 0),
+            "model_tokens": trace.tokens,
+            "tool_calls": [{"name": c.name, "arguments": c.arguments, "result": c.result, "call_id": c.call_id}
+                           for c in trace.tool_calls]}
+
+
+def from_summary(row: Mapping[str, Any], *, service: str | None = None,
+                 prices: Mapping[str, tuple[float, float]] | None = None) -> ProductionTrace:
+    """The trace a `summary_row` stands for (its spans not read), priced with `prices` now."""
+    tokens = {str(model): [int(n) for n in counted] for model, counted in (row.get("model_tokens") or {}).items()}
+    return ProductionTrace(trace_id=row["trace_id"], service=service or row.get("service"), spans=[],
+                           input=row.get("input"), output=row.get("output"),
+                           conversation=list(row.get("conversation") or []),
+                           tool_calls=[TraceToolCall(**c) for c in row.get("tool_calls") or []],
+                           usage=usage_of_tally(int(row.get("llm_calls") or 0), tokens, prices or {}),
+                           start_ns=int(row.get("start_ns") or 0), failed=bool(row.get("failed")), tokens=tokens)
 
 
 def _conversation(span: SpanRecord) -> list[dict[str, str]]:

@@ -154,7 +154,19 @@ COLUMN_NOTES["trace_spans"] = {
     "run_id": "always NULL: production spans belong to no run (a monitor's window run reads them)",
     "service": "the sending resource's service.name", "received_at": "when cobalt received it (UTC)",
 }
-for _table in ("outputs", "scores", "spans", "trace_spans"):
+TABLE_NOTES["trace_summaries"] = ("one row per production trace as received (docs/monitors.md): what a monitor's "
+                                  "window scores it by, read from its spans once")
+COLUMN_NOTES["trace_summaries"] = {
+    "run_id": "always NULL: production traces belong to no run", "trace_id": "the OpenTelemetry trace id (32 hex)",
+    "service": "the sending resource's service.name", "start_ns": "when its first span started, Unix nanoseconds",
+    "spans": "how many spans it was read from (it stands for the trace while the trace has that many)",
+    "failed": "a span of it ended in error", "input": "the user's request", "output": "the agent's answer",
+    "conversation": "the last model call's messages: [{role, content}]", "llm_calls": "model calls with tokens",
+    "model_tokens": "JSON: {model: [input tokens, output tokens]}",
+    "tool_calls": "[{name, arguments, result, call_id}]",
+    "received_at": "when cobalt received its spans (UTC)",
+}
+for _table in ("outputs", "scores", "spans", "trace_spans", "trace_summaries"):
     COLUMN_NOTES[_table] |= {
         "cut_values": "JSON: each column stored cut to max_value_bytes (whole in a side file), with its digest",
         "unheld_values": "JSON: each column whose value its type cannot hold (NULL there), that value as text",

@@ -30,11 +30,33 @@ class TraceRows:
         @property
         def values_dir(self) -> Path: ...
 
-    def add_trace_spans(self, rows: list[dict[str, Any]]) -> int:
-        """Store received spans (`trace_spans` rows) in one transaction; returns how many."""
+    def add_trace_spans(self, rows: list[dict[str, Any]], summaries: Sequence[dict[str, Any]] = ()) -> int:
+        """Store received spans (`trace_spans` rows), and the summaries of their traces (`trace_summaries`
+        rows), in one transaction; returns how many spans."""
         if rows:
-            self.write({"trace_spans": rows})
+            self.write({"trace_spans": rows, **({"trace_summaries": list(summaries)} if summaries else {})})
         return len(rows)
+
+    def trace_summaries_of(self, trace_ids: Sequence[str], *,
+                           columns: Sequence[str] = ()) -> dict[str, list[dict[str, Any]]]:
+        """The `trace_summaries` rows of these traces, by trace id (a trace whose spans came in several
+        commits has several); none in a store from before the table. `columns`: those alone (with
+        `trace_id`, `spans` and `cut_values`), each a JSON value fewer to decode; every one when empty."""
+        if not trace_ids or not self._has_traces("trace_summaries"):
+            return {}
+        rows: list[dict[str, Any]] = []
+        ids = list(dict.fromkeys(trace_ids))
+        wanted = ", ".join(dict.fromkeys(["trace_id", "spans", "cut_values", *columns])) if columns else "*"
+        with self.connect(read_only=True) as con:
+            for at in range(0, len(ids), _CHUNK):
+                chunk = ids[at:at + _CHUNK]
+                rows += fetch(con, f"SELECT {wanted} FROM trace_summaries WHERE trace_id IN "
+                                   f"({', '.join('?' * len(chunk))})", chunk)
+        restore(rows, self.values_dir)
+        found: dict[str, list[dict[str, Any]]] = {}
+        for row in rows:
+            found.setdefault(row["trace_id"], []).append(row)
+        return found
 
     def trace_list(self, *, service: str | None = None, span: str | None = None, since_ns: int | None = None,
                    until_ns: int | None = None, limit: int | None = None) -> list[dict[str, Any]]:
@@ -132,18 +154,22 @@ class TraceRows:
         """Delete the traces that started before `before_ns` (every span of each); returns how many traces."""
         if not self._has_traces():
             return 0
+        summaries = self._has_traces("trace_summaries")
         with self._transaction() as con:
             old = [r[0] for r in con.execute("SELECT trace_id FROM trace_spans GROUP BY trace_id "
                                              "HAVING min(start_ns) < ?", [before_ns]).fetchall()]
             for at in range(0, len(old), _CHUNK):
                 chunk = old[at:at + _CHUNK]
-                con.execute(f"DELETE FROM trace_spans WHERE trace_id IN ({', '.join('?' * len(chunk))})", chunk)
+                marks = ", ".join("?" * len(chunk))
+                con.execute(f"DELETE FROM trace_spans WHERE trace_id IN ({marks})", chunk)
+                if summaries:
+                    con.execute(f"DELETE FROM trace_summaries WHERE trace_id IN ({marks})", chunk)
         return len(old)
 
-    def _has_traces(self) -> bool:
-        """Whether the store has the `trace_spans` table (a store from before it, or none yet, has not)."""
+    def _has_traces(self, table: str = "trace_spans") -> bool:
+        """Whether the store has the table (`trace_spans`; a store from before it, or none yet, has not)."""
         if not self.exists():
             return False
         with self.connect(read_only=True) as con:
             return bool(con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?",
-                                    ["trace_spans"]).fetchone()[0])
+                                    [table]).fetchone()[0])

@@ -87,6 +87,15 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("events", "JSON"), ("received_at", "TIMESTAMPTZ"),
         *((name, "JSON") for name in ("cut_values", "unheld_values")),
     ],
+    # One row per production trace as a commit of `trace_spans` held it (`monitor._trace.summary_row`): what a
+    # window scores it by, read from its spans once, when they were received. It stands for the trace while
+    # the trace has `spans` spans (a trace whose spans came in several requests has several rows, none whole).
+    "trace_summaries": [
+        ("run_id", "VARCHAR"), ("trace_id", "VARCHAR"), ("service", "VARCHAR"), ("start_ns", "BIGINT"),
+        ("spans", "INTEGER"), ("failed", "BOOLEAN"), ("input", "JSON"), ("output", "JSON"), ("conversation", "JSON"),
+        ("llm_calls", "INTEGER"), ("model_tokens", "JSON"), ("tool_calls", "JSON"), ("received_at", "TIMESTAMPTZ"),
+        *((name, "JSON") for name in ("cut_values", "unheld_values")),
+    ],
     # What each run measured with (`_evaluation_identity`), written once when it starts: a table of its
     # own, as the run row is replaced whenever a run starts, resumes or finishes.
     "identities": [("run_id", "VARCHAR"), ("identity", "JSON")],
@@ -121,7 +130,7 @@ COLUMNS = {table: [name for name, _ in cols] for table, cols in _ALL_TABLES.item
 _INT_RANGES = {"INTEGER": (-2**31, 2**31 - 1), "BIGINT": (-2**63, 2**63 - 1)}
 _INTEGERS = {table: [(n, *_INT_RANGES[k]) for n, k in cols if k in _INT_RANGES] for table, cols in _ALL_TABLES.items()}
 _DOUBLES = {table: [n for n, k in cols if k == "DOUBLE"] for table, cols in _ALL_TABLES.items()}
-_NOTED = {"outputs", "scores", "spans", "trace_spans"}
+_NOTED = {"outputs", "scores", "spans", "trace_spans", "trace_summaries"}
 JSON_COLUMNS = {name for cols in TABLES.values() for name, kind in cols if kind == "JSON"}
 
 

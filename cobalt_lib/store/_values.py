@@ -33,6 +33,7 @@ CAPPED: dict[str, tuple[str, ...]] = {
     "scores": ("reason", "error", "raw_response"),
     "spans": ("attributes", "events"),
     "trace_spans": ("attributes", "events"),
+    "trace_summaries": ("input", "output", "conversation", "tool_calls"),
 }
 _MARKER = re.compile(r"\n\[cobalt: cut at (\d+) of (\d+) bytes; whole value in values/([0-9a-f]{64})\.json\]$")
 
@@ -89,7 +90,8 @@ def _found(value: Any) -> re.Match[str] | None:
     return _MARKER.search(value[-200:])
 
 
-_RESTORED = ("input", "output", "metadata", "error", "traceback", "reason", "raw_response", "attributes", "events")
+_RESTORED = ("input", "output", "metadata", "error", "traceback", "reason", "raw_response", "attributes", "events",
+             "conversation", "tool_calls")
 
 
 def restore(rows: Iterable[dict[str, Any]], values: Path) -> None:

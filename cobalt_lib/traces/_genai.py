@@ -71,6 +71,13 @@ def usage_metadata(spans: Sequence[SpanRecord], prices: Mapping[str, tuple[float
     """The item metadata the model spans amount to (the keys `track_usage` writes): `llm_calls`,
     `input_tokens`, `output_tokens`, `model` (one model answered them all) and `cost_usd` (every model
     priced); none when no model span reported tokens."""
+    calls, tally = usage_tally(spans)
+    return usage_of_tally(calls, tally, prices)
+
+
+def usage_tally(spans: Sequence[SpanRecord]) -> tuple[int, dict[str, list[int]]]:
+    """The model calls that reported tokens, and `{model: [input tokens, output tokens]}` over them: what
+    `usage_metadata` prices (kept as it is by a production trace's summary, priced when it is read)."""
     tally: dict[str, list[int]] = {}
     calls = 0
     for span in spans:
@@ -83,6 +90,12 @@ def usage_metadata(spans: Sequence[SpanRecord], prices: Mapping[str, tuple[float
         counted = tally.setdefault(model_of(span) or "unknown", [0, 0])
         counted[0] += tokens_in or 0
         counted[1] += tokens_out or 0
+    return calls, tally
+
+
+def usage_of_tally(calls: int, tally: Mapping[str, Sequence[int]],
+                   prices: Mapping[str, tuple[float, float]]) -> dict[str, Any]:
+    """`usage_metadata` from a `usage_tally`."""
     if not calls:
         return {}
     found: dict[str, Any] = {"llm_calls": calls, "input_tokens": sum(t[0] for t in tally.values()),

@@ -7,6 +7,7 @@ import gzip
 import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -187,7 +188,8 @@ def test_traces_past_keep_days_are_pruned_as_new_ones_arrive(store: Store) -> No
     assert [t["trace_id"] for t in store.trace_list()] == old
     new = store_traces(Ingest(store, keep_days=2), [("new question", "new answer")], at_ns=time.time_ns())
     assert [t["trace_id"] for t in store.trace_list()] == new
-    assert store.trace_spans_of(old) == {}
+    assert store.trace_spans_of(old) == {} and store.trace_summaries_of(old) == {}
+    assert list(store.trace_summaries_of(new)) == new
 
 
 def test_serves_receiver_steps_aside_when_its_port_is_taken(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -247,9 +249,9 @@ class CountingStore(Store):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.transactions: list[list[str]] = []
 
-    def add_trace_spans(self, rows: list[dict[str, object]]) -> int:
+    def add_trace_spans(self, rows: list[dict[str, Any]], summaries: Sequence[dict[str, Any]] = ()) -> int:
         self.transactions.append(sorted(str(row["trace_id"]) for row in rows))
-        return super().add_trace_spans(rows)
+        return super().add_trace_spans(rows, summaries)
 
 
 def test_requests_arriving_together_are_stored_in_one_transaction_each_span_once(tmp_path: Path) -> None:

@@ -75,3 +75,39 @@ def test_windows_are_utc_days() -> None:
     start, end = window_bounds(DAY)
     assert datetime.fromtimestamp(start / 1e9, UTC).isoformat() == "2026-11-20T00:00:00+00:00"
     assert (end - start) == 86_400 * 10**9
+
+
+def test_a_window_reads_a_whole_trace_from_its_summary_and_one_received_in_parts_from_its_spans(project: Path) -> None:
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from production_traces import memory_provider, run_agent
+
+    from cobalt_lib.monitor import read_trace
+    from cobalt_lib.monitor._monitor import window_traces
+    from cobalt_lib.monitor._otlp import from_protobuf
+
+    config = load_config(project).model_copy(update={"prices": {}})
+    store = Store.for_config(config)
+    ingest = Ingest(store)
+    provider, memory = memory_provider()
+    start, _ = window_bounds(DAY)
+    whole = run_agent(provider, "Where is parcel 1?", "In Lyon.", at_ns=start)
+    parts = run_agent(provider, "Where is parcel 2?", "In Nantes.", at_ns=start + 10**9)
+    spans = list(memory.get_finished_spans())
+    for batch in (spans[:4], spans[4:6], spans[6:]):  # the second trace's spans in two requests, as exporters cut them
+        ingest.accept(from_protobuf(encode_spans(batch).SerializeToString()))
+    watch = monitor("parts", traces={"service.name": "support-bot"}, evaluators=[
+        Evaluator(name="lyon", type="contains", value="Lyon")])
+
+    read = {t.trace_id: t for t in window_traces(watch, DAY, config)}
+    assert (len(read[whole].spans), len(read[parts].spans)) == (0, 4)  # the summary; the spans
+    from_spans = read_trace(whole, store.trace_spans_of([whole])[whole], service="support-bot")
+    for field in ("input", "output", "conversation", "tool_calls", "usage", "failed", "start_ns", "service", "tokens"):
+        assert getattr(read[whole], field) == getattr(from_spans, field), field
+    assert (read[whole].output, read[parts].input, read[parts].output) == (
+        "In Lyon.", "Where is parcel 2?", "In Nantes.")
+    assert read[whole].tool_calls[0].name == "track" and read[whole].usage["input_tokens"] == 280
+    assert len(store.trace_summaries_of([parts])[parts]) == 2  # neither part whole: the spans are read
+    result = score_window(watch, DAY, config)
+    scores = store.query("SELECT item_id, score FROM scores JOIN outputs USING (run_id, item_index, run_index) "
+                         "WHERE run_id = ? ORDER BY item_id", [result.run_id])
+    assert {r["item_id"]: r["score"] for r in scores} == {whole: 1.0, parts: 0.0}
