@@ -92,7 +92,8 @@ class ItemReads:
             restore(scores, self.values_dir)
         return rows
 
-    def run_scores(self, run_id: str) -> tuple[list[tuple[int, int, str]], list[tuple[int, int, str, float | None, str]]]:
+    def run_scores(self, run_id: str,
+                   ) -> tuple[list[tuple[int, int, str]], list[tuple[int, int, str, float | None, str]]]:
         """What ranks a run's items by their change, nothing else of them: each repeat's (item_index,
         run_index, status) and each score's (item_index, run_index, evaluator, score, status), over one
         short connection."""
