@@ -35,7 +35,12 @@ _USERINFO = re.compile(r"(?<=://)([^/\s@:'\"<>]*)(:[^/\s@'\"<>]*)?@")
 
 _registered: set[str] = set()
 _lock = threading.Lock()
-_cache: tuple[Any, Scrubber] | None = None
+#: The scrubbers made, by (environment, registered secrets, extra): a run asks for two at least in turn (the
+#: rows' with no extra, the judge's with its endpoint's secrets), and one cached scrubber rebuilt both on
+#: every call (issue 35's library-path regression: about 1 ms a judge call).
+_cache: dict[tuple[Any, ...], Scrubber] = {}
+#: Scrubbers kept at most: a few endpoints' in a process, each environment change making new ones.
+_CACHE_SIZE = 16
 
 
 def safe_url(url: str, *, path: bool = True) -> str:
@@ -168,16 +173,34 @@ def _masked_userinfo(match: re.Match[str]) -> str:
 
 def scrubber(*extra: str) -> Scrubber:
     """The scrubber of the process's secrets as they stand now (plus `extra`); cached while they stay."""
-    global _cache
-    # os.environ's own bytes mapping: comparing it is cheap, decoding every variable per call is not
-    raw = getattr(os.environ, "_data", None)
-    key = (tuple(raw.items()) if isinstance(raw, dict) else tuple(os.environ.items()), len(_registered), extra)
-    cached = _cache
-    if cached is not None and cached[0] == key:
-        return cached[1]
+    key = (_environment_generation(), len(_registered), extra)
+    made = _cache.get(key)
+    if made is not None:
+        return made
     made = Scrubber([*environment_secrets(), *_registered, *extra])
-    _cache = (key, made)
+    with _lock:
+        if len(_cache) >= _CACHE_SIZE:
+            _cache.pop(next(iter(_cache)))  # the oldest: an environment since changed, most likely
+        _cache[key] = made
     return made
+
+
+#: The environment as last seen, and how many times it was seen to change.
+_environment: list[Any] = [None, 0]
+
+
+def _environment_generation() -> int:
+    """A number that changes whenever the environment does: the rows of every item ask for a scrubber, and
+    comparing os.environ's own bytes mapping with a copy is a C loop over unchanged objects, where building
+    and hashing a tuple of it per call cost about 13 us."""
+    raw = getattr(os.environ, "_data", None)
+    now = raw if isinstance(raw, dict) else dict(os.environ)
+    seen, generation = _environment
+    if seen != now:
+        with _lock:
+            _environment[:] = [dict(now), generation + 1]
+            return generation + 1
+    return int(generation)
 
 
 def scrub(text: str, *extra: str) -> str:

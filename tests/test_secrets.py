@@ -74,3 +74,21 @@ def test_the_opentelemetry_sdks_log_records_are_scrubbed(monkeypatch: pytest.Mon
             logger.warning("Transient error %s encountered while exporting logs batch (%s)", exc,
                            "Bearer SECRET-otlp-header-2718", exc_info=True)
     assert "SECRET" not in caplog.text and "url: /?token=***/v1/logs" in caplog.text
+
+
+def test_the_rows_and_the_judges_scrubbers_are_each_made_once_and_follow_the_environment(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from cobalt_lib._secrets import scrubber
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-SECRET-key-0123456789")
+    endpoint = resolve_judge(JudgeConfig(api_key="judge-key-9876543210"))
+    rows, judge = scrubber(), scrubber(*endpoint.secrets)
+    # asked in turn, as a run asks per item: each kept, not rebuilt by the other (issue 35's regression)
+    again = scrubber(), scrubber(*endpoint.secrets), scrubber()
+    assert again[0] is rows and again[1] is judge and again[2] is rows and judge is not rows
+    assert judge("judge-key-9876543210 sk-SECRET-key-0123456789") == "*** ***"
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp-NEW-token-0000000001")
+    changed = scrubber()
+    assert changed is not rows and changed("ghp-NEW-token-0000000001") == "***"
+    monkeypatch.delenv("GITHUB_TOKEN")
+    assert scrubber()("ghp-NEW-token-0000000001") == "ghp-NEW-token-0000000001"

@@ -280,7 +280,7 @@ async def compare_api(request: web.Request) -> web.Response:
     changed = q.get("changed") == "1"
     if q.get("list") == "unpaired":
         return web.json_response(unpaired_page(view["unpaired"], offset=offset, limit=limit), dumps=_dumps)
-    page = await _call(lambda: compare_page(view["rows"], offset=offset, limit=limit, changed_only=changed)
+    page = await _call(lambda: compare_page(view, offset=offset, limit=limit, changed_only=changed)
                        | {"unpaired_total": len(view["unpaired"])})
     return web.json_response(page, dumps=_dumps)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import re
 from typing import Any
 
@@ -15,9 +16,9 @@ from ..ops._refs import resolve_pair
 from ..render._transcript import transcript_text
 from ..results._conversation import first_divergence, transcript_of
 from ..results._direction import gain
-from ..results._pairing import ItemPair, pair_items
+from ..results._pairing import ItemPair, Unpaired, unpaired_items
 from ..results._report import ExperimentReport, ItemResult
-from ..store._history import load_report
+from ..store._history import CHUNK_ITEMS, stored_pairs, streamed_report
 from ..store._store import Store
 from ._queries import dagster_run_page
 
@@ -53,33 +54,33 @@ def compare_head(config: Config, ref_a: str, ref_b: str) -> dict[str, Any]:
 
 
 def paired_view(config: Config, ref_a: str, ref_b: str) -> dict[str, Any]:
-    """Both runs' items paired and ranked (the item list's rows, each drawn in full only when a page shows
-    it), and the reports the statistics are computed from (`summary_view`)."""
-    head = compare_head(config, ref_a, ref_b)
+    """Both runs' items paired and ranked in the store's order of their change, each row a key to read the
+    pair by when a page shows it (`drawn_rows`): the ranking reads statuses and scores alone, so the first
+    rows never wait for both runs' items to be read whole."""
     store = Store.for_config(config)
-    runs = head["runs"]
-    report_a, report_b = (load_report(store, runs[s]["run_id"], run=runs[s]) for s in "ab")
-    pairs, unpaired = pair_items(report_a.items, report_b.items)
-    rows = sorted((_ranked(pair) for pair in pairs), key=_rank)
+    with store.reading():  # the runs, the keys and both runs' scores over one connection (each open costs 10-50 ms)
+        head = compare_head(config, ref_a, ref_b)
+        rows, unpaired = _ranks(store, head["run_a"], head["run_b"])
     return {**head, "rows": rows, "unpaired": unpaired, "changed": sum(1 for r in rows if r["changed"]),
-            "reports": (report_a, report_b), "store": store}
+            "store": store}
 
 
 def summary_view(paired: dict[str, Any]) -> dict[str, Any]:
     """The statistics of a `paired_view`: verdicts, paired bootstrap intervals, warnings (the slow part: the
-    served page draws its item list first and asks for these after)."""
-    outcome = _outcome(paired["scope"], paired["refs"], *paired["reports"])
+    served page draws its item list first and asks for these after), the items streamed from the store."""
+    store = paired["store"]
+    reports = [streamed_report(store, paired["runs"][s]["run_id"], run=paired["runs"][s]) for s in "ab"]
+    outcome = _outcome(paired["scope"], paired["refs"], reports[0], reports[1], store)
     # A run on another version of a stored dataset: the identity change says by how many items.
-    outcome.comparison.identity_changes = with_version_diffs(paired["store"], paired["reports"][0].identity,
-                                                             paired["reports"][1].identity,
+    outcome.comparison.identity_changes = with_version_diffs(store, reports[0].identity, reports[1].identity,
                                                              outcome.comparison.identity_changes)
     return {"outcome": outcome, "c": outcome.comparison}
 
 
-def _outcome(scope: str | None, refs: tuple[str, str], a: ExperimentReport, b: ExperimentReport) -> CompareOutcome:
-    """What `ops.compare_runs` returns, from the two reports loaded once here (a big run's results
-    file takes seconds to read, and the page needs the items too)."""
-    comparison = compare_stored(a, b, top=0)
+def _outcome(scope: str | None, refs: tuple[str, str], a: ExperimentReport, b: ExperimentReport,
+             store: Store) -> CompareOutcome:
+    """What `ops.compare_runs` returns, from the two reports read once here."""
+    comparison = compare_stored(a, b, top=0, store=store)
     comparison.scope = scope
     warnings = [f"run {side} ({r.id}) is {r.status}: only its finished items are compared."
                 for side, r in zip("AB", (a, b), strict=True) if r.status != "completed"]
@@ -90,30 +91,83 @@ def _outcome(scope: str | None, refs: tuple[str, str], a: ExperimentReport, b: E
                           regressions=regression_reasons(comparison, accept_identity_change=True))
 
 
+#: A repeat as ranking reads it: its status, and each evaluator's score (None: not scored, as `score_of`).
+_Repeat = tuple[str, dict[str, float | None]]
+
+
+def _ranks(store: Store, run_a: str, run_b: str) -> tuple[list[dict[str, Any]], list[Unpaired]]:
+    """Every pair's rank (`_ranked`), ranked, and the unpaired items, from the pairing keys and each run's
+    statuses and scores."""
+    keys = store.pair_keys(run_a, run_b)
+    sides = {run_id: _repeats(*store.run_scores(run_id)) for run_id in dict.fromkeys((run_a, run_b))}
+    rows = [_ranked(ident, index_a, index_b, sides[run_a][index_a], sides[run_b][index_b])
+            for ident, index_a, index_b in keys if index_a is not None and index_b is not None]
+    unpaired = unpaired_items({a: ident for ident, a, b in keys if b is None and a is not None},
+                              {b: ident for ident, a, b in keys if a is None and b is not None})
+    return sorted(rows, key=_rank), unpaired
+
+
+def _repeats(outputs: list[tuple[int, int, str]], scores: list[tuple[int, int, str, float | None, str]],
+             ) -> dict[int, list[_Repeat]]:
+    status = {(index, repeat): state for index, repeat, state in outputs}
+    evaluations: dict[tuple[int, int], dict[str, float | None]] = {}
+    for index, repeat, name, score, state in scores:
+        ok = state == "ok" and status.get((index, repeat)) == "ok"
+        evaluations.setdefault((index, repeat), {})[name] = score if ok else None
+    repeats: dict[int, list[_Repeat]] = {}
+    for (index, repeat), state in sorted(status.items()):
+        repeats.setdefault(index, []).append((state, evaluations.get((index, repeat), {})))
+    return repeats
+
+
+def _mean(repeats: list[_Repeat], name: str) -> float | None:
+    scores = [s for _, scored in repeats if (s := scored.get(name)) is not None]
+    return math.fsum(scores) / len(scores) if scores else None
+
+
+def _status(repeats: list[_Repeat]) -> str:
+    """As `ItemPair.status`: `ok`, `error`, `timeout`; with repeats that differ, `2 of 3 ok`."""
+    statuses = {state for state, _ in repeats}
+    if len(statuses) == 1:
+        return statuses.pop()
+    return f"{sum(state == 'ok' for state, _ in repeats)} of {len(repeats)} ok"
+
+
+def _ranked(ident: str, index_a: int, index_b: int, a: list[_Repeat], b: list[_Repeat]) -> dict[str, Any]:
+    """What ranks a paired item: its change (the worst gain of its evaluators' mean scores; a failed agent
+    call in B counts as -1) and whether it changed; `drawn_rows` reads and draws the rest when a page shows it."""
+    gains: list[float] = []
+    for name in dict.fromkeys(n for side in (a, b) for _, scored in side for n in scored):
+        score_a, score_b = _mean(a, name), _mean(b, name)
+        gains.append(0.0 if score_a is None or score_b is None else gain(name, score_b - score_a))
+    status_a, status_b = _status(a), _status(b)
+    if status_a != status_b:
+        gains.append(-1.0 if status_a == "ok" else 1.0 if status_b == "ok" else 0.0)
+    worst, best = min(gains, default=0.0), max(gains, default=0.0)
+    return {"index": index_b, "index_a": index_a, "item_id": ident, "change": worst if worst < 0 else best,
+            "changed": worst < 0 or best > 0 or status_a != status_b}
+
+
+def drawn_rows(view: dict[str, Any], ranked: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Ranked rows of a `paired_view` as the list draws them, with their word differences: their pairs read
+    from the store `CHUNK_ITEMS` at a time."""
+    drawn = []
+    for start in range(0, len(ranked), CHUNK_ITEMS):
+        part = ranked[start:start + CHUNK_ITEMS]
+        pairs = stored_pairs(view["store"], view["run_a"], view["run_b"],
+                             [(r["item_id"], r["index_a"], r["index"]) for r in part]).pairs
+        drawn += [with_diff(row_json(pair, r)) for pair, r in zip(pairs, part, strict=True)]
+    return drawn
+
+
 def _reason(repeats: list[ItemResult], name: str) -> str | None:
     ev = next((r.evaluations[name] for r in repeats if name in r.evaluations), None)
     return (ev.reason or ev.error) if ev else None
 
 
-def _ranked(pair: ItemPair) -> dict[str, Any]:
-    """What ranks a paired item: its change (the worst gain of its evaluators' mean scores; a failed agent
-    call in B counts as -1) and whether it changed; `_row` draws the rest when a page shows it."""
-    gains: list[float] = []
-    names = [n for side in (pair.a, pair.b) for r in side for n in r.evaluations]
-    for name in dict.fromkeys(names):
-        score_a, score_b = pair.score("a", name), pair.score("b", name)
-        gains.append(0.0 if score_a is None or score_b is None else gain(name, score_b - score_a))
-    status_a, status_b = pair.status("a"), pair.status("b")
-    if status_a != status_b:
-        gains.append(-1.0 if status_a == "ok" else 1.0 if status_b == "ok" else 0.0)
-    worst, best = min(gains, default=0.0), max(gains, default=0.0)
-    return {"index": pair.index, "change": worst if worst < 0 else best,
-            "changed": worst < 0 or best > 0 or status_a != status_b, "pair": pair}
-
-
-def row_json(ranked: dict[str, Any]) -> dict[str, Any]:
+def row_json(pair: ItemPair, ranked: dict[str, Any]) -> dict[str, Any]:
     """A ranked item as the list draws it (`_row`)."""
-    return _row(ranked["pair"]) | {"change": ranked["change"], "changed": ranked["changed"]}
+    return _row(pair) | {"change": ranked["change"], "changed": ranked["changed"]}
 
 
 def _row(pair: ItemPair) -> dict[str, Any]:
@@ -178,14 +232,15 @@ def with_diff(row: dict[str, Any]) -> dict[str, Any]:
     return {**row, "diff_a": diff_a, "diff_b": diff_b}
 
 
-def compare_page(rows: list[dict[str, Any]], *, offset: int, limit: int, changed_only: bool) -> dict[str, Any]:
-    """One page of the ranked rows, with their word differences, and how many rows did not change."""
+def compare_page(view: dict[str, Any], *, offset: int, limit: int, changed_only: bool) -> dict[str, Any]:
+    """One page of a `paired_view`'s ranked rows, with their word differences, and how many rows did not change."""
+    rows = view["rows"]
     chosen = [r for r in rows if r["changed"]]
     unchanged = len(rows) - len(chosen)
     chosen = chosen if changed_only else rows
     page = chosen[max(offset, 0): max(offset, 0) + min(max(limit, 1), 500)]
     return {"total": len(chosen), "unchanged": unchanged, "offset": offset, "changed": len(rows) - unchanged,
-            "rows": [with_diff(row_json(r)) for r in page]}
+            "rows": drawn_rows(view, page)}
 
 
 def unpaired_json(unpaired: list[Any]) -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ from ..store._history import load_report
 from ..store._store import Store
 from ._calibration_view import calibration_view, gate_calibrations
 from ._charts import histogram
-from ._compare import compare_view, row_json, unpaired_json, with_diff
+from ._compare import compare_view, drawn_rows, unpaired_json
 from ._queries import ITEMS_PER_PAGE, item_json, run_detail, trace_json
 from ._render import render
 
@@ -48,7 +48,7 @@ def compare_report_html(config: Config, baseline: str, ref: str) -> str:
     view = compare_view(config, baseline, ref)
     c = view["c"]
     data = {"page": "compare", "run_a": c.run_a, "run_b": c.run_b, "per_page": ITEMS_PER_PAGE, "api": None,
-            "rows": [with_diff(row_json(r)) for r in view["rows"]], "unpaired": unpaired_json(view["unpaired"])}
+            "rows": drawn_rows(view, view["rows"]), "unpaired": unpaired_json(view["unpaired"])}
     view["dagster"] = {"a": None, "b": None}
     return render("compare.html", static=True, data=data, rows_total=len(view["rows"]), dagster_home=None,
                   summary=True, **view)

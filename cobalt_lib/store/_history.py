@@ -94,19 +94,25 @@ def stored_pair_chunks(store: Store, run_a: str, run_b: str, chunk: int = CHUNK_
         raise ValueError(f"chunk must be at least 1, not {chunk}")
     keys = store.pair_keys(run_a, run_b)
     for start in range(0, len(keys), chunk):
-        part_keys = keys[start:start + chunk]
-        rows = store.pair_rows({run_a: [a for _, a, _ in part_keys if a is not None],
-                                run_b: [b for _, _, b in part_keys if b is not None]})
-        groups = {run_id: by_index(_items_of(outputs, scores)) for run_id, (outputs, scores) in rows.items()}
-        part = PairChunk([], {}, {})
-        for ident, index_a, index_b in part_keys:
-            if index_a is not None and index_b is not None:
-                part.pairs.append(ItemPair(item_id=ident, a=groups[run_a][index_a], b=groups[run_b][index_b]))
-            elif index_a is not None:
-                part.only_a[index_a] = (ident, groups[run_a][index_a])
-            elif index_b is not None:
-                part.only_b[index_b] = (ident, groups[run_b][index_b])
-        yield part
+        yield stored_pairs(store, run_a, run_b, keys[start:start + chunk])
+
+
+def stored_pairs(store: Store, run_a: str, run_b: str, keys: Sequence[tuple[str, int | None, int | None]],
+                 ) -> PairChunk:
+    """The items of some of two runs' pairing keys (`Store.pair_keys`), read over one connection: each
+    key's pair, or its item in the one run that has it."""
+    rows = store.pair_rows({run_a: [a for _, a, _ in keys if a is not None],
+                            run_b: [b for _, _, b in keys if b is not None]})
+    groups = {run_id: by_index(_items_of(outputs, scores)) for run_id, (outputs, scores) in rows.items()}
+    part = PairChunk([], {}, {})
+    for ident, index_a, index_b in keys:
+        if index_a is not None and index_b is not None:
+            part.pairs.append(ItemPair(item_id=ident, a=groups[run_a][index_a], b=groups[run_b][index_b]))
+        elif index_a is not None:
+            part.only_a[index_a] = (ident, groups[run_a][index_a])
+        elif index_b is not None:
+            part.only_b[index_b] = (ident, groups[run_b][index_b])
+    return part
 
 
 def _items_of(outputs: list[dict[str, Any]], scores: list[dict[str, Any]]) -> list[ItemResult]:

@@ -92,6 +92,18 @@ class ItemReads:
             restore(scores, self.values_dir)
         return rows
 
+    def run_scores(self, run_id: str,
+                   ) -> tuple[list[tuple[int, int, str]], list[tuple[int, int, str, float | None, str]]]:
+        """What ranks a run's items by their change, nothing else of them: each repeat's (item_index,
+        run_index, status) and each score's (item_index, run_index, evaluator, score, status), over one
+        short connection."""
+        with self.connect(read_only=True) as con:
+            outputs = con.execute("SELECT item_index, run_index, status FROM outputs WHERE run_id = ?",
+                                  [run_id]).fetchall()
+            scores = con.execute("SELECT item_index, run_index, evaluator, score, status FROM scores "
+                                 "WHERE run_id = ?", [run_id]).fetchall()
+        return outputs, scores
+
     def _identities(self, con: Any) -> str:
         """SQL (`{run}` the run id) for each item index of a run with its identity (its first repeat's)."""
         if self.backend.name == "duckdb":
