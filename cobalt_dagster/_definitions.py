@@ -13,6 +13,7 @@ from cobalt_lib.monitor import Monitor
 from ._automation import build_schedules, build_sensor
 from ._datasets import build_dataset_sensor, dataset_specs
 from ._experiments import build_experiment_defs, resources
+from ._grading import GRADING_EXPERIMENT, grading_experiment, has_gradings
 from ._instance import quiet_dagster_warnings
 from ._logger import LOGGERS
 from ._monitors import build_monitor_defs
@@ -41,6 +42,8 @@ def build_definitions(project_dir: str | Path | None = None, *,
     quiet_dagster_warnings()
     config = project_config(project_dir)
     found = list(experiments) if experiments is not None else load_experiments(config)
+    if has_gradings(config) and all(e.name != GRADING_EXPERIMENT for e in found):
+        found.append(grading_experiment())  # where the record sensor records `cobalt grade`'s runs
     defs = build_experiment_defs(found, config, translator)
     datasets = dataset_specs(config, found)
     sensors = [build_sensor(config, defs), build_record_sensor(config, defs, executor)] if defs else []

@@ -17,10 +17,12 @@ from typing import TYPE_CHECKING, Any
 import dagster as dg
 
 from cobalt_lib import Config, Experiment, Store, load_experiments
+from cobalt_lib.calibration import EXPERIMENT_PREFIX
 from cobalt_lib.links import dagster_tags, variant_tags
 
 from ._abandoned import fail_abandoned
 from ._experiments import build_experiment_defs, resources
+from ._grading import GRADING_EXPERIMENT, is_grading
 from ._instance import QUIET_RUN_CONFIG, local_instance, quiet_dagster_warnings
 from ._origin import job_origin
 from ._private import execute_created_run
@@ -114,6 +116,7 @@ def build_record_sensor(config: Config, defs: list[ExperimentDefs],
     """The sensor that records, as runs of their experiment's job, the finished runs Dagster does not hold
     (`executor`: the Definitions' own, None for Dagster's default)."""
     by_name = {d.experiment.name: d for d in defs}
+    grading = by_name.get(GRADING_EXPERIMENT)  # the grading runs' experiment, once there are any
     run_config = record_run_config(executor)
 
     @dg.sensor(name=SENSOR_NAME, minimum_interval_seconds=RECORD_INTERVAL_SECONDS, jobs=[d.job for d in defs],
@@ -126,10 +129,10 @@ def build_record_sensor(config: Config, defs: list[ExperimentDefs],
             context.log.warning(f"Dagster run {failed}: its process died; reported failed")
         state = load_state(context.cursor)
         settle(state, store, context.instance, now, context.log)
-        chosen = choose(state, store, list(by_name), now)
+        chosen = choose(state, store, list(by_name), now, prefix=EXPERIMENT_PREFIX if grading else None)
         requests, partitions = [], []
         for run, attempt in chosen:
-            target = by_name[run["experiment"]]
+            target = grading if grading and is_grading(run["experiment"]) else by_name[run["experiment"]]
             partitions.append(target.partitions.build_add_request([run["run_id"]]))
             # Only cobalt's own assets and checks: a recording never materialises what a project put
             # downstream in the experiment's group (a `deploy` asset runs when Dagster runs the evaluation).

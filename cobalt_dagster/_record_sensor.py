@@ -124,11 +124,12 @@ def _failure(instance: dg.DagsterInstance, run_id: str, entry: Attempt, now: flo
     return f"Dagster run {run.run_id} ended {run.status.value}" + (f": {detail[:REASON_CHARS]}" if detail else "")
 
 
-def choose(state: dict[str, Attempt], store: Store, experiments: list[str], now: float,
-           ) -> list[tuple[dict[str, Any], int]]:
-    """The runs to request this tick with their attempt numbers: new runs first, then the due retries,
-    `RECORDS_PER_TICK` in all; each is noted in `state` as requested."""
-    found = store.unrecorded_runs(experiments, limit=RECORDS_PER_TICK + len(state))
+def choose(state: dict[str, Attempt], store: Store, experiments: list[str], now: float, *,
+           prefix: str | None = None) -> list[tuple[dict[str, Any], int]]:
+    """The runs to request this tick with their attempt numbers (runs of `experiments`, and of those named
+    `prefix...`): new runs first, then the due retries, `RECORDS_PER_TICK` in all; each is noted in `state`
+    as requested."""
+    found = store.unrecorded_runs(experiments, limit=RECORDS_PER_TICK + len(state), prefix=prefix)
     chosen = [(row, 1) for row in found if row["run_id"] not in state][:RECORDS_PER_TICK]
     due = sorted((entry.retry_at or 0.0, run_id) for run_id, entry in state.items()
                  if entry.retry_at is not None and entry.retry_at <= now)

@@ -14,9 +14,11 @@ import dagster as dg
 
 from cobalt_lib import AssertionResult, Experiment, Store
 from cobalt_lib.gates import Assertion
+from cobalt_lib.links import dagster_tags
 from cobalt_lib.run import finish_from_store, start_run
 from cobalt_lib.store import streamed_report
 
+from ._grading import GRADING_EXPERIMENT
 from ._metadata import aggregates_metadata, dataset_metadata, num, previous_report, previous_run
 from ._replay import EXECUTED, RECORDED, is_recording, stage_metadata, stored_report
 
@@ -28,6 +30,8 @@ Mode = Literal["execute", "replay"]
 
 #: Metadata key on the `Failure` a failed gate raises: how `cobalt run` tells a verdict from a crash.
 GATE_FAILURE_KEY = "cobalt_gate"
+#: The run tag that says how a run started (`request`, `schedule`, `record`, `launch`...).
+TRIGGER_TAG = "cobalt/trigger"
 
 
 def mode_of(tags: Mapping[str, str]) -> Mode:
@@ -40,6 +44,9 @@ def materialize(cobalt: "CobaltResource", context: dg.AssetExecutionContext, exp
     """The materialisation of `stage` (dataset or aggregates) of the partition's cobalt run."""
     if mode_of(context.run.tags) == "replay":
         return _replayed(cobalt, context, stage)
+    if experiment.name == GRADING_EXPERIMENT:
+        raise dg.Failure(description="The grading assets only record the runs of `cobalt grade`: run `cobalt grade` "
+                                     "to grade, and it is recorded here.", allow_retries=False)
     return _EXECUTE[stage](cobalt, context, experiment)
 
 
@@ -55,7 +62,7 @@ def _replayed(cobalt: "CobaltResource", context: dg.AssetExecutionContext, stage
 def _dataset(cobalt: "CobaltResource", context: dg.AssetExecutionContext,
              experiment: Experiment) -> dg.MaterializeResult:
     """Plan and start the run."""
-    plan = cobalt.plan(experiment, context.partition_key, context.run.tags)
+    plan = cobalt.plan(experiment, context.partition_key, job_tags(context, experiment))
     start_run(plan)
     plan.store.mark_in_dagster(plan.run_id, context.run.run_id, EXECUTED)  # the pages link this run to Dagster
     stored = experiment.dataset.stored  # the stored dataset version the run read, if it read one
@@ -77,6 +84,23 @@ def _aggregates(cobalt: "CobaltResource", context: dg.AssetExecutionContext,
     report = finish_from_store(plan, "completed", worked_ms=float(run.get("worked_ms") or 0.0) if run else None)
     return dg.MaterializeResult(metadata=aggregates_metadata(report, plan.config,
                                                              previous_report(store, previous, run_id)))
+
+
+def job_tags(context: dg.AssetExecutionContext, experiment: Experiment) -> Mapping[str, str]:
+    """The run's tags, completed with those a run of the experiment's job carries.
+
+    The asset graph's "Materialize" and an asset backfill launch Dagster's own asset job (`__ASSET_JOB`,
+    which Dagster picks for every launch from the graph), with none of the job's tags: the run gets them
+    here, before cobalt stores it, so the Runs filter, the pages and `cobalt history` see it as any run
+    of the experiment; `cobalt/trigger` says how it started.
+    """
+    tags = context.run.tags
+    trigger = "backfill" if "dagster/backfill" in tags else "launch"
+    missing = {key: value for key, value in {**dagster_tags(experiment.tags), TRIGGER_TAG: trigger}.items()
+               if key not in tags}
+    if missing:
+        context.instance.add_run_tags(context.run.run_id, missing)
+    return {**tags, **missing}
 
 
 _EXECUTE: dict[str, Callable[["CobaltResource", dg.AssetExecutionContext, Experiment], dg.MaterializeResult]] = {

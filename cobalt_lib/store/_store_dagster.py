@@ -57,22 +57,29 @@ class DagsterRuns:
             return {}
         return {str(r["run_id"]): str(r["dagster_run_id"]) for r in rows}
 
-    def unrecorded_runs(self, experiments: Sequence[str], limit: int = 25) -> list[dict[str, Any]]:
-        """Finished library runs of `experiments` that Dagster does not hold and that are not `skipped`,
-        oldest first (`run_id`, `experiment`, `status`, `tags`): what the record sensor records. A run
-        still `running` waits until it ends (or its process is gone)."""
+    def unrecorded_runs(self, experiments: Sequence[str], limit: int = 25, *,
+                        prefix: str | None = None) -> list[dict[str, Any]]:
+        """Finished library runs of `experiments` (and of every experiment named `prefix...`, such as the
+        grading runs) that Dagster does not hold and that are not `skipped`, oldest first (`run_id`,
+        `experiment`, `status`, `tags`): what the record sensor records. A run still `running` waits until
+        it ends (or its process is gone)."""
         import duckdb
 
-        if not experiments or not self.exists():
+        if not (experiments or prefix) or not self.exists():
             return []
         try:
-            rows = self._runs("SELECT * FROM runs "
-                              "WHERE experiment IN (SELECT unnest(?)) AND coalesce(source, '') <> 'dagster' "
+            named = "experiment IN (SELECT unnest(?))" + (" OR starts_with(experiment, ?)" if prefix else "")
+            rows = self._runs(f"SELECT * FROM runs WHERE ({named}) AND coalesce(source, '') <> 'dagster' "
                               "AND run_id NOT IN (SELECT run_id FROM dagster_runs) ORDER BY started_at",
-                              [list(experiments)], missing_ok=True)
+                              [list(experiments), *([prefix] if prefix else [])], missing_ok=True)
         except duckdb.CatalogException:  # no tables yet, or a store from before dagster_runs
             return []
         return [r for r in rows if r["status"] != "running"][:limit]
+
+    def has_runs_named(self, prefix: str) -> bool:
+        """Whether the store holds a run of an experiment whose name starts with `prefix`."""
+        return bool(self._runs("SELECT run_id FROM runs WHERE starts_with(experiment, ?) LIMIT 1", [prefix],
+                               missing_ok=True))
 
     # A run Dagster launched in shards: their rows meet here (the SQL is in `_merge`).
 

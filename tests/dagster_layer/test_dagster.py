@@ -742,3 +742,23 @@ def test_a_crashed_step_still_prints_its_stack_trace(tmp_path: Path, capfd: pyte
     printed = capfd.readouterr().err
     [step, *_] = [line for line in printed.splitlines() if " - STEP_FAILURE - " in line]
     assert "crashy_run_shard" in step and "Stack Trace:" in printed and "the agent's process died" in printed
+
+
+@pytest.mark.parametrize(("tags", "trigger"), [({}, "launch"), ({"dagster/backfill": "abcdefgh"}, "backfill")])
+def test_a_partition_materialised_from_the_asset_graph_gets_the_experiment_jobs_tags(
+        shared: Project, instance: dg.DagsterInstance, tags: dict[str, str], trigger: str) -> None:
+    """The asset graph's "Materialize" (one partition) and an asset backfill launch Dagster's `__ASSET_JOB`, with
+    none of the experiment job's tags: the run gets them as it starts, and cobalt stores it as any run."""
+    partition = new_run_id()
+    instance.add_dynamic_partitions(f"{SUPPORT}_runs", [partition])
+    own = [dg.AssetKey([SUPPORT, stage]) for stage in STAGES]
+    result = shared.defs.resolve_implicit_global_asset_job_def().execute_in_process(
+        instance=instance, partition_key=partition, asset_selection=own, tags=tags, raise_on_error=False)
+    assert result.success and result.dagster_run.job_name == "__ASSET_JOB"
+    record = instance.get_run_record_by_id(result.run_id)
+    assert record is not None
+    carried = record.dagster_run.tags
+    assert carried["cobalt.tag/dagster-example"] == "dagster-example" and carried["cobalt/trigger"] == trigger
+    stored = shared.store.get_run(partition)
+    assert stored is not None and "dagster-example" in stored["tags"] and stored["status"] == "completed"
+    assert shared.store.dagster_runs_of([partition]) == {partition: result.run_id}

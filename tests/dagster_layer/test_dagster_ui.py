@@ -270,3 +270,57 @@ def test_the_serve_terminal_prints_info_and_above_and_a_failed_gate_on_one_line(
     failing = session.runs["failing"]
     [step] = [line for line in printed.splitlines() if " - STEP_FAILURE - " in line]  # the one failed gate
     assert step.endswith(f"Quality gate exact >= 0.75 failed for run {failing}: exact = 0, must be at least 0.75")
+
+
+ADD_PARTITION = """mutation($repo: RepositorySelector!, $name: String!, $key: String!) {
+    addDynamicPartition(repositorySelector: $repo, partitionsDefName: $name, partitionKey: $key) { __typename } }"""
+LAUNCH_RUN = """mutation($params: ExecutionParams!) { launchPipelineExecution(executionParams: $params) {
+    __typename ... on PythonError { message } } }"""
+LAUNCH_BACKFILL = """mutation($params: LaunchBackfillParams!) { launchPartitionBackfill(backfillParams: $params) {
+    __typename ... on PythonError { message } } }"""
+#: What the asset graph's "Materialize all" of the support bot's group selects: cobalt's four assets and deploy.
+GROUP = [{"path": ["support_bot", stage]} for stage in ("dataset", "outputs", "scores", "aggregates", "deploy")]
+
+
+def _add_partition(session: Session, key: str) -> None:
+    """The partitions dialog's "Add partition" (the run id is the partition key)."""
+    added = session.query(ADD_PARTITION, repo=LOCATION, name="support_bot_runs", key=key)
+    assert added["addDynamicPartition"]["__typename"] == "AddDynamicPartitionSuccess", added
+
+
+def test_a_partition_materialised_from_the_asset_graph_is_a_run_of_the_experiment_with_its_tags(
+        session: Session) -> None:
+    """The UI's two launches from the asset graph, as it sends them: one new partition (`launchPipelineExecution`
+    of Dagster's `__ASSET_JOB`, the job the UI picks there), and several (`launchPartitionBackfill` on the asset
+    selection, which the backfill daemon runs as `__ASSET_JOB` runs)."""
+    from cobalt_lib import Store, load_config
+    from cobalt_lib.run import new_run_id
+
+    one, backfilled = new_run_id(), new_run_id()
+    for key in (one, backfilled):
+        _add_partition(session, key)
+    checks = [{"assetKey": {"path": ["support_bot", "aggregates"]}, "name": name}
+              for name in ("gate_exact_min_0_75", "gate_every_evaluator_scored", "gate_error_rate_max_0")]
+    launched = session.query(LAUNCH_RUN, params={
+        "mode": "default", "executionMetadata": {"tags": [{"key": "dagster/partition", "value": one}]},
+        "runConfigData": "{}", "selector": {**LOCATION, "pipelineName": "__ASSET_JOB", "assetSelection": GROUP,
+                                            "assetCheckSelection": checks}})
+    assert launched["launchPipelineExecution"]["__typename"] == "LaunchRunSuccess", launched
+    backfill = session.query(LAUNCH_BACKFILL, params={"tags": [], "assetSelection": GROUP,
+                                                      "partitionNames": [backfilled], "fromFailure": False})
+    assert backfill["launchPartitionBackfill"]["__typename"] == "LaunchBackfillSuccess", backfill
+    for key in (one, backfilled):
+        poll(f"the Dagster run of partition {key}", deadline_in(300), lambda k=key: _finished(session, k),
+             interval=1.0)
+
+    store = Store.for_config(load_config(session.root))
+    for key, trigger in ((one, "launch"), (backfilled, "backfill")):
+        [tags] = session.runs_with("dagster/partition", key).values()
+        assert (tags["cobalt.tag/dagster-example"], tags["cobalt/trigger"]) == ("dagster-example", trigger)
+        stored = store.get_run(key)
+        assert stored is not None and stored["status"] == "completed" and "dagster-example" in stored["tags"]
+        assert store.dagster_runs_of([key]) == {key: tags["dagster_run_id"]}
+        pages = session.url.rsplit(":", 1)[0] + f":{int(session.url.rsplit(':', 1)[1]) + 1}"
+        page = httpx.get(f"{pages}/runs/{key}", timeout=30)
+        assert page.status_code == 200 and key in page.text and 'id="not-recorded"' not in page.text
+        assert tags["dagster_run_id"] in page.text  # its Dagster run, linked

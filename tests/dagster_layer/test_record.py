@@ -292,3 +292,63 @@ async def agent(ctx):
         await asyncio.sleep(600)
     return "ok"
 """
+
+
+GRADER = """from cobalt_lib import grader
+
+grader = grader("tone").spec("Grade the answer.").card("Criteria", lambda c: c.spec("It is polite."))
+"""
+
+
+def test_a_grading_run_is_recorded_by_the_sensor_like_any_run(judged_project: Path, llm: Any) -> None:
+    """`cobalt grade`'s run (the experiment `grade:tone`, which no project file defines) is a partition of the
+    grading experiment's job once recorded, its checks the two every run has."""
+    from fakellm import text
+
+    from cobalt_lib.ops._grade import GradeOptions, grade
+
+    root = judged_project
+    (root / "graders").mkdir()
+    (root / "graders" / "tone.py").write_text(GRADER, encoding="utf-8")
+    samples = [{"id": f"s{i}", "user_message": f"q{i}", "assistant_response": f"a{i}", "score": 1} for i in range(3)]
+    (root / "samples.jsonl").write_text("".join(json.dumps(s) + "\n" for s in samples), encoding="utf-8")
+    llm.respond = lambda kind, body: text(json.dumps({"score": 1, "notes": "polite"}))
+    config = load_config(root)
+    assert not cobalt_dagster.build_definitions(root).resolve_all_asset_keys()  # no grading yet: no grading assets
+    outcome = grade(config, GradeOptions(input=root / "samples.jsonl", grader=Path("graders/tone.py"),
+                                         models=["openai/a"]))
+    assert outcome.passed
+    defs = cobalt_dagster.build_definitions(root)
+    with cobalt_dagster.local_instance(config) as instance:
+        first = _tick(defs, instance, None)
+        assert [(r.job_name, r.partition_key, r.tags["cobalt.tag/grade"]) for r in first.run_requests or []] == [
+            ("cobalt_grading_eval", outcome.run_id, "grade")]
+        assert _launch(defs, instance, first) == {outcome.run_id: True}
+        view = recorded_view(instance, "cobalt_grading", outcome.run_id)
+        assert not _tick(defs, instance, first.cursor).run_requests  # recorded once
+    assert (view["job"], view["status"], view["record_tag"]) == ("cobalt_grading_eval", dg.DagsterRunStatus.SUCCESS,
+                                                                 "true")
+    assert view["materialised"] == dict.fromkeys(STAGES, 1)
+    assert [(name, passed) for name, passed, *_ in view["checks"]] == [
+        ("gate_error_rate_max_100", True), ("gate_every_evaluator_scored", True)]
+    assert list(Store.for_config(config).dagster_runs_of([outcome.run_id])) == [outcome.run_id]
+
+
+def test_materialising_a_grading_partition_from_dagster_fails_saying_to_run_cobalt_grade(
+        judged_project: Path, llm: Any) -> None:
+    from cobalt_lib.run import new_run_id
+
+    root = judged_project
+    store = Store.for_config(load_config(root))
+    store.start_run({"run_id": "g1", "experiment": "grade:tone", "started_at": "2026-01-01T00:00:00+00:00",
+                     "tags": ["grade"], "config": {}})
+    defs = cobalt_dagster.build_definitions(root)
+    with cobalt_dagster.local_instance(load_config(root)) as instance:
+        partition = new_run_id()
+        instance.add_dynamic_partitions("cobalt_grading_runs", [partition])
+        result = defs.resolve_job_def("cobalt_grading_eval").execute_in_process(
+            instance=instance, partition_key=partition, raise_on_error=False)
+    assert not result.success
+    [failure] = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+    assert "run `cobalt grade` to grade" in (failure.step_failure_data.user_failure_data.description or "")
+    assert store.get_run(partition) is None  # nothing was run
