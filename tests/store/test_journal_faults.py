@@ -20,6 +20,8 @@ from typer.testing import CliRunner
 
 from cobalt_lib import Dataset, Evaluator, Store, experiment
 from cobalt_lib.cli import app
+from cobalt_lib.run._execute import RunInterrupted
+from cobalt_lib.run._plan import RunPlan
 from cobalt_lib.store._journal import JOURNAL_DIR, SET_ASIDE_DIR, Journal, put_in, replay_left
 from cobalt_lib.store._segment import read
 from cobalt_lib.store._writer import BatchWriter
@@ -244,6 +246,43 @@ def test_lease_renewals_never_collide_with_the_runs_own_writes(project: Path, mo
     store = Store(project / ".cobalt" / "cobalt.duckdb")
     assert [store.run_status(r.id) for r in reports] == ["completed"] * 10
     assert all(len(store.rows("outputs", r.id)) == 20 for r in reports)
+
+
+class _StopAfter:
+    """An observer that stops the run (as a monitor's budget does) once `n` items finished."""
+
+    def __init__(self, n: int) -> None:
+        self.n, self.seen, self.run_id = n, 0, ""
+
+    def on_start(self, plan: RunPlan) -> None:
+        self.run_id = plan.run_id
+
+    def on_item(self, item: object) -> None:
+        self.seen += 1
+        if self.seen == self.n:
+            raise RunInterrupted(self.run_id)
+
+    def on_finish(self, report: object) -> None:
+        pass
+
+
+def test_lease_renewals_never_collide_with_a_resumes_own_writes(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 33 item 4 (3 of 10 resumes at a 6 s lease read incomplete): 10 runs stopped after 5 of 20 items,
+    each resumed under a lease of 30 ms, renewed every 10 ms beside the resume's batches and its final write."""
+    (project / "cobalt.toml").write_text("")
+    monkeypatch.setenv("COBALT_LEASE_SECONDS", "0.03")
+    exp = experiment("qa", Dataset([{"input": f"q{i}"} for i in range(20)]), lambda ctx: "a", concurrency=1,
+                     evaluators=[Evaluator(name="any", type="function", fn=lambda ctx: 1.0)])
+    store = Store(project / ".cobalt" / "cobalt.duckdb")
+    resumed = []
+    for _ in range(10):
+        stop = _StopAfter(5)
+        with pytest.raises(RunInterrupted):
+            exp.run(observer=stop)
+        assert store.run_status(stop.run_id) == "incomplete"
+        resumed.append(exp.run(resume=stop.run_id))
+    assert [store.run_status(r.id) for r in resumed] == ["completed"] * 10
+    assert all(sorted(o["item_index"] for o in store.rows("outputs", r.id)) == list(range(20)) for r in resumed)
 
 
 def test_a_reader_puts_in_the_rows_an_ended_run_left_in_its_journal(tmp_path: Path) -> None:
