@@ -155,3 +155,31 @@ def test_an_interrupt_after_the_last_item_is_written_stores_and_says_the_run_com
     assert len(store.rows("scores", run["run_id"])) == 6
     assert f"interrupted after run {run['run_id']} completed: every item is stored" in err, err
     assert "--resume" not in err and "(incomplete)" not in err and "Traceback" not in err, err
+
+
+VARIANTS = '''
+from cobalt_lib import Dataset, Evaluator, experiment
+
+@experiment("grid", Dataset([{"input": f"q{i}"} for i in range(4)]),
+            variants=[{"name": "one", "k": 1}, {"name": "two", "k": 2}],
+            evaluators=[Evaluator(name="f", type="function", fn=lambda c: 1.0)])
+def agent(ctx):
+    return "a"
+'''
+
+
+def test_an_interrupt_after_every_run_of_a_group_is_stored_completed_says_the_group_completed(project: Path) -> None:
+    """The group's Ctrl-C race: both variants' runs stored completed, then the signal; the advised `--resume GROUP`
+    would be refused ("every run of group ... is completed")."""
+    (project / "experiments").mkdir()
+    (project / "experiments" / "grid.cobalt.py").write_text(VARIANTS)
+    proc = _start(project, COBALT_TEST_PAUSE="after-finish", COBALT_DAGSTER_RECORD="off")
+    early = _wait_for_pause(proc, "after-finish") + _wait_for_pause(proc, "after-finish")  # each variant's run
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    err = "".join(early) + err
+    runs = Store(project / ".cobalt" / "cobalt.duckdb").runs()
+    assert [r["status"] for r in runs] == ["completed"] * 2 and proc.returncode == 130, err
+    group = runs[0]["group_id"]
+    assert f"interrupted after the runs of group {group} completed: every item is stored" in err, err
+    assert "--resume" not in err and "(incomplete)" not in err and "Traceback" not in err, err
