@@ -125,6 +125,9 @@ def _say_interrupted(exc: RunInterrupted) -> None:
     with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) has nowhere to say it
         if exc.status == "not started":
             print(f"interrupted before run {exc.run_id} started; nothing was stored", file=sys.stderr)
+        elif exc.status == "completed" and exc.run_id.startswith("g-"):
+            print(f"interrupted after the runs of group {exc.run_id} completed: every item is stored (`cobalt "
+                  f"compare --group {exc.run_id}`)", file=sys.stderr)
         elif exc.status == "completed":
             print(f"interrupted after run {exc.run_id} completed: every item is stored (`cobalt show "
                   f"{exc.run_id}`)", file=sys.stderr)

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from .._aio import run_anywhere
-from .._errors import ConfigError
+from .._errors import CobaltError, ConfigError
 from ..config._config import Config
 from ..experiments._experiment import Experiment
 from ..experiments._variants import select_variants
@@ -56,9 +56,21 @@ def run_group(plans: Sequence[RunPlan], observer: Observer | None = None) -> lis
     try:
         return run_anywhere(execute_group(plans, observer))
     except KeyboardInterrupt as exc:
+        group = plans[0].group_id or plans[0].run_id
+        # Ctrl-C may land once every run of the group is stored completed: say so, not that it waits for a
+        # --resume that would be refused
+        if all(_stored_status(plan) == "completed" for plan in plans):
+            raise RunInterrupted(group, "completed") from exc
         if isinstance(exc, RunInterrupted):
             raise
-        raise RunInterrupted(plans[0].group_id or plans[0].run_id) from exc
+        raise RunInterrupted(group) from exc
+
+
+def _stored_status(plan: RunPlan) -> str | None:
+    try:
+        return plan.store.run_status(plan.run_id)
+    except CobaltError:  # the store's trouble is said elsewhere; the group reads as interrupted
+        return None
 
 
 def variant_grid(config: Config, ref: str = "latest", *, experiment: str | None = None,

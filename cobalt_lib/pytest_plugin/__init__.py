@@ -213,9 +213,14 @@ class RunsSummary:
         if execute is None or not isinstance(excinfo.value, execute.RunInterrupted):
             return
         run_id, status = excinfo.value.run_id, excinfo.value.status
-        self.interrupted = (f"interrupted before run {run_id} started; nothing was stored" if status == "not started"
-                            else f"interrupted: finished items kept in run {run_id} ({status}); finish it with "
-                                 f"`cobalt run --resume {run_id}`")
+        if status == "not started":
+            self.interrupted = f"interrupted before run {run_id} started; nothing was stored"
+        elif status == "completed":  # the signal landed once the run was stored completed
+            self.interrupted = (f"interrupted after run {run_id} completed: every item is stored (`cobalt show "
+                                f"{run_id}`)")
+        else:
+            self.interrupted = (f"interrupted: finished items kept in run {run_id} ({status}); finish it with "
+                                f"`cobalt run --resume {run_id}`")
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         lines = [self.interrupted] if self.interrupted else []

@@ -11,8 +11,8 @@ import contextlib
 import secrets
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any, Literal, Protocol, TypeVar, overload
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from typing import Any, Generic, Literal, Protocol, TypeVar, overload
 
 from .._errors import StoreError
 from .._files import disk_full
@@ -158,28 +158,32 @@ Collected = TypeVar("Collected", list[ItemResult], FinishedItems, Counted)
 @overload
 async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Sequence[str],
                  observer: Observer | None = None, into: None = None,
-                 worked: list[float] | None = None, writer: RowWriter | None = None) -> list[ItemResult]: ...
+                 worked: list[float] | None = None, writer: RowWriter | None = None,
+                 ended: list[bool] | None = None) -> list[ItemResult]: ...
 
 
 @overload
 async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Sequence[str],
                  observer: Observer | None = None, into: Collected,
-                 worked: list[float] | None = None, writer: RowWriter | None = None) -> Collected: ...
+                 worked: list[float] | None = None, writer: RowWriter | None = None,
+                 ended: list[bool] | None = None) -> Collected: ...
 
 
 async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Sequence[str],
                  observer: Observer | None = None, into: list[ItemResult] | FinishedItems | Counted | None = None,
                  worked: list[float] | None = None, writer: RowWriter | None = None,
-                 ) -> list[ItemResult] | FinishedItems | Counted:
+                 ended: list[bool] | None = None) -> list[ItemResult] | FinishedItems | Counted:
     """Run `step` over `keys` (bounded), writing each finished item's rows to `tables` as it finishes.
 
     Finished items land in `into` (a list, or the library path's `FinishedItems` on disk) and the
     store even when the stage is interrupted, and the time the stage worked is added to the run's
     stored working time either way; the new total is appended to `worked` when given. A `writer` of
     the caller's (a Dagster shard's files) takes the rows and the working time instead of the store.
-    The run's lease is renewed while the stage works (`lease`).
+    The run's lease is renewed while the stage works (`lease`). `ended` gets True once every key has
+    finished and its rows are written, even when an interrupt lands after that (while the stage closes).
     """
     items: list[ItemResult] | FinishedItems | Counted = into if into is not None else []
+    handed = _Handed(keys)
     to_store = writer is None
     rows: RowWriter = BatchWriter(plan.store, max_delay=batch_delay()) if writer is None else writer
     started = time.perf_counter()
@@ -195,6 +199,7 @@ async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Seq
             for row in score_rows(plan.run_id, item):
                 rows.add("scores", row)
         items.append(item)
+        handed.finished += 1
         if observer:
             try:
                 observer.on_item(item)
@@ -212,7 +217,8 @@ async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Seq
                 counting = getattr(observer, "on_judge_calls", None)  # the live line counts judge calls
                 unwatch = session.judge.watch(counting) if counting is not None else None
                 try:
-                    await bounded(keys, in_flight(plan, session), one)
+                    await bounded(handed, in_flight(plan, session), one)
+                    await apause_point("stage-end")  # tests: an interrupt once every item finished
                 except _ObserverStopped as stopped:  # now, in the stage's own task: every block below exits
                     raise stopped.interrupted from None
                 finally:
@@ -223,12 +229,34 @@ async def stream(plan: RunPlan, keys: Iterable[T], step: Step[T], *, tables: Seq
         total = None
         try:
             total = rows.close(work=work)  # the last rows and the stage's working time in one transaction
+            if ended is not None and handed.all_finished():
+                ended.append(True)
         finally:
             if worked is not None and total is not None:
                 worked.append(total)
             elif worked is not None and to_store:
                 worked.clear()  # unknown now (the rows wait in a journal): finish works it out
     return items
+
+
+class _Handed(Generic[T]):
+    """The stage's keys, counting those handed out and those whose item finished: a stage whose every
+    key finished is done, wherever an interrupt lands after its last item (in `bounded`'s wait, in the
+    session's close)."""
+
+    def __init__(self, keys: Iterable[T]) -> None:
+        self._keys = iter(keys)
+        self.handed = self.finished = 0
+        self.exhausted = False
+
+    def __iter__(self) -> Iterator[T]:
+        for key in self._keys:
+            self.handed += 1
+            yield key
+        self.exhausted = True
+
+    def all_finished(self) -> bool:
+        return self.exhausted and self.finished == self.handed
 
 
 #: Items in flight at most while their judge calls wait on a batch: as many as one batch should hold.
@@ -316,20 +344,23 @@ async def _execute(plan: RunPlan, observer: Observer | None) -> ExperimentReport
         items.append(item)
     status: Literal["completed", "incomplete"] = "incomplete"
     worked: list[float] = []  # the run's stored working time after each stage
+    ended: list[bool] = []  # True once the last stage's every item finished and was written
     try:
         if isinstance(request, RescoreRun):
             stored = sorted(request.outputs, key=lambda o: (o.index, o.run_index))
             await stream(plan, stored, rescore_step, tables=("outputs", "scores"), observer=observer, into=items,
-                         worked=worked)
+                         worked=worked, ended=ended)
         else:
             if unscored:
                 plan.store.delete_items(plan.run_id, "scores", [(i.index, i.run_index) for i in unscored])
                 await stream(plan, unscored, rescore_step, tables=("scores",), observer=observer, into=items,
                              worked=worked)
             await stream(plan, missing, full_step, tables=("outputs", "scores"), observer=observer, into=items,
-                         worked=worked)
+                         worked=worked, ended=ended)
         status = "completed"
     finally:
+        if ended:  # Ctrl-C after the last item was written: the run is complete, and stored so
+            status = "completed"
         report = finish(plan, items, status, worked_ms=worked[-1] if worked else None)
     await apause_point("after-finish")  # tests: an interrupt once the run is stored completed, before it is reported
     if observer:

@@ -224,7 +224,10 @@ def test_a_full_disk_is_one_sentence_naming_the_path_and_what_was_kept_and_the_r
     (project / "experiments").mkdir()
     (project / "experiments" / "faults.cobalt.py").write_text(EXPERIMENT.replace(
         'return ctx.item["expected_output"]', 'return ctx.item["expected_output"] + "y" * 50_000'))
-    run = _cobalt(project, "run", "--ci", N="300", CALLS=str(project.parent / "calls.txt"))
+    # An hour's lease: the advised --resume is accepted at once only because the run's process is gone (its pid
+    # and start time on this host), never by waiting the lease out (issue 33 item 15).
+    run = _cobalt(project, "run", "--ci", N="300", CALLS=str(project.parent / "calls.txt"),
+                  COBALT_LEASE_SECONDS="3600")
     assert run.returncode == 2, run.stdout + run.stderr
     assert "Traceback" not in run.stderr
     [line] = run.stderr.strip().splitlines()
@@ -236,7 +239,9 @@ def test_a_full_disk_is_one_sentence_naming_the_path_and_what_was_kept_and_the_r
     store = Store(project / ".cobalt" / "cobalt.duckdb")
     assert len(store.rows("outputs", run_id)) == kept
     subprocess.run(["mount", "-o", "remount,size=200m", str(project)], check=True)  # space freed
-    resumed = _cobalt(project, "run", "--resume", run_id, N="300", CALLS=str(project.parent / "calls.txt"))
+    assert store.run_status(run_id) == "incomplete"  # at once, its lease an hour from over
+    resumed = _cobalt(project, "run", "--resume", run_id, N="300", CALLS=str(project.parent / "calls.txt"),
+                      COBALT_LEASE_SECONDS="3600")
     assert resumed.returncode == 0, resumed.stderr
     outputs = store.rows("outputs", run_id)
     assert [o["item_index"] for o in outputs] == list(range(300))

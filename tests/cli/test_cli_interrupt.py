@@ -133,3 +133,53 @@ def test_an_interrupt_after_the_run_is_stored_completed_says_it_completed(projec
     assert run["status"] == "completed" and proc.returncode == 130, err
     assert f"interrupted after run {run['run_id']} completed: every item is stored" in err, err
     assert "--resume" not in err and "(incomplete)" not in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_an_interrupt_after_the_last_item_is_written_stores_and_says_the_run_completed(
+        project: Path, sig: signal.Signals) -> None:
+    """Issue 33 item 15 (1 of 20 Ctrl-C's): the signal lands once every item finished, while the stage closes
+    (before the run row is written): every item is stored, so the run is `completed`, not `--resume`."""
+    (project / "experiments").mkdir()
+    (project / "experiments" / "stoppable.cobalt.py").write_text(EXPERIMENT)
+    proc = _start(project, COBALT_TEST_PAUSE="stage-end", COBALT_DAGSTER_RECORD="off")
+    early = _wait_for_pause(proc, "stage-end")
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    err = "".join(early) + err
+    store = Store(project / ".cobalt" / "cobalt.duckdb")
+    [run] = store.runs()
+    assert proc.returncode == (130 if sig == signal.SIGINT else 143), out + err
+    assert run["status"] == "completed", err
+    assert sorted(o["item_index"] for o in store.rows("outputs", run["run_id"])) == list(range(6))
+    assert len(store.rows("scores", run["run_id"])) == 6
+    assert f"interrupted after run {run['run_id']} completed: every item is stored" in err, err
+    assert "--resume" not in err and "(incomplete)" not in err and "Traceback" not in err, err
+
+
+VARIANTS = '''
+from cobalt_lib import Dataset, Evaluator, experiment
+
+@experiment("grid", Dataset([{"input": f"q{i}"} for i in range(4)]),
+            variants=[{"name": "one", "k": 1}, {"name": "two", "k": 2}],
+            evaluators=[Evaluator(name="f", type="function", fn=lambda c: 1.0)])
+def agent(ctx):
+    return "a"
+'''
+
+
+def test_an_interrupt_after_every_run_of_a_group_is_stored_completed_says_the_group_completed(project: Path) -> None:
+    """The group's Ctrl-C race: both variants' runs stored completed, then the signal; the advised `--resume GROUP`
+    would be refused ("every run of group ... is completed")."""
+    (project / "experiments").mkdir()
+    (project / "experiments" / "grid.cobalt.py").write_text(VARIANTS)
+    proc = _start(project, COBALT_TEST_PAUSE="after-finish", COBALT_DAGSTER_RECORD="off")
+    early = _wait_for_pause(proc, "after-finish") + _wait_for_pause(proc, "after-finish")  # each variant's run
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    err = "".join(early) + err
+    runs = Store(project / ".cobalt" / "cobalt.duckdb").runs()
+    assert [r["status"] for r in runs] == ["completed"] * 2 and proc.returncode == 130, err
+    group = runs[0]["group_id"]
+    assert f"interrupted after the runs of group {group} completed: every item is stored" in err, err
+    assert "--resume" not in err and "(incomplete)" not in err and "Traceback" not in err, err

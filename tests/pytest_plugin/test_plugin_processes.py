@@ -171,23 +171,43 @@ async def agent(ctx):
 '''
 
 
-def test_ctrl_c_in_a_run_names_the_run_to_resume(tmp_path: Path) -> None:
-    root = tmp_path / "proj"
-    (root / "experiments").mkdir(parents=True)
-    (root / "experiments" / "stoppable.cobalt.py").write_text(STUCK, encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "PYTEST_", "COBALT_DAGSTER"))}
-    env["COLUMNS"] = "400"  # the short summary whole: a failure's message is not cut at 80 columns
+def _interrupted_pytest(root: Path, pause: str, **env: str) -> str:
+    """`pytest --cobalt` on `root`, sent SIGINT once stderr says `paused at {pause}`; its stdout."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "PYTEST_", "COBALT_DAGSTER"))}
+    clean["COLUMNS"] = "400"  # the short summary whole: a failure's message is not cut at 80 columns
     proc = subprocess.Popen([str(BIN / "pytest"), "-p", "no:cacheprovider", "--cobalt", "-s"], cwd=root, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**env, "COBALT_TESTING": "1"})
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**clean, "COBALT_TESTING": "1", **env})
     assert proc.stderr is not None
     seen = []
-    while "paused at stuck" not in (line := proc.stderr.readline()):  # the agent is stuck: the condition, no sleep
-        assert line, f"pytest ended before the agent got stuck: {''.join(seen)}"
+    while f"paused at {pause}" not in (line := proc.stderr.readline()):  # the condition, no sleep
+        assert line, f"pytest ended before it paused at {pause}: {''.join(seen)}"
         seen.append(line)
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
+    return out
+
+
+def test_ctrl_c_in_a_run_names_the_run_to_resume(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    (root / "experiments").mkdir(parents=True)
+    (root / "experiments" / "stoppable.cobalt.py").write_text(STUCK, encoding="utf-8")
+    out = _interrupted_pytest(root, "stuck")
     (run_row,) = stored(root).runs()
     assert run_row["status"] == "incomplete"
     assert (f"interrupted: finished items kept in run {run_row['run_id']} (incomplete); finish it with "
             f"`cobalt run --resume {run_row['run_id']}`") in out
+
+
+def test_ctrl_c_once_the_run_is_stored_completed_says_it_completed(tmp_path: Path) -> None:
+    """Issue 33 item 15's Ctrl-C race under `pytest --cobalt`: it said `(completed); finish it with --resume`."""
+    root = tmp_path / "proj"
+    (root / "experiments").mkdir(parents=True)
+    (root / "experiments" / "stoppable.cobalt.py").write_text(STUCK.replace("ctx.index == 2", "False"),
+                                                               encoding="utf-8")
+    out = _interrupted_pytest(root, "after-finish", COBALT_TEST_PAUSE="after-finish")
+    (run_row,) = stored(root).runs()
+    assert run_row["status"] == "completed"
+    assert f"interrupted after run {run_row['run_id']} completed: every item is stored" in out, out
+    assert "--resume" not in out and "(completed)" not in out, out

@@ -21,6 +21,8 @@ from typer.testing import CliRunner
 
 from cobalt_lib import Dataset, Evaluator, Store, experiment
 from cobalt_lib.cli import app
+from cobalt_lib.run._execute import RunInterrupted
+from cobalt_lib.run._plan import RunPlan
 from cobalt_lib.store._journal import JOURNAL_DIR, SET_ASIDE_DIR, Journal, put_in, replay_left
 from cobalt_lib.store._segment import read
 from cobalt_lib.store._writer import BatchWriter
@@ -115,7 +117,7 @@ def test_a_segment_replayed_after_it_went_in_adds_its_rows_and_working_time_once
 
 
 def test_a_row_the_store_refuses_is_set_aside_alone_listed_and_put_back_and_other_segments_go_in(
-        project: Path, store_url: str | None) -> None:
+        project: Path, store_url: str | None, capfd: pytest.CaptureFixture[str]) -> None:
     (project / "cobalt.toml").write_text("")
     store = project_store(project)
     store.start_run(_run_row(status="running"))
@@ -127,6 +129,13 @@ def test_a_row_the_store_refuses_is_set_aside_alone_listed_and_put_back_and_othe
     bad["item_index"] = "one"  # as a journal of an older cobalt might hold it: no INTEGER takes it
     first.write_text("\n".join([lines[0], json.dumps(bad), lines[2]]) + "\n")
     replay_left(store)
+    refused = ('Invalid Input Error: JSON transform error: Failed to cast value to numerical: "one"' if store_url is None
+               else 'invalid input syntax for type integer: "one"')
+    said = capfd.readouterr().err
+    # DuckDB's error goes on with advice for a query's author ("Try setting 'auto_detect' to true..."): one
+    # line of what it said reaches the user, the advice never (issue 33 item 15).
+    [line] = said.splitlines()
+    assert line.startswith(f"cobalt: the store refused a row of outputs of run r ({refused}); it is kept in "), said
     assert [o["item_index"] for o in store.rows("outputs", "r")] == [0, 2, 3, 4]  # only that row kept out
     assert not directory.exists()
     runner = CliRunner()
@@ -134,9 +143,10 @@ def test_a_row_the_store_refuses_is_set_aside_alone_listed_and_put_back_and_othe
     assert status.exit_code == 0, status.output
     [aside] = json.loads(status.output)["aside"]
     assert (aside["table"], aside["run_id"], aside["rows"]) == ("outputs", "r", 1)
-    said = ('Invalid Input Error: JSON transform error: Failed to cast value to numerical: "one"' if store_url is None
-            else 'invalid input syntax for type integer: "one"')
-    assert aside["errors"] == [said]
+    assert aside["errors"] == [refused]
+    listed = runner.invoke(app, ["store", "status"], catch_exceptions=False).output
+    assert refused.split("error: ")[-1] in listed
+    assert not any(word in listed + said for word in ("auto_detect", "ignore_errors", "Try setting")), listed
     synced = runner.invoke(app, ["store", "sync"], catch_exceptions=False)
     assert synced.exit_code == 0, synced.output
     assert "1 row(s) put into the results store" in synced.output
@@ -241,6 +251,43 @@ def test_lease_renewals_never_collide_with_the_runs_own_writes(project: Path, mo
     store = project_store(project)
     assert [store.run_status(r.id) for r in reports] == ["completed"] * 10
     assert all(len(store.rows("outputs", r.id)) == 20 for r in reports)
+
+
+class _StopAfter:
+    """An observer that stops the run (as a monitor's budget does) once `n` items finished."""
+
+    def __init__(self, n: int) -> None:
+        self.n, self.seen, self.run_id = n, 0, ""
+
+    def on_start(self, plan: RunPlan) -> None:
+        self.run_id = plan.run_id
+
+    def on_item(self, item: object) -> None:
+        self.seen += 1
+        if self.seen == self.n:
+            raise RunInterrupted(self.run_id)
+
+    def on_finish(self, report: object) -> None:
+        pass
+
+
+def test_lease_renewals_never_collide_with_a_resumes_own_writes(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 33 item 4 (3 of 10 resumes at a 6 s lease read incomplete): 10 runs stopped after 5 of 20 items,
+    each resumed under a lease of 30 ms, renewed every 10 ms beside the resume's batches and its final write."""
+    (project / "cobalt.toml").write_text("")
+    monkeypatch.setenv("COBALT_LEASE_SECONDS", "0.03")
+    exp = experiment("qa", Dataset([{"input": f"q{i}"} for i in range(20)]), lambda ctx: "a", concurrency=1,
+                     evaluators=[Evaluator(name="any", type="function", fn=lambda ctx: 1.0)])
+    store = Store(project / ".cobalt" / "cobalt.duckdb")
+    resumed = []
+    for _ in range(10):
+        stop = _StopAfter(5)
+        with pytest.raises(RunInterrupted):
+            exp.run(observer=stop)
+        assert store.run_status(stop.run_id) == "incomplete"
+        resumed.append(exp.run(resume=stop.run_id))
+    assert [store.run_status(r.id) for r in resumed] == ["completed"] * 10
+    assert all(sorted(o["item_index"] for o in store.rows("outputs", r.id)) == list(range(20)) for r in resumed)
 
 
 def test_a_reader_puts_in_the_rows_an_ended_run_left_in_its_journal(make_store: MakeStore) -> None:
