@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from cobalt_lib.calibration import EXPERIMENT_PREFIX
-
 from cobalt_lib import Config, Dataset, Experiment, Store
+from cobalt_lib.grading.calibration import EXPERIMENT_PREFIX
 
 #: The experiment whose partitions the grading runs are recorded as (`cobalt_grading/...` assets).
 GRADING_EXPERIMENT = "cobalt-grading"

@@ -15,9 +15,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import dagster as dg
-from cobalt_lib.calibration import EXPERIMENT_PREFIX
 
 from cobalt_lib import Config, Experiment, Store, load_experiments
+from cobalt_lib.grading.calibration import EXPERIMENT_PREFIX
 from cobalt_lib.links import dagster_tags, variant_tags
 
 from ._abandoned import fail_abandoned

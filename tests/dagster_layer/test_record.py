@@ -303,8 +303,9 @@ grader = grader("tone").spec("Grade the answer.").card("Criteria", lambda c: c.s
 def test_a_grading_run_is_recorded_by_the_sensor_like_any_run(judged_project: Path, llm: Any) -> None:
     """`cobalt grade`'s run (the experiment `grade:tone`, which no project file defines) is a partition of the
     grading experiment's job once recorded, its checks the two every run has."""
-    from cobalt_lib.ops._grade import GradeOptions, grade
     from fakellm import text
+
+    from cobalt_lib.grading._grade import GradeOptions, grade
 
     root = judged_project
     (root / "graders").mkdir()

@@ -129,8 +129,8 @@ def test_a_row_the_store_refuses_is_set_aside_alone_listed_and_put_back_and_othe
     bad["item_index"] = "one"  # as a journal of an older cobalt might hold it: no INTEGER takes it
     first.write_text("\n".join([lines[0], json.dumps(bad), lines[2]]) + "\n")
     replay_left(store)
-    refused = ('Invalid Input Error: JSON transform error: Failed to cast value to numerical: "one"' if store_url is None
-               else 'invalid input syntax for type integer: "one"')
+    refused = ('Invalid Input Error: JSON transform error: Failed to cast value to numerical: "one"'
+               if store_url is None else 'invalid input syntax for type integer: "one"')
     said = capfd.readouterr().err
     # DuckDB's error goes on with advice for a query's author ("Try setting 'auto_detect' to true..."): one
     # line of what it said reaches the user, the advice never (issue 33 item 15).
