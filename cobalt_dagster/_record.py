@@ -24,6 +24,7 @@ from ._abandoned import fail_abandoned
 from ._experiments import build_experiment_defs, resources
 from ._grading import GRADING_EXPERIMENT, is_grading
 from ._instance import QUIET_RUN_CONFIG, local_instance, quiet_dagster_warnings
+from ._logger import LOGGER_RUN_CONFIG
 from ._origin import job_origin
 from ._private import execute_created_run
 from ._record_sensor import attempt_tag, choose, dump_state, load_state, settle
@@ -45,10 +46,11 @@ def record_tags(run: Mapping[str, Any]) -> dict[str, str]:
 
 def record_run_config(executor: dg.ExecutorDefinition | None) -> dict[str, Any]:
     """A recording is a few reads: in process, when the executor that spreads the job's real runs lets a
-    run choose (Dagster's default executor does; None stands for it)."""
+    run choose (Dagster's default executor does; None stands for it). A run's config replaces its job's
+    default, so it names cobalt's console logger again: a recorded failed gate prints one line, not a stack."""
     if executor is None or executor.name == dg.multi_or_in_process_executor.name:
-        return {"execution": {"config": {"in_process": {}}}}
-    return {}
+        return {**LOGGER_RUN_CONFIG, "execution": {"config": {"in_process": {}}}}
+    return dict(LOGGER_RUN_CONFIG)
 
 
 def own_assets(target: ExperimentDefs) -> list[dg.AssetKey]:
@@ -95,7 +97,7 @@ def record_runs(run_ids: Iterable[str], *, config: Config, experiments: Sequence
             job = definitions.resolve_job_def(target.job.name)
             instance.add_dynamic_partitions(target.partitions_name, [run["run_id"]])
             dagster_run = instance.create_run_for_job(
-                job, run_config={**QUIET_RUN_CONFIG, **record_run_config(job.executor_def)},
+                job, run_config={**record_run_config(job.executor_def), **QUIET_RUN_CONFIG},
                 tags={**job.run_tags, **record_tags(run), "dagster/partition": run["run_id"]},
                 remote_job_origin=job_origin(config, job.name))
             # Noted before it executes: a record sensor ticking meanwhile must not record the run again.
