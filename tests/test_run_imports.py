@@ -91,5 +91,5 @@ def test_a_plain_run_imports_no_feature_it_does_not_use(project: Path) -> None:
 
 def test_the_feature_check_names_grading_modules() -> None:
     grading = ["cobalt_lib.grading._grade", "cobalt_lib.grading.calibration._judge", "cobalt_lib.cli._studio",
-               "cobalt_lib.cli._labels", "cobalt_lib.grading.graders._deck"]
+               "cobalt_lib.cli._grading", "cobalt_lib.grading.graders._deck"]
     assert feature_modules([*grading, "cobalt_lib.ops._run", "cobalt_lib.store._store"]) == grading

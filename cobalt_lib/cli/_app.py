@@ -71,8 +71,8 @@ LAZY_COMMANDS: dict[str, str] = {
     "init": "_init", "import": "_import", "run": "_run", "show": "_show", "history": "_history",
     "compare": "_history", "report": "_report", "export": "_manage", "rescore": "_manage", "serve": "_serve",
     "request": "_serve", "mcp": "_mcp", "collect": "_collect", "traces": "_collect", "monitor": "_collect",
-    "evaluators": "_evaluators", "dataset": "_dataset", "labels": "_labels", "calibrate": "_calibrate",
-    "grade": "_grade", "studio": "_studio", "grader": "_grader", "ci": "_ci", "store": "_store",
+    "evaluators": "_evaluators", "dataset": "_dataset", "labels": "_grading", "calibrate": "_grading",
+    "grade": "_grading", "studio": "_studio", "grader": "_grading", "ci": "_ci", "store": "_store",
     "clean": "_manage",
 }
 COMMAND_ORDER = tuple(LAZY_COMMANDS)

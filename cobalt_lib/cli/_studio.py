@@ -349,7 +349,7 @@ class Repl:
         self.rubric([])
 
     def versions(self, args: list[str]) -> None:
-        from ._grader import print_versions
+        from ._grading import print_versions
 
         print_versions(self.studio.versions())
 
@@ -379,7 +379,7 @@ class Repl:
         self.say(f"iterations: {n}")
 
     def export(self, args: list[str]) -> None:
-        from ._grader import print_exported
+        from ._grading import print_exported
 
         paths = [a for a in args if a != "--overwrite"]
         output = Path(paths[0]) if paths else None

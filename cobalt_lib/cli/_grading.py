@@ -1,18 +1,198 @@
-"""`cobalt grader draft|show|edit|versions|export`: the studio's steps as plain commands for scripts and CI."""
+"""The grading commands, one adapter over `cobalt_lib.grading`: `cobalt grade` (a grader over labelled
+samples across models, with its calibration), `cobalt calibrate` (any evaluator against its human labels),
+`cobalt labels export|import` (labels as JSONL, graders' in the seed's sample shape) and `cobalt grader
+draft|show|edit|versions|export` (the studio's steps as plain commands for scripts and CI). The studio's
+interactive prompt is `_studio.py`."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from .._numbers import fixed
 from ._app import Group, _App, app
-from ._common import console, print_json, project_config
+from ._common import console, print_json, project_config, warn
 
 if TYPE_CHECKING:
+    from ..grading._grade import GradeOutcome
     from ..grading._grader_versions import Exported, GraderVersion
     from ..grading.graders._deck import Grader
+
+
+# --------------------------------------------------------------------------------------------- cobalt grade
+
+
+@app.command()
+def grade(
+    input: Annotated[Path, typer.Option("--input", "-i", metavar="SAMPLES.jsonl",
+                                        help="JSONL of {userMessage, assistantResponse, id?, score?, metadata?}.")],
+    grader: Annotated[Path, typer.Option("--grader", "-g", metavar="GRADER.py",
+                                         help="A Python file holding the grader (a variable named `grader`).")],
+    model: Annotated[list[str], typer.Option("--model", metavar="PROVIDER/NAME",
+                                             help="A judge model, e.g. openai/gpt-4o; repeat for several.")],
+    iterations: Annotated[int, typer.Option(min=1, help="Gradings of each sample by each model.")] = 1,
+    concurrency: Annotated[int | None, typer.Option(min=1, help="Gradings in flight (default: config's).")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Where to write the results JSONL.")] = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="A tag for the grading run; repeatable.")] = None,
+    dagster: Annotated[bool, typer.Option("--dagster/--no-dagster",
+                                          help="Also record the run in the project's Dagster history.")] = True,
+    json_: Annotated[bool, typer.Option("--json", help="Print the results and calibration as JSON.")] = False,
+) -> None:
+    """Grade every sample with every model; with ground-truth scores, show how far to trust the grader.
+
+    Calibration per model and for the panel (the median of the models): exact and within-one rates,
+    mean absolute error, signed bias, quadratic weighted kappa with a bootstrap interval, Spearman,
+    confusion matrix, self-consistency across iterations, coverage and the disagreements, and a
+    verdict. The run is stored like any run: `cobalt history`, `show`, `compare` and `export` see it.
+    Exit codes: 0 graded, 1 a model gave no usable answer (the stored run FAILED), 2 bad usage or input.
+    """
+    from ..grading._grade import GradeOptions
+    from ..grading._grade import grade as run_grade
+
+    config = project_config()
+    options = GradeOptions(input=input, grader=grader, models=model, iterations=iterations, concurrency=concurrency,
+                           output=output, dagster=dagster, tags=tag or [])
+    outcome = run_grade(config, options)
+    if json_:
+        print_json(outcome.payload())
+    else:
+        _print_grading(outcome)
+    warn(outcome.warnings)
+    if not outcome.passed:
+        typer.echo(f"error: grading run {outcome.run_id} FAILED: {'; '.join(outcome.failures)}", err=True)
+        raise typer.Exit(1)
+
+
+def _print_grading(outcome: GradeOutcome) -> None:
+    from .._numbers import count
+    from ..grading._render_calibration import print_calibration
+
+    out = console()
+    cal = outcome.calibration
+    graded = sum(r.score is not None for r in outcome.results)
+    out.print(f"Graded {count(cal.samples, 'sample')} x {count(len(cal.models), 'model')} x "
+              f"{count(cal.iterations, 'iteration')} with "
+              f"{outcome.grader} #{outcome.grader_hash[:12]}: {graded} of {len(outcome.results)} answers usable.")
+    print_calibration(out, cal, previous=_previous_lines(outcome))
+    out.print(f"Results: {outcome.results_path}")
+    out.print(f"Run id: {outcome.run_id}  (cobalt export {outcome.run_id} --format markdown)")
+
+
+def _previous_lines(outcome: GradeOutcome) -> list[str]:
+    prev = outcome.previous
+    if prev is None:
+        return []
+    rubric = "same rubric" if prev.same_rubric else f"rubric #{prev.grader_hash[:12]}"
+    lines = []
+    for model, c in outcome.calibration.models.items():
+        before = prev.weighted_kappa.get(model)
+        if before is not None and c.weighted_kappa is not None:
+            lines.append(f"{model}: kappa {fixed(c.weighted_kappa, 2)}, was {fixed(before, 2)} in grading run "
+                         f"{prev.run_id} ({rubric}); compare them: cobalt compare {prev.run_id} {outcome.run_id}")
+    return lines
+
+
+# --------------------------------------------------------------------------------------------- cobalt calibrate
+
+
+@app.command()
+def calibrate(
+    experiment: Annotated[str, typer.Argument(metavar="EXPERIMENT", help="The experiment whose labels to use.")],
+    evaluator: Annotated[str, typer.Option("--evaluator", metavar="NAME", help="The evaluator to calibrate.")],
+    run: Annotated[str | None, typer.Option("--run", metavar="RUN",
+                                            help="The run whose verdicts to use (default: the newest completed "
+                                                 "one with the evaluator).")] = None,
+    json_: Annotated[bool, typer.Option("--json", help="Print the calibration as JSON.")] = False,
+) -> None:
+    """How far an evaluator agrees with the people who labelled its items, with the figures its scale needs.
+
+    -3..3 (graders): exact, within one step, MAE, bias, weighted kappa. pass/fail: accuracy, precision,
+    recall, F1, Cohen's kappa. 0..1: Spearman, kappa over five bins, MAE, bias. Each with its 95%
+    interval, the confusion matrix, the disagreements (with the judge's reason and the person's note) and
+    the verdict. The calibration is stored, keyed by the evaluator's prompt hash and model, for the
+    `calibrated()` gate. Labels come from the pages (`cobalt serve`) or `cobalt labels import`.
+    """
+    from ..grading._calibrate import calibrate_evaluator
+
+    outcome = calibrate_evaluator(project_config(), experiment, evaluator, run=run)
+    cal, prev = outcome.calibration, outcome.previous
+    if json_:
+        print_json({**cal.model_dump(mode="json"),
+                    "previous": prev.model_dump(mode="json") if prev else None, "warnings": outcome.warnings})
+    else:
+        from ..grading._render_judge_calibration import print_judge_calibration
+        from ..render._units import decimal
+
+        line = None
+        if prev is not None:
+            prompt = "same prompt" if prev.same_prompt else f"prompt #{prev.prompt_hash[:12]}"
+            line = (f"previous calibration (run {prev.run_id}, {prompt}): {cal.kappa_name} {decimal(prev.kappa)} "
+                    f"-> {decimal(cal.kappa)}")
+        print_judge_calibration(console(), cal, line)
+    warn(outcome.warnings)
+
+
+# --------------------------------------------------------------------------------------------- cobalt labels
+
+
+labels = _App(name="labels", cls=Group, no_args_is_help=True, rich_markup_mode="markdown",
+              help="Move human labels in and out of the store as JSONL.")
+app.add_typer(labels, name="labels")
+
+
+@labels.command("export")
+def labels_export(
+    experiment: Annotated[str, typer.Argument(metavar="EXPERIMENT", help="The experiment whose labels to export.")],
+    evaluator: Annotated[str | None, typer.Option("--evaluator", metavar="NAME",
+                                                  help="Only this evaluator's labels.")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", metavar="FILE.jsonl",
+                                                help="Write here (default: stdout).")] = None,
+) -> None:
+    """Write the experiment's current labels, one JSON object a line.
+
+    Each line has experiment, evaluator, item_id, value, note, who and set_at. A grader's labels also
+    carry the seed's sample fields (id, userMessage, assistantResponse, score), so the file is a samples
+    file for `cobalt grade --input` too.
+    """
+    from ..grading._labels_file import export_lines, write_export
+
+    lines = export_lines(project_config(), experiment, evaluator)
+    text = write_export(lines, output)
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        typer.echo(f"Wrote {len(lines)} label{'s' if len(lines) != 1 else ''} to {output}", err=True)
+
+
+@labels.command("import")
+def labels_import(
+    file: Annotated[Path, typer.Argument(metavar="FILE.jsonl", help="Labels, one JSON object a line.")],
+    experiment: Annotated[str | None, typer.Option("--experiment", metavar="NAME",
+                                                   help="For lines without an experiment.")] = None,
+    evaluator: Annotated[str | None, typer.Option("--evaluator", metavar="NAME",
+                                                  help="For lines without an evaluator.")] = None,
+    who: Annotated[str | None, typer.Option("--who", help="Who labelled, for lines that do not say.")] = None,
+) -> None:
+    """Add labels from a JSONL file (as `export` writes, or the seed's samples with --experiment and --evaluator).
+
+    Every line is checked first: a bad line (not JSON, an unknown evaluator, a value off the evaluator's
+    scale) is named with what to fix, nothing is imported and the exit code is 2. The newest label of an
+    item wins; earlier ones stay in the store's history.
+    """
+    from ..grading._labels_file import import_labels
+
+    done = import_labels(project_config(), file, experiment=experiment, evaluator=evaluator, who=who)
+    for key, n in done.per_evaluator.items():
+        typer.echo(f"{key}: {n} label{'s' if n != 1 else ''}")
+    typer.echo(f"Imported {done.written} label{'s' if done.written != 1 else ''} from {file}")
+    warn(done.warnings)
+
+
+# --------------------------------------------------------------------------------------------- cobalt grader
+
 
 grader_app = _App(name="grader", cls=Group, no_args_is_help=True, add_completion=False,
                   rich_markup_mode="markdown",
@@ -20,8 +200,8 @@ grader_app = _App(name="grader", cls=Group, no_args_is_help=True, add_completion
 app.add_typer(grader_app, name="grader")
 
 
-@grader_app.command()
-def draft(
+@grader_app.command("draft")
+def grader_draft(
     samples: Annotated[Path, typer.Argument(metavar="SAMPLES.jsonl", help="Labelled samples: userMessage, "
                                             "assistantResponse, score -3..3.")],
     output: Annotated[Path | None, typer.Option("--output", "-o", help="The grader file to write "
@@ -51,8 +231,8 @@ def draft(
                     f"{written.grader_path} --model PROVIDER/NAME")
 
 
-@grader_app.command()
-def show(grader: Annotated[Path, typer.Argument(metavar="GRADER.py", help="A grader file.")],
+@grader_app.command("show")
+def grader_show(grader: Annotated[Path, typer.Argument(metavar="GRADER.py", help="A grader file.")],
          json_: Annotated[bool, typer.Option("--json", help="Print the lines as JSON.")] = False) -> None:
     """Print a grader's lines, numbered as `cobalt grader edit` and the studio address them."""
     from ..grading.graders._files import load_grader
@@ -78,8 +258,8 @@ def _outline(loaded: Grader) -> None:
         out.print(f"{ln.number:>3}  {'  ' * ln.depth}{marker} {ln.text}", markup=False, highlight=False)
 
 
-@grader_app.command()
-def edit(
+@grader_app.command("edit")
+def grader_edit(
     grader: Annotated[Path, typer.Argument(metavar="GRADER.py", help="A grader file.")],
     line: Annotated[int, typer.Argument(metavar="LINE", help="The line's number (`cobalt grader show`).")],
     text: Annotated[str | None, typer.Argument(metavar="TEXT", help="The new text.")] = None,
@@ -113,8 +293,8 @@ def edit(
     console().print(f"{written.grader_path}: {loaded.name} #{loaded.short_hash} -> #{changed.short_hash}")
 
 
-@grader_app.command()
-def versions(
+@grader_app.command("versions")
+def grader_versions(
     name: Annotated[str, typer.Argument(metavar="GRADER", help="The grader's name, or its file.")],
     input: Annotated[Path | None, typer.Option("--input", "-i", metavar="SAMPLES.jsonl",
                                                help="Only its gradings on this samples file.")] = None,
@@ -152,7 +332,7 @@ def _grader_name(name: str, root: Path) -> str:
 
 
 @grader_app.command("export")
-def export_(
+def grader_export(
     name: Annotated[str, typer.Argument(metavar="GRADER", help="The grader's name, or its file.")],
     version: Annotated[int | None, typer.Option("--version", min=1, help="The version number (default: the newest).")]
     = None,
