@@ -6,7 +6,9 @@
 A window (a UTC day `2026-12-01`, or an hour `2026-12-01T14`) is scored as one run of the store
 (`source = "monitor"`, id `monitor-<name>-<window>`) that history, show, compare, trends and MCP read as
 any run: the window's sampled traces are its items (the trace's input, its recorded output replayed as
-the agent's, no agent call), the monitor's evaluators score them. The sample is deterministic: a trace is
+the agent's, no agent call), the monitor's evaluators score them. A multi-turn trace is a conversation
+item whose recorded answers are replayed turn by turn (`window_item`): conversations score as
+conversations, per turn and whole, as in an experiment. The sample is deterministic: a trace is
 in it when the hash of (monitor, trace id) falls under `sample`, so every scoring of a window judges the
 same traces, and scoring a window again replaces its run (no double rows).
 
@@ -186,8 +188,8 @@ def score_window(mon: Monitor, key: str, config: Config) -> WindowResult:
         scored_before = store.exists() and store.get_run(run_id) is not None
     if scored_before:  # a window scored once (the usual case) has nothing to replace: no write for it
         store.delete_runs([run_id])
-    items = [{"id": t.trace_id, "input": t.input, "production": {"trace_id": t.trace_id, "output": t.output,
-                                                                 "service": t.service}} for t in traces]
+    conversational = any(_scores_conversations(e) for e in mon.evaluators)
+    items = [window_item(t, conversational=conversational) for t in traces]
     experiment = Experiment(mon.name, items, _replay, evaluators=list(mon.evaluators),
                             tags=["monitor", f"window:{key}", f"baseline:{mon.baseline}", *mon.tags])
     budget = _Budget(run_id, mon.budget_usd)
@@ -203,6 +205,44 @@ def score_window(mon: Monitor, key: str, config: Config) -> WindowResult:
     return WindowResult(run_id, key, len(items), "completed", budget.spent)
 
 
+def window_item(trace: ProductionTrace, *, conversational: bool = False) -> dict[str, Any]:
+    """The item a window scores a trace as. A trace whose conversation has more than one user turn (or any,
+    when the monitor has a conversational evaluator, so a one-turn chat is not refused) is a conversation
+    item: its user turns scripted, each answered with the answer it recorded, so the run's transcript is
+    the trace's and conversation evaluators score it as they score an experiment's conversation."""
+    production = {"trace_id": trace.trace_id, "output": trace.output, "service": trace.service}
+    turns = _turns(trace)
+    if len(turns) > 1 or (conversational and turns):
+        return {"id": trace.trace_id, "input": turns[0][0], "conversation": {"turns": [u for u, _ in turns]},
+                "production": {**production, "answers": [a for _, a in turns]}}
+    return {"id": trace.trace_id, "input": trace.input, "production": production}
+
+
+def _turns(trace: ProductionTrace) -> list[tuple[str, str]]:
+    """The conversation's (user message, the answer that turn ended with) pairs; the last answer the
+    trace's output when its messages stop at the user's."""
+    pairs: list[list[str]] = []
+    for message in trace.conversation:
+        if message["role"] == "user":
+            pairs.append([message["content"], ""])
+        elif message["role"] == "assistant" and pairs and message["content"]:
+            pairs[-1][1] = message["content"]  # after tool calls, the turn's last words are its answer
+    if pairs and not pairs[-1][1] and isinstance(trace.output, str):
+        pairs[-1][1] = trace.output
+    return [(user, answer) for user, answer in pairs]
+
+
+def _scores_conversations(evaluator: Evaluator) -> bool:
+    from ..evaluators._conversational import Conversational
+
+    return isinstance(getattr(evaluator, "kind", None), Conversational)
+
+
 def _replay(ctx: Any) -> Any:
-    """The agent of a window's run: the output the trace recorded (no agent call)."""
-    return ctx.item["production"]["output"]
+    """The agent of a window's run: the output the trace recorded (no agent call); on a conversation's
+    turn, the answer the trace recorded for that turn."""
+    production = ctx.item["production"]
+    turn = getattr(ctx, "turn", None)
+    if turn is not None and "answers" in production:
+        return production["answers"][turn - 1]
+    return production["output"]

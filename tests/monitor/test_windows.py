@@ -111,3 +111,79 @@ def test_a_window_reads_a_whole_trace_from_its_summary_and_one_received_in_parts
     scores = store.query("SELECT item_id, score FROM scores JOIN outputs USING (run_id, item_index, run_index) "
                          "WHERE run_id = ? ORDER BY item_id", [result.run_id])
     assert {r["item_id"]: r["score"] for r in scores} == {whole: 1.0, parts: 0.0}
+
+
+def chat_trace(provider: object, said: list[tuple[str, str]], at_ns: int) -> str:
+    """A chat agent's trace: its last model call given the conversation so far, answering the last turn."""
+    import json
+
+    from opentelemetry.sdk.trace import TracerProvider
+
+    assert isinstance(provider, TracerProvider)
+    history = [m for user, answer in said[:-1] for m in (("user", user), ("assistant", answer))]
+    asked = [*history, ("user", said[-1][0])]
+    attributes = {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o-mini",
+                  "gen_ai.input.messages": json.dumps([{"role": r, "parts": [{"type": "text", "content": c}]}
+                                                       for r, c in asked]),
+                  "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [
+                      {"type": "text", "content": said[-1][1]}]}])}
+    span = provider.get_tracer("chat").start_span("chat gpt-4o-mini", attributes=attributes, start_time=at_ns)
+    span.end(end_time=at_ns + 10**6)
+    return format(span.get_span_context().trace_id, "032x")
+
+
+def test_a_multi_turn_trace_scores_as_a_conversation_with_the_answers_it_recorded(judged_project: Path,
+                                                                                 llm: FakeLLM) -> None:
+    import json
+
+    from fakellm import text
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from production_traces import memory_provider
+
+    from cobalt_lib.monitor import read_trace
+    from cobalt_lib.monitor._monitor import window_item
+    from cobalt_lib.monitor._otlp import from_protobuf
+
+    store = Store.for_config(load_config())
+    provider, memory = memory_provider()
+    said = [("Hello", "What is your order number?"), ("It is 77", "Order 77 ships today.")]
+    chat = chat_trace(provider, said, window_bounds(DAY)[0])
+    Ingest(store).accept(from_protobuf(encode_spans(memory.get_finished_spans()).SerializeToString()))
+    verdicts = {"verdicts": [{"turn": 1, "forgets": False, "reason": "asks once"},
+                             {"turn": 2, "forgets": True, "reason": "forgot the greeting"}]}
+    llm.respond = lambda kind, body: text(json.dumps(verdicts))
+    watch = monitor("chats", traces={"service.name": "support-bot"}, evaluators=[
+        Evaluator("memory", type="knowledge_retention"), Evaluator("ships", type="contains", value="ships",
+                                                                   per_turn=True)])
+    result = score_window(watch, DAY, load_config())
+
+    assert result.status == "completed" and result.traces == 1
+    row = store.query("SELECT item_id, output FROM outputs WHERE run_id = ?", [result.run_id])[0]
+    assert row["item_id"] == chat
+    output = row["output"]
+    assert output == [{"role": r, "content": c} for u, a in said for r, c in (("user", u), ("assistant", a))]
+    scores = {r["evaluator"]: r for r in store.query("SELECT evaluator, score, turns FROM scores WHERE run_id = ?",
+                                                     [result.run_id])}
+    assert scores["memory"]["score"] == 0.5 and [t["score"] for t in scores["memory"]["turns"]] == [1.0, 0.0]
+    assert [t["score"] for t in scores["ships"]["turns"]] == [0.0, 1.0]  # each recorded answer, its own turn
+    prompt = str(llm.requests[0]["body"]["messages"])
+    assert "Turn 1\\nuser: Hello\\nassistant: What is your order number?\\nTurn 2\\nuser: It is 77" in prompt
+
+    from production_traces import ANSWER, QUESTION, run_agent
+
+    provider, memory = memory_provider()
+    one = run_agent(provider)
+    single = read_trace(one, [s for s in store_spans(memory)], service="support-bot")
+    assert window_item(single) == {"id": one, "input": QUESTION, "production": {
+        "trace_id": one, "output": ANSWER, "service": "support-bot"}}
+    assert window_item(single, conversational=True) == {  # with a conversational evaluator: a one-turn chat
+        "id": one, "input": QUESTION, "conversation": {"turns": [QUESTION]},
+        "production": {"trace_id": one, "output": ANSWER, "service": "support-bot", "answers": [ANSWER]}}
+
+
+def store_spans(memory: object) -> list[object]:
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    from cobalt_lib.monitor._otlp import from_protobuf
+
+    return [r.span for r in from_protobuf(encode_spans(memory.get_finished_spans()).SerializeToString())]  # type: ignore[attr-defined]
