@@ -30,12 +30,33 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def cuts(start: int, stop: int, part_items: int, item_ms: float | None) -> list[tuple[int, int]]:
+    """The parts `(first, end)` of a shard of items `start` to `stop`: every `part_items`, or as the shard
+    writer of the checkout imported cuts them for items of `item_ms` each (an older one: every 10 s)."""
+    if item_ms is None:
+        return [(low, min(low + part_items, stop)) for low in range(start, stop, part_items)]
+    from cobalt_lib.run import _shard
+
+    rule = getattr(_shard, "part_seconds", lambda worked: _shard.PART_SECONDS)
+    cap = _shard.part_items(stop - start)
+    found, low, opened = [], start, 0.0
+    for i in range(start, stop):
+        now = (i - start + 1) * item_ms / 1000
+        if i + 1 - low >= cap or now - opened >= rule(opened):
+            found.append((low, i + 1))
+            low, opened = i + 1, now
+    return found + ([(low, stop)] if low < stop else [])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--items", type=int, default=100_000)
     parser.add_argument("--shard-items", type=int, default=25_000)
     parser.add_argument("--part-items", type=int, default=2000,
                         help="items per part (a shard also cuts a part every 10 s of work: slow items, many parts)")
+    parser.add_argument("--item-ms", type=float,
+                        help="cut the parts as a shard does whose items take this long each (its time rule and "
+                             "item cap), instead of every --part-items")
     parser.add_argument("--code", type=Path, default=ROOT, help="the checkout to import cobalt from")
     args = parser.parse_args()
     sys.path.insert(0, str(args.code))
@@ -68,8 +89,8 @@ def main() -> None:
             started = time.perf_counter()
             for shard, start in enumerate(range(0, args.items, args.shard_items)):
                 stop = min(start + args.shard_items, args.items)
-                for number, low in enumerate(range(start, stop, args.part_items)):
-                    keys = [(i, 0) for i in range(low, min(low + args.part_items, stop))]
+                for number, (low, high) in enumerate(cuts(start, stop, args.part_items, args.item_ms)):
+                    keys = [(i, 0) for i in range(low, high)]
                     rows = {"outputs": [{"run_id": run_id, "item_index": i, "run_index": 0, "status": "ok",
                                          "input": {"input": f"q{i}"}, "output": f"a{i}", "latency_ms": 1.0}
                                         for i, _ in keys],

@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -61,17 +62,42 @@ def cpu_seconds(pids: list[int]) -> float:
     return total / TICKS
 
 
+def per_process(pids: list[int]) -> dict[int, tuple[str, float]]:
+    """`{pid: (what it runs, CPU seconds so far)}` for `pids`, named from their command lines."""
+    found = {}
+    for pid in pids:
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+        except OSError:
+            continue
+        found[pid] = (_name(argv), cpu_seconds([pid]))
+    return found
+
+
+def _name(argv: list[str]) -> str:
+    text = " ".join(argv)
+    for needle, name in (("code-server start", "code server (proxy)"), ("api grpc", "code server (gRPC)"),
+                         ("_webserver", "webserver"), ("dagster-webserver", "webserver"),
+                         ("daemon run", "daemon"), ("daemon_main", "daemon"), ("serve", "cobalt serve")):
+        if needle in text:
+            return name
+    return text[:60]
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
 
-def measure(checkout: Path, seconds: float, settle: float) -> dict[str, float]:
+def measure(checkout: Path, seconds: float, settle: float, yaml: Path | None = None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="cobalt-idle-") as tmp:
         root = Path(tmp) / "project"
         shutil.copytree(ROOT / "examples" / "dagster_project", root,
                         ignore=shutil.ignore_patterns(".cobalt", "__pycache__"))
+        if yaml is not None:  # an instance configuration of one's own, in place of the one cobalt writes
+            (root / ".cobalt" / "dagster").mkdir(parents=True)
+            shutil.copy(yaml, root / ".cobalt" / "dagster" / "dagster.yaml")
         port = free_port()
         env = {k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", "COBALT_PROJECT_DIR")}
         env["PYTHONPATH"] = str(checkout)
@@ -90,6 +116,7 @@ def measure(checkout: Path, seconds: float, settle: float) -> dict[str, float]:
                     raise SystemExit("cobalt serve exited before the UI answered")
                 time.sleep(1)
             time.sleep(settle)
+            before = per_process(tree(proc.pid))
             start, first = cpu_seconds(tree(proc.pid)), time.monotonic()
             peak, seen = 0, set()
             while time.monotonic() - first < seconds:
@@ -98,10 +125,15 @@ def measure(checkout: Path, seconds: float, settle: float) -> dict[str, float]:
                 seen.update(pids)
                 peak = max(peak, sum(_rss(pid) for pid in pids))
             used, span = cpu_seconds(tree(proc.pid)) - start, time.monotonic() - first
+            after = per_process(tree(proc.pid))
         finally:
             os.killpg(proc.pid, signal.SIGINT)
             proc.wait(timeout=60)
-    return {"cpu": used, "span": span, "share": 100 * used / span, "rss_mb": peak / 1024, "processes": len(seen)}
+    parts: dict[str, float] = {}
+    for pid, (name, cpu) in after.items():
+        parts[name] = parts.get(name, 0.0) + cpu - before.get(pid, (name, 0.0))[1]
+    return {"cpu": used, "span": span, "share": 100 * used / span, "rss_mb": peak / 1024, "processes": len(seen),
+            "parts": ", ".join(f"{name} {cpu:.1f}" for name, cpu in sorted(parts.items(), key=lambda p: -p[1]))}
 
 
 def _rss(pid: int) -> int:
@@ -119,15 +151,17 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=600)
     parser.add_argument("--settle", type=float, default=60, help="seconds after the UI answers before measuring")
     parser.add_argument("--before", type=Path, help="an older checkout to measure afterwards")
+    parser.add_argument("--dagster-yaml", type=Path, help="the instance's dagster.yaml instead of cobalt's own")
     args = parser.parse_args()
-    print("| code | load at start | window s | CPU s | % of one core | largest tree RSS MB | processes seen |")
-    print("|---|---|---|---|---|---|---|")
+    print("| code | load at start | window s | CPU s | % of one core | largest tree RSS MB | processes seen | "
+          "CPU s by process |")
+    print("|---|---|---|---|---|---|---|---|")
     sides = [("this checkout", ROOT)] + ([(f"before ({args.before.name})", args.before)] if args.before else [])
     for label, checkout in sides:
         load = os.getloadavg()[0]
-        got = measure(checkout, args.seconds, args.settle)
+        got = measure(checkout, args.seconds, args.settle, args.dagster_yaml)
         print(f"| {label} | {load:.1f} | {got['span']:.0f} | {got['cpu']:.1f} | {got['share']:.2f} | "
-              f"{got['rss_mb']:.0f} | {got['processes']:.0f} |", flush=True)
+              f"{got['rss_mb']:.0f} | {got['processes']:.0f} | {got['parts']} |", flush=True)
 
 
 if __name__ == "__main__":

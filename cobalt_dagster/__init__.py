@@ -21,7 +21,7 @@ from cobalt_lib.links import dagster_check_names as check_names
 
 from ._assets import ExperimentDefs, experiment_defs
 from ._automation import daemon_running, forget_daemon, request_run
-from ._code_server import shared_code_server, wait_for_code_server
+from ._code_server import daemon_command, shared_code_server, wait_for_code_server
 from ._component import CobaltComponent
 from ._definitions import build_definitions, build_experiment_defs
 from ._gates import require_gates_passed
@@ -55,6 +55,7 @@ __all__ = [
     "check_name",
     "check_names",
     "cobalt_tags",
+    "daemon_command",
     "daemon_running",
     "dagster_home",
     "dagster_name",

@@ -21,6 +21,10 @@ from pathlib import Path
 
 #: How long a code server may take to answer its first ping (seconds); loading the code comes after.
 START_SECONDS = 120.0
+#: How often the webserver and the daemon ask the shared server for its id (Dagster's default: every second,
+#: about 0.5 CPU-s a minute in an idle `cobalt serve`'s code server, its proxy and the two callers). The id
+#: changes only when the server restarts; a reload through the UI or `DefinitionsWatcher` tells them itself.
+WATCH_SECONDS = 10
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,22 @@ def shared_code_server(target: list[str], directory: Path, root: Path) -> CodeSe
     command = [str(Path(sys.executable).parent / "dagster"), "code-server", "start", "--socket", socket,
                "--location-name", location, "--working-directory", str(root), *target]
     return CodeServer(command, ["-w", str(workspace)], socket)
+
+
+def daemon_command(target: list[str]) -> list[str]:
+    """`dagster-daemon run` for `target` (code location arguments), asking the code server for its id every
+    `WATCH_SECONDS`."""
+    return [sys.executable, "-c", "from cobalt_dagster._code_server import daemon_main; daemon_main()", "run",
+            *target]
+
+
+def daemon_main() -> None:
+    """Dagster's `dagster-daemon` command, as `daemon_command` runs it."""
+    from ._private import dagster_daemon_cli, watch_code_servers_every
+
+    watch_code_servers_every(WATCH_SECONDS)
+    sys.argv = ["dagster-daemon", *sys.argv[1:]]
+    dagster_daemon_cli()
 
 
 def wait_for_code_server(socket: str, alive: Callable[[], bool]) -> bool:

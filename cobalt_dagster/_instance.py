@@ -27,9 +27,13 @@ QUIET_RUN_CONFIG: dict[str, Any] = {"loggers": {"console": {"config": {"log_leve
 #: warn that none was found; telemetry stays off for a tool that runs inside other projects. Runs
 #: print (and keep) Dagster's INFO and above: with no logger in a run's config, Dagster's console
 #: logger takes `python_log_level` (DEBUG when unset: a line per step start, input, output and
-#: handled event in `cobalt serve`'s terminal, where the runs the daemon launches print).
+#: handled event in `cobalt serve`'s terminal, where the runs the daemon launches print). Cobalt's
+#: definitions use no automation conditions and no freshness policies, so the two daemons that
+#: evaluate them stay off (each wakes every few seconds: a share of an idle `cobalt serve`'s CPU).
 INSTANCE_YAML = ("# Written by cobalt; edit freely, cobalt never overwrites it.\ntelemetry:\n  enabled: false\n"
-                 "# DEBUG prints every Dagster event of a run on the console\npython_logs:\n  python_log_level: INFO\n")
+                 "# DEBUG prints every Dagster event of a run on the console\npython_logs:\n  python_log_level: INFO\n"
+                 "# cobalt uses no automation conditions or freshness policies: set these true if yours do\n"
+                 "auto_materialize:\n  enabled: false\n  use_sensors: false\nfreshness:\n  enabled: false\n")
 MARKER = ".cobalt-migrated"
 
 

@@ -6,7 +6,8 @@ compute-log capture for in-process CLI runs), name the code-location origin of a
 serve` loads (so the UI files a run made outside the webserver with the served job), and execute a
 run that was created on the instance (a recording keeps the run id it noted in the store first); read the
 Dagster event a console log record carries (cobalt's console logger prints a failed gate on one line); and
-for `cobalt serve`'s one code server, the location name of its target and whether it answers yet.
+for `cobalt serve`'s one code server, the location name of its target, whether it answers yet and how often
+the webserver and daemon ask it for its id.
 Raising the pin means re-running that test against the new minor.
 """
 
@@ -72,6 +73,21 @@ def location_name(kind: str, target: str, root: str) -> str:
 
     made = ModuleTarget(target, None, root, None) if kind == "-m" else PythonFileTarget(target, None, root, None)
     return str(made.create_origins()[0].location_name)
+
+
+def watch_code_servers_every(seconds: int) -> None:
+    """How often this process's webserver or daemon asks each gRPC code server for its id, to notice a
+    restarted one (Dagster: every second, a call the shared server's proxy passes on to its child)."""
+    from dagster._grpc import server_watcher
+
+    server_watcher.WATCH_INTERVAL = seconds
+
+
+def dagster_daemon_cli() -> None:
+    """The `dagster-daemon` command (its console script's own function), arguments from `sys.argv`."""
+    from dagster._daemon.cli import main
+
+    main()
 
 
 def code_server_answers(socket: str) -> bool:

@@ -67,6 +67,10 @@ def main() -> None:
         serve(ProxyOnly(app, secret), uds=socket_path, **options)
 
     uvicorn.run = on_the_socket  # dagster-webserver's command calls `uvicorn.run(app, host=..., port=...)`
+    from ._code_server import WATCH_SECONDS
+    from ._private import watch_code_servers_every
+
+    watch_code_servers_every(WATCH_SECONDS)
     from dagster_webserver.cli import main as dagster_webserver
 
     sys.argv = ["dagster-webserver", *sys.argv[1:]]

@@ -13,7 +13,6 @@ import secrets
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -85,10 +84,9 @@ def check_definitions(config: Config) -> None:
 def dagster_commands(target: list[str]) -> list[list[str]]:
     """The webserver (on a Unix socket, behind the proxy) and the daemon: schedules, the request and the
     record sensors."""
-    from cobalt_dagster import webserver_command
+    from cobalt_dagster import daemon_command, webserver_command
 
-    bin_dir = Path(sys.executable).parent
-    return [webserver_command(target), [str(bin_dir / "dagster-daemon"), "run", *target]]
+    return [webserver_command(target), daemon_command(target)]
 
 
 def serve_dashboard(config: Config, port: int | None = None, *, open_browser: bool | None = None,

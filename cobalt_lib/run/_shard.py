@@ -23,11 +23,21 @@ from ._execute import Counted, full_step, stream
 from ._plan import RunPlan
 from ._stages import item_keys
 
-#: Items per part file at most: a killed shard loses at most a part's finished items (or `PART_SECONDS` of
-#: work). A smaller shard writes about `PARTS_PER_SHARD` parts, so a retry keeps most of its work.
+#: Items per part file at most: a killed shard loses at most a part's finished items (or its time, below).
+#: A smaller shard writes about `PARTS_PER_SHARD` parts, so a retry keeps most of its work.
 PART_ITEMS = 2000
 PARTS_PER_SHARD = 10
+#: A part also closes after `PART_SECONDS` of work, or after `PART_GROWTH` of the attempt's work before it
+#: when that is longer: a killed shard loses at most a tenth of its work, and a long shard of slow items
+#: writes tens of parts, not one every 10 s (a 20-minute shard: 37, not 125; each part is three files
+#: for `merge` to download).
 PART_SECONDS = 10.0
+PART_GROWTH = 0.1
+
+
+def part_seconds(worked: float, minimum: float = PART_SECONDS) -> float:
+    """How long a part opened `worked` seconds into the attempt stays open (at most; its items may fill it)."""
+    return max(minimum, PART_GROWTH * worked)
 
 
 def part_items(shard_size: int) -> int:
@@ -78,7 +88,7 @@ class ShardWriter:
         self._pending: dict[tuple[int, int], dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
         self._ready: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self._keys: list[tuple[int, int]] = []
-        self._since = time.monotonic()
+        self._started = self._since = time.monotonic()
 
     def add(self, table: str, row: dict[str, Any]) -> None:
         self._pending[(row["item_index"], row["run_index"])][table].append(row)
@@ -88,7 +98,8 @@ class ShardWriter:
         for table, rows in self._pending.pop(key, {}).items():
             self._ready[table].extend(rows)
         self._keys.append(key)
-        if len(self._keys) >= self.part_items or time.monotonic() - self._since >= self.part_seconds:
+        open_for = part_seconds(self._since - self._started, self.part_seconds)
+        if len(self._keys) >= self.part_items or time.monotonic() - self._since >= open_for:
             self._flush()
 
     def on_start(self, plan: RunPlan) -> None:

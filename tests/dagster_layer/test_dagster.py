@@ -560,8 +560,9 @@ def test_serve_loads_the_projects_own_definitions(tmp_path: Path) -> None:
     webserver, daemon = dagster_commands(["-f", "defs.py"])
     # on a Unix socket, no port
     assert webserver[1:] == ["-c", "from cobalt_dagster._webserver import main; main()", "-f", "defs.py"]
-    assert daemon[0].endswith("dagster-daemon")
-    assert daemon[1:] == ["run", "-f", "defs.py"]
+    # Dagster's own command, asking the code server for its id every 10 s rather than every second
+    assert daemon[1:] == ["-c", "from cobalt_dagster._code_server import daemon_main; daemon_main()", "run", "-f",
+                          "defs.py"]
 
     result = _cobalt(root, "serve", "--module", "no_such_defs", "--no-open")
     assert result.returncode == 2

@@ -158,7 +158,7 @@ def test_serve_lists_assets_and_checks_guards_the_webserver_and_stops_on_ctrl_c(
         _another_sites_wipe_assets_is_refused_and_the_history_kept(proc, port)
     children = descendants(proc.pid)
     assert any("cobalt_dagster._webserver" in args for args in children.values()), children  # on its Unix socket
-    assert any("dagster-daemon" in args for args in children.values()), children
+    assert any("daemon_main()" in args for args in children.values()), children  # Dagster's, watching less often
     # One code server, the webserver's and the daemon's: neither starts one of its own (the daemon's
     # every minute or so made most of an idle serve's CPU).
     shared = [args for args in children.values() if "code-server start" in args]
