@@ -53,12 +53,14 @@ def test_eight_runs_a_sharded_dagster_run_and_label_writes_at_once_keep_every_it
     env = _env(url)
     runs = [subprocess.Popen([COBALT, "run", "--no-dagster"], cwd=root, env=env, text=True,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for root in machines]
-    imports = [subprocess.Popen([COBALT, "labels", "import", str(_labels(machines[n], who)), "--who", who],
-                                cwd=machines[n], env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-               for n, who in enumerate(("ana", "ben"))]
     partition = add_partition(instance)
     with dg.execute_job(reconstructable(sharded), instance=instance, tags={"dagster/partition": partition}) as done:
         assert done.success
+    # Labels need a stored run of their experiment (its evaluators' scales): the Dagster run is one (the eight
+    # runs may still be writing as the two imports go in).
+    imports = [subprocess.Popen([COBALT, "labels", "import", str(_labels(machines[n], who)), "--who", who],
+                                cwd=machines[n], env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+               for n, who in enumerate(("ana", "ben"))]
     for proc in (*runs, *imports):
         out, err = proc.communicate(timeout=scaled(600))
         assert proc.returncode == 0, (out, err)
