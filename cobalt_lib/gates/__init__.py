@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from .._lazy import lazy_names
 from ..results._direction import lower_is_better, meets
 from ._assertions import (
     RUN_METRICS,
@@ -51,10 +51,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value  # the next lookup is a plain attribute
-    return value
+__getattr__, _ = lazy_names(__name__, _LAZY, __all__, globals())

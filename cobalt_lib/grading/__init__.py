@@ -12,8 +12,9 @@ module on first use: the `calibrated` gate does not load the studio.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_names
 
 if TYPE_CHECKING:
     from ._calibrate import CalibrateOutcome, calibrate_evaluator, stored_judge_calibrations
@@ -72,14 +73,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value  # the next lookup is a plain attribute
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*__all__, *(name for name in globals() if name.startswith("__"))})
+__getattr__, __dir__ = lazy_names(__name__, _EXPORTS, __all__, globals())

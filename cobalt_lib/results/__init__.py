@@ -8,8 +8,9 @@ module of the package runs this file, which would otherwise build every model of
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_names
 
 if TYPE_CHECKING:
     from ._compare import Comparison, EvaluatorDelta, compare_reports
@@ -91,14 +92,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value  # the next lookup is a plain attribute
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*__all__, *(name for name in globals() if name.startswith("__"))})
+__getattr__, __dir__ = lazy_names(__name__, _EXPORTS, __all__, globals())
