@@ -64,6 +64,7 @@ def _append_line(trace: ProductionTrace, path: Path, expected: str | None) -> tu
             if isinstance(found, dict) and found.get("id") == item["id"]:
                 return found, False
     text = json.dumps(item, ensure_ascii=False, default=str) + "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as out:
         if out.tell() and not _ends_in_newline(path):
             text = "\n" + text
