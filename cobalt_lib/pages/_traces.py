@@ -21,6 +21,7 @@ from urllib.parse import quote, urlencode
 from aiohttp import web
 
 from .._errors import CobaltError
+from ..grading._labels import who_default
 from ..links import dagster_url
 from ..monitor import add_trace, load_trace, read_trace
 from ..monitor._trace import from_summary
@@ -150,7 +151,8 @@ def add_trace_routes(app: web.Application, config_key: web.AppKey[Config]) -> No
         expected = body.get("expected") if isinstance(body.get("expected"), str) and body["expected"] else None
         try:
             added = await asyncio.to_thread(add_trace, config, request.match_info["trace_id"], body["dataset"],
-                                            expected=expected, who=_who(body.get("who")), inside=config.root)
+                                            expected=expected, inside=config.root,
+                                            who=_who(body.get("who")) or who_default(config.root))
         except CobaltError as exc:
             return web.json_response({"error": str(exc)}, status=400)
         return web.json_response({"item": added.item["id"], "where": added.where, "added": added.added,

@@ -18,6 +18,7 @@ from monitor.production_traces import ANSWER, QUESTION, store_traces
 from playwright.sync_api import expect
 
 from cobalt_lib import Evaluator, Store, load_config
+from cobalt_lib.grading._labels import who_default
 from cobalt_lib.monitor import Ingest, monitor, score_window, window_bounds
 from cobalt_lib.pages import PagesServer
 from cobalt_lib.pages._traces import TRACES_PER_PAGE
@@ -126,4 +127,5 @@ def test_a_window_s_worst_trace_opens_its_page_which_adds_it_to_a_dataset(two: S
                     "production": {"trace_id": good, "service": "support-bot", "output": ANSWER}}
     rows = Store.for_config(config).dataset_items("regressions", 2)
     assert [r["item"]["id"] for r in rows] == ["q1", f"trace-{good[:16]}"]
-    assert rows[1]["item"] == item and rows[1]["origin"] == {"trace_id": good, "service": "support-bot"}
+    assert rows[1]["item"] == item and rows[1]["origin"] == {"trace_id": good, "service": "support-bot",
+                                                         "who": who_default(two.root)}
