@@ -132,29 +132,24 @@ def show(trace_id: Annotated[str, typer.Argument(help="The trace id (hex).")],
 
 @traces.command("add")
 def add(trace_id: Annotated[str, typer.Argument(help="The trace id (hex).")],
-        dataset: Annotated[Path, typer.Option("--to", help="The JSONL dataset file to append the item to.")],
+        dataset: Annotated[str, typer.Option("--to", help="The JSONL dataset file to append the item to, or the "
+                                             "name of a stored dataset to add it to as a new version.")],
         expected: Annotated[str | None, typer.Option("--expected", help="The item's expected output.")] = None) -> None:
     """Add a production trace to a dataset as an item (its input, or its conversation), so the next
     experiment tests it."""
-    from ..monitor import add_to_dataset
+    from ..monitor import add_trace
 
-    item = add_to_dataset(_trace(trace_id), dataset, expected=expected)
-    print(f"Added item {item['id']} to {dataset}.")
+    added = add_trace(project_config(), trace_id, dataset, expected=expected)
+    if added.version is None or added.added:
+        print(f"Added item {added.item['id']} to {added.where}.")
+    else:
+        print(f"Item {added.item['id']} is already in {added.where}; no new version.")
 
 
 def _trace(trace_id: str) -> ProductionTrace:
-    from .._errors import ConfigError
-    from ..monitor import read_trace
-    from ..store import Store
+    from ..monitor import load_trace
 
-    config = project_config()
-    store = Store.for_config(config)
-    spans = store.trace_spans_of([trace_id.lower()]).get(trace_id.lower())
-    if not spans:
-        raise ConfigError(f"No production trace {trace_id} in the store; `cobalt traces list` shows the stored ones.")
-    service = store.trace_services([trace_id.lower()]).get(trace_id.lower())
-    prices = {name: (p.input, p.output) for name, p in config.prices.items()}
-    return read_trace(trace_id.lower(), spans, service=service, prices=prices)
+    return load_trace(project_config(), trace_id)
 
 
 def trace_json(trace: ProductionTrace) -> dict[str, Any]:

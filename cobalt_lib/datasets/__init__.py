@@ -6,7 +6,7 @@ MCP server and the Dagster assets are thin adapters over them. Reading a version
 from __future__ import annotations
 
 from ._changes import with_version_diffs
-from ._grow import add_from_labels, add_from_run
+from ._grow import add_from_labels, add_from_run, add_items
 from ._models import DatasetDiff, DiffEntry, PushOutcome, ShownVersion, VersionInfo
 from ._render import diff_text, push_text, shown_text, version_line, versions_text
 from ._versions import diff_versions, export_version, list_versions, push_dataset, resolve, show_version, version_diff
@@ -19,6 +19,7 @@ __all__ = [
     "VersionInfo",
     "add_from_labels",
     "add_from_run",
+    "add_items",
     "diff_text",
     "diff_versions",
     "export_version",

@@ -12,6 +12,7 @@ from typing import Any
 
 from .._errors import DatasetError
 from .._numbers import number
+from ..experiments._dataset import resolve_stored
 from ..store import Store
 from ..store._history import resolve_run
 from ._models import PushOutcome
@@ -61,6 +62,15 @@ def add_from_labels(store: Store, name: str, experiment: str, *, evaluator: str 
         raise DatasetError(f"No stored run of {experiment!r} holds the labelled items "
                            f"({', '.join(sorted({str(r['item_id']) for r in labels})[:5])}); run the experiment first.")
     return _append(store, name, rows, f"labels of {experiment}")
+
+
+def add_items(store: Store, name: str, items: Sequence[dict[str, Any]], *, origin: dict[str, Any], where: str,
+              split: str | None = None) -> PushOutcome:
+    """Add `items` (each with its `origin`, such as the production trace it came from) to the stored dataset
+    `name` as a new version; a name the store does not hold is a DatasetError naming those it holds."""
+    name = _name(name)
+    resolve_stored(store, name, None, None)
+    return _append(store, name, [{"item": dict(item), "split": split, "origin": origin} for item in items], where)
 
 
 def _label_origin(label: dict[str, Any], held: dict[str, Any]) -> dict[str, Any]:

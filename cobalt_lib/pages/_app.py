@@ -2,7 +2,8 @@
 
 Routes: `/` runs list, `/runs/RUN` run detail (`#item=N` opens an item), `/compare?a=A&b=B`,
 `/groups/GROUP` a run group's variant grid and items side by side (`/groups/GROUP/items/N`: one item),
-`/trends?experiment=E&tag=T`, and the JSON the pages' script asks for under `/api/`
+`/trends?experiment=E&tag=T`, `/traces` production traces and `/traces/TRACE` one (`_traces`), and the
+JSON the pages' script asks for under `/api/`
 (`/api/csrf`: the token a write sends in `X-CSRF-Token`). Only the server's own loopback Host is
 answered, and a request that changes state needs its own Origin and the token (`_guard`). Each request
 reads through short read-only connections in a worker thread, so a page never holds the store's
@@ -35,6 +36,7 @@ from ._labels import add_label_routes
 from ._queries import ITEMS_PER_PAGE, ItemQuery, RunFilters, item_detail, item_page, live_status, run_detail, runs_list
 from ._render import CSP, STATIC_FILES, render, static_text
 from ._served import ThreadedServer
+from ._traces import add_trace_routes, worst_traces
 from ._trends import trends_view
 
 if TYPE_CHECKING:
@@ -74,6 +76,7 @@ def create_app(config: Config) -> web.Application:
     ])
     add_label_routes(app, CONFIG)
     add_dataset_routes(app, CONFIG)
+    add_trace_routes(app, CONFIG)
     return app
 
 
@@ -178,6 +181,7 @@ async def run_page(request: web.Request) -> web.Response:
     run = view["run"]
     view["calibrations"] = await _call(calibration_view, config, run)
     view["gate_calibrations"] = await _call(gate_calibrations, config, view["gates"])
+    view["worst_traces"] = await _call(worst_traces, config, run, view["evaluators"])
     data = {"page": "run", "run_id": run["run_id"], "evaluators": view["evaluators"], "pass_marks": view["pass_marks"],
             "live": view["entry"].status == "running", "api": f"/api/runs/{quote(run['run_id'], safe='')}",
             "per_page": ITEMS_PER_PAGE, "counts": f"{view['counts']['done']}/{view['counts']['scored']}"}

@@ -59,10 +59,12 @@ class TraceRows:
         return found
 
     def trace_list(self, *, service: str | None = None, span: str | None = None, since_ns: int | None = None,
-                   until_ns: int | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+                   until_ns: int | None = None, limit: int | None = None, offset: int = 0,
+                   monitor: str | None = None) -> list[dict[str, Any]]:
         """The stored traces, newest first: `{trace_id, service, start_ns, spans}` each. `service` and `span`
         keep the traces holding a span of that service (`service.name`) and name; `since_ns`/`until_ns`
-        the traces that started in [since, until)."""
+        the traces that started in [since, until); `monitor` those a window of that monitor scored (its
+        runs' items are trace ids); `limit` and `offset` page the list in SQL (the pages' list)."""
         if not self._has_traces():
             return []
         having, params = [], []
@@ -79,12 +81,28 @@ class TraceRows:
                 where_params.append(value)
         sql = ("SELECT trace_id, max(service) AS service, min(start_ns) AS start_ns, count(DISTINCT span_id) AS spans "
                "FROM trace_spans")
-        if where:
-            sql += f" WHERE trace_id IN (SELECT trace_id FROM trace_spans WHERE {' AND '.join(where)})"
+        kept = [f"trace_id IN (SELECT trace_id FROM trace_spans WHERE {' AND '.join(where)})"] if where else []
+        if monitor is not None:
+            kept.append("trace_id IN (SELECT o.item_id FROM outputs o JOIN runs r ON r.run_id = o.run_id "
+                        "WHERE r.source = 'monitor' AND r.experiment = ?)")
+            where_params.append(monitor)
+        if kept:
+            sql += f" WHERE {' AND '.join(kept)}"
         sql += " GROUP BY trace_id" + (f" HAVING {' AND '.join(having)}" if having else "")
         sql += " ORDER BY start_ns DESC, trace_id" + (f" LIMIT {int(limit)}" if limit else "")
+        sql += f" OFFSET {int(offset)}" if offset and limit else ""
         with self.connect(read_only=True) as con:
             return fetch(con, sql, [*where_params, *params])
+
+    def trace_filters(self) -> dict[str, list[str]]:
+        """What the traces can be filtered by: the services they came from and the monitors that scored them."""
+        if not self._has_traces():
+            return {"services": [], "monitors": []}
+        with self.connect(read_only=True) as con:
+            services = fetch(con, "SELECT DISTINCT service FROM trace_spans WHERE service IS NOT NULL", [])
+            monitors = fetch(con, "SELECT DISTINCT experiment FROM runs WHERE source = 'monitor'", [])
+        return {"services": sorted(str(r["service"]) for r in services),
+                "monitors": sorted(str(r["experiment"]) for r in monitors)}
 
     def trace_spans_of(self, trace_ids: Sequence[str]) -> dict[str, list[SpanRecord]]:
         """Each trace's spans in the order they started, by trace id; a span received twice (an exporter's

@@ -54,6 +54,16 @@ def test_import_list_show_and_add_a_trace_to_a_dataset(project: Path, capsys: py
     (item,) = [json.loads(line) for line in (project / "regressions.jsonl").read_text().splitlines()]
     assert (item["input"], item["expected_output"], item["production"]["trace_id"]) == (QUESTION, "Lyon", trace_id)
 
+    # A stored dataset's name: the item added as its next version, once; an unknown name is one sentence.
+    (project / "seed.jsonl").write_text('{"id": "q1", "input": "Hello?"}\n', encoding="utf-8")
+    assert cobalt(capsys, "dataset", "push", "regressions", "seed.jsonl")[0] == 0
+    code, out, _ = cobalt(capsys, "traces", "add", trace_id, "--to", "regressions")
+    assert (code, out) == (0, f"Added item trace-{trace_id[:16]} to regressions@2.\n")
+    code, out, _ = cobalt(capsys, "traces", "add", trace_id, "--to", "regressions")
+    assert (code, out) == (0, f"Item trace-{trace_id[:16]} is already in regressions@2; no new version.\n")
+    code, _, err = cobalt(capsys, "traces", "add", trace_id, "--to", "nosuch")
+    assert code == 2 and "No dataset named 'nosuch' in the store" in err and "stored datasets: regressions." in err
+
 
 def test_a_bad_line_and_an_unknown_trace_are_one_sentence_and_exit_2(project: Path,
                                                                     capsys: pytest.CaptureFixture[str]) -> None:

@@ -47,6 +47,10 @@ def test_a_window_scores_its_sample_once_however_often_it_is_scored(
     rows = store.query("SELECT item_id, score FROM scores JOIN outputs USING (run_id, item_index, run_index) "
                        "WHERE run_id = ? ORDER BY item_id", [first.run_id])
     assert [r["item_id"] for r in rows] == expected  # one row per sampled trace, after two scorings
+    # the pages' list of the traces this monitor scored, paged in SQL, newest first (on either backend)
+    scored = [t["trace_id"] for t in store.trace_list() if t["trace_id"] in expected]
+    assert [t["trace_id"] for t in store.trace_list(monitor="support", limit=5, offset=2)] == scored[2:7]
+    assert store.trace_filters() == {"services": ["support-bot"], "monitors": ["support"]}
     outputs = store.query("SELECT output FROM outputs WHERE run_id = ?", [first.run_id])
     assert {o["output"] for o in outputs} == {"It is in Lyon.", "I cannot say."}
 

@@ -1,13 +1,15 @@
 // Growing a regression set from the run page: the item detail's "add to dataset" box posts
-// POST /api/runs/RUN/items/N/dataset with the CSRF token of GET /api/csrf (docs/datasets.md).
+// POST /api/runs/RUN/items/N/dataset with the CSRF token of GET /api/csrf (docs/datasets.md); a production
+// trace's page posts its "Add to dataset" form to POST /api/traces/TRACE/dataset (docs/monitors.md).
 // Every value is inserted as text, never as HTML.
 (function () {
   "use strict";
   var block = document.getElementById("cobalt-data");
   var detail = document.getElementById("detail");
-  if (!block || !detail) return;
+  var form = document.getElementById("trace-dataset-form");
+  if (!block || !(detail || form)) return;
   var data = JSON.parse(block.textContent);
-  if (data.page !== "run" || !data.api) return;  // a report file cannot write
+  if ((data.page !== "run" && data.page !== "trace") || !data.api) return;  // a report file cannot write
   var token = null;
 
   function el() { return window.cobaltEl.apply(null, arguments); }
@@ -32,6 +34,33 @@
       status.textContent = body.created ? "added: " + body.version.dataset + "@" + body.version.version
         : "already in " + body.version.dataset + "@" + body.version.version;
     }).catch(function (err) { status.textContent = "not added: " + (err.message || err); });
+  }
+
+  function post(url, body) {
+    return csrf().then(function (t) {
+      return fetch(url, {method: "POST", headers: {
+        "Content-Type": "application/json", "X-CSRF-Token": t, "Accept": "application/json"}, body: JSON.stringify(body)});
+    }).then(function (r) {
+      return r.json().then(function (answer) { if (!r.ok) throw new Error(answer.error || "HTTP " + r.status); return answer; },
+        function () { throw new Error("HTTP " + r.status); });
+    });
+  }
+
+  if (data.page === "trace") {
+    var status = form.querySelector(".dataset-status");
+    form.elements.dataset.value = remembered("cobalt.dataset");
+    form.addEventListener("submit", function (event) {
+      event.preventDefault();
+      var name = form.elements.dataset.value.trim();
+      if (!name) { form.elements.dataset.focus(); return; }
+      remember("cobalt.dataset", name);
+      status.textContent = "adding…";
+      post(data.api, {dataset: name, expected: form.elements.expected.value, who: remembered("cobalt.labeller")})
+        .then(function (body) {
+          status.textContent = (body.added ? "added " + body.item + " to " : body.item + " is already in ") + body.where;
+        }).catch(function (err) { status.textContent = "not added: " + (err.message || err); });
+    });
+    return;
   }
 
   detail.addEventListener("cobalt:detail", function (event) {

@@ -691,6 +691,9 @@
     if (data.live && data.api) live(table);
   } else if (data.page === "compare") {
     CompareList(document.getElementById("compare-items"), document.getElementById("unpaired-list"));
+  } else if (data.page === "trace") {  // a production trace's page: its span tree as an item's detail draws it
+    var spans = document.getElementById("trace-spans");
+    if (spans && data.spans && data.spans.length && window.cobaltTrace) spans.append(window.cobaltTrace(data.spans));
   } else if (data.page === "runs") {
     RunPicker();
     if (data.refresh) setTimeout(function () { location.reload(); }, 5000);
