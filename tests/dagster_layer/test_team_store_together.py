@@ -1,8 +1,8 @@
-"""A team on one store at once (issue 32): four `cobalt run` processes in four project directories (four
+"""A team on one store at once (issue 32): eight `cobalt run` processes in eight project directories (eight
 "machines"), a run Dagster launches in shards (multiprocess executor: each shard's step process writes to the
 exchange on moto's S3 server and renews the run's lease through the store, no shared volume) and two people
 importing labels, all against one real Postgres (tests/pg.py). Every run ends complete with every item exactly
-once, every label is kept, and no DuckDB file is made. (Eight writers at once are benchmarks/team_store.py's.)"""
+once, every label is kept, and no DuckDB file is made."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from test_shards_distributed import s3, sharded  # noqa: F401  (the fixtures)
 from cobalt_lib import Store, load_config
 
 COBALT = str(Path(sys.executable).parent / "cobalt")
-MACHINES = 4
+MACHINES = 8
 LABELS = 40  # per person
 
 
@@ -43,7 +43,7 @@ def _labels(root: Path, who: str) -> Path:
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_four_runs_a_sharded_dagster_run_and_label_writes_at_once_keep_every_item_once(
+def test_eight_runs_a_sharded_dagster_run_and_label_writes_at_once_keep_every_item_once(
         sharded: Path, instance: dg.DagsterInstance, pg_server: Server, s3: str,  # noqa: F811
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path, llm: Any) -> None:
     url = pg_server.create_database("together")
