@@ -109,6 +109,12 @@ class EvaluatorKind(BaseModel, abc.ABC):
         close = difflib.get_close_matches(option, own, n=1)
         return f"has no option {option!r}; " + (f"did you mean {close[0]!r}? ({listed})." if close else f"{listed}.")
 
+    @property
+    def reads_spans(self) -> bool:
+        """Whether scoring reads the item's spans (`ctx.spans`, its trace): a monitor's window reads its
+        traces' stored spans for such kinds alone."""
+        return False
+
     def describe(self) -> dict[str, Any]:
         """The options as stored with every run (callables by their qualified name)."""
         return {name: _describable(value) for name, value in self.model_dump().items()}

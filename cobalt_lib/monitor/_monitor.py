@@ -8,7 +8,9 @@ A window (a UTC day `2026-12-01`, or an hour `2026-12-01T14`) is scored as one r
 any run: the window's sampled traces are its items (the trace's input, its recorded output replayed as
 the agent's, no agent call), the monitor's evaluators score them. A multi-turn trace is a conversation
 item whose recorded answers are replayed turn by turn (`window_item`): conversations score as
-conversations, per turn and whole, as in an experiment. The sample is deterministic: a trace is
+conversations, per turn and whole, as in an experiment. With a trace evaluator among the monitor's (a kind
+whose `reads_spans`), each item carries its trace's stored spans as an experiment item carries its agent
+call's (`run.Recorded`), read for the whole window in one query. The sample is deterministic: a trace is
 in it when the hash of (monitor, trace id) falls under `sample`, so every scoring of a window judges the
 same traces, and scoring a window again replaces its run (no double rows).
 
@@ -18,21 +20,23 @@ and is stored `incomplete`, its summary saying the budget ran out, never silentl
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from .._errors import ConfigError
 from .._numbers import money
-from ._trace import ProductionTrace, from_summary, read_trace
+from ._trace import ProductionTrace, from_summary, ordered_spans, read_trace
 
 if TYPE_CHECKING:
     from ..config._config import Config
     from ..evaluators import Evaluator
     from ..results._report import ItemResult
+    from ..results._spans import SpanRecord
 
 #: Every monitor declared in this process, by name (as experiments are).
 MONITORS: dict[str, Monitor] = {}
@@ -121,10 +125,12 @@ def window_run_id(name: str, key: str) -> str:
     return f"monitor-{name}-{key.replace(':', '')}"
 
 
-def window_traces(mon: Monitor, key: str, config: Config, *, scored_only: bool = False) -> list[ProductionTrace]:
+def window_traces(mon: Monitor, key: str, config: Config, *, scored_only: bool = False,
+                  with_spans: bool = False) -> list[ProductionTrace]:
     """The window's sampled traces, in trace id order. `scored_only`: those read from their summaries carry
     what scoring them reads alone (their input, output, conversation, start and failure; no tool calls
-    or usage)."""
+    or usage). `with_spans`: every trace carries its stored spans (a trace read from its summary has none
+    otherwise), all read in one query."""
     from ..store import Store
 
     store = Store.for_config(config)
@@ -136,11 +142,15 @@ def window_traces(mon: Monitor, key: str, config: Config, *, scored_only: bool =
         # a summary read from as many spans as the trace has stands for it; the others are read span by span
         summaries = store.trace_summaries_of(chosen, columns=_SCORED if scored_only else ())
         whole = {t: row for t, rows in summaries.items() for row in rows if row["spans"] == counts[t]}
-        spans = store.trace_spans_of([t for t in chosen if t not in whole])
+        spans = store.trace_spans_of(chosen if with_spans else [t for t in chosen if t not in whole])
     services = {t["trace_id"]: t["service"] for t in listed}
     prices = {name: (p.input, p.output) for name, p in config.prices.items()}
-    return [from_summary(whole[t], service=services.get(t), prices=prices) if t in whole else
-            read_trace(t, spans.get(t, []), service=services.get(t), prices=prices) for t in chosen]
+    traces = [from_summary(whole[t], service=services.get(t), prices=prices) if t in whole else
+              read_trace(t, spans.get(t, []), service=services.get(t), prices=prices) for t in chosen]
+    if with_spans:
+        traces = [replace(trace, spans=ordered_spans(spans.get(trace.trace_id, []))) if trace.trace_id in whole
+                  else trace for trace in traces]
+    return traces
 
 
 @dataclass(frozen=True)
@@ -183,14 +193,18 @@ def score_window(mon: Monitor, key: str, config: Config) -> WindowResult:
 
     run_id = window_run_id(mon.name, key)
     store = Store.for_config(config)
+    # a trace evaluator (has_span, max_model_calls, source="trace"...) scores the production trace's spans
+    with_spans = any(e.kind.reads_spans for e in mon.evaluators)
     with store.reading():  # one connection for the traces and the earlier scoring, if any
-        traces = window_traces(mon, key, config, scored_only=True)
+        traces = window_traces(mon, key, config, scored_only=True, with_spans=with_spans)
         scored_before = store.exists() and store.get_run(run_id) is not None
     if scored_before:  # a window scored once (the usual case) has nothing to replace: no write for it
         store.delete_runs([run_id])
     conversational = any(_scores_conversations(e) for e in mon.evaluators)
     items = [window_item(t, conversational=conversational) for t in traces]
-    experiment = Experiment(mon.name, items, _replay, evaluators=list(mon.evaluators),
+    kept = config.traces.max_spans  # as many of a trace's spans as an experiment item keeps of its call's
+    runner = _replaying({t.trace_id: t.spans[:kept] for t in traces}) if with_spans else _replay
+    experiment = Experiment(mon.name, items, runner, evaluators=list(mon.evaluators),
                             tags=["monitor", f"window:{key}", f"baseline:{mon.baseline}", *mon.tags])
     budget = _Budget(run_id, mon.budget_usd)
     if not items:
@@ -238,11 +252,28 @@ def _scores_conversations(evaluator: Evaluator) -> bool:
     return isinstance(getattr(evaluator, "kind", None), Conversational)
 
 
-def _replay(ctx: Any) -> Any:
+def _replay(ctx: Any, spans: Mapping[str, Sequence[SpanRecord]] | None = None) -> Any:
     """The agent of a window's run: the output the trace recorded (no agent call); on a conversation's
-    turn, the answer the trace recorded for that turn."""
+    turn, the answer the trace recorded for that turn. With `spans` (by trace id), the answer carries its
+    trace's spans (on a conversation's last turn), the item's spans as a traced agent call's are."""
     production = ctx.item["production"]
     turn = getattr(ctx, "turn", None)
-    if turn is not None and "answers" in production:
-        return production["answers"][turn - 1]
-    return production["output"]
+    answers = production.get("answers")
+    answer, last = production["output"], True
+    if turn is not None and answers:
+        answer, last = answers[turn - 1], turn == len(answers)
+    if spans is None or not last:
+        return answer
+    from ..run import Recorded
+
+    return Recorded(answer, spans.get(production["trace_id"], ()))
+
+
+def _replaying(spans: Mapping[str, Sequence[SpanRecord]]) -> Any:
+    """`_replay` with the window's spans; wrapped, so the run's agent identity stays `_replay`'s."""
+
+    @functools.wraps(_replay)
+    def replay(ctx: Any) -> Any:
+        return _replay(ctx, spans)
+
+    return replay

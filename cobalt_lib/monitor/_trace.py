@@ -122,7 +122,7 @@ class ProductionTrace:
 def read_trace(trace_id: str, spans: Sequence[SpanRecord], *, service: str | None = None,
                prices: Mapping[str, tuple[float, float]] | None = None) -> ProductionTrace:
     """`spans` (one trace's) read for their input, output, conversation, tool calls and usage."""
-    ordered = sorted((conventional(s) for s in spans), key=lambda s: (s.start_ns, s.span_id))
+    ordered = ordered_spans(spans)
     ids = {s.span_id for s in ordered}
     roots = [s for s in ordered if not s.parent_id or s.parent_id not in ids]
     models = [s for s in ordered if s.kind == "model"]
@@ -140,6 +140,11 @@ def read_trace(trace_id: str, spans: Sequence[SpanRecord], *, service: str | Non
                            usage=usage_of_tally(calls, tally, prices or {}),
                            start_ns=min((s.start_ns for s in ordered), default=0),
                            failed=any(s.status == "error" for s in ordered), tokens=tally)
+
+
+def ordered_spans(spans: Sequence[SpanRecord]) -> list[SpanRecord]:
+    """One trace's spans in the conventions' names (`conventional`), in the order they started."""
+    return sorted((conventional(s) for s in spans), key=lambda s: (s.start_ns, s.span_id))
 
 
 def summary_row(trace: ProductionTrace) -> dict[str, Any]:

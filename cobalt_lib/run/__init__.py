@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from .._aio import run_anywhere as run_coroutine
 from .._testing import pause_point
-from ._agent import AgentContext, call_agent
+from ._agent import AgentContext, Recorded, call_agent
 from ._aggregate import summarise
 from ._conversation import ConversationContext
 from ._daemon_requests import REQUESTS_DIR, local_instance_exists, requests_dir, write_run_request
@@ -47,6 +47,7 @@ __all__ = [
     "LeaseRenewer",
     "Observer",
     "PartitionRun",
+    "Recorded",
     "RescoreRun",
     "ResumeRun",
     "RunInterrupted",

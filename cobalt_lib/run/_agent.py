@@ -8,7 +8,7 @@ import math
 import re
 import time
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -20,6 +20,7 @@ from ..llm._pricing import cost_usd
 from ..llm._usage import UsageMeter, current_meter, tracking
 from ..results._identity import content_hash
 from ..results._report import ItemResult
+from ..results._spans import SpanRecord
 from ..traces._collect import ItemTrace, current_trace
 from ..traces._genai import usage_metadata
 
@@ -42,6 +43,17 @@ class AgentContext:
     @property
     def input(self) -> Any:
         return self.item.get("input")
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """An answer recorded elsewhere, returned by an agent that replays it (a monitor's window replays a
+    production trace): `output` is the agent's return value (an output or `{"output": ..., "metadata": ...}`),
+    `spans` the spans that call emitted, kept as the item's spans as a traced call's are (its trace
+    evaluators read them; the run stores them with the item)."""
+
+    output: Any
+    spans: Sequence[SpanRecord] = ()
 
 
 def input_hash(item: Mapping[str, Any]) -> str:
@@ -168,6 +180,9 @@ async def _awaitable(runner: Runner, ctx: AgentContext, meter: UsageMeter | None
 
 def _fill_output(result: ItemResult, value: Any, prices: Mapping[str, tuple[float, float]],
                  meter: UsageMeter | None = None, trace: ItemTrace | None = None) -> None:
+    if isinstance(value, Recorded):
+        result.spans = list(value.spans)
+        value = value.output
     problem = _return_problem(value)
     if problem is not None:  # a forgotten return or a mis-keyed dict: an error the gates see, not an output
         result.status = "error"

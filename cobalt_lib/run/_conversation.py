@@ -27,6 +27,7 @@ from ._agent import AgentContext, call_agent, input_hash
 if TYPE_CHECKING:
     from ..config._config import Config
     from ..experiments._experiment import Experiment
+    from ..results._spans import SpanRecord
     from ._session import Session
 
 
@@ -84,6 +85,7 @@ async def converse(session: Session, ctx: AgentContext, conversation: Conversati
                         input_hash=input_hash(item))
     messages: list[dict[str, Any]] = []
     records: list[dict[str, Any]] = []
+    spans: list[SpanRecord] = []
     spend = _SimulatorSpend(getattr(plan, "simulator", None))
     stopped = ("the script ended" if isinstance(conversation, Script)
                else f"the turn limit ({conversation.max_turns}) was reached")
@@ -105,12 +107,14 @@ async def converse(session: Session, ctx: AgentContext, conversation: Conversati
             cancelled.item = None  # half a conversation is no output: a resumed run plays it again
             raise
         records.append(_record(turn, answer))
+        spans += answer.spans  # what a replayed turn recorded (a monitor's window): the item's spans
         if answer.status != "ok":
             result.status, result.error, result.traceback = answer.status, f"turn {turn}: {answer.error}", \
                 answer.traceback
             break
         messages.append({"role": "assistant", "content": as_text(answer.output)})
     _fill(result, messages, records, conversation, stopped, spend)
+    result.spans = spans
     return result
 
 

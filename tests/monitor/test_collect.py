@@ -100,6 +100,20 @@ def test_a_collector_file_imports_to_the_same_trace_both_id_encodings(store: Sto
     assert stored_trace(store, first).input == QUESTION
     assert stored_trace(store, second).input == "Cancel order 77"
     assert stored_trace(store, second).output == ANSWER
+    # each trace's summary row, read back on this backend as a window reads it (its JSON columns decoded)
+    summaries = store.trace_summaries_of([second, first, "0" * 32, first])
+    assert sorted(summaries) == sorted([first, second]) and all(len(rows) == 1 for rows in summaries.values())
+    row = summaries[second][0]
+    assert (row["service"], row["spans"], row["failed"], row["input"], row["output"], row["llm_calls"]) == (
+        "support-bot", 4, False, "Cancel order 77", ANSWER, 2)
+    assert row["conversation"] == [{"role": "user", "content": "Cancel order 77"},
+                                   {"role": "assistant", "content": ANSWER}]
+    assert row["model_tokens"] == {"gpt-4o-mini": [280, 27]}
+    assert row["tool_calls"] == [{"name": "track", "arguments": {"parcel": "1234"}, "result": {"city": "Lyon"},
+                                  "call_id": None}]
+    assert row["start_ns"] == stored_trace(store, second).start_ns
+    scored = store.trace_summaries_of([first], columns=("input", "output"))[first][0]
+    assert set(scored) == {"trace_id", "spans", "cut_values", "input", "output"} and scored["input"] == QUESTION
 
 
 def test_a_bad_line_names_itself_and_keeps_the_spans_before_it(store: Store, tmp_path: Path) -> None:

@@ -81,7 +81,8 @@ def test_windows_are_utc_days() -> None:
     assert (end - start) == 86_400 * 10**9
 
 
-def test_a_window_reads_a_whole_trace_from_its_summary_and_one_received_in_parts_from_its_spans(project: Path) -> None:
+def test_a_window_reads_traces_from_summaries_or_parts_and_trace_evaluators_score_their_stored_spans(
+        project: Path) -> None:
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
     from production_traces import memory_provider, run_agent
 
@@ -115,6 +116,26 @@ def test_a_window_reads_a_whole_trace_from_its_summary_and_one_received_in_parts
     scores = store.query("SELECT item_id, score FROM scores JOIN outputs USING (run_id, item_index, run_index) "
                          "WHERE run_id = ? ORDER BY item_id", [result.run_id])
     assert {r["item_id"]: r["score"] for r in scores} == {whole: 1.0, parts: 0.0}
+
+    # trace evaluators score the production spans stored (both traces': the summary's and the parts')
+    traced = monitor("traced", traces={"service.name": "support-bot"}, evaluators=[
+        Evaluator(name="calls", type="max_model_calls", n=1),
+        Evaluator(name="tools", type="max_tool_calls", n=1, source="trace"),
+        Evaluator(name="tracked", type="has_span", span_name="execute_tool track", span_kind="tool"),
+        Evaluator(name="spans", type="function", fn=lambda ctx: len(ctx.spans) / 4)])
+    result = score_window(traced, DAY, config)
+    scores = store.query("SELECT o.item_id, s.evaluator, s.score, s.reason FROM scores s JOIN outputs o USING "
+                         "(run_id, item_index, run_index) WHERE run_id = ?", [result.run_id])
+    by = {(r["item_id"], r["evaluator"]): (r["score"], r["reason"]) for r in scores}
+    for trace_id in (whole, parts):
+        assert by[trace_id, "calls"] == (0.0, "2 model calls, over 1")
+        assert by[trace_id, "tools"] == (1.0, "1 tool call, within 1")
+        assert by[trace_id, "tracked"][0] == 1.0 and by[trace_id, "spans"][0] == 1.0
+    stored = store.query("SELECT o.item_id, count(*) AS n FROM spans p JOIN outputs o USING (run_id, item_index, "
+                         "run_index) WHERE run_id = ? GROUP BY o.item_id", [result.run_id])
+    assert {r["item_id"]: r["n"] for r in stored} == {whole: 4, parts: 4}  # with the run's items, as a traced call's
+    plain = store.query("SELECT count(*) AS n FROM spans WHERE run_id = ?", [f"monitor-parts-{DAY}"])
+    assert plain[0]["n"] == 0  # a window without a trace evaluator reads no span of a whole trace, stores none
 
 
 def chat_trace(provider: object, said: list[tuple[str, str]], at_ns: int) -> str:

@@ -30,6 +30,10 @@ class HasSpan(Deterministic):
     status: Literal["ok", "error", "unset"] | None = Field(None, description="the span's status")
     min_count: int = Field(1, ge=1, description="how many matching spans pass")
 
+    @property
+    def reads_spans(self) -> bool:
+        return True
+
     @model_validator(mode="after")
     def _something_to_match(self) -> Self:
         if self.span_name is None and self.name_matches is None and self.span_kind is None and not self.attributes \

@@ -19,6 +19,10 @@ class MaxModelCalls(Deterministic):
 
     n: int = Field(ge=0, description="the most model calls a passing agent run may make")
 
+    @property
+    def reads_spans(self) -> bool:
+        return True
+
     def check(self, ctx: EvalContext) -> Evaluation:
         if not ctx.spans:
             return Evaluation(status="eval-error", error=no_trace("its model calls"))

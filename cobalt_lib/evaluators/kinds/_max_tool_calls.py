@@ -19,6 +19,10 @@ class MaxToolCalls(Deterministic):
     n: int = Field(ge=0, description="the most tool calls a passing agent run may make")
     source: Source = source_field()
 
+    @property
+    def reads_spans(self) -> bool:
+        return self.source == "trace"
+
     def check(self, ctx: EvalContext) -> Evaluation:
         calls = made_calls(ctx, self.source)
         if isinstance(calls, Evaluation):

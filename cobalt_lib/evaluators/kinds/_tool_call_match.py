@@ -35,6 +35,10 @@ class ToolCallMatch(Deterministic):
         "subset", description="subset: the expected arguments are contained in the actual ones; exact: equal")
     source: Source = source_field()
 
+    @property
+    def reads_spans(self) -> bool:
+        return self.source == "trace"
+
     def check_item(self, item: Mapping[str, Any], index: int, evaluator: Evaluator) -> None:
         require_field(item, index, evaluator, self.field)
         try:

@@ -25,6 +25,10 @@ class ToolCallsValid(Deterministic):
         alias="schema", description="the tools: {name: JSON Schema of its arguments}, or a list of OpenAI "
                                     "({type, function: {name, parameters}}) or Anthropic ({name, input_schema}) tools")
     source: Source = source_field()
+
+    @property
+    def reads_spans(self) -> bool:
+        return self.source == "trace"
     _validators: dict[str, Any] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="after")
