@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import ConfigError, StoreLocked
 from ..results._spans import SpanRecord
-from ._otlp import BadPayload, ReceivedSpan, from_json, from_protobuf
+from ._otlp import BadPayload, ReceivedSpan, from_json, from_protobuf, record
 from ._trace import read_trace, summary_row
 
 if TYPE_CHECKING:
@@ -39,7 +39,6 @@ Redact = Callable[[dict[str, Any]], dict[str, Any] | None]
 _DAY_NS = 86_400 * 10**9
 #: Prune at most once per this many seconds: a delete per request would cost more than the request.
 _PRUNE_EVERY = 60.0
-_SPAN_FIELDS = tuple(SpanRecord.model_fields)
 #: The writer lets the store go after this many seconds without a request (another process may want it)...
 _IDLE = 0.5
 #: ...and after holding it this long, then takes it again for the next request.
@@ -246,7 +245,7 @@ class Ingest:
         self.store.add_trace_spans(rows, summaries(rows))
 
     def _row(self, received: ReceivedSpan, at: datetime) -> dict[str, Any] | None:
-        row = {**received.span.model_dump(), "service": received.service, "received_at": at}
+        row = {**received.fields, "service": received.service, "received_at": at}
         if self.redact is not None:
             kept = self.redact(row)
             if kept is None:
@@ -301,8 +300,7 @@ def summaries(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     by_trace: dict[str, list[SpanRecord]] = {}
     service: dict[str, str | None] = {}
     for row in rows:
-        fields = {k: row[k] for k in _SPAN_FIELDS if row.get(k) is not None}
-        by_trace.setdefault(row["trace_id"], []).append(SpanRecord.model_construct(**fields))
+        by_trace.setdefault(row["trace_id"], []).append(record(row))
         service[row["trace_id"]] = service.get(row["trace_id"]) or row.get("service")
     found = []
     for trace_id, spans in by_trace.items():
