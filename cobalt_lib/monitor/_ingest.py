@@ -270,7 +270,14 @@ class Ingest:
 
     def import_file(self, path: Path, *, batch: int = 5000) -> int:
         """Store the spans of a Collector file-exporter file (one JSON export a line, gzip or plain);
-        a line that is not an export is a BadPayload naming it, the lines before it stored."""
+        a line that is not an export is a BadPayload naming it, the lines before it stored. The store is
+        let go at the end (the writer's held connection closed)."""
+        try:
+            return self._import(path, batch)
+        finally:
+            self.close()
+
+    def _import(self, path: Path, batch: int) -> int:
         stored = 0
         pending: list[ReceivedSpan] = []
         for number, line in _lines(path):
