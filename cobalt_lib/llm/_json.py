@@ -17,8 +17,17 @@ def _refuse(name: str) -> Any:
     raise NonFiniteJson(f"{name} is not a JSON value (JSON has no NaN or Infinity)")
 
 
+#: One decoder for every call: `json.loads` with an argument builds a new one each time (a trace's reading
+#: parses a few attributes, 10,000 traces a second at `cobalt collect`'s goal).
+_STRICT = json.JSONDecoder(parse_constant=_refuse)
+
+
 def loads_strict(text: str | bytes | bytearray) -> Any:
     """`json.loads`, refusing NaN and Infinity: json.JSONDecodeError for broken JSON, NonFiniteJson for those."""
+    if isinstance(text, str):
+        if text.startswith("\ufeff"):  # json.loads refuses a BOM, saying so; the decoder alone would not
+            return json.loads(text, parse_constant=_refuse)
+        return _STRICT.decode(text)
     return json.loads(text, parse_constant=_refuse)
 
 

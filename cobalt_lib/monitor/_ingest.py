@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import ConfigError, StoreLocked
 from ..results._spans import SpanRecord
-from ._otlp import BadPayload, ReceivedSpan, from_json, from_protobuf
+from ._otlp import BadPayload, ReceivedSpan, from_json, from_protobuf, record
 from ._trace import read_trace, summary_row
 
 if TYPE_CHECKING:
@@ -39,7 +39,10 @@ Redact = Callable[[dict[str, Any]], dict[str, Any] | None]
 _DAY_NS = 86_400 * 10**9
 #: Prune at most once per this many seconds: a delete per request would cost more than the request.
 _PRUNE_EVERY = 60.0
-_SPAN_FIELDS = tuple(SpanRecord.model_fields)
+#: The writer lets the store go after this many seconds without a request (another process may want it)...
+_IDLE = 0.5
+#: ...and after holding it this long, then takes it again for the next request.
+_HOLD = 5.0
 
 
 class TooLarge(BadPayload):
@@ -122,6 +125,8 @@ class Ingest:
         self._turn = threading.Condition()
         self._queue: list[_Request] = []
         self._writing = False
+        self._closing = False
+        self._writer: threading.Thread | None = None
 
     @classmethod
     def for_config(cls, config: Config) -> Ingest:
@@ -146,30 +151,75 @@ class Ingest:
             return self._turn.wait_for(lambda: self._writing and len(self._queue) >= count, timeout)
 
     def _commit(self, request: _Request) -> None:
-        """Queue the request; the first thread to find no commit under way stores the whole queue (its own
-        request and every one that came meanwhile); the request's thread returns once that commit ended."""
+        """Queue the request for the writer thread, which stores the whole queue (this request and every one
+        that came meanwhile) in one transaction; return once that commit ended."""
         with self._turn:
+            if self._writer is None:
+                self._writer = threading.Thread(target=self._write_loop, name="cobalt-ingest", daemon=True)
+                self._writer.start()
             self._queue.append(request)
             self._turn.notify_all()
-            while not (request.stored or request.error):
-                if self._writing:
-                    self._turn.wait()
-                    continue
-                group, self._queue, self._writing = self._queue, [], True
-                self._turn.notify_all()
-                self._turn.release()
-                try:
-                    self._store_group(group)
-                finally:
-                    self._turn.acquire()
-                    self._writing = False
-                    for waiting in group:  # a commit cut short (KeyboardInterrupt) stored none of them
-                        if not waiting.stored and waiting.error is None:
-                            waiting.error = StoreLocked("The commit of these spans was interrupted; send them again.",
-                                                        "this process")
-                    self._turn.notify_all()
+            self._turn.wait_for(lambda: request.stored or request.error is not None)
         if request.error is not None:
             raise request.error
+
+    def close(self) -> None:
+        """Let the store go (the writer's held connection closed) once the requests queued are stored."""
+        with self._turn:
+            self._closing = True
+            self._turn.notify_all()
+            writer = self._writer
+        if writer is not None and writer is not threading.current_thread():
+            writer.join()
+        with self._turn:
+            self._closing = False
+
+    def _write_loop(self) -> None:
+        """The writer: each turn stores every request queued, in one transaction, on a connection held open
+        while requests keep coming (`Store.hold_open`), let go after `_IDLE` seconds without one (the
+        thread ends then too) or after `_HOLD` seconds held, so other processes get the store between bursts."""
+        release: Callable[[], None] | None = None
+        held_since = 0.0
+        try:
+            while True:
+                with self._turn:
+                    self._turn.wait_for(lambda: self._queue or self._closing, _IDLE)
+                    group, self._queue = self._queue, []
+                    if not group and release is None:
+                        self._writer = None  # under the lock: a request queued from now starts another
+                        return
+                    self._writing = bool(group)
+                    self._turn.notify_all()
+                if release is not None and (not group or time.monotonic() - held_since > _HOLD):
+                    let_go, release = release, None
+                    let_go()  # this turn's commit opens its own connection: a gap for other processes
+                elif release is None:
+                    release, held_since = self.store.hold_open(), time.monotonic()
+                if group:
+                    self._finish(group)
+        finally:
+            if release is not None:
+                release()
+            with self._turn:  # never a queue left without its writer
+                if self._writer is threading.current_thread():
+                    self._writer = None
+                    for waiting in self._queue:
+                        waiting.error = StoreLocked("The receiver's writer stopped; send these spans again.",
+                                                    "this process")
+                    self._queue = []
+                    self._turn.notify_all()
+
+    def _finish(self, group: list[_Request]) -> None:
+        try:
+            self._store_group(group)
+        finally:
+            with self._turn:
+                self._writing = False
+                for waiting in group:  # a commit cut short (an exception past `_store_group`) stored none of them
+                    if not waiting.stored and waiting.error is None:
+                        waiting.error = StoreLocked("The commit of these spans was interrupted; send them again.",
+                                                    "this process")
+                self._turn.notify_all()
 
     def _store_group(self, group: list[_Request]) -> None:
         try:
@@ -195,7 +245,7 @@ class Ingest:
         self.store.add_trace_spans(rows, summaries(rows))
 
     def _row(self, received: ReceivedSpan, at: datetime) -> dict[str, Any] | None:
-        row = {**received.span.model_dump(), "service": received.service, "received_at": at}
+        row = {**received.fields, "service": received.service, "received_at": at}
         if self.redact is not None:
             kept = self.redact(row)
             if kept is None:
@@ -220,7 +270,14 @@ class Ingest:
 
     def import_file(self, path: Path, *, batch: int = 5000) -> int:
         """Store the spans of a Collector file-exporter file (one JSON export a line, gzip or plain);
-        a line that is not an export is a BadPayload naming it, the lines before it stored."""
+        a line that is not an export is a BadPayload naming it, the lines before it stored. The store is
+        let go at the end (the writer's held connection closed)."""
+        try:
+            return self._import(path, batch)
+        finally:
+            self.close()
+
+    def _import(self, path: Path, batch: int) -> int:
         stored = 0
         pending: list[ReceivedSpan] = []
         for number, line in _lines(path):
@@ -250,8 +307,7 @@ def summaries(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     by_trace: dict[str, list[SpanRecord]] = {}
     service: dict[str, str | None] = {}
     for row in rows:
-        fields = {k: row[k] for k in _SPAN_FIELDS if row.get(k) is not None}
-        by_trace.setdefault(row["trace_id"], []).append(SpanRecord.model_construct(**fields))
+        by_trace.setdefault(row["trace_id"], []).append(record(row))
         service[row["trace_id"]] = service.get(row["trace_id"]) or row.get("service")
     found = []
     for trace_id, spans in by_trace.items():

@@ -58,6 +58,10 @@ class Collector(ThreadingHTTPServer):
         thread.start()
         return thread
 
+    def server_close(self) -> None:
+        super().server_close()
+        self.ingest.close()  # the store let go: another process may open it now
+
     def count(self, n: int) -> None:
         with self._count_lock:
             self.accepted += n

@@ -16,7 +16,7 @@ import secrets
 import socket
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -165,6 +165,20 @@ class Store(DagsterRuns, DatasetRows, JudgeBatches, LabelRows, SpanRows, TraceRo
                 check_version(con, self.where)  # a team store another cobalt may have moved on (or not yet)
                 _VERSION_CHECKED.add(self.key)
             yield con
+
+    def hold_open(self, *, wait: float = 0.0) -> Callable[[], None] | None:
+        """Keep a DuckDB store file open in this process until the returned function is called: the
+        connections of this process share it meanwhile, so a write opens nothing (`_duckdb.hold`); other
+        processes wait until it is released. None when the file is held elsewhere past `wait` seconds, and
+        for a team store, whose connections are kept open already."""
+        hold = getattr(self.backend, "hold", None)
+        if hold is None:
+            return None
+        try:
+            release: Callable[[], None] = hold(wait)
+        except StoreError:
+            return None
+        return release
 
     def ensure_schema(self) -> None:
         """Create the tables, and add the columns an older store lacks (checked once per process)."""

@@ -226,12 +226,19 @@ def insert_file(con: Any, table: str, path: Path, longest: int) -> None:
     con.execute(f"INSERT INTO {table} ({', '.join(COLUMNS[table])}) {read_rows_sql(table, longest)}", [str(path)])
 
 
+#: One encoder for every row (`json.dumps` with arguments builds a new one a call).
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str, allow_nan=False)
+
+
 def _line(row: dict[str, Any], columns: list[str]) -> str:
-    values = {c: finite(row.get(c)) for c in columns}
+    values = {c: row.get(c) for c in columns}
+    for c, value in values.items():  # `finite` inline: this runs for every row the store takes
+        if isinstance(value, float) and not math.isfinite(value):
+            values[c] = None
     if "cut_values" in values and values["cut_values"] is None:
         values["cut_values"] = {}  # a row written now says what was cut: nothing (`_values.restore`)
     try:
-        return json.dumps(values, ensure_ascii=False, default=str, allow_nan=False)
+        return _ENCODER.encode(values)
     except ValueError:  # a NaN or infinity inside a JSON value: kept as its text ("NaN")
         return json.dumps(_nan_as_text(values), ensure_ascii=False, default=str)
 
