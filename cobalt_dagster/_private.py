@@ -5,9 +5,10 @@ No public API does these things: open an instance with overrides to its `dagster
 compute-log capture for in-process CLI runs), name the code-location origin of a job that `cobalt
 serve` loads (so the UI files a run made outside the webserver with the served job), and execute a
 run that was created on the instance (a recording keeps the run id it noted in the store first); read the
-Dagster event a console log record carries (cobalt's console logger prints a failed gate on one line); and
-for `cobalt serve`'s one code server, the location name of its target, whether it answers yet and how often
-the webserver and daemon ask it for its id.
+Dagster event a console log record carries (cobalt's console logger prints a failed gate on one line);
+read the key of the step an op runs in (a shard counts how often it was handed out); and for `cobalt
+serve`'s one code server, the location name of its target, whether it answers yet and how often the
+webserver and daemon ask it for its id.
 Raising the pin means re-running that test against the new minor.
 """
 
@@ -65,6 +66,11 @@ def log_record_event(record: logging.LogRecord) -> dg.DagsterEvent | None:
     from dagster._core.log_manager import get_log_record_metadata, has_log_record_metadata
 
     return get_log_record_metadata(record)["dagster_event"] if has_log_record_metadata(record) else None
+
+
+def step_key(context: dg.OpExecutionContext) -> str:
+    """The key of the step `context` runs in, mapping key included (`asset.op[3]`), as its events name it."""
+    return str(context.get_step_execution_context().step.key)
 
 
 def location_name(kind: str, target: str, root: str) -> str:

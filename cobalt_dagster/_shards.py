@@ -28,13 +28,19 @@ from cobalt_lib.run import Shard, ShardDone, cut, run_shard, start_run
 from cobalt_lib.store import Exchange
 
 from ._metadata import stored_counts_metadata
+from ._private import step_key
 from ._replay import EXECUTED, stored_report
 from ._resource import CobaltResource, run_async
 from ._stages import mode_of
 
 #: Retries of a shard whose step failed (its process killed, its machine gone): each resumes from the
-#: items the shard's files already hold.
+#: items the shard's files already hold. A shard starts at most `SHARD_RETRIES + 1` times in a run,
+#: whether Dagster retries it or a broker hands its task out again (celery, after its worker died).
 SHARD_RETRIES = 2
+
+#: The events of a step that starts (its first attempt, a Dagster retry) and of a retry Dagster grants.
+_STARTS = {dg.DagsterEventType.STEP_START, dg.DagsterEventType.STEP_RESTARTED}
+_RETRIED = dg.DagsterEventType.STEP_UP_FOR_RETRY
 
 
 def shard_assets(experiment: Experiment, name: str, parts: dg.DynamicPartitionsDefinition,
@@ -89,6 +95,14 @@ def _run_shard(experiment: Experiment, name: str, pool: str | None) -> dg.OpDefi
         config = cobalt.config()
         # The plan again, in this process (another one, maybe another machine): no store read.
         plan = cobalt.plan_for_run(experiment, shard.run_id, context.run.tags, None, config)
+        starts, died = _attempt(context)
+        if starts > SHARD_RETRIES + 1:  # a worker that dies never reports a failure: the broker hands it out again
+            _give_up(plan.store, shard.run_id)
+            raise dg.Failure(allow_retries=False, description=(
+                f"shard {shard.index} of cobalt run {shard.run_id} (positions {shard.start}-{shard.stop - 1} of "
+                f"its item keys) started {starts - 1} times and its worker process died in {died} of them "
+                "(SIGKILL, out of memory, its machine gone): cobalt gives up on it; find what kills it, then "
+                "re-execute the run from failure, which keeps the other shards' items."))
         try:
             done = run_async(run_shard(plan, shard, Exchange.for_config(config)))
         except BaseException as exc:
@@ -99,6 +113,18 @@ def _run_shard(experiment: Experiment, name: str, pool: str | None) -> dg.OpDefi
         return done
 
     return shard_op
+
+
+def _attempt(context: dg.OpExecutionContext) -> tuple[int, int]:
+    """How often this step has started in this run, this start included, and how many of the earlier
+    starts ended in their process's death (neither a success nor a failure Dagster retried). On the
+    multiprocess executor a start is an attempt; on celery, acknowledged late, a worker's death puts
+    the task back on the queue, and each delivery starts the step again (its own STEP_START)."""
+    key = step_key(context)
+    records = context.instance.get_records_for_run(run_id=context.run_id, of_type={*_STARTS, _RETRIED}).records
+    kinds = [r.event_log_entry.dagster_event_type for r in records if r.event_log_entry.step_key == key]
+    starts = sum(kind in _STARTS for kind in kinds)
+    return starts, starts - 1 - kinds.count(_RETRIED)
 
 
 def _give_up(store: Any, run_id: str) -> None:

@@ -22,6 +22,7 @@ from slowdown import scaled
 from test_shards import SHARD_STEP, add_partition, gate_verdicts, once_each, steps
 
 import cobalt_dagster
+from cobalt_dagster._shards import SHARD_RETRIES
 from cobalt_lib import Store, load_config
 from cobalt_lib.store import Exchange
 
@@ -154,10 +155,7 @@ def test_a_shard_whose_celery_worker_is_killed_runs_again_from_its_committed_par
                         tags={"dagster/partition": partition}) as result:
         assert result.success
     assert not (sharded / "kill-once-4").exists()  # the kill happened
-    shard1 = f"{EXPERIMENT}_outputs_scores.{SHARD_STEP}[1]"
-    records = instance.get_records_for_run(run_id=result.run_id, of_type=dg.DagsterEventType.STEP_START).records
-    pids = [r.event_log_entry.dagster_event.pid for r in records  # type: ignore[union-attr]
-            if r.event_log_entry.step_key == shard1]
+    pids = started(instance, result.run_id, f"{EXPERIMENT}_outputs_scores.{SHARD_STEP}[1]")
     assert len(pids) == 2 and pids[0] != pids[1], pids  # a second process ran the shard after the first died
     # The broker handed the task out again: Dagster saw one attempt, never a retry or a failure.
     assert steps(instance, result.run_id, dg.DagsterEventType.STEP_UP_FOR_RETRY) == []
@@ -167,6 +165,47 @@ def test_a_shard_whose_celery_worker_is_killed_runs_again_from_its_committed_par
     assert len({p.name.rsplit("-", 1)[1] for p in parts}) == 2  # the second attempt resumed after the first's part
     assert once_each(Store.for_config(load_config(sharded)), partition) == ([(i, 0) for i in range(ITEMS)], 2 * ITEMS)
     assert Store.for_config(load_config(sharded)).run_status(partition) == "completed"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("workers", ["prefork"], indirect=True)  # a pool process's task comes back at once
+def test_a_shard_that_kills_every_worker_is_handed_out_a_bounded_number_of_times(
+        sharded: Path, instance: dg.DagsterInstance, broker: str, workers: list[int]) -> None:
+    make_project(sharded, (sharded / "cobalt.toml").read_text())
+    (sharded / "kill-always-7").touch()  # shard 2's worker process SIGKILLs itself on item 7, every time
+    partition = add_partition(instance)
+    with dg.execute_job(reconstructable(sharded, executor="celery", broker=broker), instance=instance,
+                        tags={"dagster/partition": partition}) as result:
+        assert not result.success  # failed, not handed out for ever
+    shard2 = f"{EXPERIMENT}_outputs_scores.{SHARD_STEP}[2]"
+    pids = started(instance, result.run_id, shard2)
+    # Three pool processes died running it; a fourth, handed it again, gave it up; none a worker's own.
+    assert len(pids) == SHARD_RETRIES + 2 and len(set(pids)) == len(pids) and not set(pids) & set(workers), pids
+    [failure] = instance.get_records_for_run(run_id=result.run_id, of_type=dg.DagsterEventType.STEP_FAILURE).records
+    event = failure.event_log_entry.dagster_event
+    assert event is not None and event.step_key == shard2
+    assert event.step_failure_data.user_failure_data.description == (  # type: ignore[union-attr]
+        f"shard 2 of cobalt run {partition} (positions 6-7 of its item keys) started 3 times and its worker "
+        "process died in 3 of them (SIGKILL, out of memory, its machine gone): cobalt gives up on it; find what "
+        "kills it, then re-execute the run from failure, which keeps the other shards' items.")
+    assert steps(instance, result.run_id, dg.DagsterEventType.STEP_UP_FOR_RETRY) == []
+    assert f"{EXPERIMENT}_outputs_scores.{EXPERIMENT}_merge" not in steps(
+        instance, result.run_id, dg.DagsterEventType.STEP_START)
+    exchange = Exchange.for_config(load_config(sharded))
+    assert [[k for p in exchange.parts(partition, n) for k in p.keys] for n in (0, 1)] == [
+        [(0, 0), (1, 0), (2, 0)], [(3, 0), (4, 0), (5, 0)]]  # the other shards' items are kept for a re-execution
+    assert {k for p in exchange.parts(partition, 2) for k in p.keys} <= {(6, 0)}
+    store = Store.for_config(load_config(sharded))
+    assert store.run_status(partition) == "incomplete"  # its lease ended with the shard given up: resumable now
+    assert once_each(store, partition) == ([], 0)
+
+
+def started(instance: dg.DagsterInstance, run_id: str, step: str) -> list[int | None]:
+    """The pids of the processes that started `step` in the run, in order (a STEP_START each)."""
+    records = instance.get_records_for_run(run_id=run_id, of_type=dg.DagsterEventType.STEP_START).records
+    return [r.event_log_entry.dagster_event.pid for r in records  # type: ignore[union-attr]
+            if r.event_log_entry.step_key == step]
 
 
 @pytest.fixture
