@@ -11,8 +11,8 @@ Reported: each path's wall time, items per second and CPU per item (the `cobalt 
 Dagster steps' processes plus the orchestrating one, and their ratio to the library path's); the
 largest peak RSS of any Dagster step process (and of the orchestrating process); each step's duration
 from its step events; and the per-shard overhead: a run of `--probe` items in `--probe` one-item
-shards against the same items in one shard (the extra wall time and CPU per extra shard: a step's launch, imports, plan, files;
-`--probe 0` skips it).
+shards against the same items in one shard (the extra wall time and CPU per extra shard: a step's
+launch, imports, plan, files; `--probe 0` skips it).
 
     .venv/bin/python benchmarks/dagster_shards.py                         # 100,000 items
     .venv/bin/python benchmarks/dagster_shards.py --n 10000 --shard-items 2500
