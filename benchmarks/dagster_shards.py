@@ -7,10 +7,12 @@ evaluator calls `tests/fakellm.py` (a separate process), run twice in a temporar
 - `dagster`: the experiment's job executed by Dagster on its multiprocess executor with
   `[dagster] shard_items = --shard-items` (default 25,000), as a schedule or `cobalt request` runs it.
 
-Reported: each path's wall time and items per second; the largest peak RSS of any Dagster step
-process (and of the orchestrating process); `merge`'s duration from its step events; and the
-per-shard overhead: a run of `--probe` items in `--probe` one-item shards against the same items
-in one shard (the extra wall time and CPU per extra shard: a step's launch, imports, plan, files).
+Reported: each path's wall time, items per second and CPU per item (the `cobalt run` process; the
+Dagster steps' processes plus the orchestrating one, and their ratio to the library path's); the
+largest peak RSS of any Dagster step process (and of the orchestrating process); each step's duration
+from its step events; and the per-shard overhead: a run of `--probe` items in `--probe` one-item
+shards against the same items in one shard (the extra wall time and CPU per extra shard: a step's
+launch, imports, plan, files; `--probe 0` skips it).
 
     .venv/bin/python benchmarks/dagster_shards.py                         # 100,000 items
     .venv/bin/python benchmarks/dagster_shards.py --n 10000 --shard-items 2500
@@ -72,7 +74,13 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def _own_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def library(root: Path) -> float:
+    """Wall seconds of one `cobalt run` (its CPU is the caller's `children_cpu()` difference)."""
     started = time.perf_counter()
     subprocess.run([str(Path(sys.executable).parent / "cobalt"), "run", "experiments/bench.cobalt.py"], cwd=root,
                    check=True, capture_output=True, env={**os.environ, "COBALT_DAGSTER_RECORD": "off"})
@@ -116,17 +124,27 @@ def main() -> None:
     os.environ["OPENAI_API_KEY"] = "sk-bench"
     try:
         with tempfile.TemporaryDirectory(prefix="cobalt-shards-") as tmp:
+            lib_cpu = None
             if not args.skip_library:
+                cpu = children_cpu()
                 lib = library(make_project(Path(tmp) / "lib", port, args.n, args.shard_items, args.concurrency))
-                print(f"library path: {lib:.1f} s, {args.n / lib:.0f} items/s")
-            cpu = children_cpu()
+                lib_cpu = children_cpu() - cpu
+                print(f"library path: {lib:.1f} s, {args.n / lib:.0f} items/s, CPU {lib_cpu:.1f} s "
+                      f"({lib_cpu / args.n * 1000:.3f} ms per item)")
+            cpu, own_cpu = children_cpu(), _own_cpu()
             wall, spans = dagster_run(make_project(Path(tmp) / "dg", port, args.n, args.shard_items, args.concurrency))
+            steps_cpu, own_cpu = children_cpu() - cpu, _own_cpu() - own_cpu
             peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
             own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            total = steps_cpu + own_cpu
+            ratio = f", {total / lib_cpu:.2f}x the library path's" if lib_cpu else ""
             print(f"dagster path: {wall:.1f} s, {args.n / wall:.0f} items/s, step processes' CPU "
-                  f"{children_cpu() - cpu:.1f} s; largest step peak RSS {peak:.0f} MB, orchestrator {own:.0f} MB")
+                  f"{steps_cpu:.1f} s + orchestrator {own_cpu:.1f} s ({total / args.n * 1000:.3f} ms per item{ratio}); "
+                  f"largest step peak RSS {peak:.0f} MB, orchestrator {own:.0f} MB")
             for step, (start, end) in sorted(spans.items(), key=lambda kv: kv[1][0]):
                 print(f"  {step:60s} {end - start:7.2f} s")
+            if args.probe < 2:
+                return
             probes = []
             for shards in (1, args.probe):
                 root = make_project(Path(tmp) / f"probe{shards}", port, args.probe, args.probe // shards, 4)

@@ -15,8 +15,8 @@ import dagster as dg
 from cobalt_lib import AssertionResult, Experiment, Store
 from cobalt_lib.gates import Assertion
 from cobalt_lib.links import dagster_tags
-from cobalt_lib.run import finish_from_store, start_run
-from cobalt_lib.store import streamed_report
+from cobalt_lib.run import finish_from_exchange, start_run
+from cobalt_lib.store import Exchange, streamed_report
 
 from ._grading import GRADING_EXPERIMENT
 from ._metadata import aggregates_metadata, dataset_metadata, num, previous_report, previous_run
@@ -73,15 +73,17 @@ def _dataset(cobalt: "CobaltResource", context: dg.AssetExecutionContext,
 
 def _aggregates(cobalt: "CobaltResource", context: dg.AssetExecutionContext,
                 experiment: Experiment) -> dg.MaterializeResult:
-    """Finish the run from its stored rows (aggregates, verdicts, results JSON, run row); the items stream
-    through a disk spill, so memory stays flat in the number of items."""
+    """Finish the run (aggregates, verdicts, results JSON, run row) from its shards' partials, merged
+    exactly (`finish_from_exchange`: no item read back from the store; from the store when the parts do
+    not hold the whole run); the items stream through a disk spill, so memory stays flat in their number."""
     store, run_id = cobalt.store(), context.partition_key
     with store.reading():  # the step's reads over one connection (finishing the run leaves the previous one)
         run = store.get_run(run_id)
         previous = previous_run(store, experiment.name, run_id)
     plan = cobalt.plan_for_run(experiment, run_id, context.run.tags, run)
     # Its duration: the working time the shards stored (merge set it), read with the run row above.
-    report = finish_from_store(plan, "completed", worked_ms=float(run.get("worked_ms") or 0.0) if run else None)
+    report = finish_from_exchange(plan, Exchange.for_config(plan.config), "completed",
+                                  worked_ms=float(run.get("worked_ms") or 0.0) if run else None)
     return dg.MaterializeResult(metadata=aggregates_metadata(report, plan.config,
                                                              previous_report(store, previous, run_id)))
 

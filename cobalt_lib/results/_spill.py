@@ -53,7 +53,10 @@ class ItemSpill:
         return len(self._offsets)
 
     def append(self, item: ItemResult) -> None:
-        data = item.model_dump_json(indent=2).encode("utf-8")
+        self.append_json(item.model_dump_json(indent=2).encode("utf-8"), item.index, item.run_index)
+
+    def append_json(self, data: bytes, index: int, run_index: int) -> None:
+        """An item already as its indented JSON (a Dagster shard's, `run._partials`): written as given."""
         try:
             self._file.write(data)
         except BaseException:
@@ -62,8 +65,8 @@ class ItemSpill:
             raise
         self._offsets.append(self._end)
         self._lengths.append(len(data))
-        self._keys[0].append(item.index)
-        self._keys[1].append(item.run_index)
+        self._keys[0].append(index)
+        self._keys[1].append(run_index)
         self._end += len(data)
 
     def items(self) -> StoredItems:

@@ -9,6 +9,7 @@ same functions item by item in `execute`:
     items = await stream(plan, items, rescore_step, tables=("scores",))             # stage 2
     report = finish(plan, items, "completed")           # stages 3 and 4, results JSON, run row
     report = finish_from_store(plan, "completed")       # ... or over the rows stored, read in chunks
+    report = finish_from_exchange(plan, exchange, "completed")  # ... or a sharded run's partials, merged
 
 While a process works on a run it renews the run's lease in the store (`with lease(store, run_id):`,
 which `execute`, `stream` and `finish_from_store` hold); a `running` run whose lease expired reads
@@ -29,6 +30,7 @@ from ._daemon_requests import REQUESTS_DIR, local_instance_exists, requests_dir,
 from ._execute import RunInterrupted, agent_step, execute, finish, full_step, rescore_step, start_run, stream
 from ._group import execute_group, new_group_id
 from ._lease import LeaseRenewer, lease
+from ._partials import finish_from_exchange
 from ._plan import RunPlan, new_run_id, prepare
 from ._requests import FailedItemsRun, FreshRun, PartitionRun, RescoreRun, ResumeRun, RunRequest
 from ._resume import failed_request, resume_request
@@ -65,6 +67,7 @@ __all__ = [
     "execute_group",
     "failed_request",
     "finish",
+    "finish_from_exchange",
     "finish_from_store",
     "full_step",
     "item_keys",

@@ -1,5 +1,6 @@
 """One shard of a run Dagster launched: the library engine's pipelining over a range of the run's items,
-its rows written to the shard's own files in the exchange instead of the store.
+its rows written to the shard's own files in the exchange instead of the store, each part with its
+aggregate partial (`_partials`), so the run's aggregates need not read its items back.
 
 A shard is a range of positions in the run's item keys (`item_keys` order), so what crosses
 process boundaries is four numbers. A retried shard reads the keys its committed parts hold and
@@ -20,6 +21,7 @@ from typing import Any
 from ..results._report import ExperimentReport, ItemResult
 from ..store._exchange import Exchange
 from ._execute import Counted, full_step, stream
+from ._partials import Partial
 from ._plan import RunPlan
 from ._stages import item_keys
 
@@ -88,6 +90,7 @@ class ShardWriter:
         self._pending: dict[tuple[int, int], dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
         self._ready: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self._keys: list[tuple[int, int]] = []
+        self._partial = Partial()  # the part's aggregate partial: what `aggregates` merges (`_partials`)
         self._started = self._since = time.monotonic()
 
     def add(self, table: str, row: dict[str, Any]) -> None:
@@ -98,6 +101,7 @@ class ShardWriter:
         for table, rows in self._pending.pop(key, {}).items():
             self._ready[table].extend(rows)
         self._keys.append(key)
+        self._partial.add(item)
         open_for = part_seconds(self._since - self._started, self.part_seconds)
         if len(self._keys) >= self.part_items or time.monotonic() - self._since >= open_for:
             self._flush()
@@ -118,9 +122,11 @@ class ShardWriter:
     def _flush(self) -> None:
         if self._keys:
             name = f"part-{self._next:06d}-{self.attempt}"
-            self.exchange.write_part(self.shard.run_id, self.shard.index, name, self._keys, self._ready)
+            self.exchange.write_part(self.shard.run_id, self.shard.index, name, self._keys, self._ready,
+                                     partial=(self._partial.state(), self._partial.items_json()))
             self._next += 1
         self._ready, self._keys, self._since = defaultdict(list), [], time.monotonic()
+        self._partial = Partial()
 
 
 async def run_shard(plan: RunPlan, shard: Shard, exchange: Exchange) -> ShardDone:

@@ -6,11 +6,15 @@ extra), so shards on different machines meet in object storage. Layout, one fold
     <exchange>/<run_id>/shard-00003/part-000002-<attempt>.scores.parquet
                                     part-000002-<attempt>.outputs.parquet
                                     part-000002-<attempt>.spans.parquet   the agent calls' spans
+                                    part-000002-<attempt>.tally.json      its aggregate partial
+                                    part-000002-<attempt>.items.json      its items, as the results
+                                                                          file holds them
                                     part-000002-<attempt>.json      the commit marker: the part's item keys
                                                                     and tables
                                     work-<attempt>.json             the attempt's working time
 
-A part holds whole items only, written scores first, outputs next, the marker last, each file
+A part holds whole items only, written scores first, outputs next, its partial (`run._partials`:
+what `aggregates` merges instead of reading the items back), the marker last, each file
 whole (a rename on a disk, one PUT in object storage): a part without its marker is ignored, so a
 shard killed mid-write leaves nothing half-read. A retried shard reads its markers and runs only
 the items they lack. Parquet is written by DuckDB from a local temporary file, then moved or
@@ -43,6 +47,8 @@ if TYPE_CHECKING:
 EXCHANGE_DIR = "exchange"
 #: The tables a part holds, in the order they are written (the marker last commits them).
 PART_TABLES = ("scores", "spans", "outputs")
+#: A part's aggregate partial (`run._partials`): its tally's state, then its items' JSON.
+PARTIAL_FILES = ("tally.json", "items.json")
 _PART = re.compile(r"part-(\d{6})-([0-9a-f]+)\.json$")
 
 
@@ -55,6 +61,8 @@ class Part:
     keys: list[tuple[int, int]]
     #: The tables it has files of (a part written before spans were collected has no spans file).
     tables: tuple[str, ...] = ("scores", "outputs")
+    #: Whether it has its aggregate partial (`tally.json`, `items.json`; a part of an earlier cobalt has not).
+    partial: bool = False
 
     @property
     def number(self) -> int:
@@ -119,21 +127,39 @@ class Exchange:
             if _PART.search(rel):
                 base = rel.removesuffix(".json")
                 tables = tuple(t for t in PART_TABLES if f"{base}.{t}.parquet" in listed)
-                found.append(Part(int(rel.split("/")[-2].removeprefix("shard-")), Path(rel).stem, [], tables))
+                partial = all(f"{base}.{f}" in listed for f in PARTIAL_FILES)
+                found.append(Part(int(rel.split("/")[-2].removeprefix("shard-")), Path(rel).stem, [], tables, partial))
         return sorted(found, key=lambda p: (p.shard, p.number, p.name))
 
     def write_part(self, run_id: str, shard: int, name: str, keys: Sequence[tuple[int, int]],
-                   rows: dict[str, list[dict[str, Any]]]) -> None:
-        """Write one part: its scores, its outputs, then its marker (what commits it)."""
+                   rows: dict[str, list[dict[str, Any]]], partial: tuple[dict[str, Any], bytes] | None = None) -> None:
+        """Write one part: its scores, its outputs, its `partial` (tally state, items JSON) when given,
+        then its marker (what commits it)."""
         base = f"{self.shard_dir(run_id, shard)}/{name}"
         with tempfile.TemporaryDirectory(prefix="cobalt-part-") as tmp:
             for table in PART_TABLES:
                 local = Path(tmp) / f"{table}.parquet"
                 write_parquet(table, rows.get(table, []), local, values=self.values, limit=self.max_value_bytes)
                 self._put(local, f"{base}.{table}.parquet")
+            if partial is not None:
+                for file, data in zip(PARTIAL_FILES, (json.dumps(partial[0]).encode(), partial[1]), strict=True):
+                    local = Path(tmp) / file
+                    local.write_bytes(data)
+                    self._put(local, f"{base}.{file}")
             marker = Path(tmp) / "marker.json"
             marker.write_text(json.dumps({"keys": [list(k) for k in keys], "tables": list(PART_TABLES)}))
             self._put(marker, f"{base}.json")
+
+    def partials(self, run_id: str, parts: Sequence[Part], *, batch: int = 16,
+                 ) -> Iterator[tuple[dict[str, Any], bytes]]:
+        """Each part's partial (its tally state, its items' JSON), in the order of `parts`; from object
+        storage `batch` parts per call, their GETs concurrent."""
+        for start in range(0, len(parts), batch):
+            rels = [f"{self.shard_dir(run_id, p.shard)}/{p.name}.{f}" for p in parts[start:start + batch]
+                    for f in PARTIAL_FILES]
+            got = self._read_bytes(rels)
+            for k in range(0, len(got), 2):
+                yield json.loads(got[k]), got[k + 1]
 
     def write_work(self, run_id: str, shard: int, attempt: str, worked_ms: float) -> None:
         """The working time of one attempt of a shard (merge sums them into the run's)."""
@@ -213,7 +239,11 @@ class Exchange:
         return [str(p.relative_to(base)) for p in base.glob(pattern)]
 
     def _read_many(self, rels: Sequence[str]) -> list[str]:
-        """The files' texts, in order. From object storage in one call, the GETs concurrent (s3fs
+        """The files' texts, in order (`_read_bytes`)."""
+        return [data.decode() for data in self._read_bytes(rels)]
+
+    def _read_bytes(self, rels: Sequence[str]) -> list[bytes]:
+        """The files' bytes, in order. From object storage in one call, the GETs concurrent (s3fs
         gathers them): one at a time, a merge of 100 parts waited on 100 round trips."""
         if not rels:
             return []
@@ -223,8 +253,8 @@ class Exchange:
             got = fs.cat(paths, on_error="raise")
             # fsspec names the results by its own form of each path (no protocol); match on that.
             by_path = {fs._strip_protocol(path): data for path, data in got.items()}
-            return [bytes(by_path[fs._strip_protocol(path)]).decode() for path in paths]
-        return [(Path(self.location) / rel).read_text() for rel in rels]
+            return [bytes(by_path[fs._strip_protocol(path)]) for path in paths]
+        return [(Path(self.location) / rel).read_bytes() for rel in rels]
 
 
 def write_parquet(table: str, rows: list[dict[str, Any]], path: Path, *, values: Path,
