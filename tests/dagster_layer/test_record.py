@@ -6,12 +6,17 @@ Dagster project); the instance they are recorded in is the project's own `.cobal
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +24,7 @@ import dagster as dg
 import pytest
 
 import cobalt_dagster
+from cobalt_dagster._reload import GRADING_POLLS, RELOAD_MUTATION
 from cobalt_lib import Store, load_config
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "dagster_project"
@@ -315,8 +321,14 @@ def test_a_grading_run_is_recorded_by_the_sensor_like_any_run(judged_project: Pa
     llm.respond = lambda kind, body: text(json.dumps({"score": 1, "notes": "polite"}))
     config = load_config(root)
     assert not cobalt_dagster.build_definitions(root).resolve_all_asset_keys()  # no grading yet: no grading assets
-    outcome = grade(config, GradeOptions(input=root / "samples.jsonl", grader=Path("graders/tone.py"),
-                                         models=["openai/a"]))
+    with _webserver() as asked:
+        watcher = cobalt_dagster.DefinitionsWatcher(config, asked.url)  # what `cobalt serve` polls
+        assert _reloads(watcher, asked, 3 * GRADING_POLLS) == 0  # no grading run: nothing to load
+        outcome = grade(config, GradeOptions(input=root / "samples.jsonl", grader=Path("graders/tone.py"),
+                                             models=["openai/a"]))
+        # The first grading run: its assets join the Definitions, so the code location reloads, once.
+        assert _reloads(watcher, asked, 3 * GRADING_POLLS) == 1
+        assert asked.bodies == [{"query": RELOAD_MUTATION}]
     assert outcome.passed
     defs = cobalt_dagster.build_definitions(root)
     with cobalt_dagster.local_instance(config) as instance:
@@ -332,6 +344,48 @@ def test_a_grading_run_is_recorded_by_the_sensor_like_any_run(judged_project: Pa
     assert [(name, passed) for name, passed, *_ in view["checks"]] == [
         ("gate_error_rate_max_100", True), ("gate_every_evaluator_scored", True)]
     assert list(Store.for_config(config).dagster_runs_of([outcome.run_id])) == [outcome.run_id]
+
+
+@dataclass
+class _Asked:
+    """A stand-in for the Dagster webserver's GraphQL endpoint: the queries it was sent."""
+
+    url: str
+    bodies: list[dict[str, Any]] = field(default_factory=list)
+
+
+@contextlib.contextmanager
+def _webserver() -> Iterator[_Asked]:
+    asked: list[_Asked] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            asked[0].bodies.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(b'{"data": {"reloadWorkspace": {"__typename": "Workspace"}}}')
+
+        def log_message(self, *args: Any) -> None:  # no line per request on the test's output
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    asked.append(_Asked(f"http://127.0.0.1:{server.server_address[1]}"))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield asked[0]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _reloads(watcher: cobalt_dagster.DefinitionsWatcher, asked: _Asked, polls: int) -> int:
+    """How many reloads `polls` of the watcher's loop asked for (each answered before `poll` returns)."""
+    before = len(asked.bodies)
+    asks = sum(watcher.poll() for _ in range(polls))
+    assert len(asked.bodies) - before == asks
+    return asks
 
 
 def test_materialising_a_grading_partition_from_dagster_fails_saying_to_run_cobalt_grade(
