@@ -51,7 +51,6 @@ ALLOWED = {
     # a run's plan pairs items with their variants and conversations whether or not the experiment has any
     # (run._plan builds both), and the experiment's declaration takes `variants=`
     "cobalt_lib.experiments._variants", "cobalt_lib.run._variant", "cobalt_lib.run._conversation",
-    "cobalt_lib.ops._variants",  # `cobalt run`'s use case runs a variant grid as a group of plans
     "cobalt_lib.results._conversation",  # an item's result holds its transcript (empty for a one-turn item)
     # the evaluators read an item's turns (a one-turn item is a conversation of one), and the run loop
     # simulates the user of a conversational item

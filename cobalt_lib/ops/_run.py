@@ -24,15 +24,16 @@ from .._testing import pause_point
 from ..config._config import Config, RecordMode
 from ..experiments._discovery import FilesDidNotLoad
 from ..experiments._experiment import Experiment
+from ..experiments._variants import check_variant_filter, variant_plans
 from ..gates._assertions import NoRegression
 from ..results._evaluation_identity import identity_changes, measurement_changes
 from ..results._report import ExperimentReport
 from ..run._execute import RunInterrupted, execute
+from ..run._group import run_group
 from ..run._plan import RunPlan, prepare
 from ..run._requests import FreshRun, ResumeRun
 from ..run._session import Observer
 from ._select import Selection, select_experiments, unused_thresholds
-from ._variants import check_variant_filter, run_group, variant_plans
 
 
 class RunOptions(BaseModel):

@@ -29,11 +29,11 @@ from ._calibration_view import calibration_view, gate_calibrations
 from ._charts import histogram
 from ._compare import compare_head, compare_page, paired_view, summary_view, unpaired_page
 from ._datasets import add_dataset_routes
-from ._groups import GROUP_ASSETS, group_view
+from ._groups import add_group_routes
 from ._guard import CSRF_HEADER, SAFE_METHODS, host_allowed, refusal, token_matches
 from ._labels import add_label_routes
 from ._queries import ITEMS_PER_PAGE, ItemQuery, RunFilters, item_detail, item_page, live_status, run_detail, runs_list
-from ._render import CSP, STATIC_FILES, render, static_text
+from ._render import HTML_HEADERS, STATIC_FILES, render, static_text
 from ._served import ThreadedServer
 from ._trends import trends_view
 
@@ -64,7 +64,6 @@ def create_app(config: Config) -> web.Application:
     app.add_routes([
         web.get("/", runs_page), web.get("/runs/{run_id}", run_page),
         web.get("/runs/{run_id}/items/{index}", item_link),
-        web.get("/groups/{group_id}", group_page), web.get("/groups/{group_id}/items/{index}", group_item_page),
         web.get("/compare", compare_route), web.get("/compare/summary", compare_summary),
         web.get("/trends", trends_page), web.get("/healthz", healthz),
         web.get("/api/runs/{run_id}/items", items_api), web.get("/api/runs/{run_id}/items/{index}", item_api),
@@ -73,14 +72,13 @@ def create_app(config: Config) -> web.Application:
         web.get("/static/{name}", static_file),
     ])
     add_label_routes(app, CONFIG)
+    add_group_routes(app, CONFIG)
     add_dataset_routes(app, CONFIG)
     return app
 
 
 def _html(body: str, status: int = 200) -> web.Response:
-    return web.Response(text=body, status=status, content_type="text/html",
-                        headers={"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
-                                 "Referrer-Policy": "no-referrer"})
+    return web.Response(text=body, status=status, content_type="text/html", headers=HTML_HEADERS)
 
 
 @web.middleware
@@ -289,24 +287,6 @@ def _dumps(value: Any) -> str:
     import json
 
     return json.dumps(value, default=str, ensure_ascii=False)
-
-
-async def group_page(request: web.Request) -> web.Response:
-    try:
-        offset = int(request.query.get("offset") or 0)
-    except ValueError:
-        raise ConfigError("The group page's offset must be a number.") from None
-    view = await _call(lambda: group_view(_config(request), request.match_info["group_id"], offset=offset))
-    return _html(render("group.html", extra=GROUP_ASSETS, dagster_home=dagster_url(_config(request)), **view))
-
-
-async def group_item_page(request: web.Request) -> web.Response:
-    try:
-        index = int(request.match_info["index"])
-    except ValueError:
-        raise ConfigError("An item of a run group is its dataset index, a number.") from None
-    view = await _call(lambda: group_view(_config(request), request.match_info["group_id"], item=index))
-    return _html(render("group.html", extra=GROUP_ASSETS, dagster_home=dagster_url(_config(request)), **view))
 
 
 async def trends_page(request: web.Request) -> web.Response:

@@ -23,6 +23,9 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' 
 #: The one stylesheet and the scripts (the labelling's are served by `_labels`).
 STATIC_FILES = ("pages.css", "pages.js", "conversation.js", "trace.js", "variants.js")
 
+#: The headers of every served HTML page.
+HTML_HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
+
 
 def static_text(name: str) -> str:
     return files("cobalt_lib.pages").joinpath("static", name).read_text(encoding="utf-8")
