@@ -25,13 +25,12 @@ from .._errors import CobaltError, ConfigError, StoreError
 from ..links import dagster_url
 from ..ops._session import PAGES_SESSION_FILE, pages_session
 from ..store._store import Store
-from ._calibration_view import calibration_view, gate_calibrations
 from ._charts import histogram
 from ._compare import compare_head, compare_page, paired_view, summary_view, unpaired_page
 from ._datasets import add_dataset_routes
+from ._grading import add_grading_routes, run_page_calibrations
 from ._groups import add_group_routes
 from ._guard import CSRF_HEADER, SAFE_METHODS, host_allowed, refusal, token_matches
-from ._labels import add_label_routes
 from ._queries import ITEMS_PER_PAGE, ItemQuery, RunFilters, item_detail, item_page, live_status, run_detail, runs_list
 from ._render import HTML_HEADERS, STATIC_FILES, render, static_text
 from ._served import ThreadedServer
@@ -71,7 +70,7 @@ def create_app(config: Config) -> web.Application:
         web.get("/api/csrf", csrf_api),
         web.get("/static/{name}", static_file),
     ])
-    add_label_routes(app, CONFIG)
+    add_grading_routes(app, CONFIG)
     add_group_routes(app, CONFIG)
     add_dataset_routes(app, CONFIG)
     return app
@@ -174,8 +173,7 @@ async def run_page(request: web.Request) -> web.Response:
     config = _config(request)
     view = await _call(run_detail, config, request.match_info["run_id"])
     run = view["run"]
-    view["calibrations"] = await _call(calibration_view, config, run)
-    view["gate_calibrations"] = await _call(gate_calibrations, config, view["gates"])
+    view.update(await _call(run_page_calibrations, config, run, view["gates"]))
     data = {"page": "run", "run_id": run["run_id"], "evaluators": view["evaluators"], "pass_marks": view["pass_marks"],
             "live": view["entry"].status == "running", "api": f"/api/runs/{quote(run['run_id'], safe='')}",
             "per_page": ITEMS_PER_PAGE, "counts": f"{view['counts']['done']}/{view['counts']['scored']}"}
