@@ -188,8 +188,8 @@ class _RunReporter:
 def _start(config: Config, resume: str | None, only_failed: str | None, selection: Selection,
            options: RunOptions, reporter: Observer | None) -> RunOutcome:
     """Resume the run `resume` names, or re-run the failed items of `only_failed`, else start fresh runs."""
-    from ..ops._resume import rerun_failed, resume_run
-
+    if resume or only_failed:
+        from ..ops._resume import rerun_failed, resume_run
     if resume:
         return resume_run(config, resume, selection, concurrency=options.concurrency, record=options.dagster,
                           observer=reporter, judge_batch=options.judge_batch)

@@ -18,7 +18,6 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from .._errors import ConfigError
-from ..run._group import new_group_id
 from ..run._plan import RunPlan
 from ..run._requests import FreshRun
 from ..run._variant import Variant
@@ -166,6 +165,8 @@ def variant_plans(experiment: Experiment, request: FreshRun, wanted: Sequence[st
     in one new run group; a single plan for an experiment without variants."""
     if not experiment.variants:
         return [plan(request)]
+    from ..run._group import new_group_id  # on use: a run without variants loads no run group
+
     group = new_group_id()
     chosen = select_variants(experiment.variants, wanted, f"experiment {experiment.name!r}")
     return [plan(replace(request, variant=v.name, group_id=group, run_id=None)) for v in chosen]

@@ -29,7 +29,6 @@ from ..gates._assertions import NoRegression
 from ..results._evaluation_identity import identity_changes, measurement_changes
 from ..results._report import ExperimentReport
 from ..run._execute import RunInterrupted, execute
-from ..run._group import run_group
 from ..run._plan import RunPlan, prepare
 from ..run._requests import FreshRun, ResumeRun
 from ..run._session import Observer
@@ -162,6 +161,8 @@ def run_plans(plans: list[RunPlan], observer: Observer | None = None, *, record:
         pause_point("before-run")
     except KeyboardInterrupt:
         raise RunInterrupted(plans[0].run_id, "not started") from None
+    from ..run._group import run_group  # on use: a run without variants loads no run group
+
     reports = run_group(plans, observer)
     if "inline" in modes:
         record_inline(plans[0].config, [r.id for r in reports], [plans[0].experiment])
