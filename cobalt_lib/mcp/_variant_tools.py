@@ -6,8 +6,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult
 from pydantic import Field
 
-from ..results._grid import VariantGrid
-from ..variants import grid_summary, variant_grid
+from ..variants import VariantGrid, grid_summary, variant_grid
 from ._budget import DEFAULT_TOKENS
 from ._common import BudgetArg, Project, budgeted, tool_errors
 from ._read_tools import READ_ONLY

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from ..config._config import Config
 from ..ops._refs import store_with_runs
-from ..results._grid import VariantGrid, build_grid
 from ..store._history import load_report
+from ._figures import VariantGrid, build_grid
 
 
 def variant_grid(config: Config, ref: str = "latest", *, experiment: str | None = None,

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..results._grid import VariantGrid
 from ..results._report import ExperimentReport, ItemResult
 from ..store._history import load_report
 from ..store._store import Store
+from ._figures import VariantGrid
 from ._grid import variant_grid
 
 if TYPE_CHECKING:

@@ -11,8 +11,8 @@ from rich.text import Text
 
 from ..render._console import plain_console
 from ..render._units import delta, delta_interval, duration, money, percent, score
-from ..results._grid import GridCell, GridRow, VariantGrid, build_grid
 from ..results._report import ExperimentReport
+from ._figures import GridCell, GridRow, VariantGrid, build_grid
 
 #: The style of each verdict word in a terminal cell.
 _STYLES = {"improved": "green", "regressed": "red", "no significant change": "", "not comparable": "dim",

@@ -8,10 +8,10 @@ from typing import IO, TYPE_CHECKING
 from rich.text import Text
 
 from ..render._terminal import LINE_LIMIT, TerminalReporter
-from ..results._grid import build_grid
 from ..results._report import ExperimentReport, ItemResult
 from ..store._history import load_report
 from ..store._store import Store
+from ._figures import build_grid
 from ._render import grid_console, grid_notes, grid_table
 
 if TYPE_CHECKING:
