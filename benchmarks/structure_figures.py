@@ -8,8 +8,10 @@ A module is grading's when its dotted name says so (`grad`, `calibrat`, `label`,
 calibration, the calibrated gate, labels, the studio, their commands, pages and renderers); a package
 is a top-level package of cobalt_lib (`grading`, `cli`, `ops`...). The words also catch
 `imports._graders` (the OpenAI Evals importer's graders) and `store._store_labels` (the labels' table),
-before and after alike. "Feature modules" in a run are the modules named for grading, the studio,
-variants or conversations (the words of tests/test_run_imports.py).
+before and after alike. A variants module's name holds `variant`, `group` or `grid` (run groups and
+their grid); a conversations module's `conversation`, `transcript`, `simulat` or `turn` (the per-turn
+evaluators among them). "Feature modules" in a run are the modules named for any of the three (the words
+of tests/test_run_imports.py, which adds nothing to them but `turn`).
 
 The run: a fresh interpreter runs the `cobalt` console script's code (`cobalt_lib.cli.main`) with
 `run` in a temporary project holding one experiment of four items and one exact-match evaluator, and
@@ -32,7 +34,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 GRADING_WORDS = ("grad", "calibrat", "label", "studio")
-FEATURE_WORDS = (*GRADING_WORDS, "variant", "conversation")
+VARIANT_WORDS = ("variant", "group", "grid")
+CONVERSATION_WORDS = ("conversation", "transcript", "simulat", "turn")
+#: Each feature: the words naming its modules, and its wing (the package meant to hold it).
+FEATURES = {"grading": (GRADING_WORDS, "grading"), "variants": (VARIANT_WORDS, "variants"),
+            "conversations": (CONVERSATION_WORDS, "conversations")}
+FEATURE_WORDS = (*GRADING_WORDS, *VARIANT_WORDS, *CONVERSATION_WORDS)
 
 EXPERIMENT = '''
 from cobalt_lib import Dataset, Evaluator, experiment
@@ -125,12 +132,13 @@ def archived(commit: str, into: Path) -> Path:
 
 
 def figures(label: str, modules: list[str], loaded: list[str]) -> None:
-    grading = named(modules, GRADING_WORDS)
     features = named(loaded, FEATURE_WORDS)
     print(f"{label}:")
-    held = sorted(packages(grading))
-    print(f"  grading: {len(grading)} modules in {len(held)} packages ({', '.join(held)}); "
-          f"{sum(m.startswith('cobalt_lib.grading') for m in grading)} in cobalt_lib/grading")
+    for feature, (words, wing) in FEATURES.items():
+        mine = named(modules, words)
+        held = sorted(packages(mine))
+        print(f"  {feature}: {len(mine)} modules in {len(held)} packages ({', '.join(held)}); "
+              f"{sum(m.startswith(f'cobalt_lib.{wing}') for m in mine)} in cobalt_lib/{wing}")
     print(f"  cobalt run imports {len(loaded)} of {len(modules)} cobalt_lib modules; "
           f"{len(features)} of them grading, studio, variant or conversation modules:")
     for name in features:

@@ -2,8 +2,9 @@
 
 The command line registers each command when it is used (`cobalt_lib.cli._app.LAZY_COMMANDS`), `ops` and
 `gates` import their names on use, so `cobalt run` for a one-evaluator experiment loads no grader, no
-calibration, no labels or studio use case, and of the variants and conversations only what the run loop
-itself needs. A new eager import of a feature module fails here, naming it.
+calibration, no labels or studio use case, no run group, grid or transcript renderer, no simulated user: of
+the variants and conversations only what the run loop itself needs. A new eager import of a feature module
+fails here, naming it.
 """
 
 from __future__ import annotations
@@ -43,19 +44,20 @@ from cobalt_lib.cli import main
 main()
 '''
 
-#: Words that name a feature's modules: grading (graders, calibration, labels, the studio), variants, conversations.
-FEATURE_WORDS = ("grad", "calibrat", "label", "studio", "variant", "conversation")
+#: Words that name a feature's modules: grading (graders, calibration, labels, the studio), variants (and their
+#: run groups and grids), conversations (and their transcripts and simulated user).
+FEATURE_WORDS = ("grad", "calibrat", "label", "studio", "variant", "group", "grid", "conversation", "transcript",
+                 "simulat")
 
-#: The feature modules a plain run does load, each because the run loop itself needs it:
+#: The feature modules a plain run does load, each because the run loop itself needs it (the engine's part of
+#: variants and conversations; their wings, `cobalt_lib.variants` and the conversations' renderers, stay out):
 ALLOWED = {
-    # a run's plan pairs items with their variants and conversations whether or not the experiment has any
-    # (run._plan builds both), and the experiment's declaration takes `variants=`
-    "cobalt_lib.experiments._variants", "cobalt_lib.run._variant", "cobalt_lib.run._conversation",
-    "cobalt_lib.ops._variants",  # `cobalt run`'s use case runs a variant grid as a group of plans
-    "cobalt_lib.results._conversation",  # an item's result holds its transcript (empty for a one-turn item)
-    # the evaluators read an item's turns (a one-turn item is a conversation of one), and the run loop
-    # simulates the user of a conversational item
-    "cobalt_lib.conversations", "cobalt_lib.conversations._spec", "cobalt_lib.conversations._simulator",
+    # a run's plan pairs items with their variant (none) and the experiment's declaration takes `variants=`
+    "cobalt_lib.experiments._variants", "cobalt_lib.run._variant",
+    # every item is a conversation of one or more turns: the run loop reads its spec (`conversations._spec`,
+    # not the simulated user) and an item's result holds its transcript (empty for a one-turn item)
+    "cobalt_lib.conversations", "cobalt_lib.conversations._spec", "cobalt_lib.run._conversation",
+    "cobalt_lib.results._conversation",
     # the store is one class over all its tables (labels and variants among them), opened by every run
     "cobalt_lib.store._store_labels", "cobalt_lib.store._store_variants",
 }
@@ -89,7 +91,12 @@ def test_a_plain_run_imports_no_feature_it_does_not_use(project: Path) -> None:
     assert commands == ["cobalt_lib.cli._app", "cobalt_lib.cli._common", "cobalt_lib.cli._run"]  # run's alone
 
 
-def test_the_feature_check_names_grading_modules() -> None:
+def test_the_feature_check_names_grading_variant_and_conversation_modules() -> None:
     grading = ["cobalt_lib.grading._grade", "cobalt_lib.grading.calibration._judge", "cobalt_lib.cli._studio",
-               "cobalt_lib.cli._grading", "cobalt_lib.grading.graders._deck"]
-    assert feature_modules([*grading, "cobalt_lib.ops._run", "cobalt_lib.store._store"]) == grading
+               "cobalt_lib.cli._grading", "cobalt_lib.grading.graders._deck", "cobalt_lib.pages._grading"]
+    variants = ["cobalt_lib.variants", "cobalt_lib.variants._reporter", "cobalt_lib.run._group", "cobalt_lib.cli._grid",
+                "cobalt_lib.pages._groups", "cobalt_lib.mcp._variant_tools"]
+    conversations = ["cobalt_lib.conversations._render", "cobalt_lib.conversations._simulator",
+                     "cobalt_lib.render._transcript"]
+    features = [*grading, *variants, *conversations]
+    assert feature_modules([*features, "cobalt_lib.ops._run", "cobalt_lib.store._store"]) == features

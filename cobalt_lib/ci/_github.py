@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..ops._pr_comment import ci_report_dir, clear_stopped, record_stopped
-from ..render._grid import group_markdowns
 from ..render._markdown import report_markdown
 from ..results._report import ExperimentReport
 
@@ -48,8 +47,11 @@ def github_outputs(reports: Sequence[ExperimentReport], config: Config | None = 
                     if report.id in written:
                         fh.write(f"HTML report: `{written[report.id]}` (the run page, self-contained; upload it "
                                  "with actions/upload-artifact)\n\n")
-                for grid in group_markdowns(reports):  # the variants of a run group, side by side
-                    fh.write(grid + "\n")
+                if any(report.group_id is not None for report in reports):  # the variants of a run group
+                    from ..variants import group_markdowns
+
+                    for grid in group_markdowns(reports):
+                        fh.write(grid + "\n")
         except OSError as exc:
             warnings.append(f"could not append to GITHUB_STEP_SUMMARY ({summary_path}): {exc.strerror or exc}")
     for report in reports:

@@ -13,9 +13,8 @@ from ._common import print_json, project_config
 def compare_group(group: str | None, runs: tuple[str | None, str | None], *, experiment: str | None,
                   quality: str | None, json_output: bool, markdown: bool, fail_on_regression: bool) -> None:
     """Print the grid of run group `group`; with `fail_on_regression`, exit 1 when a variant's cell is worse."""
-    from ..ops._variants import variant_grid
     from ..render._console import plain_console
-    from ..render._grid import grid_console, grid_markdown, grid_notes, grid_table
+    from ..variants import grid_console, grid_markdown, grid_notes, grid_table, variant_grid
 
     if group is None:
         raise ConfigError("--quality ranks the variants of a run group: give the group with --group GROUP.")

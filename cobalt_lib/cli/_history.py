@@ -95,6 +95,7 @@ def _fmt(value: float | None, sign: bool = False) -> str:
 
 
 def _print_comparison(c: Comparison) -> None:
+    from ..conversations import divergence_lines
     from ..render._compare import (
         change_item,
         ci_text,
@@ -107,7 +108,6 @@ def _print_comparison(c: Comparison) -> None:
         unpaired_summary,
         verdict_lines,
     )
-    from ..render._transcript import divergence_lines
 
     out = console()
     out.print(f"compare {c.run_b} ({c.experiment_b}) against baseline {c.run_a} ({c.experiment_a}): "

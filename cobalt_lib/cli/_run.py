@@ -18,8 +18,11 @@ if TYPE_CHECKING:
     from ..config._config import Config
     from ..ops._run import RunOptions, RunOutcome
     from ..ops._select import Selection
+    from ..results._report import ExperimentReport, ItemResult
     from ..run._execute import RunInterrupted
+    from ..run._plan import RunPlan
     from ..run._session import Observer
+    from ..variants import GroupReporter
 
 
 Resume = Annotated[str | None, typer.Option(
@@ -141,9 +144,7 @@ def _say_interrupted(exc: RunInterrupted) -> None:
 
 def _observer(json_output: bool, ci: bool, progress: IO[str] | None) -> Observer | None:
     """The terminal reporter (none with --json), wrapped by the JSON-lines writer of --progress-jsonl."""
-    from ..render._group_reporter import GroupReporter
-
-    reporter = None if json_output else GroupReporter(ci=ci)
+    reporter = None if json_output else _RunReporter(ci)
     if progress is None:
         return reporter
     from ..render._progress import ProgressLines
@@ -151,11 +152,44 @@ def _observer(json_output: bool, ci: bool, progress: IO[str] | None) -> Observer
     return ProgressLines(progress, reporter)
 
 
+class _RunReporter:
+    """The terminal reporter: the plain one, and for the runs of a run group the variants wing's group reporter,
+    imported when the group's first run starts (a run of an experiment without variants loads no variant module)."""
+
+    def __init__(self, ci: bool) -> None:
+        from ..render._terminal import TerminalReporter
+
+        self.plain, self.ci = TerminalReporter(ci=ci), ci
+        self._groups: GroupReporter | None = None
+
+    def on_start(self, plan: RunPlan) -> None:
+        self.plain.on_start(plan)
+
+    def on_item(self, item: ItemResult) -> None:
+        self.plain.on_item(item)
+
+    def on_finish(self, report: ExperimentReport) -> None:
+        self.plain.on_finish(report)
+
+    def on_judge_calls(self, in_flight: int, answered: int) -> None:
+        self.plain.on_judge_calls(in_flight, answered)
+
+    def for_plan(self, plan: RunPlan) -> Observer:
+        """The observer of one variant's run in a group (`run._group` asks)."""
+        if plan.group_id is None or plan.variant is None:
+            return self
+        if self._groups is None:
+            from ..variants import GroupReporter
+
+            self._groups = GroupReporter(ci=self.ci, plain=self.plain)
+        return self._groups.for_plan(plan)
+
+
 def _start(config: Config, resume: str | None, only_failed: str | None, selection: Selection,
            options: RunOptions, reporter: Observer | None) -> RunOutcome:
     """Resume the run `resume` names, or re-run the failed items of `only_failed`, else start fresh runs."""
-    from ..ops._resume import rerun_failed, resume_run
-
+    if resume or only_failed:
+        from ..ops._resume import rerun_failed, resume_run
     if resume:
         return resume_run(config, resume, selection, concurrency=options.concurrency, record=options.dagster,
                           observer=reporter, judge_batch=options.judge_batch)

@@ -47,7 +47,7 @@ def _score(ev: Evaluation | None) -> str:
 
 def _items_table(shown: ShownRun) -> Table:
     """One row per item (per repeat: `3:1` is item 3's run index 1), flaky items marked `2 of 3 passed`."""
-    from ..render._transcript import transcript_summary
+    from ..conversations import transcript_summary
     from ..results._repeats import item_label
 
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
@@ -86,7 +86,7 @@ def _evaluation_lines(name: str, ev: Evaluation, pass_mark: Any) -> list[str]:
 
 def _item_text(shown: ShownRun, item: ItemResult) -> str:
     """Everything about one item (x run): input, expected and actual output, every evaluation, the rest."""
-    from ..render._transcript import transcript_lines
+    from ..conversations import transcript_lines
     from ..results._repeats import item_label
 
     latency = duration(item.latency_ms)

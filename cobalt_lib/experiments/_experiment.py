@@ -5,18 +5,20 @@ from __future__ import annotations
 import difflib
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from .._aio import run_anywhere
 from .._errors import ConfigError
 from ..config._config import Config, load_config
-from ..conversations._simulator import SimulatedUser
 from ..evaluators._evaluator import Evaluator
 from ..evaluators._itemchecks import with_item_checks
 from ..gates._assertions import RUN_METRICS, Assertion, ErrorRate
 from ..results._report import ExperimentReport
 from ._dataset import Dataset
 from ._variants import Variant, check_gate_variants, parse_variants, select_variants
+
+if TYPE_CHECKING:
+    from ..conversations._simulator import SimulatedUser
 
 _OPTIONS = frozenset({"evaluators", "runs", "concurrency", "judge_concurrency", "timeout", "tags", "assertions",
                       "description", "max_error_rate", "simulator", "variants", "baseline"})
@@ -96,7 +98,7 @@ class Experiment:
         self.assertions = list(assertions)
         #: The share of errors this experiment may have and pass; None: `[ci] max_error_rate` (default 0).
         self.max_error_rate = max_error_rate
-        if simulator is not None and not isinstance(simulator, SimulatedUser):
+        if simulator is not None and not _is_simulated_user(simulator):
             raise ConfigError(f"{where}: simulator must be a SimulatedUser(model=..., provider=...), got "
                               f"{simulator!r}.")
         #: Who plays the simulated users of conversation items (None: the judge's model and provider).
@@ -202,3 +204,10 @@ def experiment(name: str, dataset: Dataset | Iterable[Mapping[str, Any]], runner
         return declared
 
     return register(runner) if runner is not None else register
+
+
+def _is_simulated_user(value: object) -> bool:
+    """Whether `value` is a `SimulatedUser` (its module loads only for an experiment that declares one)."""
+    from ..conversations._simulator import SimulatedUser
+
+    return isinstance(value, SimulatedUser)

@@ -12,12 +12,18 @@ from __future__ import annotations
 import difflib
 import itertools
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._errors import ConfigError
+from ..run._plan import RunPlan
+from ..run._requests import FreshRun
 from ..run._variant import Variant
+
+if TYPE_CHECKING:
+    from ._experiment import Experiment
 
 #: The longest variant name: it is a Dagster tag value and a column in every grid.
 MAX_NAME = 60
@@ -151,3 +157,24 @@ def check_gate_variants(gates: Iterable[Any], variants: Sequence[Variant], where
         hint = f"did you mean {close[0]!r}?" if close else f"variants are {', '.join(map(repr, names))}."
         raise ConfigError(f"{where}: gate {gate.name!r} names variant {named!r}, which is not one of its variants; "
                           f"{hint}")
+
+
+def variant_plans(experiment: Experiment, request: FreshRun, wanted: Sequence[str],
+                  plan: Callable[[FreshRun], RunPlan]) -> list[RunPlan]:
+    """One plan per variant of `experiment` that `wanted` keeps (all when empty; the baseline always), all
+    in one new run group; a single plan for an experiment without variants."""
+    if not experiment.variants:
+        return [plan(request)]
+    from ..run._group import new_group_id  # on use: a run without variants loads no run group
+
+    group = new_group_id()
+    chosen = select_variants(experiment.variants, wanted, f"experiment {experiment.name!r}")
+    return [plan(replace(request, variant=v.name, group_id=group, run_id=None)) for v in chosen]
+
+
+def check_variant_filter(experiments: Sequence[Experiment], wanted: Sequence[str]) -> None:
+    """`--variant` with no selected experiment that declares variants is a usage error, not a silent no-op."""
+    if wanted and not any(e.variants for e in experiments):
+        names = ", ".join(repr(e.name) for e in experiments) or "none"
+        raise ConfigError(f"--variant {wanted[0]!r}: none of the selected experiments ({names}) declares variants; "
+                          "declare variants=[...] in the experiment (docs/variants.md) or drop --variant.")

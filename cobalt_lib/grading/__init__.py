@@ -19,6 +19,7 @@ from .._lazy import lazy_names
 if TYPE_CHECKING:
     from ._calibrate import CalibrateOutcome, calibrate_evaluator, stored_judge_calibrations
     from ._calibrated import Calibrated, calibrated
+    from ._calibration_view import calibration_view, gate_calibrations, run_page_calibrations
     from ._grade import GradeOptions, GradeOutcome, GradeResult, grade
     from ._grader_draft import Drafted, default_model, draft_grader
     from ._grader_versions import Exported, GraderVersion, comparison, export_grader, export_version, grader_versions
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 _EXPORTS: dict[str, str] = {name: module for module, names in {
     "._calibrate": "CalibrateOutcome calibrate_evaluator stored_judge_calibrations",
     "._calibrated": "Calibrated calibrated",
+    "._calibration_view": "calibration_view gate_calibrations run_page_calibrations",
     "._grade": "GradeOptions GradeOutcome GradeResult grade",
     "._grader_draft": "Drafted default_model draft_grader",
     "._grader_versions": "Exported GraderVersion comparison export_grader export_version grader_versions",
@@ -53,6 +55,7 @@ __all__ = [
     "Studio",
     "calibrate_evaluator",
     "calibrated",
+    "calibration_view",
     "comparison",
     "current_labels",
     "default_model",
@@ -60,11 +63,13 @@ __all__ = [
     "export_grader",
     "export_lines",
     "export_version",
+    "gate_calibrations",
     "grade",
     "grader_versions",
     "import_labels",
     "label_queue",
     "run_labels",
+    "run_page_calibrations",
     "samples_from_labels",
     "set_label",
     "stored_judge_calibrations",

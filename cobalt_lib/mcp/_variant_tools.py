@@ -6,10 +6,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult
 from pydantic import Field
 
-from ..ops._variants import variant_grid
-from ..render._grid import cell_text, frontier_text, gates_text
-from ..render._units import money
-from ..results._grid import VariantGrid
+from ..variants import VariantGrid, grid_summary, variant_grid
 from ._budget import DEFAULT_TOKENS
 from ._common import BudgetArg, Project, budgeted, tool_errors
 from ._read_tools import READ_ONLY
@@ -37,13 +34,3 @@ def register(server: MCPServer, project: Project) -> None:
         with tool_errors():
             grid = variant_grid(project.config(), group, experiment=experiment, quality=quality)
         return budgeted(grid, grid_summary(grid), budget, "cobalt_variants(group=...) with fewer variants")
-
-
-def grid_summary(grid: VariantGrid) -> str:
-    """One line per variant: each evaluator's cell, cost, frontier and gates."""
-    lines = [f"{grid.experiment}: {len(grid.rows)} variants against {grid.baseline} (group {grid.group_id})"]
-    for row in grid.rows:
-        cells = "; ".join(f"{c.evaluator} {cell_text(c)}" for c in row.cells)
-        extra = ", ".join(x for x in (frontier_text(row), gates_text(row)) if x)
-        lines.append(f"{row.variant} (run {row.run_id}): {cells}; cost/item {money(row.cost_per_item)}; {extra}")
-    return "\n".join(lines)

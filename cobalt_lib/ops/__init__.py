@@ -56,10 +56,10 @@ if TYPE_CHECKING:
     )
     from ._select import Selection, resume_scope, select_experiments, unused_thresholds
     from ._show import ShownRun, is_failure, show_run
-    from ._variants import variant_grid
 
 #: Where each name lives; `__getattr__` imports its module on first use, so a command loads the use cases
-#: it calls and no others. Grading's use cases are the grading wing's (`cobalt_lib.grading`).
+#: it calls and no others. Grading's use cases are the grading wing's (`cobalt_lib.grading`), a run group's
+#: grid the variants wing's (`cobalt_lib.variants`).
 _EXPORTS: dict[str, str] = {name: module for module, names in {
     "..links": "compare_page_url dagster_asset_url dagster_check_name dagster_check_names dagster_check_url "
         "dagster_name dagster_run_url dagster_url pages_url run_page_url trends_page_url",
@@ -80,7 +80,6 @@ _EXPORTS: dict[str, str] = {name: module for module, names in {
         "run_plan write_baselines",
     "._select": "Selection resume_scope select_experiments unused_thresholds",
     "._show": "ShownRun is_failure show_run",
-    "._variants": "variant_grid",
 }.items() for name in names.split()}
 
 __all__ = [
@@ -156,7 +155,6 @@ __all__ = [
     "store_with_runs",
     "trends_page_url",
     "unused_thresholds",
-    "variant_grid",
     "write_baselines",
 ]
 

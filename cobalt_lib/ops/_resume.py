@@ -14,6 +14,7 @@ from ..config._config import Config
 from ..experiments._discovery import load_experiments
 from ..results._report import ExperimentReport
 from ..run._execute import execute
+from ..run._group import is_group_id
 from ..run._plan import prepare
 from ..run._requests import RescoreRun
 from ..run._resume import failed_request, resume_request
@@ -23,7 +24,6 @@ from ..store._store import Store
 from ._refs import store_with_runs
 from ._run import RunOutcome, run_plan, run_plans
 from ._select import Selection, resume_scope
-from ._variants import is_group_id
 
 if TYPE_CHECKING:
     from ..experiments._experiment import Experiment

@@ -24,6 +24,7 @@ from .._testing import pause_point
 from ..config._config import Config, RecordMode
 from ..experiments._discovery import FilesDidNotLoad
 from ..experiments._experiment import Experiment
+from ..experiments._variants import check_variant_filter, variant_plans
 from ..gates._assertions import NoRegression
 from ..results._evaluation_identity import identity_changes, measurement_changes
 from ..results._report import ExperimentReport
@@ -32,7 +33,6 @@ from ..run._plan import RunPlan, prepare
 from ..run._requests import FreshRun, ResumeRun
 from ..run._session import Observer
 from ._select import Selection, select_experiments, unused_thresholds
-from ._variants import check_variant_filter, run_group, variant_plans
 
 
 class RunOptions(BaseModel):
@@ -161,6 +161,8 @@ def run_plans(plans: list[RunPlan], observer: Observer | None = None, *, record:
         pause_point("before-run")
     except KeyboardInterrupt:
         raise RunInterrupted(plans[0].run_id, "not started") from None
+    from ..run._group import run_group  # on use: a run without variants loads no run group
+
     reports = run_group(plans, observer)
     if "inline" in modes:
         record_inline(plans[0].config, [r.id for r in reports], [plans[0].experiment])

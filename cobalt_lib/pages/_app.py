@@ -26,15 +26,14 @@ from .._errors import CobaltError, ConfigError, StoreError
 from ..links import dagster_url
 from ..ops._session import PAGES_SESSION_FILE, pages_session
 from ..store._store import Store
-from ._calibration_view import calibration_view, gate_calibrations
 from ._charts import histogram
 from ._compare import compare_head, compare_page, paired_view, summary_view, unpaired_page
 from ._datasets import add_dataset_routes
-from ._groups import GROUP_ASSETS, group_view
+from ._grading import add_grading_routes, run_page_calibrations
+from ._groups import add_group_routes
 from ._guard import CSRF_HEADER, SAFE_METHODS, host_allowed, refusal, token_matches
-from ._labels import add_label_routes
 from ._queries import ITEMS_PER_PAGE, ItemQuery, RunFilters, item_detail, item_page, live_status, run_detail, runs_list
-from ._render import CSP, STATIC_FILES, render, static_text
+from ._render import HTML_HEADERS, STATIC_FILES, render, static_text
 from ._served import ThreadedServer
 from ._traces import add_trace_routes, worst_traces
 from ._trends import trends_view
@@ -66,7 +65,6 @@ def create_app(config: Config) -> web.Application:
     app.add_routes([
         web.get("/", runs_page), web.get("/runs/{run_id}", run_page),
         web.get("/runs/{run_id}/items/{index}", item_link),
-        web.get("/groups/{group_id}", group_page), web.get("/groups/{group_id}/items/{index}", group_item_page),
         web.get("/compare", compare_route), web.get("/compare/summary", compare_summary),
         web.get("/trends", trends_page), web.get("/healthz", healthz),
         web.get("/api/runs/{run_id}/items", items_api), web.get("/api/runs/{run_id}/items/{index}", item_api),
@@ -74,16 +72,15 @@ def create_app(config: Config) -> web.Application:
         web.get("/api/csrf", csrf_api),
         web.get("/static/{name}", static_file),
     ])
-    add_label_routes(app, CONFIG)
+    add_grading_routes(app, CONFIG)
+    add_group_routes(app, CONFIG)
     add_dataset_routes(app, CONFIG)
     add_trace_routes(app, CONFIG)
     return app
 
 
 def _html(body: str, status: int = 200) -> web.Response:
-    return web.Response(text=body, status=status, content_type="text/html",
-                        headers={"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
-                                 "Referrer-Policy": "no-referrer"})
+    return web.Response(text=body, status=status, content_type="text/html", headers=HTML_HEADERS)
 
 
 @web.middleware
@@ -179,8 +176,7 @@ async def run_page(request: web.Request) -> web.Response:
     config = _config(request)
     view = await _call(run_detail, config, request.match_info["run_id"])
     run = view["run"]
-    view["calibrations"] = await _call(calibration_view, config, run)
-    view["gate_calibrations"] = await _call(gate_calibrations, config, view["gates"])
+    view.update(await _call(run_page_calibrations, config, run, view["gates"]))
     view["worst_traces"] = await _call(worst_traces, config, run, view["evaluators"])
     data = {"page": "run", "run_id": run["run_id"], "evaluators": view["evaluators"], "pass_marks": view["pass_marks"],
             "live": view["entry"].status == "running", "api": f"/api/runs/{quote(run['run_id'], safe='')}",
@@ -293,24 +289,6 @@ def _dumps(value: Any) -> str:
     import json
 
     return json.dumps(value, default=str, ensure_ascii=False)
-
-
-async def group_page(request: web.Request) -> web.Response:
-    try:
-        offset = int(request.query.get("offset") or 0)
-    except ValueError:
-        raise ConfigError("The group page's offset must be a number.") from None
-    view = await _call(lambda: group_view(_config(request), request.match_info["group_id"], offset=offset))
-    return _html(render("group.html", extra=GROUP_ASSETS, dagster_home=dagster_url(_config(request)), **view))
-
-
-async def group_item_page(request: web.Request) -> web.Response:
-    try:
-        index = int(request.match_info["index"])
-    except ValueError:
-        raise ConfigError("An item of a run group is its dataset index, a number.") from None
-    view = await _call(lambda: group_view(_config(request), request.match_info["group_id"], item=index))
-    return _html(render("group.html", extra=GROUP_ASSETS, dagster_home=dagster_url(_config(request)), **view))
 
 
 async def trends_page(request: web.Request) -> web.Response:

@@ -10,11 +10,10 @@ import re
 from typing import Any
 
 from ..config._config import Config
+from ..conversations._render import diverged_at, transcript_text
 from ..datasets import with_version_diffs
 from ..ops._compare import CompareOutcome, _pairing_warnings, compare_stored, regression_reasons
 from ..ops._refs import resolve_pair
-from ..render._transcript import transcript_text
-from ..results._conversation import first_divergence, transcript_of
 from ..results._direction import gain
 from ..results._pairing import ItemPair, Unpaired, unpaired_items
 from ..results._report import ExperimentReport, ItemResult
@@ -186,14 +185,7 @@ def _row(pair: ItemPair) -> dict[str, Any]:
             "status_a": pair.status("a"), "status_b": pair.status("b"), "repeats_a": len(pair.a),
             "repeats_b": len(pair.b), "flaky_a": pair.flaky("a"), "flaky_b": pair.flaky("b"),
             "output_a": text_a, "output_b": text_b, "evaluators": evaluators,
-            "output_changed": text_a != text_b, "diverged": _diverged_at(pair)}
-
-
-def _diverged_at(pair: ItemPair) -> int | None:
-    """The turn from which a paired conversation's transcripts differ (None: not a conversation, or the same)."""
-    a, b = (transcript_of(side[0].output, side[0].metadata) for side in (pair.a, pair.b))
-    parted = first_divergence(a, b) if a is not None and b is not None else None
-    return parted.turn if parted else None
+            "output_changed": text_a != text_b, "diverged": diverged_at(pair.a[0], pair.b[0])}
 
 
 def _text(item: ItemResult) -> str:

@@ -17,7 +17,7 @@ from .._errors import CobaltError
 from ..datasets import add_from_run
 from ..grading._labels import who_default
 from ..store import Store
-from ._labels import _body, _loopback, _who
+from ._guard import is_loopback, json_body, person
 
 if TYPE_CHECKING:
     from ..config._config import Config
@@ -25,16 +25,16 @@ if TYPE_CHECKING:
 
 def add_dataset_routes(app: web.Application, config_key: web.AppKey[Config]) -> None:
     async def add_api(request: web.Request) -> web.Response:
-        if not _loopback(request.remote):
+        if not is_loopback(request.remote):
             return web.json_response({"error": "items are added to datasets only from this machine"}, status=403)
         index = request.match_info["index"]
-        body = await _body(request)
+        body = await json_body(request)
         if not index.isdigit() or body is None or not isinstance(body.get("dataset"), str):
             return web.json_response({"error": 'send {"dataset": NAME} as JSON to /api/runs/RUN/items/INDEX/dataset'},
                                      status=400)
         config = request.app[config_key]
         split = body.get("split") if isinstance(body.get("split"), str) and body.get("split") else None
-        who = _who(body.get("who")) or who_default(config.root)
+        who = person(body.get("who")) or who_default(config.root)
         try:
             outcome = await asyncio.to_thread(add_from_run, Store.for_config(config), body["dataset"].strip(),
                                               request.match_info["run_id"], [int(index)], split=split, who=who)

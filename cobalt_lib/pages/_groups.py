@@ -1,80 +1,54 @@
-"""The run-group page: the variant grid (as `cobalt compare --group`), and every variant's output for each item
-side by side, items paired by identity as `compare` pairs them."""
+"""The run-group pages: `GET /groups/GROUP` (the variant grid and the items side by side, a page of them from
+`?offset=N`) and `GET /groups/GROUP/items/N` (one item), and the group's report file. What they show is the
+variants wing's (`cobalt_lib.variants.group_view`); this module parses the request and renders."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import asyncio
+from typing import TYPE_CHECKING
 
-from ..ops._variants import variant_grid
-from ..results._grid import VariantGrid
-from ..results._report import ExperimentReport, ItemResult
-from ..store._history import load_report
-from ..store._store import Store
+from aiohttp import web
+
+from .._errors import ConfigError
+from ..links import dagster_url
+from ..variants._page import group_view
+from ._render import HTML_HEADERS, render
 
 if TYPE_CHECKING:
     from ..config._config import Config
 
 #: The group page's own script (its styles are in the one stylesheet, pages.css).
 GROUP_ASSETS = ("variants.js",)
-#: Items per page of the side-by-side list (a report file holds up to REPORT_ITEMS).
-GROUP_ITEMS_PER_PAGE = 25
+#: The items a group's report file holds.
 REPORT_ITEMS = 500
 
 
-def group_view(config: Config, ref: str, *, offset: int = 0, limit: int = GROUP_ITEMS_PER_PAGE,
-               item: int | None = None) -> dict[str, Any]:
-    """The grid, and `limit` items from `offset` (or the one item at dataset index `item`), each with every
-    variant's outputs and scores."""
-    grid = variant_grid(config, ref)
-    store = Store.for_config(config)
-    reports = {row.run_id: load_report(store, row.run_id) for row in grid.rows}
-    rows = side_by_side(grid, reports)
-    if item is not None:
-        rows = [r for r in rows if r["index"] == item]
-        if not rows:
-            from .._errors import ConfigError
+def add_group_routes(app: web.Application, config_key: web.AppKey[Config]) -> None:
+    async def group_page(request: web.Request) -> web.Response:
+        try:
+            offset = int(request.query.get("offset") or 0)
+        except ValueError:
+            raise ConfigError("The group page's offset must be a number.") from None
+        return await _page(request, offset=offset)
 
-            raise ConfigError(f"Run group {grid.group_id} has no item {item}.")
-    total = len(rows)
-    offset = max(0, min(offset, max(total - 1, 0)))
-    return {"grid": grid, "items": rows[offset:offset + limit], "total": total, "offset": offset, "limit": limit,
-            "single": item is not None}
+    async def group_item_page(request: web.Request) -> web.Response:
+        try:
+            index = int(request.match_info["index"])
+        except ValueError:
+            raise ConfigError("An item of a run group is its dataset index, a number.") from None
+        return await _page(request, item=index)
+
+    async def _page(request: web.Request, *, offset: int = 0, item: int | None = None) -> web.Response:
+        config = request.app[config_key]
+        view = await asyncio.to_thread(group_view, config, request.match_info["group_id"], offset=offset, item=item)
+        body = render("group.html", extra=GROUP_ASSETS, dagster_home=dagster_url(config), **view)
+        return web.Response(text=body, content_type="text/html", headers=HTML_HEADERS)
+
+    app.add_routes([web.get("/groups/{group_id}", group_page),
+                    web.get("/groups/{group_id}/items/{index}", group_item_page)])
 
 
 def group_report_html(config: Config, ref: str) -> str:
     """The group page of `ref` as one self-contained file: the grid and the first REPORT_ITEMS items."""
-    from ._render import render
-
     return render("group.html", static=True, extra=GROUP_ASSETS, dagster_home=None,
                   **group_view(config, ref, limit=REPORT_ITEMS))
-
-
-def side_by_side(grid: VariantGrid, reports: dict[str, ExperimentReport]) -> list[dict[str, Any]]:
-    """One row per item of the baseline variant (by dataset index), with each variant's repeats of that item
-    (matched by the item's identity); `differs`: the variants' outputs or scores are not all alike."""
-    by_variant = [(row.variant, _by_identity(reports[row.run_id].items)) for row in grid.rows]
-    base = reports[grid.rows[0].run_id]
-    seen: set[str] = set()
-    rows = []
-    for first in base.items:
-        key = first.item_id or str(first.index)
-        if key in seen:
-            continue
-        seen.add(key)
-        cells = [{"variant": name, "repeats": items.get(key, [])} for name, items in by_variant]
-        signatures = {_signature(items.get(key, [])) for _, items in by_variant}
-        rows.append({"index": first.index, "item_id": first.item_id, "input": first.input, "item": first.item,
-                     "cells": cells, "differs": len(signatures) > 1})
-    return rows
-
-
-def _signature(repeats: list[ItemResult]) -> str:
-    """What an item's repeats in one variant answered and scored: equal across variants, the item does not differ."""
-    return repr([(i.status, i.output, sorted((n, e.score) for n, e in i.evaluations.items())) for i in repeats])
-
-
-def _by_identity(items: Any) -> dict[str, list[ItemResult]]:
-    found: dict[str, list[ItemResult]] = {}
-    for item in items:
-        found.setdefault(item.item_id or str(item.index), []).append(item)
-    return found

@@ -12,7 +12,12 @@
 from __future__ import annotations
 
 import hmac
+import ipaddress
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from aiohttp import web
 
 #: The names a loopback server answers to, besides the address it was bound to.
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
@@ -49,3 +54,33 @@ def token_matches(given: str | None, token: str) -> bool:
 def refusal(status: int, what: str, port: int) -> tuple[int, str]:
     """The status and short plain-text body of a refused request."""
     return status, f"{what}: this server answers only http://127.0.0.1:{port} and its own pages.\n"
+
+
+#: The largest JSON request body the pages' writes read (a label's note of 4,000 characters fits with room to spare).
+MAX_BODY = 64 * 1024
+
+
+def is_loopback(remote: str | None) -> bool:
+    """Whether the client is on this machine (the pages' writes answer no other)."""
+    try:
+        return remote is not None and ipaddress.ip_address(remote.split("%")[0]).is_loopback
+    except ValueError:
+        return False
+
+
+async def json_body(request: web.Request) -> dict[str, Any] | None:
+    """The request's JSON object (None: another type, too large, not JSON, or not an object)."""
+    if request.content_type != "application/json" or (request.content_length or 0) > MAX_BODY:
+        return None
+    try:
+        body = await request.json()
+    except ValueError:
+        return None
+    return body if isinstance(body, dict) else None
+
+
+def person(value: object) -> str | None:
+    """The name the page asked its person for once (None: the server's own default, `who_default`)."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    return value.strip()[:200]

@@ -20,8 +20,11 @@ if TYPE_CHECKING:
 #: What the server's pages may load: their own script and stylesheet, and requests to their own API.
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
-#: The one stylesheet and the scripts (the labelling's are served by `_labels`).
+#: The one stylesheet and the scripts (the labelling's are served by `_grading`).
 STATIC_FILES = ("pages.css", "pages.js", "conversation.js", "trace.js", "variants.js")
+
+#: The headers of every served HTML page.
+HTML_HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
 
 
 def static_text(name: str) -> str:

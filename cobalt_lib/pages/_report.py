@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 from ..results._repeats import by_index, flaky_text, item_label
 from ..store._history import load_report
 from ..store._store import Store
-from ._calibration_view import calibration_view, gate_calibrations
 from ._charts import histogram
 from ._compare import compare_view, drawn_rows, unpaired_json
+from ._grading import run_page_calibrations
 from ._queries import ITEMS_PER_PAGE, item_json, run_detail, trace_json
 from ._render import render
 
@@ -38,8 +38,7 @@ def run_report_html(config: Config, ref: str) -> str:
             "live": False, "api": None, "per_page": ITEMS_PER_PAGE, "items": items}
     # A file read anywhere (a CI artifact) links to no server: no Dagster UI, no check, no other page.
     view["gates"] = [{**g, "dagster": None} for g in view["gates"]]
-    view["calibrations"] = calibration_view(config, run)
-    view["gate_calibrations"] = gate_calibrations(config, view["gates"])
+    view.update(run_page_calibrations(config, run, view["gates"]))
     return render("run.html", static=True, data=data, hist=histogram, dagster_home=None, **view)
 
 

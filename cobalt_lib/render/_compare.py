@@ -143,7 +143,7 @@ def comparison_markdown(c: Comparison) -> str:
     if c.flaky:
         parts.append("#### Flaky items\n\n" + "\n".join(f"- {flaky_line(f)}" for f in c.flaky))
     if c.conversations:
-        from ._transcript import divergence_lines
+        from ..conversations._render import divergence_lines
 
         head, *parted = divergence_lines(c)
         parts.append("#### Conversations\n\n" + head + "".join(f"\n- {line}" for line in parted))

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_names
 
 if TYPE_CHECKING:
+    from ..variants._figures import GridCell, GridRow, VariantGrid, build_grid
     from ._compare import Comparison, EvaluatorDelta, compare_reports
     from ._evaluation_identity import EvaluationIdentity, IdentityChange, identity_changes
-    from ._grid import GridCell, GridRow, VariantGrid, build_grid
     from ._identity import content_hash, duplicate_ids, item_identity
     from ._pairing import ItemPair, Unpaired, pair_items
     from ._repeats import flaky_text, item_label, repeat_passed
@@ -38,7 +38,8 @@ if TYPE_CHECKING:
 _EXPORTS: dict[str, str] = {name: module for module, names in {
     "._compare": "Comparison EvaluatorDelta compare_reports",
     "._evaluation_identity": "EvaluationIdentity IdentityChange identity_changes",
-    "._grid": "GridCell GridRow VariantGrid build_grid",
+    # a run group's grid is the variants wing's; its names stay here too, as they always were
+    "..variants._figures": "GridCell GridRow VariantGrid build_grid",
     "._identity": "content_hash duplicate_ids item_identity",
     "._pairing": "ItemPair Unpaired pair_items",
     "._repeats": "flaky_text item_label repeat_passed",

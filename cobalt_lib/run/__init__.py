@@ -21,14 +21,16 @@ How a run starts is a request object: `FreshRun`, `ResumeRun` (see `resume_reque
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .._aio import run_anywhere as run_coroutine
+from .._lazy import lazy_names
 from .._testing import pause_point
 from ._agent import AgentContext, Recorded, call_agent
 from ._aggregate import summarise
 from ._conversation import ConversationContext
 from ._daemon_requests import REQUESTS_DIR, local_instance_exists, requests_dir, write_run_request
 from ._execute import RunInterrupted, agent_step, execute, finish, full_step, rescore_step, start_run, stream
-from ._group import execute_group, new_group_id
 from ._lease import LeaseRenewer, lease
 from ._partials import finish_from_exchange
 from ._plan import RunPlan, new_run_id, prepare
@@ -39,6 +41,9 @@ from ._shard import Shard, ShardDone, cut, run_shard
 from ._stages import build_report, item_keys, judge_verdicts, produce, score
 from ._stored import finish_from_store
 from ._variant import Variant
+
+if TYPE_CHECKING:
+    from ._group import execute_group, new_group_id
 
 __all__ = [
     "REQUESTS_DIR",
@@ -90,3 +95,6 @@ __all__ = [
     "summarise",
     "write_run_request",
 ]
+
+#: A run group's names load on first use (a run of an experiment without variants runs no group).
+__getattr__, __dir__ = lazy_names(__name__, {"execute_group": "._group", "new_group_id": "._group"}, __all__, globals())

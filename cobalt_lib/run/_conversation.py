@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._timeouts import FinishedWhileCancelled
-from ..conversations._simulator import SimulatedUser, next_turn
 from ..conversations._spec import Conversation, Scenario, Script, conversation_of
 from ..llm._judge import Judge
 from ..llm._providers import Endpoint, import_sdks
@@ -55,6 +54,8 @@ def check_conversations(experiment: Experiment, config: Config, indices: Iterabl
         simulated = simulated or isinstance(conversation, Scenario)
     if not simulated:
         return None
+    from ..conversations._simulator import SimulatedUser  # on use: a run of no scenario loads no simulated user
+
     user = getattr(experiment, "simulator", None) or SimulatedUser()
     endpoint = user.endpoint(config)
     import_sdks([endpoint])
@@ -127,6 +128,8 @@ async def _user_message(session: Session, conversation: Conversation, turn: int,
         return conversation.opening, ""
     endpoint = spend.endpoint
     assert endpoint is not None, "a simulated conversation's plan resolves the simulated user's endpoint"
+    from ..conversations._simulator import next_turn
+
     asked = await next_turn(interactive_judge(session), endpoint, conversation, messages)
     spend.asked.append(asked.evaluation)
     if asked.done:

@@ -7,11 +7,13 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from .._aio import run_anywhere
+from .._errors import CobaltError
 from ..llm._cache import cache_key
 from ..llm._judge import Answer, Judge
 from ..llm._providers import Endpoint
 from ..results._report import ExperimentReport
-from ._execute import execute
+from ._execute import RunInterrupted, execute
 from ._plan import RunPlan, new_run_id
 from ._session import SHARED, Observer, Parts, judge_batches
 
@@ -73,3 +75,31 @@ def _observer_for(observer: Observer | None, plan: RunPlan) -> Observer | None:
     runs' progress interleaves; else `observer` itself."""
     split = getattr(observer, "for_plan", None)
     return split(plan) if split is not None else observer
+
+
+def is_group_id(ref: str) -> bool:
+    """Whether `ref` names a run group (`g-...`) rather than a run."""
+    return ref.startswith("g-")
+
+
+def run_group(plans: Sequence[RunPlan], observer: Observer | None = None) -> list[ExperimentReport]:
+    """The plans of one run group at once on the library engine; Ctrl-C is a `RunInterrupted` naming the group
+    (`cobalt run --resume GROUP` finishes its runs)."""
+    try:
+        return run_anywhere(execute_group(plans, observer))
+    except KeyboardInterrupt as exc:
+        group = plans[0].group_id or plans[0].run_id
+        # Ctrl-C may land once every run of the group is stored completed: say so, not that it waits for a
+        # --resume that would be refused
+        if all(_stored_status(plan) == "completed" for plan in plans):
+            raise RunInterrupted(group, "completed") from exc
+        if isinstance(exc, RunInterrupted):
+            raise
+        raise RunInterrupted(group) from exc
+
+
+def _stored_status(plan: RunPlan) -> str | None:
+    try:
+        return plan.store.run_status(plan.run_id)
+    except CobaltError:  # the store's trouble is said elsewhere; the group reads as interrupted
+        return None

@@ -15,8 +15,8 @@ from cobalt_lib import Config, ConfigError, Dataset, Evaluator, Store, experimen
 from cobalt_lib.cli._app import app
 from cobalt_lib.ops import RunOptions, Selection, resume_run, run_experiments
 from cobalt_lib.ops._compare import compare_runs
-from cobalt_lib.ops._variants import variant_grid
 from cobalt_lib.run import RunInterrupted
+from cobalt_lib.variants import variant_grid
 
 BASE, SMALL_V2, LARGE_V1, LARGE_V2 = ("model=small,prompt=v1", "model=small,prompt=v2", "model=large,prompt=v1",
                                       "model=large,prompt=v2")

@@ -1,7 +1,7 @@
 """What the run page shows of calibration: a grading run's own (per model: kappa with its interval, the
 agreement rates, the confusion matrix, the disagreements beside the sample and the notes, the verdict,
 the change against the previous grading of the same samples), and the calibrations `cobalt calibrate`
-stored for the run's evaluators."""
+stored for the run's evaluators. The pages' grading adapter (`pages/_grading.py`) serves it."""
 
 from __future__ import annotations
 
@@ -9,16 +9,22 @@ import re
 from typing import Any
 
 from ..config._config import Config
-from ..grading._calibrate import stored_judge_calibrations
-from ..grading._render_judge_calibration import figure_text
-from ..grading.calibration._metrics import SCALE
-from ..grading.calibration._models import Calibration, ModelCalibration
-from ..grading.calibration._stored import EXPERIMENT_PREFIX, grading_config, stored_calibrations
 from ..render._units import decimal, interval, percent, points, signed
 from ..store._store import Store
+from ._calibrate import stored_judge_calibrations
+from ._render_judge_calibration import figure_text
+from .calibration._metrics import SCALE
+from .calibration._models import Calibration, ModelCalibration
+from .calibration._stored import EXPERIMENT_PREFIX, grading_config, stored_calibrations
 
 #: Disagreements shown per model on the page.
 SHOWN = 25
+
+
+def run_page_calibrations(config: Config, run: dict[str, Any], gates: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the run page shows of calibration: `{"calibrations": calibration_view(...), "gate_calibrations":
+    gate_calibrations(...)}` for the run and its gates."""
+    return {"calibrations": calibration_view(config, run), "gate_calibrations": gate_calibrations(config, gates)}
 
 
 def calibration_view(config: Config, run: dict[str, Any]) -> dict[str, Any]:

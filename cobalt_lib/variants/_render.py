@@ -9,10 +9,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..results._grid import GridCell, GridRow, VariantGrid, build_grid
+from ..render._console import plain_console
+from ..render._units import delta, delta_interval, duration, money, percent, score
 from ..results._report import ExperimentReport
-from ._console import plain_console
-from ._units import delta, delta_interval, duration, money, percent, score
+from ._figures import GridCell, GridRow, VariantGrid, build_grid
 
 #: The style of each verdict word in a terminal cell.
 _STYLES = {"improved": "green", "regressed": "red", "no significant change": "", "not comparable": "dim",
@@ -89,3 +89,13 @@ def grid_markdown(grid: VariantGrid) -> str:
                   duration(row.latency_p95_ms), frontier_text(row), gates_text(row)]
         lines.append("| " + " | ".join(values) + " |")
     return "\n".join([*lines, "", *(f"_{note}_" for note in grid_notes(grid))]) + "\n"
+
+
+def grid_summary(grid: VariantGrid) -> str:
+    """One line per variant: each evaluator's cell, cost, frontier and gates."""
+    lines = [f"{grid.experiment}: {len(grid.rows)} variants against {grid.baseline} (group {grid.group_id})"]
+    for row in grid.rows:
+        cells = "; ".join(f"{c.evaluator} {cell_text(c)}" for c in row.cells)
+        extra = ", ".join(x for x in (frontier_text(row), gates_text(row)) if x)
+        lines.append(f"{row.variant} (run {row.run_id}): {cells}; cost/item {money(row.cost_per_item)}; {extra}")
+    return "\n".join(lines)

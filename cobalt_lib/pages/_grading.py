@@ -1,4 +1,6 @@
-"""The pages' one write: a person's label on an item, and what the labelling view reads.
+"""The pages' grading adapter: what the run page shows of calibration (the grading wing's
+`run_page_calibrations`), and the pages' one write, a person's label on an item, with what the labelling view
+reads.
 
 Routes: `GET /api/runs/RUN/labels` (the run's labels and each evaluator's scale), `GET
 /api/runs/RUN/queue?evaluator=NAME` (the labelling order and progress), `POST /api/runs/RUN/items/N/label`
@@ -10,13 +12,14 @@ Origin and a missing or wrong CSRF token; the write also answers only a client o
 from __future__ import annotations
 
 import asyncio
-import ipaddress
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
 from .._errors import ConfigError
+from ..grading._calibration_view import run_page_calibrations as run_page_calibrations
 from ..grading._labels import label_queue, run_labels, set_label
+from ._guard import is_loopback, json_body, person
 from ._render import static_text
 
 if TYPE_CHECKING:
@@ -24,11 +27,9 @@ if TYPE_CHECKING:
 
 #: The labelling view's own script (served pages only: a report file cannot write; its styles are in pages.css).
 LABEL_FILES = {"labels.js": "text/javascript", "datasets.js": "text/javascript"}
-#: The largest label request body (a note of 4,000 characters fits with room to spare).
-MAX_BODY = 64 * 1024
 
 
-def add_label_routes(app: web.Application, config_key: web.AppKey[Config]) -> None:
+def add_grading_routes(app: web.Application, config_key: web.AppKey[Config]) -> None:
     async def labels_api(request: web.Request) -> web.Response:
         run_id = request.match_info["run_id"]
         return web.json_response(await asyncio.to_thread(run_labels, request.app[config_key], run_id))
@@ -37,21 +38,21 @@ def add_label_routes(app: web.Application, config_key: web.AppKey[Config]) -> No
         evaluator = request.query.get("evaluator", "")
         # ?second=NAME: a second opinion for NAME, the items only one other person labelled first
         queue = await asyncio.to_thread(label_queue, request.app[config_key], request.match_info["run_id"], evaluator,
-                                        second_for=_who(request.query.get("second")))
+                                        second_for=person(request.query.get("second")))
         return web.json_response({**queue.model_dump(mode="json"), "progress": queue.progress})
 
     async def label_api(request: web.Request) -> web.Response:
-        if not _loopback(request.remote):
+        if not is_loopback(request.remote):
             return web.json_response({"error": "labels are set only from this machine"}, status=403)
         index = request.match_info["index"]
-        body = await _body(request)
+        body = await json_body(request)
         if not index.isdigit() or body is None:
             return web.json_response({"error": 'send {"evaluator": NAME, "value": ..., "note": "..."} as JSON to '
                                                "/api/runs/RUN/items/INDEX/label"}, status=400)
         try:
             label = await asyncio.to_thread(set_label, request.app[config_key], request.match_info["run_id"],
                                             int(index), str(body.get("evaluator") or ""), body.get("value"),
-                                            note=body.get("note") or "", who=_who(body.get("who")))
+                                            note=body.get("note") or "", who=person(body.get("who")))
         except ConfigError as exc:
             return web.json_response({"error": str(exc)}, status=400)
         return web.json_response({"label": label.model_dump(mode="json") if label else None},
@@ -67,27 +68,3 @@ def add_label_routes(app: web.Application, config_key: web.AppKey[Config]) -> No
     app.add_routes([web.get("/api/runs/{run_id}/labels", labels_api), web.get("/api/runs/{run_id}/queue", queue_api),
                     web.post("/api/runs/{run_id}/items/{index}/label", label_api),
                     web.get("/static/labels/{name}", static_api)])
-
-
-def _who(value: object) -> str | None:
-    """The name the page asked its person for once (None: the server's own default, `who_default`)."""
-    if not isinstance(value, str) or not value.strip():
-        return None
-    return value.strip()[:200]
-
-
-def _loopback(remote: str | None) -> bool:
-    try:
-        return remote is not None and ipaddress.ip_address(remote.split("%")[0]).is_loopback
-    except ValueError:
-        return False
-
-
-async def _body(request: web.Request) -> dict[str, Any] | None:
-    if request.content_type != "application/json" or (request.content_length or 0) > MAX_BODY:
-        return None
-    try:
-        body = await request.json()
-    except ValueError:
-        return None
-    return body if isinstance(body, dict) else None

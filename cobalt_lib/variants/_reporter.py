@@ -7,12 +7,12 @@ from typing import IO, TYPE_CHECKING
 
 from rich.text import Text
 
-from ..results._grid import build_grid
+from ..render._terminal import LINE_LIMIT, TerminalReporter
 from ..results._report import ExperimentReport, ItemResult
 from ..store._history import load_report
 from ..store._store import Store
-from ._grid import grid_console, grid_notes, grid_table
-from ._terminal import LINE_LIMIT, TerminalReporter
+from ._figures import build_grid
+from ._render import grid_console, grid_notes, grid_table
 
 if TYPE_CHECKING:
     from ..config._config import Config
@@ -48,8 +48,9 @@ class GroupReporter:
     group (`for_plan` gives each variant's run its own observer), one header, item lines named by
     variant, and, once every variant has finished, each variant's summary and the grid."""
 
-    def __init__(self, file: IO[str] | None = None, *, ci: bool = False, width: int | None = None) -> None:
-        self.plain = TerminalReporter(file, ci=ci, width=width)
+    def __init__(self, file: IO[str] | None = None, *, ci: bool = False, width: int | None = None,
+                 plain: TerminalReporter | None = None) -> None:
+        self.plain = plain or TerminalReporter(file, ci=ci, width=width)
         self.file, self.ci, self.width = file, ci, width
         self._started: dict[str, list[_VariantLines]] = {}  # group id -> its variants' reporters
         self._finished: dict[str, list[ExperimentReport]] = {}

@@ -14,9 +14,9 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from .._errors import ConfigError
-from ._compare import Verdict, compare_reports
-from ._direction import lower_is_better
-from ._report import ExperimentReport
+from ..results._compare import Verdict, compare_reports
+from ..results._direction import lower_is_better
+from ..results._report import ExperimentReport
 
 #: How a verdict reads in a grid cell: better or worse than the baseline variant, or neither.
 VERDICT_WORDS: dict[str, str] = {"improved": "better", "regressed": "worse",

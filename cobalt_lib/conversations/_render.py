@@ -1,15 +1,16 @@
 """A conversation item as text: its transcript turn by turn with each turn's scores, and where two
-runs' conversations diverged. The terminal (`cobalt show`, `cobalt compare`) and Markdown use these."""
+runs' conversations diverged. The terminal (`cobalt show`, `cobalt compare`), Markdown and the compare page use
+these; the commands and the page only call them."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+from .._numbers import count, duration, money, score
 from ..results._compare import Comparison
-from ..results._conversation import META, Divergence, transcript_of, turn_records
+from ..results._conversation import META, Divergence, first_divergence, transcript_of, turn_records
 from ..results._report import ItemResult, TurnScore
-from ._units import count, duration, money, score
 
 
 def transcript_lines(item: ItemResult) -> list[str] | None:
@@ -61,6 +62,15 @@ def transcript_summary(item: ItemResult) -> str | None:
     last = next((m for m in reversed(transcript) if m.get("role") == "assistant"), None)
     turns = count((len(transcript) + 1) // 2, "turn")
     return f"{turns} · last answer: {last.get('content')}" if last else f"{turns} · no answer"
+
+
+
+def diverged_at(a: ItemResult, b: ItemResult) -> int | None:
+    """The turn from which two runs' transcripts of one conversation differ (None: not a conversation, or the
+    same), as the compare page marks a pair."""
+    first, second = (transcript_of(item.output, item.metadata) for item in (a, b))
+    parted = first_divergence(first, second) if first is not None and second is not None else None
+    return parted.turn if parted else None
 
 
 def turn_score_text(name: str, t: TurnScore) -> str:
