@@ -23,6 +23,7 @@ from ._assets import ExperimentDefs, experiment_defs
 from ._automation import daemon_running, forget_daemon, request_run
 from ._code_server import daemon_command, shared_code_server, wait_for_code_server
 from ._component import CobaltComponent
+from ._console import pump as print_console
 from ._definitions import build_definitions, build_experiment_defs
 from ._gates import require_gates_passed
 from ._instance import dagster_home, forget_runs, local_instance
@@ -64,6 +65,7 @@ __all__ = [
     "forget_daemon",
     "forget_runs",
     "local_instance",
+    "print_console",
     "print_unrecorded",
     "record_runs",
     "request_run",

@@ -13,6 +13,7 @@ import secrets
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -138,9 +139,10 @@ def serve_dashboard(config: Config, port: int | None = None, *, open_browser: bo
         if code is not None:
             _wait_code_server(code.socket, children, lambda: stopping)
         webserver, daemon = dagster_commands(target if code is None else code.target)
-        children += [subprocess.Popen(webserver, env=inner_env, cwd=config.root, start_new_session=True),
-                     subprocess.Popen(daemon, env=env, cwd=config.root, start_new_session=True,
-                                      stdout=subprocess.DEVNULL)]
+        children += [_printed(subprocess.Popen(webserver, env=inner_env, cwd=config.root, start_new_session=True,
+                                               stderr=subprocess.PIPE)),
+                     _printed(subprocess.Popen(daemon, env=env, cwd=config.root, start_new_session=True,
+                                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))]
         if _wait_ready(url, children, lambda: stopping):
             typer.echo(f"cobalt pages:     {pages.login_url}\ndagster UI:       {url}  (Ctrl-C stops both)")
             if collector is not None:
@@ -249,8 +251,18 @@ def _wait_ready(url: str, children: list[subprocess.Popen[bytes]], stopping: Cal
 def _start_code_server(command: list[str], env: dict[str, str], root: Path) -> subprocess.Popen[bytes]:
     # Ctrl-C reaches it as SIGINT even where `cobalt serve` runs as a shell's background job (SIGINT
     # ignored, which a child inherits): dagster's webserver and daemon set their own handler, it does not.
-    return subprocess.Popen(command, env=env, cwd=root, start_new_session=True, stdout=subprocess.DEVNULL,
-                            preexec_fn=_default_sigint)
+    return _printed(subprocess.Popen(command, env=env, cwd=root, start_new_session=True, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, preexec_fn=_default_sigint))
+
+
+def _printed(child: subprocess.Popen[bytes]) -> subprocess.Popen[bytes]:
+    """`child`, its stderr printed on ours as it comes, a failed gate's stack trace trimmed to one line (the
+    runs of Dagster's own `__ASSET_JOB` print one: `cobalt_dagster._console`)."""
+    from cobalt_dagster import print_console
+
+    if child.stderr is not None:
+        print_console(child.stderr, sys.stderr)
+    return child
 
 
 def _default_sigint() -> None:

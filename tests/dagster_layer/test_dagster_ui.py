@@ -29,10 +29,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 COBALT = str(Path(sys.executable).parent / "cobalt")
 LOCATION = {"repositoryName": "__repository__", "repositoryLocationName": "definitions.py"}
-LATE = '''from cobalt_lib import Dataset, Evaluator, experiment
+#: An experiment file added while serving; its one item fails its gate (launched from the asset graph below).
+LATE = '''from cobalt_lib import Dataset, Evaluator, experiment, threshold
 
-@experiment("late-bot", Dataset([{"input": "hi", "expected_output": "hi"}]),
-            evaluators=[Evaluator(name="exact", type="exact-match")])
+@experiment("late-bot", Dataset([{"input": "hi", "expected_output": "bye"}]),
+            evaluators=[Evaluator(name="exact", type="exact-match")], assertions=[threshold("exact", 0.75)])
 def late_bot(ctx):
     return ctx.input
 '''
@@ -233,13 +234,19 @@ def test_metadata_has_units_links_and_the_verdict(session: Session) -> None:
         f"Quality gate exact >= 0.75 failed for run {failing}: exact = 0, must be at least 0.75")
 
 
-def test_an_experiment_file_added_while_serving_is_loaded_not_external(session: Session) -> None:
+def _late_bot_loaded(session: Session) -> list[str]:
+    """The jobs of the added experiment's assets, once the code location loaded them (the first is the one the
+    asset graph's "Materialize" launches)."""
     def loaded() -> list[str] | None:
         data = session.query("""{ assetNodeOrError(assetKey: {path: ["late_bot", "aggregates"]}) {
             __typename ... on AssetNode { jobNames } } }""")["assetNodeOrError"]
         return data.get("jobNames") or None
 
-    assert "late_bot_eval" in poll("the new experiment's assets", deadline_in(60), loaded)
+    return list(poll("the new experiment's assets", deadline_in(60), loaded))
+
+
+def test_an_experiment_file_added_while_serving_is_loaded_not_external(session: Session) -> None:
+    assert _late_bot_loaded(session) == ["__ASSET_JOB", "late_bot_eval"]  # by name: the UI launches the first
 
 
 def test_screenshots_of_the_partitions_tab_and_the_failed_run(session: Session, page: Any) -> None:
@@ -268,7 +275,7 @@ def test_the_serve_terminal_prints_info_and_above_and_a_failed_gate_on_one_line(
     assert " - DEBUG - " not in printed
     assert "Traceback" not in printed and "Stack Trace" not in printed
     failing = session.runs["failing"]
-    [step] = [line for line in printed.splitlines() if " - STEP_FAILURE - " in line]  # the one failed gate
+    [step] = [line for line in printed.splitlines() if " - STEP_FAILURE - " in line and failing in line]
     assert step.endswith(f"Quality gate exact >= 0.75 failed for run {failing}: exact = 0, must be at least 0.75")
 
 
@@ -280,12 +287,25 @@ LAUNCH_BACKFILL = """mutation($params: LaunchBackfillParams!) { launchPartitionB
     __typename ... on PythonError { message } } }"""
 #: What the asset graph's "Materialize all" of the support bot's group selects: cobalt's four assets and deploy.
 GROUP = [{"path": ["support_bot", stage]} for stage in ("dataset", "outputs", "scores", "aggregates", "deploy")]
+STAGES = ("dataset", "outputs", "scores", "aggregates")
 
 
 def _add_partition(session: Session, key: str) -> None:
     """The partitions dialog's "Add partition" (the run id is the partition key)."""
     added = session.query(ADD_PARTITION, repo=LOCATION, name="support_bot_runs", key=key)
     assert added["addDynamicPartition"]["__typename"] == "AddDynamicPartitionSuccess", added
+
+
+def _launch_asset_job(session: Session, key: str, experiment: str, stages: tuple[str, ...]) -> None:
+    """The asset graph's "Materialize" of one new partition, as the UI sends it: a run of `__ASSET_JOB` (the first
+    of the assets' jobs by name, docs/dagster.md) on the assets and their checks, with the partition's tag."""
+    checks = [{"assetKey": {"path": [experiment, "aggregates"]}, "name": name}
+              for name in ("gate_exact_min_0_75", "gate_every_evaluator_scored", "gate_error_rate_max_0")]
+    launched = session.query(LAUNCH_RUN, params={
+        "mode": "default", "executionMetadata": {"tags": [{"key": "dagster/partition", "value": key}]},
+        "runConfigData": "{}", "selector": {**LOCATION, "pipelineName": "__ASSET_JOB", "assetCheckSelection": checks,
+                                            "assetSelection": [{"path": [experiment, s]} for s in stages]}})
+    assert launched["launchPipelineExecution"]["__typename"] == "LaunchRunSuccess", launched
 
 
 def test_a_partition_materialised_from_the_asset_graph_is_a_run_of_the_experiment_with_its_tags(
@@ -296,31 +316,41 @@ def test_a_partition_materialised_from_the_asset_graph_is_a_run_of_the_experimen
     from cobalt_lib import Store, load_config
     from cobalt_lib.run import new_run_id
 
-    one, backfilled = new_run_id(), new_run_id()
+    one, backfilled, late = new_run_id(), new_run_id(), new_run_id()
     for key in (one, backfilled):
         _add_partition(session, key)
-    checks = [{"assetKey": {"path": ["support_bot", "aggregates"]}, "name": name}
-              for name in ("gate_exact_min_0_75", "gate_every_evaluator_scored", "gate_error_rate_max_0")]
-    launched = session.query(LAUNCH_RUN, params={
-        "mode": "default", "executionMetadata": {"tags": [{"key": "dagster/partition", "value": one}]},
-        "runConfigData": "{}", "selector": {**LOCATION, "pipelineName": "__ASSET_JOB", "assetSelection": GROUP,
-                                            "assetCheckSelection": checks}})
-    assert launched["launchPipelineExecution"]["__typename"] == "LaunchRunSuccess", launched
+    _launch_asset_job(session, one, "support_bot", ("dataset", "outputs", "scores", "aggregates", "deploy"))
     backfill = session.query(LAUNCH_BACKFILL, params={"tags": [], "assetSelection": GROUP,
                                                       "partitionNames": [backfilled], "fromFailure": False})
     assert backfill["launchPartitionBackfill"]["__typename"] == "LaunchBackfillSuccess", backfill
-    for key in (one, backfilled):
+    # The experiment file added while serving, its gate failing: Dagster's own console logger prints the run.
+    _late_bot_loaded(session)
+    added = session.query(ADD_PARTITION, repo=LOCATION, name="late_bot_runs", key=late)
+    assert added["addDynamicPartition"]["__typename"] == "AddDynamicPartitionSuccess", added
+    _launch_asset_job(session, late, "late_bot", STAGES)
+    for key in (one, backfilled, late):
         poll(f"the Dagster run of partition {key}", deadline_in(300), lambda k=key: _finished(session, k),
              interval=1.0)
 
     store = Store.for_config(load_config(session.root))
-    for key, trigger in ((one, "launch"), (backfilled, "backfill")):
+    for key, trigger in ((one, "launch"), (backfilled, "backfill"), (late, "launch")):
         [tags] = session.runs_with("dagster/partition", key).values()
-        assert (tags["cobalt.tag/dagster-example"], tags["cobalt/trigger"]) == ("dagster-example", trigger)
+        assert tags["cobalt/trigger"] == trigger and tags.get("cobalt.tag/dagster-example") == (
+            None if key == late else "dagster-example")
         stored = store.get_run(key)
-        assert stored is not None and stored["status"] == "completed" and "dagster-example" in stored["tags"]
+        assert stored is not None and stored["status"] == "completed"
+        assert ("dagster-example" in stored["tags"]) is (key != late)
         assert store.dagster_runs_of([key]) == {key: tags["dagster_run_id"]}
         pages = session.url.rsplit(":", 1)[0] + f":{int(session.url.rsplit(':', 1)[1]) + 1}"
         page = httpx.get(f"{pages}/runs/{key}", timeout=30)
         assert page.status_code == 200 and key in page.text and 'id="not-recorded"' not in page.text
         assert tags["dagster_run_id"] in page.text  # its Dagster run, linked
+
+    # A failed gate of an `__ASSET_JOB` run is one line in the terminal, as on the experiment's job.
+    verdict = f"Quality gate exact >= 0.75 failed for run {late}: exact = 0, must be at least 0.75"
+    log = session.root.parent / "serve.log"
+    steps = poll("the late run's failed gate in the terminal", deadline_in(60), lambda: [
+        line for line in log.read_text(errors="replace").splitlines() if " - STEP_FAILURE - " in line and late in line])
+    assert [(" - __ASSET_JOB - " in line, line.endswith(verdict)) for line in steps] == [(True, True)]
+    printed = log.read_text(errors="replace")
+    assert "Traceback" not in printed and "Stack Trace" not in printed and " - DEBUG - " not in printed
