@@ -25,6 +25,10 @@ START_SECONDS = 120.0
 #: about 0.5 CPU-s a minute in an idle `cobalt serve`'s code server, its proxy and the two callers). The id
 #: changes only when the server restarts; a reload through the UI or `DefinitionsWatcher` tells them itself.
 WATCH_SECONDS = 10
+#: How often the code server heartbeats the gRPC server it loads the code in (Dagster's default: every second,
+#: a round trip between two processes, each a share of an idle `cobalt serve`'s CPU). That server stops after
+#: 30 s without one (`--heartbeat-ttl`): three beats in its window.
+HEARTBEAT_SECONDS = 10
 
 
 @dataclass(frozen=True)
@@ -50,8 +54,9 @@ def shared_code_server(target: list[str], directory: Path, root: Path) -> CodeSe
     # JSON is YAML: no quoting rules of our own for a path or a name.
     workspace.write_text(json.dumps({"load_from": [{"grpc_server": {
         "host": "localhost", "socket": socket, "location_name": location}}]}), encoding="utf-8")
-    command = [str(Path(sys.executable).parent / "dagster"), "code-server", "start", "--socket", socket,
-               "--location-name", location, "--working-directory", str(root), *target]
+    command = [sys.executable, "-c", "from cobalt_dagster._code_server import code_server_main; code_server_main()",
+               "code-server", "start", "--socket", socket, "--location-name", location, "--working-directory",
+               str(root), *target]
     return CodeServer(command, ["-w", str(workspace)], socket)
 
 
@@ -69,6 +74,16 @@ def daemon_main() -> None:
     watch_code_servers_every(WATCH_SECONDS)
     sys.argv = ["dagster-daemon", *sys.argv[1:]]
     dagster_daemon_cli()
+
+
+def code_server_main() -> None:
+    """Dagster's `dagster` command (for `code-server start`), heartbeating its gRPC server every
+    `HEARTBEAT_SECONDS`."""
+    from ._private import dagster_cli, heartbeat_code_servers_every
+
+    heartbeat_code_servers_every(HEARTBEAT_SECONDS)
+    sys.argv = ["dagster", *sys.argv[1:]]
+    dagster_cli()
 
 
 def wait_for_code_server(socket: str, alive: Callable[[], bool]) -> bool:

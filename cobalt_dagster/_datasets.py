@@ -17,6 +17,7 @@ from cobalt_lib.datasets import VersionInfo, list_versions
 
 from ._assets import ExperimentDefs
 from ._automation import variant_runs
+from ._instance import tick_instance
 from ._names import DATASETS_PREFIX, dataset_key
 
 #: Where Dagster keeps an event's data version (its `DATA_VERSION_TAG`, not in the public namespace).
@@ -94,9 +95,10 @@ def build_dataset_sensor(config: Config, defs: Sequence[ExperimentDefs]) -> dg.S
                            "runs the experiments that evaluate on new versions ([datasets] evaluate_on_new_version).")
     def versions(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         runs, partitions = [], []
-        for name, new in _unrecorded(context.instance, config).items():
+        instance = tick_instance(context)
+        for name, new in _unrecorded(instance, config).items():
             for v in new:
-                context.instance.report_runless_asset_event(version_materialization(v))
+                instance.report_runless_asset_event(version_materialization(v))
             for target in following.get(name, []):
                 started = variant_runs(target, {"cobalt/trigger": "dataset", "cobalt/dataset": new[-1].ref})
                 partitions.append(target.partitions.build_add_request([key for key, _ in started]))

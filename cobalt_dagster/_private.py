@@ -7,8 +7,8 @@ serve` loads (so the UI files a run made outside the webserver with the served j
 run that was created on the instance (a recording keeps the run id it noted in the store first); read the
 Dagster event a console log record carries (cobalt's console logger prints a failed gate on one line);
 read the key of the step an op runs in (a shard counts how often it was handed out); and for `cobalt
-serve`'s one code server, the location name of its target, whether it answers yet and how often the
-webserver and daemon ask it for its id.
+serve`'s one code server, the location name of its target, whether it answers yet, how often the
+webserver and daemon ask it for its id and how often it heartbeats the server it runs the code in.
 Raising the pin means re-running that test against the new minor.
 """
 
@@ -87,6 +87,21 @@ def watch_code_servers_every(seconds: int) -> None:
     from dagster._grpc import server_watcher
 
     server_watcher.WATCH_INTERVAL = seconds
+
+
+def heartbeat_code_servers_every(seconds: int) -> None:
+    """How often this process's `dagster code-server start` heartbeats the gRPC server it runs the code in
+    (Dagster: every second; that server stops after 30 s without one, `--heartbeat-ttl`)."""
+    from dagster._grpc import client
+
+    client.CLIENT_HEARTBEAT_INTERVAL = seconds
+
+
+def dagster_cli() -> None:
+    """The `dagster` command (its console script's own function), arguments from `sys.argv`."""
+    from dagster._cli import main
+
+    main()
 
 
 def dagster_daemon_cli() -> None:

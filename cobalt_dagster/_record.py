@@ -23,7 +23,7 @@ from cobalt_lib.links import dagster_tags, variant_tags
 from ._abandoned import fail_abandoned
 from ._experiments import build_experiment_defs, resources
 from ._grading import GRADING_EXPERIMENT, is_grading
-from ._instance import QUIET_RUN_CONFIG, local_instance, quiet_dagster_warnings
+from ._instance import QUIET_RUN_CONFIG, local_instance, quiet_dagster_warnings, tick_instance
 from ._logger import LOGGER_RUN_CONFIG
 from ._origin import job_origin
 from ._private import execute_created_run
@@ -128,11 +128,11 @@ def build_record_sensor(config: Config, defs: list[ExperimentDefs],
                description="Records finished cobalt runs that Dagster did not launch (`cobalt run`, "
                            "`experiment.run()`) as runs of their experiment's job: no agent or judge call.")
     def record(context: dg.SensorEvaluationContext) -> dg.SensorResult:
-        store, now = Store.for_config(config), time.time()
-        for failed in fail_abandoned(context.instance):  # killed: not STARTED for ever in the UI
+        store, now, instance = Store.for_config(config), time.time(), tick_instance(context)
+        for failed in fail_abandoned(instance):  # killed: not STARTED for ever in the UI
             context.log.warning(f"Dagster run {failed}: its process died; reported failed")
         state = load_state(context.cursor)
-        settle(state, store, context.instance, now, context.log)
+        settle(state, store, instance, now, context.log)
         chosen = choose(state, store, list(by_name), now, prefix=EXPERIMENT_PREFIX if grading else None)
         requests, partitions = [], []
         for run, attempt in chosen:

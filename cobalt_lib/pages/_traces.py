@@ -26,9 +26,9 @@ from ..links import dagster_url
 from ..monitor import add_trace, load_trace, read_trace
 from ..monitor._trace import from_summary
 from ..store import Store
-from ._labels import _body, _loopback, _who
+from ._guard import is_loopback, json_body, person
 from ._queries import trace_json
-from ._render import CSP, render
+from ._render import HTML_HEADERS, render
 
 if TYPE_CHECKING:
     from ..config._config import Config
@@ -115,9 +115,7 @@ def _short(value: Any) -> str:
 
 
 def _html(body: str) -> web.Response:
-    return web.Response(text=body, content_type="text/html",
-                        headers={"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
-                                 "Referrer-Policy": "no-referrer"})
+    return web.Response(text=body, content_type="text/html", headers=HTML_HEADERS)
 
 
 def add_trace_routes(app: web.Application, config_key: web.AppKey[Config]) -> None:
@@ -141,9 +139,9 @@ def add_trace_routes(app: web.Application, config_key: web.AppKey[Config]) -> No
         return _html(render("trace.html", extra=("labels/datasets.js",), dagster_home=dagster_url(config), **view))
 
     async def add_api(request: web.Request) -> web.Response:
-        if not _loopback(request.remote):
+        if not is_loopback(request.remote):
             return web.json_response({"error": "traces are added to datasets only from this machine"}, status=403)
-        body = await _body(request)
+        body = await json_body(request)
         if body is None or not isinstance(body.get("dataset"), str):
             return web.json_response({"error": 'send {"dataset": FILE_OR_NAME} as JSON to '
                                                "/api/traces/TRACE/dataset"}, status=400)
@@ -152,7 +150,7 @@ def add_trace_routes(app: web.Application, config_key: web.AppKey[Config]) -> No
         try:
             added = await asyncio.to_thread(add_trace, config, request.match_info["trace_id"], body["dataset"],
                                             expected=expected, inside=config.root,
-                                            who=_who(body.get("who")) or who_default(config.root))
+                                            who=person(body.get("who")) or who_default(config.root))
         except CobaltError as exc:
             return web.json_response({"error": str(exc)}, status=400)
         return web.json_response({"item": added.item["id"], "where": added.where, "added": added.added,
