@@ -34,8 +34,7 @@ def _committed(shard):
 def _fault(index):
     once = ROOT / f"kill-once-{index}"
     if once.exists():
-        deadline = time.monotonic() + 60
-        while not _committed(index // 3) and time.monotonic() < deadline:
+        while not _committed(index // 3):  # the test's timeout bounds it: no deadline a loaded machine misses
             time.sleep(0.01)  # items run concurrently: die only once an earlier item's part is written
         once.unlink()
         os.kill(os.getpid(), signal.SIGKILL)
