@@ -152,7 +152,8 @@ def _listing_summary(runs: list[RunListing]) -> str:
     lines = [f"{len(runs)} runs, newest first:"]
     for r in runs:
         scores = " ".join(f"{n}={score(v)}" for n, v in r.scores.items() if v is not None)
-        lines.append(f"{r.run_id} {r.experiment} {r.verdict} {scores}")
+        waits = f" ({r.waiting} finished items wait in the journal: the store is held)" if r.waiting else ""
+        lines.append(f"{r.run_id} {r.experiment} {r.verdict}{waits} {scores}")
     return "\n".join(lines)
 
 

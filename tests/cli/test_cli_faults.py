@@ -191,6 +191,7 @@ def _readers_say_the_items_wait(project: Path, run_id: str) -> None:
     from cobalt_lib import load_config
     from cobalt_lib.mcp._read_tools import details_summary
     from cobalt_lib.ops._details import run_details
+    from cobalt_lib.ops._history import run_history
     from cobalt_lib.pages import PagesServer
 
     journal = project / ".cobalt" / "journal"
@@ -200,14 +201,18 @@ def _readers_say_the_items_wait(project: Path, run_id: str) -> None:
     said = details_summary(run_details(config, run_id))
     assert f"500 finished items wait in {journal}, as the results store is held by another process" in said, said
     assert "it ended completed, nothing to resume" in said and "resume=" not in said, said
+    assert [(e.run_id, e.waiting) for e in run_history(config)] == [(run_id, 500)]  # the runs list, cobalt_history
     server = PagesServer(config)
     url = server.start()
     try:
         with urllib.request.urlopen(f"{url}/runs/{run_id}") as response:
             page = response.read().decode()
+        with urllib.request.urlopen(f"{url}/") as response:
+            listed = response.read().decode()
     finally:
         server.stop()
     assert f"500 finished items wait in {journal}" in page and "--resume" not in page
+    assert "500 items wait in the journal" in listed
 
 
 def test_sighup_mid_run_keeps_the_finished_items_says_how_to_resume_and_exits_129(project: Path) -> None:
