@@ -10,6 +10,7 @@ from .._numbers import delta, score
 from ..links import run_page_url
 from ..ops._details import ITEM_LIMIT, ComparedRuns, RunDetails, compare_with_reasons, run_details
 from ..ops._history import HistoryEntry, run_history
+from ..ops._journal import waiting_note
 from ..ops._query import DEFAULT_LIMIT, MAX_LIMIT, QueryResult, run_query
 from ._budget import DEFAULT_TOKENS, budget_tokens, estimate_tokens, fit_any, fit_run, size
 from ._common import BudgetArg, Project, answer, budgeted, tool_errors
@@ -151,7 +152,8 @@ def _listing_summary(runs: list[RunListing]) -> str:
     lines = [f"{len(runs)} runs, newest first:"]
     for r in runs:
         scores = " ".join(f"{n}={score(v)}" for n, v in r.scores.items() if v is not None)
-        lines.append(f"{r.run_id} {r.experiment} {r.verdict} {scores}")
+        waits = f" ({r.waiting} finished items wait in the journal: the store is held)" if r.waiting else ""
+        lines.append(f"{r.run_id} {r.experiment} {r.verdict}{waits} {scores}")
     return "\n".join(lines)
 
 
@@ -162,7 +164,9 @@ def details_summary(d: RunDetails, only_failures: bool = False) -> str:
         verdict = f"gates {'PASSED' if d.passed else 'FAILED'}"
     else:
         then = {"incomplete": f"; finish it with cobalt_run(resume={d.run_id!r})", "running": "; it is still going"}
-        verdict = f"gates not judged, not passed ({d.items_total} items finished{then.get(d.status, '')})"
+        note = waiting_note(d.waiting, f"cobalt_run(resume={d.run_id!r})")
+        verdict = (f"gates not judged, not passed ({d.items_total} items finished"
+                   f"{f' in the store; {note}' if note else then.get(d.status, '')})")
     failed = [a.name for a in d.assertions if not a.passed]
     return "\n".join([
         f"run {d.run_id} of {d.experiment}: {d.status}, {verdict}; {scores or 'no scores'}",

@@ -22,6 +22,7 @@ from ..results._report import AssertionResult, ExperimentReport, ItemResult, Sum
 from ..store._history import load_report, resolve_run
 from ..traces._compact import compact_trace
 from ._compare import CompareOutcome, compare_runs
+from ._journal import waiting_note
 from ._refs import store_with_runs
 from ._show import is_failure
 
@@ -57,6 +58,8 @@ class RunDetails(BaseModel):
     #: With `trace`: each shown item's spans (`traces.compact_trace`), by `INDEX:RUN_INDEX`.
     traces: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
     warnings: list[str] = Field(default_factory=list)
+    #: Its finished items still in an ended process's journal, the store held (`Store` rows' `waiting`).
+    waiting: dict[str, Any] | None = None
 
 
 def run_details(config: Config, ref: str, *, experiment: str | None = None, only_failures: bool = False,
@@ -73,6 +76,10 @@ def run_details(config: Config, ref: str, *, experiment: str | None = None, only
         held = f"indices {min(indices)}..{max(indices)}" if indices else "no items"
         raise ConfigError(f"Run {report.id} has no item {item} (it holds {held}); pass one of its indices as item.")
     details = report_details(config, report, only_failures=only_failures, limit=limit, item=item)
+    details.waiting = (store.get_run(report.id) or {}).get("waiting") if report.status != "completed" else None
+    note = waiting_note(details.waiting, f"cobalt_run(resume={report.id!r})")
+    if note:
+        details.warnings.append(note[0].upper() + note[1:] + ".")
     if trace:
         found = store.spans_of(report.id, [(i.index, i.run_index) for i in details.items])
         details.traces = {f"{i.index}:{i.run_index}": compact_trace(found.get((i.index, i.run_index), []))

@@ -33,6 +33,8 @@ class HistoryEntry(BaseModel):
     #: The variant this run is, and its run group (docs/variants.md); None for a run without variants.
     variant: str | None = None
     group_id: str | None = None
+    #: Finished items still in an ended process's journal while the store is held (`Store` rows' `waiting`).
+    waiting: int | None = None
 
     @property
     def verdict(self) -> str:
@@ -80,6 +82,7 @@ def history_entry(run: dict[str, Any], means: dict[str, float | None]) -> Histor
         scores=means, duration_ms=run_duration_ms(run), cost=summary.get("estimated_cost"),
         agent_cost=summary.get("agent_cost"), judge_cost=summary.get("judge_cost"),
         parent_run_id=run.get("parent_run_id"), variant=run.get("variant"), group_id=run.get("group_id"),
+        waiting=(run.get("waiting") or {}).get("items") or None,
     )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -54,6 +55,18 @@ class JournalStatus(BaseModel):
 
     def empty(self) -> bool:
         return not (self.waiting or self.aside)
+
+
+def waiting_note(waiting: dict[str, Any] | None, resume: str) -> str | None:
+    """A run's finished items that wait in a journal (a stored run's `waiting`, the store held by another
+    process) in one sentence: how many, where, and whether `resume` (as the caller says it) is needed."""
+    if not waiting or not waiting.get("items"):
+        return None
+    ended = waiting.get("status")
+    then = (f"it ended {ended}, nothing to resume" if ended in ("completed", "failed")
+            else f"then finish it with {resume}")
+    return (f"{waiting['items']} finished items wait in {waiting['journal']}, as the results store is held by another "
+            f"process; they go in once it is free (the next read or cobalt command): {then}")
 
 
 def journal_status(config: Config) -> JournalStatus:

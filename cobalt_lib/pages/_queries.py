@@ -12,6 +12,7 @@ from ..config._config import Config
 from ..grading._labels import output_hash
 from ..links import dagster_asset_url, dagster_check_names, dagster_check_result_url, dagster_url, pages_url
 from ..ops._history import history_entry, run_duration_ms
+from ..ops._journal import waiting_note
 from ..ops._refs import resolve_ref
 from ..results._repeats import item_label, stored_flaky
 from ..results._report import ItemResult, Summary
@@ -168,6 +169,7 @@ def run_detail(config: Config, ref: str) -> dict[str, Any]:
         "planned": _planned(run), "gates": _gates(config, run, store.rows("verdicts", run_id), dagster_run),
         "previous": store.previous_completed_run(experiment, run_id),
         "duration_ms": run_duration_ms(run), "dagster_links": _run_links(config, run, dagster_run),
+        "waiting_note": waiting_note(run.get("waiting"), f"cobalt run --resume {run_id}"),
     }
 
 

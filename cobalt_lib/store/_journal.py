@@ -342,6 +342,28 @@ def left(store: Store) -> list[Path]:
         return []
 
 
+def waiting(store: Store) -> dict[str, dict[str, Any]]:
+    """Per run, what journals of ended processes still hold of it: `items` (its finished items' rows), the
+    `journal` directory holding them and, when its final write is among them, the `status` it ended with. A read
+    that could not put them in (the store held) shows them as waiting, not a run of 0 items to resume."""
+    found: dict[str, dict[str, Any]] = {}
+    for directory in left(store):
+        if in_use(directory):  # a live process's: it puts them in itself, and its run reads running
+            continue
+        for header in sorted(directory.glob("[0-9]*.json")):
+            with contextlib.suppress(OSError, ValueError):
+                segment = read(header)
+                for table in ("outputs", "runs"):
+                    for line in _lines(segment.rows(table)) if table in segment.files else []:
+                        row = json.loads(line)
+                        entry = found.setdefault(str(row.get("run_id")), {"items": 0, "journal": str(directory.parent)})
+                        if table == "outputs":
+                            entry["items"] += 1
+                        else:
+                            entry["status"] = row.get("status")
+    return found
+
+
 def refused_before(store: Store) -> list[Path]:
     """Journals an older cobalt moved aside whole (`.refused-*`): `cobalt store sync` puts them back."""
     root = store.home / JOURNAL_DIR

@@ -421,7 +421,7 @@ class Store(DagsterRuns, DatasetRows, JudgeBatches, LabelRows, SpanRows, TraceRo
             raise StoreError(f"No results store at {self.where} yet; run an experiment first.")
         self._take_waiting()
         try:
-            return self.with_live_status(self.query(sql, params))
+            return self._with_waiting(self.with_live_status(self.query(sql, params)))
         except duckdb.CatalogException:  # a file without the tables yet: no run was ever started in it
             if missing_ok:
                 return []
@@ -437,6 +437,20 @@ class Store(DagsterRuns, DatasetRows, JudgeBatches, LabelRows, SpanRows, TraceRo
             return
         with contextlib.suppress(StoreError):
             replay_left(self, wait=0.0, quiet=True)
+
+    def _with_waiting(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """A run whose rows still wait in an ended process's journal (the store is held: no read could put
+        them in) carries `waiting` (`_journal.waiting`), so the pages and MCP say so rather than show a run
+        of 0 items and advise a resume."""
+        from ._journal import left, waiting
+
+        if not rows or not left(self):
+            return rows
+        held = waiting(self)
+        for row in rows:
+            if row["run_id"] in held:
+                row["waiting"] = held[row["run_id"]]
+        return rows
 
     def with_live_status(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Mark `running` runs whose lease expired as `incomplete` (a killed run cannot say so itself).

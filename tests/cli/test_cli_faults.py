@@ -169,6 +169,7 @@ def test_a_store_held_past_the_writers_wait_loses_nothing_and_the_next_command_p
         assert sum(len(p.read_text().splitlines()) for p in journal.rglob("*.outputs.ndjson")) == 500
         if mode == "read-only":  # readers still read: the store has not got the items yet
             assert len(Store(db).rows("outputs", report["id"])) < 500
+            _readers_say_the_items_wait(project, report["id"])
     finally:
         holder.stdin.write("\n")
         holder.stdin.flush()
@@ -180,6 +181,38 @@ def test_a_store_held_past_the_writers_wait_loses_nothing_and_the_next_command_p
     assert len(store.rows("outputs", report["id"])) == 500
     assert len(store.rows("scores", report["id"])) == 500
     assert [p.name for p in journal.iterdir()] == []
+
+
+def _readers_say_the_items_wait(project: Path, run_id: str) -> None:
+    """While the store is held, the pages and MCP (which cannot put the journal's rows in) say the run's items
+    wait in the journal and that it ended completed, not 'incomplete, 0 items, resume it' (issue 33 item 6)."""
+    import urllib.request
+
+    from cobalt_lib import load_config
+    from cobalt_lib.mcp._read_tools import details_summary
+    from cobalt_lib.ops._details import run_details
+    from cobalt_lib.ops._history import run_history
+    from cobalt_lib.pages import PagesServer
+
+    journal = project / ".cobalt" / "journal"
+    run = Store(project / ".cobalt" / "cobalt.duckdb").get_run(run_id)
+    assert run is not None and run["waiting"] == {"items": 500, "journal": str(journal), "status": "completed"}
+    config = load_config(project)
+    said = details_summary(run_details(config, run_id))
+    assert f"500 finished items wait in {journal}, as the results store is held by another process" in said, said
+    assert "it ended completed, nothing to resume" in said and "resume=" not in said, said
+    assert [(e.run_id, e.waiting) for e in run_history(config)] == [(run_id, 500)]  # the runs list, cobalt_history
+    server = PagesServer(config)
+    url = server.start()
+    try:
+        with urllib.request.urlopen(f"{url}/runs/{run_id}") as response:
+            page = response.read().decode()
+        with urllib.request.urlopen(f"{url}/") as response:
+            listed = response.read().decode()
+    finally:
+        server.stop()
+    assert f"500 finished items wait in {journal}" in page and "--resume" not in page
+    assert "500 items wait in the journal" in listed
 
 
 def test_sighup_mid_run_keeps_the_finished_items_says_how_to_resume_and_exits_129(project: Path) -> None:
