@@ -8,7 +8,9 @@ evaluator calls `tests/fakellm.py` (a separate process), run twice in a temporar
   `[dagster] shard_items = --shard-items` (default 25,000), as a schedule or `cobalt request` runs it.
 
 Reported: each path's wall time, items per second and CPU per item (the `cobalt run` process; the
-Dagster steps' processes plus the orchestrating one, and their ratio to the library path's); the
+Dagster steps' processes plus the orchestrating one, and their ratio to the library path's; steps
+forked from a fork server are its children, and the server is stopped after the run, so its CPU and
+theirs are counted too); the
 largest peak RSS of any Dagster step process (and of the orchestrating process); each step's duration
 from its step events; and the per-shard overhead: a run of `--probe` items in `--probe` one-item
 shards against the same items in one shard (the extra wall time and CPU per extra shard: a step's
@@ -79,6 +81,23 @@ def _own_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def stop_fork_server() -> None:
+    """Stop the fork server the run's steps forked from, once it has reaped them: its CPU and its
+    children's then count in this process's `RUSAGE_CHILDREN` (a fork server is not ours to wait for
+    otherwise)."""
+    from multiprocessing import forkserver
+
+    server: Any = forkserver._forkserver  # type: ignore[attr-defined]
+    pid = getattr(server, "_forkserver_pid", None)
+    if pid is None:
+        return
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    deadline = time.monotonic() + 30
+    while children.exists() and children.read_text().strip() and time.monotonic() < deadline:
+        time.sleep(0.05)  # the last step's exit, not yet reaped
+    server._stop()
+
+
 def library(root: Path) -> float:
     """Wall seconds of one `cobalt run` (its CPU is the caller's `children_cpu()` difference)."""
     started = time.perf_counter()
@@ -97,11 +116,16 @@ def dagster_run(root: Path) -> tuple[float, dict[str, tuple[float, float]]]:
     with dg.DagsterInstance.from_config(str(home)) as instance:
         partition = f"p{time.time_ns()}"
         instance.add_dynamic_partitions(f"{NAME}_runs", [partition])
+        # The run config a schedule's or `cobalt request`'s run of the partition gets (its job's default for
+        # the partition; `execute_job` alone would run with none).
+        run_config = bench_job(str(root)).partitioned_config.get_run_config_for_partition_key(partition)
         started = time.perf_counter()
-        with dg.execute_job(job, instance=instance, tags={"dagster/partition": partition}) as result:
+        with dg.execute_job(job, instance=instance, tags={"dagster/partition": partition},
+                            run_config=run_config) as result:
             if not result.success:
                 raise SystemExit("the Dagster run failed")
         wall = time.perf_counter() - started
+        stop_fork_server()
         spans: dict[str, list[float]] = {}
         for record in instance.get_records_for_run(run_id=result.run_id).records:
             entry = record.event_log_entry

@@ -22,6 +22,7 @@ from ._logger import LOGGER_RUN_CONFIG
 from ._names import dagster_name, dataset_key
 from ._resource import CobaltResource
 from ._shards import shard_assets
+from ._step_processes import step_run_config
 from ._translator import STAGES, CobaltTranslator, unique_check_specs
 
 
@@ -42,10 +43,11 @@ class ExperimentDefs:
 
 
 def experiment_defs(experiment: Experiment, gates: list[Assertion], pool: str | None = None,
-                    translator: CobaltTranslator | None = None) -> ExperimentDefs:
+                    translator: CobaltTranslator | None = None, *, fork_steps: bool = False) -> ExperimentDefs:
     """Build the assets, checks and job of one experiment; `gates` are its assertions plus config's, `pool`
     the concurrency pool its shards claim (`_pools.judge_pool`), `translator` their specs (default:
-    `CobaltTranslator()`)."""
+    `CobaltTranslator()`); `fork_steps`: the job runs on Dagster's default executor, its steps forked from
+    a fork server that imported cobalt (`_step_processes`)."""
     translator = translator or CobaltTranslator()
     name = dagster_name(experiment.name)
     parts = dg.DynamicPartitionsDefinition(name=f"{name}_runs")
@@ -68,10 +70,12 @@ def experiment_defs(experiment: Experiment, gates: list[Assertion], pool: str | 
     checks = [_gate_check(gate, spec, parts) for gate, spec in zip(gates, check_specs, strict=True)]
     assets = [dataset, stages, aggregates]
     # Its default config names cobalt's console logger (`_logger`): a logger runs only when a run's config
-    # names it, and a run a schedule, sensor or the launchpad starts takes the job's defaults.
+    # names it, and a run a schedule, sensor or the launchpad starts takes the job's defaults (with, on
+    # Dagster's default executor, how its step processes start).
+    config = {**LOGGER_RUN_CONFIG, **(step_run_config() if fork_steps else {})}
     job = dg.define_asset_job(f"{name}_eval", selection=_job_selection(assets, specs),
                               description=f"Run the cobalt experiment {experiment.name!r}.",
-                              run_tags=dagster_tags(experiment.tags) or None, config=LOGGER_RUN_CONFIG)
+                              run_tags=dagster_tags(experiment.tags) or None, config=config)
     return ExperimentDefs(experiment, name, parts, assets, checks, job)
 
 

@@ -97,7 +97,8 @@ class CobaltComponent(dg.Component, dg.Resolvable):
         where = _defs_file(context)
         project = self.resolve_project_dir(where)
         found = self.select(load_experiments(load_config(project)), where, project)
-        defs = build_definitions(project, experiments=found, translator=self.translator())
+        # fork_steps=False: the host's executor may not be Dagster's default (its jobs' run config says nothing of it).
+        defs = build_definitions(project, experiments=found, translator=self.translator(), fork_steps=False)
         # No executor: the host project's executor runs cobalt's jobs (a second one would clash with it on merge,
         # and the component's would silently become the executor of the host's own jobs).
         return dg.Definitions(assets=defs.assets, asset_checks=defs.asset_checks, jobs=defs.jobs,

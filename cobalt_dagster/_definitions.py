@@ -19,6 +19,7 @@ from ._logger import LOGGERS
 from ._monitors import build_monitor_defs
 from ._project import project_config
 from ._record import build_record_sensor
+from ._step_processes import fresh_fork_server
 from ._translator import CobaltTranslator
 
 __all__ = ["build_definitions", "build_experiment_defs", "resources"]
@@ -28,7 +29,8 @@ def build_definitions(project_dir: str | Path | None = None, *,
                       experiments: Sequence[Experiment] | None = None,
                       executor: dg.ExecutorDefinition | None = None,
                       translator: CobaltTranslator | None = None,
-                      monitors: Sequence[Monitor] | None = None) -> dg.Definitions:
+                      monitors: Sequence[Monitor] | None = None,
+                      fork_steps: bool | None = None) -> dg.Definitions:
     """Assets, checks, jobs, schedules, the request sensor and the record sensor of every experiment in
     the project.
 
@@ -37,14 +39,19 @@ def build_definitions(project_dir: str | Path | None = None, *,
     `celery_executor`, `k8s_job_executor`...). `translator` names the assets and checks (default:
     `CobaltTranslator()`, keys `<experiment>/<stage>` in one group per experiment). `monitors` defaults to
     those the project's files declare (`monitor(...)`): each a partitioned window asset with its drift checks
-    and schedule (docs/monitors.md).
+    and schedule (docs/monitors.md). `fork_steps` (default: when `executor` is Dagster's default) gives the
+    experiments' jobs a default run config whose step processes fork from one process that imported
+    cobalt, instead of each importing it anew (docs/dagster.md).
     """
     quiet_dagster_warnings()
     config = project_config(project_dir)
     found = list(experiments) if experiments is not None else load_experiments(config)
     if has_gradings(config) and all(e.name != GRADING_EXPERIMENT for e in found):
         found.append(grading_experiment())  # where the record sensor records `cobalt grade`'s runs
-    defs = build_experiment_defs(found, config, translator)
+    fork = executor is None if fork_steps is None else fork_steps
+    if fork:
+        fresh_fork_server()  # a process that launches runs itself gives their steps its current environment
+    defs = build_experiment_defs(found, config, translator, fork_steps=fork)
     datasets = dataset_specs(config, found)
     sensors = [build_sensor(config, defs), build_record_sensor(config, defs, executor)] if defs else []
     from cobalt_lib.monitor import MONITORS

@@ -16,11 +16,13 @@ from ._translator import CobaltTranslator
 
 
 def build_experiment_defs(experiments: Sequence[Experiment], config: Config,
-                          translator: CobaltTranslator | None = None) -> list[ExperimentDefs]:
+                          translator: CobaltTranslator | None = None, *,
+                          fork_steps: bool = False) -> list[ExperimentDefs]:
+    """`fork_steps`: the jobs run on Dagster's default executor, their steps forked (`_step_processes`)."""
     check_unique(e.name for e in experiments)
     return [experiment_defs(e, experiment_gates(config, e.assertions, (v.name for v in e.evaluators),
                                                 max_error_rate=e.max_error_rate),
-                            judge_pool(e, config), translator) for e in experiments]
+                            judge_pool(e, config), translator, fork_steps=fork_steps) for e in experiments]
 
 
 def resources(config: Config) -> dict[str, object]:

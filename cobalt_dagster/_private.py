@@ -8,7 +8,8 @@ run that was created on the instance (a recording keeps the run id it noted in t
 Dagster event a console log record carries (cobalt's console logger prints a failed gate on one line);
 read the key of the step an op runs in (a shard counts how often it was handed out); and for `cobalt
 serve`'s one code server, the location name of its target, whether it answers yet, how often the
-webserver and daemon ask it for its id and how often it heartbeats the server it runs the code in.
+webserver and daemon ask it for its id and how often it heartbeats the server it runs the code in;
+and name the modules a step process imports to open its instance (a fork server preloads them).
 Raising the pin means re-running that test against the new minor.
 """
 
@@ -26,6 +27,10 @@ if TYPE_CHECKING:
 #: The compute-log manager that captures nothing, as a `dagster.yaml` override.
 NO_COMPUTE_LOGS = {"compute_logs": {"module": "dagster._core.storage.noop_compute_log_manager",
                                     "class": "NoOpComputeLogManager", "config": {}}}
+#: The modules a step process imports to open the run's instance (`InstanceRef.storage`: the base of every
+#: storage, and the default sqlite one): most of a forked step's start-up unless its fork server has them.
+INSTANCE_MODULES = ("dagster._core.storage.base_storage", "dagster._core.storage.sqlite_storage",
+                    "dagster._core.storage.legacy_storage")
 
 
 def open_instance(home: Path, overrides: dict[str, Any] | None) -> dg.DagsterInstance:

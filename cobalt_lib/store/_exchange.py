@@ -29,6 +29,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -262,16 +263,27 @@ def write_parquet(table: str, rows: list[dict[str, Any]], path: Path, *, values:
     """The rows of a store table as a Parquet file with the store's column types (DuckDB writes it,
     reading the rows through newline-delimited JSON, as the store's own inserts do), values over
     `limit` bytes cut, whole in a side file under `values`, as the store's are."""
-    import duckdb
-
     source = path.with_suffix(".ndjson")
     longest = write_rows(source, table, rows, values, limit)
-    con = duckdb.connect(":memory:")
     try:
-        con.execute(f"COPY ({read_rows_sql(table, longest)}) TO '{_quoted(path)}' (FORMAT parquet)", [str(source)])
+        _converter().execute(f"COPY ({read_rows_sql(table, longest)}) TO '{_quoted(path)}' (FORMAT parquet)",
+                             [str(source)])
     finally:
-        con.close()
         source.unlink(missing_ok=True)
+
+
+_local = threading.local()
+
+
+def _converter() -> Any:
+    """This thread's in-memory DuckDB, kept: opening one costs about 30 CPU-ms, and a shard writes three
+    files a part (a 5,000-item shard: 30, 0.2 ms an item). It holds no table; each COPY reads its file."""
+    con = getattr(_local, "con", None)
+    if con is None:
+        import duckdb
+
+        con = _local.con = duckdb.connect(":memory:")
+    return con
 
 
 def _quoted(path: Path) -> str:

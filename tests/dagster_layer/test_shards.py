@@ -69,7 +69,13 @@ def test_a_sharded_run_survives_a_killed_shard_and_re_executes_only_the_failed_o
     (sharded / "kill-always-7").touch()  # shard 2's dies on every attempt
     partition = add_partition(instance)
     job = reconstructable(sharded)
-    with dg.execute_job(job, instance=instance, tags={"dagster/partition": partition}) as first:
+    # The run config a schedule's run of the partition gets: its steps fork from a fork server that
+    # preloaded cobalt (`_step_processes`), where a SIGKILLed shard is retried as on spawn.
+    run_config = cobalt_dagster.build_definitions(sharded).resolve_job_def(
+        f"{EXPERIMENT}_eval").partitioned_config.get_run_config_for_partition_key(partition)
+    assert "forkserver" in str(run_config["execution"])
+    with dg.execute_job(job, instance=instance, tags={"dagster/partition": partition},
+                        run_config=run_config) as first:
         assert not first.success
     started = steps(instance, first.run_id, dg.DagsterEventType.STEP_START)
     assert [s for s in started if s.endswith(f"{SHARD_STEP}[0]")] == [f"{EXPERIMENT}_outputs_scores.{SHARD_STEP}[0]"]
