@@ -67,17 +67,19 @@ def shared_code_server(target: list[str], directory: Path, root: Path) -> CodeSe
 
 def daemon_command(target: list[str]) -> list[str]:
     """`dagster-daemon run` for `target` (code location arguments), asking the code server for its id every
-    `WATCH_SECONDS` and reloading its snapshot unasked every `REFRESH_SECONDS`."""
+    `WATCH_SECONDS`, reloading its snapshot unasked every `REFRESH_SECONDS`, one SQLAlchemy engine per SQLite
+    database."""
     return [sys.executable, "-c", "from cobalt_dagster._code_server import daemon_main; daemon_main()", "run",
             *target]
 
 
 def daemon_main() -> None:
     """Dagster's `dagster-daemon` command, as `daemon_command` runs it."""
-    from ._private import dagster_daemon_cli, refresh_workspace_every, watch_code_servers_every
+    from ._private import dagster_daemon_cli, refresh_workspace_every, reuse_sqlite_engines, watch_code_servers_every
 
     watch_code_servers_every(WATCH_SECONDS)
     refresh_workspace_every(REFRESH_SECONDS)
+    reuse_sqlite_engines()  # the daemon's loops call the instance's SQLite storages every few seconds
     sys.argv = ["dagster-daemon", *sys.argv[1:]]
     dagster_daemon_cli()
 

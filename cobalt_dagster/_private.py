@@ -106,6 +106,35 @@ def heartbeat_code_servers_every(seconds: int) -> None:
     _retune(client, "CLIENT_HEARTBEAT_INTERVAL", seconds)
 
 
+def reuse_sqlite_engines() -> None:
+    """Make this process's SQLite run and schedule storages reuse one SQLAlchemy engine per database file.
+    Dagster builds a new engine for every call (`create_engine(..., poolclass=NullPool)`: a dialect set up and
+    initialised on its first connection), several per sensor tick, heartbeat and run-queue poll: a fifth of an
+    idle daemon's CPU. Each connection is still opened and closed per call (the engines keep Dagster's `NullPool`),
+    so what a call sees of the file is unchanged; an engine is safe to share between threads."""
+    import threading
+
+    import sqlalchemy
+    from dagster._core.storage.runs.sqlite import sqlite_run_storage
+    from dagster._core.storage.schedules.sqlite import sqlite_schedule_storage
+
+    engines: dict[tuple[str, str], Any] = {}
+    lock = threading.Lock()
+
+    def create_engine(url: Any, **kwargs: Any) -> Any:
+        key = (str(url), repr(sorted(kwargs.items())))
+        with lock:
+            if key not in engines:
+                engines[key] = sqlalchemy.create_engine(url, **kwargs)
+            return engines[key]
+
+    for module in (sqlite_run_storage, sqlite_schedule_storage):
+        if getattr(module, "create_engine", None) is not sqlalchemy.create_engine:
+            raise RuntimeError(f"{module.__name__}.create_engine is not SQLAlchemy's in this Dagster; "
+                               "update cobalt_dagster/_private.py")
+        module.create_engine = create_engine  # type: ignore[attr-defined]
+
+
 def _retune(module: Any, name: str, seconds: int) -> None:
     """Set one of Dagster's interval constants (each read where it is used, at each use); a Dagster without it
     is an error here rather than a setting that silently does nothing."""
