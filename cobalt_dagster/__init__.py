@@ -8,7 +8,8 @@
 
 Per experiment: assets `<experiment>/dataset`, `/outputs`, `/scores`, `/aggregates` (one dynamic
 partition per cobalt run id), a blocking check per quality gate, a job `<experiment>_eval`, a
-schedule when `[schedules]` names it, and the `cobalt_run_requests` sensor.
+schedule when `[schedules]` names it, and one sensor, `cobalt_sensor` (`SENSOR`), that starts `cobalt request`'s
+runs, records the runs Dagster did not launch and records new dataset versions.
 
 In a Dagster project made with `create-dagster`, `CobaltComponent` adds the same from a `defs.yaml`:
 
@@ -27,11 +28,11 @@ from ._console import pump as print_console
 from ._definitions import build_definitions, build_experiment_defs
 from ._gates import require_gates_passed
 from ._instance import dagster_home, forget_runs, local_instance
-from ._record import SENSOR_NAME as RECORD_SENSOR
 from ._record import print_unrecorded, record_runs
 from ._reload import POLL_SECONDS, DefinitionsWatcher
 from ._replay import RECORD_TAG
 from ._resource import CobaltResource
+from ._sensor import SENSOR_NAME as SENSOR
 from ._translator import STAGES, CobaltTranslator
 from ._webserver import SECRET_HEADER as WEBSERVER_SECRET_HEADER
 from ._webserver import SECRET_VARIABLE as WEBSERVER_SECRET_VARIABLE
@@ -40,8 +41,8 @@ from ._webserver import webserver_command
 
 __all__ = [
     "POLL_SECONDS",
-    "RECORD_SENSOR",
     "RECORD_TAG",
+    "SENSOR",
     "STAGES",
     "WEBSERVER_SECRET_HEADER",
     "WEBSERVER_SECRET_VARIABLE",

@@ -1,9 +1,10 @@
-"""Schedules from `[schedules]` in config, and a sensor for ad-hoc run requests dropped as files.
+"""Schedules from `[schedules]` in config, and the sensor's look for ad-hoc run requests dropped as files.
 
 (No `from __future__ import annotations`: Dagster inspects these signatures at runtime.)
 """
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -104,19 +105,12 @@ def forget_daemon(config: Config) -> None:
             instance.dispose()
 
 
-#: Seconds between two looks for request files: a `cobalt request` starts within about this long. Each
-#: tick costs the daemon and the code server about 0.1 CPU-s even with no request (Dagster records every
-#: tick), the largest share of an idle `cobalt serve`'s CPU; 15 s keeps a request prompt at a third of it.
-REQUEST_INTERVAL_SECONDS = 15
-
-
-def build_sensor(config: Config, defs: list[ExperimentDefs]) -> dg.SensorDefinition:
+def request_look(config: Config,
+                 defs: list[ExperimentDefs]) -> Callable[[dg.SensorEvaluationContext], dg.SensorResult]:
+    """The look of cobalt's sensor (`_sensor`) that turns the request files `cobalt request` writes into runs."""
     by_name = {d.experiment.name: d for d in defs} | {d.name: d for d in defs}
     directory = requests_dir(config)
 
-    @dg.sensor(name="cobalt_run_requests", minimum_interval_seconds=REQUEST_INTERVAL_SECONDS,
-               jobs=[d.job for d in defs], default_status=dg.DefaultSensorStatus.RUNNING,
-               description=f"Runs experiments requested by `cobalt request` (files in {directory}).")
     def requests(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         runs, partitions = [], []
         for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:

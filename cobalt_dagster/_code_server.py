@@ -25,6 +25,11 @@ START_SECONDS = 120.0
 #: about 0.5 CPU-s a minute in an idle `cobalt serve`'s code server, its proxy and the two callers). The id
 #: changes only when the server restarts; a reload through the UI or `DefinitionsWatcher` tells them itself.
 WATCH_SECONDS = 10
+#: How often the daemon reloads the code location's snapshot from the shared server unasked (Dagster: every
+#: minute; the server builds the whole repository snapshot for it, the daemon reads it back: a tenth of an idle
+#: daemon's CPU). It needs none: its watcher sees a restarted or reloaded server by its id within `WATCH_SECONDS`
+#: and reloads the snapshot then; this is the fallback.
+REFRESH_SECONDS = 300
 #: How often the code server heartbeats the gRPC server it loads the code in (Dagster's default: every second,
 #: a round trip between two processes, each a share of an idle `cobalt serve`'s CPU). That server stops after
 #: 30 s without one (`--heartbeat-ttl`): three beats in its window.
@@ -62,16 +67,19 @@ def shared_code_server(target: list[str], directory: Path, root: Path) -> CodeSe
 
 def daemon_command(target: list[str]) -> list[str]:
     """`dagster-daemon run` for `target` (code location arguments), asking the code server for its id every
-    `WATCH_SECONDS`."""
+    `WATCH_SECONDS`, reloading its snapshot unasked every `REFRESH_SECONDS`, one SQLAlchemy engine per SQLite
+    database."""
     return [sys.executable, "-c", "from cobalt_dagster._code_server import daemon_main; daemon_main()", "run",
             *target]
 
 
 def daemon_main() -> None:
     """Dagster's `dagster-daemon` command, as `daemon_command` runs it."""
-    from ._private import dagster_daemon_cli, watch_code_servers_every
+    from ._private import dagster_daemon_cli, refresh_workspace_every, reuse_sqlite_engines, watch_code_servers_every
 
     watch_code_servers_every(WATCH_SECONDS)
+    refresh_workspace_every(REFRESH_SECONDS)
+    reuse_sqlite_engines()  # the daemon's loops call the instance's SQLite storages every few seconds
     sys.argv = ["dagster-daemon", *sys.argv[1:]]
     dagster_daemon_cli()
 

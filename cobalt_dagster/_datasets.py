@@ -1,13 +1,14 @@
 """Stored datasets as Dagster assets (docs/datasets.md): `datasets/<name>`, one materialisation per version
-with the version's content hash as its data version, upstream of each experiment that reads it; a sensor
-records new versions and runs the experiments set to evaluate on them (`[datasets] evaluate_on_new_version`).
+with the version's content hash as its data version, upstream of each experiment that reads it; cobalt's
+sensor (`_sensor`) records new versions and runs the experiments set to evaluate on them (`[datasets]
+evaluate_on_new_version`).
 
 The versions are pushed outside Dagster (`cobalt dataset push`), so they are recorded as runless
 materialisations, the way Dagster records work done elsewhere.
 (No `from __future__ import annotations`: Dagster inspects the sensor's signature at runtime.)
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import dagster as dg
@@ -22,11 +23,6 @@ from ._names import DATASETS_PREFIX, dataset_key
 
 #: Where Dagster keeps an event's data version (its `DATA_VERSION_TAG`, not in the public namespace).
 DATA_VERSION_TAG = "dagster/data_version"
-SENSOR_NAME = "cobalt_dataset_versions"
-#: Seconds between two looks at the store: a pushed version is in Dagster (and its evaluations start)
-#: within about this long while the daemon runs. Each tick costs the daemon and the code server about
-#: 0.1 CPU-s whatever it finds (a tick's rows in the instance, a gRPC call): an idle `cobalt serve`.
-INTERVAL_SECONDS = 30
 
 
 def stored_name(experiment: Experiment) -> str | None:
@@ -85,14 +81,12 @@ def recorded_version(instance: dg.DagsterInstance, name: str) -> int:
     return int(value.value) if isinstance(value, dg.IntMetadataValue) and value.value is not None else 0
 
 
-def build_dataset_sensor(config: Config, defs: Sequence[ExperimentDefs]) -> dg.SensorDefinition:
+def dataset_look(config: Config,
+                 defs: Sequence[ExperimentDefs]) -> Callable[[dg.SensorEvaluationContext], dg.SensorResult]:
+    """The look of cobalt's sensor (`_sensor`) that records each new version of a stored dataset as a
+    materialisation of its asset, and runs the experiments that evaluate on new versions."""
     following = followers(config, defs)
 
-    @dg.sensor(name=SENSOR_NAME, minimum_interval_seconds=INTERVAL_SECONDS,
-               jobs=[d.job for targets in following.values() for d in targets] or None,
-               default_status=dg.DefaultSensorStatus.RUNNING,
-               description="Records each new version of a stored dataset as a materialisation of its asset, and "
-                           "runs the experiments that evaluate on new versions ([datasets] evaluate_on_new_version).")
     def versions(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         runs, partitions = [], []
         instance = tick_instance(context)

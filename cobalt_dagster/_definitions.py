@@ -10,15 +10,15 @@ import dagster as dg
 from cobalt_lib import Experiment, load_experiments
 from cobalt_lib.monitor import Monitor
 
-from ._automation import build_schedules, build_sensor
-from ._datasets import build_dataset_sensor, dataset_specs
+from ._automation import build_schedules
+from ._datasets import dataset_specs
 from ._experiments import build_experiment_defs, resources
 from ._grading import GRADING_EXPERIMENT, grading_experiment, has_gradings
 from ._instance import quiet_dagster_warnings
 from ._logger import LOGGERS
 from ._monitors import build_monitor_defs
 from ._project import project_config
-from ._record import build_record_sensor
+from ._sensor import build_sensor
 from ._step_processes import fresh_fork_server
 from ._translator import CobaltTranslator
 
@@ -31,8 +31,8 @@ def build_definitions(project_dir: str | Path | None = None, *,
                       translator: CobaltTranslator | None = None,
                       monitors: Sequence[Monitor] | None = None,
                       fork_steps: bool | None = None) -> dg.Definitions:
-    """Assets, checks, jobs, schedules, the request sensor and the record sensor of every experiment in
-    the project.
+    """Assets, checks, jobs, schedules and cobalt's sensor (run requests, recordings, dataset versions) of
+    every experiment in the project.
 
     `experiments` defaults to those discovered under the project's `test_dir`. `executor` spreads the
     runs Dagster launches (default: Dagster's own, processes on this machine; a deployment passes
@@ -53,7 +53,7 @@ def build_definitions(project_dir: str | Path | None = None, *,
         fresh_fork_server()  # a process that launches runs itself gives their steps its current environment
     defs = build_experiment_defs(found, config, translator, fork_steps=fork)
     datasets = dataset_specs(config, found)
-    sensors = [build_sensor(config, defs), build_record_sensor(config, defs, executor)] if defs else []
+    sensors = [build_sensor(config, defs, executor, datasets=bool(datasets))] if defs or datasets else []
     from cobalt_lib.monitor import MONITORS
 
     watched = build_monitor_defs(list(MONITORS.values()) if monitors is None else monitors, config)
@@ -62,7 +62,7 @@ def build_definitions(project_dir: str | Path | None = None, *,
         asset_checks=[check for d in defs for check in d.checks],
         jobs=[*(d.job for d in defs), *(m.job for m in watched)],
         schedules=[*build_schedules(config, defs), *(m.schedule for m in watched)],
-        sensors=[*sensors, build_dataset_sensor(config, defs)] if datasets else sensors,
+        sensors=sensors,
         resources=resources(config),
         executor=executor or dg.multi_or_in_process_executor,
         loggers=LOGGERS,

@@ -8,8 +8,9 @@ run that was created on the instance (a recording keeps the run id it noted in t
 Dagster event a console log record carries (cobalt's console logger prints a failed gate on one line);
 read the key of the step an op runs in (a shard counts how often it was handed out); and for `cobalt
 serve`'s one code server, the location name of its target, whether it answers yet, how often the
-webserver and daemon ask it for its id and how often it heartbeats the server it runs the code in;
-and name the modules a step process imports to open its instance (a fork server preloads them).
+webserver and daemon ask it for its id, how often the daemon reloads its snapshot and how often it heartbeats
+the server it runs the code in; and name the modules a step process imports to open its instance (a fork
+server preloads them).
 Raising the pin means re-running that test against the new minor.
 """
 
@@ -91,7 +92,15 @@ def watch_code_servers_every(seconds: int) -> None:
     restarted one (Dagster: every second, a call the shared server's proxy passes on to its child)."""
     from dagster._grpc import server_watcher
 
-    server_watcher.WATCH_INTERVAL = seconds
+    _retune(server_watcher, "WATCH_INTERVAL", seconds)
+
+
+def refresh_workspace_every(seconds: int) -> None:
+    """How often this process's `dagster-daemon` reloads every code location's snapshot from its server
+    (Dagster: every minute, the whole repository snapshot built in the code server and read back here)."""
+    from dagster._daemon import controller
+
+    _retune(controller, "RELOAD_WORKSPACE_INTERVAL", seconds)
 
 
 def heartbeat_code_servers_every(seconds: int) -> None:
@@ -99,7 +108,44 @@ def heartbeat_code_servers_every(seconds: int) -> None:
     (Dagster: every second; that server stops after 30 s without one, `--heartbeat-ttl`)."""
     from dagster._grpc import client
 
-    client.CLIENT_HEARTBEAT_INTERVAL = seconds
+    _retune(client, "CLIENT_HEARTBEAT_INTERVAL", seconds)
+
+
+def reuse_sqlite_engines() -> None:
+    """Make this process's SQLite run and schedule storages reuse one SQLAlchemy engine per database file.
+    Dagster builds a new engine for every call (`create_engine(..., poolclass=NullPool)`: a dialect set up and
+    initialised on its first connection), several per sensor tick, heartbeat and run-queue poll: a fifth of an
+    idle daemon's CPU. Each connection is still opened and closed per call (the engines keep Dagster's `NullPool`),
+    so what a call sees of the file is unchanged; an engine is safe to share between threads."""
+    import threading
+
+    import sqlalchemy
+    from dagster._core.storage.runs.sqlite import sqlite_run_storage
+    from dagster._core.storage.schedules.sqlite import sqlite_schedule_storage
+
+    engines: dict[tuple[str, str], Any] = {}
+    lock = threading.Lock()
+
+    def create_engine(url: Any, **kwargs: Any) -> Any:
+        key = (str(url), repr(sorted(kwargs.items())))
+        with lock:
+            if key not in engines:
+                engines[key] = sqlalchemy.create_engine(url, **kwargs)
+            return engines[key]
+
+    for module in (sqlite_run_storage, sqlite_schedule_storage):
+        if getattr(module, "create_engine", None) is not sqlalchemy.create_engine:
+            raise RuntimeError(f"{module.__name__}.create_engine is not SQLAlchemy's in this Dagster; "
+                               "update cobalt_dagster/_private.py")
+        module.create_engine = create_engine  # type: ignore[attr-defined]
+
+
+def _retune(module: Any, name: str, seconds: int) -> None:
+    """Set one of Dagster's interval constants (each read where it is used, at each use); a Dagster without it
+    is an error here rather than a setting that silently does nothing."""
+    if not isinstance(getattr(module, name, None), (int, float)):
+        raise RuntimeError(f"{module.__name__}.{name} is gone from this Dagster; update cobalt_dagster/_private.py")
+    setattr(module, name, seconds)
 
 
 def dagster_cli() -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import dagster as dg
@@ -32,12 +32,6 @@ from ._replay import RECORD_TAG, RECORDED
 
 if TYPE_CHECKING:
     from ._assets import ExperimentDefs
-
-#: Seconds between two evaluations of the record sensor (a run is recorded within about two of them,
-#: 30 s at most). Each costs the daemon and the code server about 0.1 CPU-s even when nothing is to record
-#: (Dagster writes every tick), the largest share of an idle `cobalt serve`'s CPU: hence not every 10 s.
-RECORD_INTERVAL_SECONDS = 15
-SENSOR_NAME = "cobalt_record_runs"
 
 
 def record_tags(run: Mapping[str, Any]) -> dict[str, str]:
@@ -115,24 +109,23 @@ def record_runs(run_ids: Iterable[str], *, config: Config, experiments: Sequence
     return recorded
 
 
-def build_record_sensor(config: Config, defs: list[ExperimentDefs],
-                        executor: dg.ExecutorDefinition | None) -> dg.SensorDefinition:
-    """The sensor that records, as runs of their experiment's job, the finished runs Dagster does not hold
-    (`executor`: the Definitions' own, None for Dagster's default)."""
+def record_look(config: Config, defs: list[ExperimentDefs],
+                executor: dg.ExecutorDefinition | None) -> Callable[[dg.SensorEvaluationContext], dg.SensorResult]:
+    """The look of cobalt's sensor (`_sensor`) that records, as runs of their experiment's job, the finished runs
+    Dagster does not hold (`executor`: the Definitions' own, None for Dagster's default); its state is the
+    sensor's cursor."""
     by_name = {d.experiment.name: d for d in defs}
     grading = by_name.get(GRADING_EXPERIMENT)  # the grading runs' experiment, once there are any
     run_config = record_run_config(executor)
 
-    @dg.sensor(name=SENSOR_NAME, minimum_interval_seconds=RECORD_INTERVAL_SECONDS, jobs=[d.job for d in defs],
-               default_status=dg.DefaultSensorStatus.RUNNING,
-               description="Records finished cobalt runs that Dagster did not launch (`cobalt run`, "
-                           "`experiment.run()`) as runs of their experiment's job: no agent or judge call.")
     def record(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         store, now, instance = Store.for_config(config), time.time(), tick_instance(context)
         for failed in fail_abandoned(instance):  # killed: not STARTED for ever in the UI
             context.log.warning(f"Dagster run {failed}: its process died; reported failed")
         state = load_state(context.cursor)
-        settle(state, store, instance, now, context.log)
+        # `context.log` only when there is something to say: the first use opens an instance of its own
+        # (checking the storage's schema), most of an idle code server's CPU when taken every tick.
+        settle(state, store, instance, now, lambda message: context.log.warning(message))
         chosen = choose(state, store, list(by_name), now, prefix=EXPERIMENT_PREFIX if grading else None)
         requests, partitions = [], []
         for run, attempt in chosen:

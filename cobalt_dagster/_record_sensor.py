@@ -13,7 +13,7 @@ Dagster run by it.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -71,10 +71,10 @@ def backoff(attempt: int) -> float:
 
 
 def settle(state: dict[str, Attempt], store: Store, instance: dg.DagsterInstance, now: float,
-           log: Any) -> None:
+           warn: Callable[[str], None]) -> None:
     """Bring `state` up to date: drop the runs the store holds (recorded meanwhile, by the sensor or
     inline) or no longer needs recorded; note each ended attempt that recorded nothing, its reason and
-    its retry time, or skip the run once it has had `MAX_ATTEMPTS`."""
+    its retry time, or skip the run once it has had `MAX_ATTEMPTS` (each told to `warn`)."""
     noted = _noted(store, list(state))
     for run_id, entry in list(state.items()):
         row = store.get_run(run_id) if run_id not in noted else None
@@ -88,13 +88,13 @@ def settle(state: dict[str, Attempt], store: Store, instance: dg.DagsterInstance
             continue  # still queued or running
         if entry.attempt >= MAX_ATTEMPTS:
             store.mark_in_dagster(run_id, None, FAILED)
-            log.warning(f"cobalt run {run_id} is not recorded: its recording failed {entry.attempt} times, the "
+            warn(f"cobalt run {run_id} is not recorded: its recording failed {entry.attempt} times, the "
                         f"last because {reason}; record it with cobalt_dagster.record_runs once that is fixed.")
             del state[run_id]
             continue
         entry.retry_at, entry.reason = now + backoff(entry.attempt), reason
         wait = duration(backoff(entry.attempt) * 1000)
-        log.warning(f"recording cobalt run {run_id} failed ({reason}); tried again in {wait}.")
+        warn(f"recording cobalt run {run_id} failed ({reason}); tried again in {wait}.")
 
 
 def _noted(store: Store, run_ids: list[str]) -> set[str]:

@@ -190,7 +190,7 @@ def test_dg_scaffolds_checks_and_lists_the_component(tmp_path: Path) -> None:
         "my_summarizer_agent/aggregates:gate_error_rate_max_0"}
     assert {j["name"] for j in listed["jobs"]} == {"support_bot_eval", "my_summarizer_agent_eval"}
     assert {s["name"] for s in listed["schedules"]} == {"support_bot_schedule"}
-    assert "cobalt_run_requests" in {s["name"] for s in listed["sensors"]}
+    assert "cobalt_sensor" in {s["name"] for s in listed["sensors"]}
     assert {s["name"] for s in listed["sensors"]} == {s.name for s in expected.sensors or []}
     assert {r["name"] for r in listed["resources"]} == {"cobalt"}
     assert {a["source"] for a in listed["assets"]} == {"src/host/defs/cobalt_evals/defs.yaml:1"}

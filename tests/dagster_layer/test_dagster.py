@@ -146,7 +146,7 @@ def test_definitions_of_the_two_experiment_project(shared: Project) -> None:
     assert (schedule.cron_schedule, schedule.execution_timezone, schedule.job_name) == (
         "0 2 * * *", "UTC", "support_bot_eval")
     assert schedule.default_status == dg.DefaultScheduleStatus.RUNNING  # runs under `cobalt serve` untouched
-    sensor = defs.resolve_sensor_def("cobalt_run_requests")
+    sensor = defs.resolve_sensor_def(cobalt_dagster.SENSOR)
     assert {t.job_name for t in sensor.targets} == {"support_bot_eval", "my_summarizer_agent_eval"}
     assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
     checks = defs.get_repository_def().asset_checks_defs_by_key
@@ -329,7 +329,7 @@ def test_schedule_adds_a_partition_and_requests_its_run(shared: Project, instanc
 def test_request_sensor_turns_a_request_file_into_a_run(shared: Project, instance: dg.DagsterInstance) -> None:
     path = cobalt_dagster.request_run(shared.config, "support-bot", concurrency=2)
     assert path.is_file() and path.parent == shared.config.output_path / "requests"
-    sensor = shared.defs.resolve_sensor_def("cobalt_run_requests")
+    sensor = shared.defs.resolve_sensor_def(cobalt_dagster.SENSOR)
     result = sensor(dg.build_sensor_context(instance=instance))
     assert isinstance(result, dg.SensorResult)
     [request] = result.run_requests or []
@@ -352,7 +352,7 @@ def test_request_sensor_sets_aside_bad_requests(shared: Project, instance: dg.Da
     (directory / "c-list.json").write_text('["support-bot"]')
     (directory / "d-concurrency.json").write_text('{"experiment": "support-bot", "concurrency": "many"}')
     good = cobalt_dagster.request_run(shared.config, "my-summarizer-agent")
-    result = shared.defs.resolve_sensor_def("cobalt_run_requests")(dg.build_sensor_context(instance=instance))
+    result = shared.defs.resolve_sensor_def(cobalt_dagster.SENSOR)(dg.build_sensor_context(instance=instance))
     assert isinstance(result, dg.SensorResult)
     assert [(r.job_name, r.partition_key) for r in result.run_requests or []] == [
         ("my_summarizer_agent_eval", good.stem)]

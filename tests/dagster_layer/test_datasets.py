@@ -43,7 +43,7 @@ def test_dataset_versions_are_materialisations_upstream_of_the_experiment_and_la
     defs = cobalt_dagster.build_definitions(project)
     graph = defs.resolve_asset_graph()
     assert KEY in graph.get(dg.AssetKey(["qa", "dataset"])).parent_keys
-    sensor = defs.resolve_sensor_def("cobalt_dataset_versions")
+    sensor = defs.resolve_sensor_def(cobalt_dagster.SENSOR)
 
     result = sensor(dg.build_sensor_context(instance=instance, definitions=defs))
     assert isinstance(result, dg.SensorResult)

@@ -13,7 +13,15 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from cobalt_dagster._private import NO_COMPUTE_LOGS, execute_created_run, open_instance, served_job_origin
+from cobalt_dagster._private import (
+    NO_COMPUTE_LOGS,
+    execute_created_run,
+    heartbeat_code_servers_every,
+    open_instance,
+    refresh_workspace_every,
+    served_job_origin,
+    watch_code_servers_every,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -70,3 +78,20 @@ def test_a_run_created_on_the_instance_executes_in_process(tmp_path: Path) -> No
         run = instance.get_run_by_id(created.run_id)
         assert run is not None and run.status == dg.DagsterRunStatus.SUCCESS and run.tags["cobalt/test"] == "yes"
         assert instance.get_latest_materialization_event(dg.AssetKey("answer")) is not None
+
+
+def test_the_intervals_cobalt_serve_retunes_are_dagsters_own_constants() -> None:
+    """Each setter refuses a Dagster without its constant; set here as `cobalt serve`'s processes set them."""
+    from importlib import import_module
+
+    constants = [("dagster._grpc.server_watcher", "WATCH_INTERVAL", watch_code_servers_every),
+                 ("dagster._daemon.controller", "RELOAD_WORKSPACE_INTERVAL", refresh_workspace_every),
+                 ("dagster._grpc.client", "CLIENT_HEARTBEAT_INTERVAL", heartbeat_code_servers_every)]
+    for module_name, name, setter in constants:
+        module = import_module(module_name)
+        default = getattr(module, name)
+        try:
+            setter(7)
+            assert getattr(module, name) == 7
+        finally:
+            setattr(module, name, default)

@@ -143,7 +143,7 @@ def test_the_default_does_no_dagster_work_and_the_record_sensor_catches_up(tmp_p
     recordable = {r["run_id"] for r in runs[1:]}
 
     defs = cobalt_dagster.build_definitions(root)
-    sensor = defs.resolve_sensor_def(cobalt_dagster.RECORD_SENSOR)
+    sensor = defs.resolve_sensor_def(cobalt_dagster.SENSOR)
     with cobalt_dagster.local_instance(config) as instance:
         result = sensor(dg.build_sensor_context(instance=instance, definitions=defs))
         assert isinstance(result, dg.SensorResult)
@@ -169,7 +169,7 @@ def test_the_default_does_no_dagster_work_and_the_record_sensor_catches_up(tmp_p
 
 
 def _tick(defs: dg.Definitions, instance: dg.DagsterInstance, cursor: str | None) -> dg.SensorResult:
-    sensor = defs.resolve_sensor_def(cobalt_dagster.RECORD_SENSOR)
+    sensor = defs.resolve_sensor_def(cobalt_dagster.SENSOR)
     result = sensor(dg.build_sensor_context(instance=instance, definitions=defs, cursor=cursor))
     assert isinstance(result, dg.SensorResult)
     return result

@@ -92,7 +92,7 @@ def test_a_run_request_starts_one_partition_per_variant(project: Path, llm: Fake
     config = sweep_project(project, llm)
     defs = cobalt_dagster.build_definitions(config.root, experiments=load_experiments(config))
     cobalt_dagster.request_run(config, "sweep", tags=["nightly"])
-    result = defs.resolve_sensor_def("cobalt_run_requests")(dg.build_sensor_context(instance=instance))
+    result = defs.resolve_sensor_def(cobalt_dagster.SENSOR)(dg.build_sensor_context(instance=instance))
     assert isinstance(result, dg.SensorResult)
     requests = result.run_requests or []
     [add] = result.dynamic_partitions_requests or []
