@@ -8,10 +8,12 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import pytest
 
+import cobalt_dagster
 from cobalt_dagster._abandoned import fail_abandoned
 
 pytestmark = pytest.mark.slow
@@ -43,6 +45,18 @@ def _start(home: Path, partition: str) -> subprocess.Popen[str]:
     return proc
 
 
+def _sensor(root: Path) -> Any:
+    """cobalt's sensor of a project of one experiment under `root`."""
+    (root / "experiments").mkdir(parents=True)
+    (root / "cobalt.toml").write_text("")
+    (root / "experiments" / "echo.cobalt.py").write_text(
+        "from cobalt_lib import Dataset, Evaluator, experiment\n\n"
+        "@experiment('echo', Dataset([{'input': 'a', 'expected_output': 'a'}]),\n"
+        "            evaluators=[Evaluator(name='exact', type='exact-match')])\n"
+        "def echo(ctx):\n    return ctx.input\n")
+    return cobalt_dagster.build_definitions(root).resolve_sensor_def(cobalt_dagster.SENSOR)
+
+
 def test_a_killed_runs_dagster_run_is_failed_naming_its_resume_and_a_live_one_is_left(tmp_path: Path) -> None:
     home = tmp_path / "dagster"
     home.mkdir()
@@ -57,7 +71,9 @@ def test_a_killed_runs_dagster_run_is_failed_naming_its_resume_and_a_live_one_is
         assert {p: instance.get_run_by_id(i).status for p, i in by_partition.items()} == {  # type: ignore[union-attr]
             "20261202-killed": dg.DagsterRunStatus.STARTED, "20261202-working": dg.DagsterRunStatus.STARTED}
 
-        assert fail_abandoned(instance) == [by_partition["20261202-killed"]]
+        # What cobalt's sensor does at its next tick (a daemon's, here one evaluated in process).
+        with dg.build_sensor_context(instance=instance) as context:
+            _sensor(tmp_path / "proj")(context)
         dead = instance.get_run_by_id(by_partition["20261202-killed"])
         assert dead is not None and dead.status == dg.DagsterRunStatus.FAILURE
         [failure] = instance.all_logs(dead.run_id, of_type=dg.DagsterEventType.RUN_FAILURE)
