@@ -6,7 +6,8 @@ backfill: docs/dagster.md) cannot name a logger: Dagster gives a run whose confi
 default console logger, which prints a failed step's error and stack trace below its line, and cobalt
 has no say in that run's config. So `cobalt serve` reads the stderr of the processes it starts (the
 code server's run workers print there) and trims the block of a step that failed on a cobalt gate to
-its first line and the gate's verdict, as the experiment's job prints it. Every other line, and the
+its first line and the gate's verdict, as the experiment's job prints it (and the run's failure, which
+repeats the step's error, likewise). Every other line, and the
 stack trace of a step that crashed, passes unchanged.
 """
 
@@ -28,8 +29,9 @@ BLOCK_SECONDS = 0.5
 
 
 def gate_line(block: list[str]) -> list[str]:
-    """`block` (a STEP_FAILURE line and the error lines below it) as it is printed: its first line and the
-    gate's verdict when the step failed on a cobalt gate, else unchanged."""
+    """`block` (a record's line and the error lines below it: a STEP_FAILURE's, or the RUN_FAILURE's that
+    repeats it) as it is printed: its first line and the gate's verdict when it failed on a cobalt gate,
+    else unchanged."""
     for line in block[1:]:
         found = _GATE.search(line)
         if found is not None:
@@ -49,7 +51,7 @@ class GateLines:
             self.block.append(text)
             return
         self.flush()
-        if _HEADER.match(text) and " - STEP_FAILURE - " in text:
+        if _HEADER.match(text):  # a record: the lines below it, if any, are its error (STEP_ or RUN_FAILURE)
             self.block = [text]
         else:
             self._write([text])
