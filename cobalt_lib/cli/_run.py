@@ -11,6 +11,7 @@ import typer
 
 from .._errors import ConfigError
 from ..experiments._discovery import FilesDidNotLoad
+from ..render._forwarding import ForwardingReporter
 from ._app import app
 from ._common import announce, print_json, project_config, warn
 
@@ -18,7 +19,6 @@ if TYPE_CHECKING:
     from ..config._config import Config
     from ..ops._run import RunOptions, RunOutcome
     from ..ops._select import Selection
-    from ..results._report import ExperimentReport, ItemResult
     from ..run._execute import RunInterrupted
     from ..run._plan import RunPlan
     from ..run._session import Observer
@@ -152,7 +152,7 @@ def _observer(json_output: bool, ci: bool, progress: IO[str] | None) -> Observer
     return ProgressLines(progress, reporter)
 
 
-class _RunReporter:
+class _RunReporter(ForwardingReporter):
     """The terminal reporter: the plain one, and for the runs of a run group the variants wing's group reporter,
     imported when the group's first run starts (a run of an experiment without variants loads no variant module)."""
 
@@ -161,18 +161,6 @@ class _RunReporter:
 
         self.plain, self.ci = TerminalReporter(ci=ci), ci
         self._groups: GroupReporter | None = None
-
-    def on_start(self, plan: RunPlan) -> None:
-        self.plain.on_start(plan)
-
-    def on_item(self, item: ItemResult) -> None:
-        self.plain.on_item(item)
-
-    def on_finish(self, report: ExperimentReport) -> None:
-        self.plain.on_finish(report)
-
-    def on_judge_calls(self, in_flight: int, answered: int) -> None:
-        self.plain.on_judge_calls(in_flight, answered)
 
     def for_plan(self, plan: RunPlan) -> Observer:
         """The observer of one variant's run in a group (`run._group` asks)."""

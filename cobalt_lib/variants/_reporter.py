@@ -7,6 +7,7 @@ from typing import IO, TYPE_CHECKING
 
 from rich.text import Text
 
+from ..render._forwarding import ForwardingReporter
 from ..render._terminal import LINE_LIMIT, TerminalReporter
 from ..results._report import ExperimentReport, ItemResult
 from ..store._history import load_report
@@ -43,7 +44,7 @@ class _VariantLines(TerminalReporter):
         return Text(f"{self.variant} ", style="cyan") + super().item_line(item)
 
 
-class GroupReporter:
+class GroupReporter(ForwardingReporter):
     """An Observer for `cobalt run`: the plain `TerminalReporter` for a run without variants; for a run
     group (`for_plan` gives each variant's run its own observer), one header, item lines named by
     variant, and, once every variant has finished, each variant's summary and the grid."""
@@ -55,18 +56,6 @@ class GroupReporter:
         self._started: dict[str, list[_VariantLines]] = {}  # group id -> its variants' reporters
         self._finished: dict[str, list[ExperimentReport]] = {}
         self._configs: dict[str, Config] = {}
-
-    def on_start(self, plan: RunPlan) -> None:
-        self.plain.on_start(plan)
-
-    def on_item(self, item: ItemResult) -> None:
-        self.plain.on_item(item)
-
-    def on_finish(self, report: ExperimentReport) -> None:
-        self.plain.on_finish(report)
-
-    def on_judge_calls(self, in_flight: int, answered: int) -> None:
-        self.plain.on_judge_calls(in_flight, answered)
 
     def for_plan(self, plan: RunPlan) -> Observer:
         """The observer of one variant's run in a group."""
