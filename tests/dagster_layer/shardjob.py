@@ -17,6 +17,7 @@ ITEMS = 8
 
 EXPERIMENT_FILE = '''
 import os
+import re
 import signal
 import time
 from pathlib import Path
@@ -27,8 +28,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _committed(shard):
-    """Whether a part of `shard` is committed (so a retry has something to resume from)."""
-    return any((ROOT / ".cobalt" / "exchange").glob(f"*/shard-{shard:05d}/part-*.json"))
+    """Whether a part of `shard` is committed (so a retry has something to resume from): its marker,
+    `part-000001-<attempt>.json`, is written last; `part-*.json` alone also matches the part's
+    `.tally.json` and `.items.json`, written before it (a kill then lost the part, and the retry ran it)."""
+    folder = ROOT / ".cobalt" / "exchange"
+    return any(re.fullmatch(r"part-[0-9]{6}-[0-9a-f]+[.]json", p.name)
+               for p in folder.glob(f"*/shard-{shard:05d}/part-*.json"))
 
 
 def _fault(index):
