@@ -45,9 +45,10 @@ main()
 '''
 
 #: Words that name a feature's modules: grading (graders, calibration, labels, the studio), variants (and their
-#: run groups and grids), conversations (and their transcripts and simulated user).
+#: run groups and grids), conversations (and their transcripts and simulated user), a Dagster run's shards (and
+#: their exchange and partials).
 FEATURE_WORDS = ("grad", "calibrat", "label", "studio", "variant", "group", "grid", "conversation", "transcript",
-                 "simulat")
+                 "simulat", "shard", "exchange", "partials")
 
 #: The feature modules a plain run does load, each because the run loop itself needs it (the engine's part of
 #: variants and conversations; their wings, `cobalt_lib.variants` and the conversations' renderers, stay out):
@@ -98,5 +99,6 @@ def test_the_feature_check_names_grading_variant_and_conversation_modules() -> N
                 "cobalt_lib.pages._groups", "cobalt_lib.mcp._variant_tools"]
     conversations = ["cobalt_lib.conversations._render", "cobalt_lib.conversations._simulator",
                      "cobalt_lib.render._transcript"]
-    features = [*grading, *variants, *conversations]
+    shards = ["cobalt_lib.run._shard", "cobalt_lib.store._exchange", "cobalt_lib.run._partials"]
+    features = [*grading, *variants, *conversations, *shards]
     assert feature_modules([*features, "cobalt_lib.ops._run", "cobalt_lib.store._store"]) == features

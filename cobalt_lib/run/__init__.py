@@ -32,18 +32,18 @@ from ._conversation import ConversationContext
 from ._daemon_requests import REQUESTS_DIR, local_instance_exists, requests_dir, write_run_request
 from ._execute import RunInterrupted, agent_step, execute, finish, full_step, rescore_step, start_run, stream
 from ._lease import LeaseRenewer, lease
-from ._partials import finish_from_exchange
 from ._plan import RunPlan, new_run_id, prepare
 from ._requests import FailedItemsRun, FreshRun, PartitionRun, RescoreRun, ResumeRun, RunRequest
 from ._resume import failed_request, resume_request
 from ._session import Observer, Session
-from ._shard import Shard, ShardDone, cut, run_shard
 from ._stages import build_report, item_keys, judge_verdicts, produce, score
 from ._stored import finish_from_store
 from ._variant import Variant
 
 if TYPE_CHECKING:
     from ._group import execute_group, new_group_id
+    from ._partials import finish_from_exchange
+    from ._shard import Shard, ShardDone, cut, run_shard
 
 __all__ = [
     "REQUESTS_DIR",
@@ -96,5 +96,8 @@ __all__ = [
     "write_run_request",
 ]
 
-#: A run group's names load on first use (a run of an experiment without variants runs no group).
-__getattr__, __dir__ = lazy_names(__name__, {"execute_group": "._group", "new_group_id": "._group"}, __all__, globals())
+#: A run group's names load on first use (a run of an experiment without variants runs no group), and so do a
+#: Dagster shard's (a library run writes no exchange).
+__getattr__, __dir__ = lazy_names(__name__, {
+    "execute_group": "._group", "new_group_id": "._group", "finish_from_exchange": "._partials",
+    **dict.fromkeys(("Shard", "ShardDone", "cut", "run_shard"), "._shard")}, __all__, globals())

@@ -3,7 +3,9 @@ the exchange of Dagster's shards, and reading stored runs back as reports."""
 
 from __future__ import annotations
 
-from ._exchange import Exchange
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_names
 from ._history import (
     StreamedItems,
     load_report,
@@ -15,6 +17,9 @@ from ._history import (
 )
 from ._store import TABLES, Store
 from ._writer import BatchWriter
+
+if TYPE_CHECKING:
+    from ._exchange import Exchange
 
 __all__ = [
     "TABLES",
@@ -29,3 +34,6 @@ __all__ = [
     "stored_pair_chunks",
     "streamed_report",
 ]
+
+#: A Dagster sharded run's exchange loads on first use (a library run writes none).
+__getattr__, __dir__ = lazy_names(__name__, {"Exchange": "._exchange"}, __all__, globals())
