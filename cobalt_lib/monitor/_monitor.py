@@ -201,19 +201,18 @@ def score_window(mon: Monitor, key: str, config: Config) -> WindowResult:
     # at its close cost 30-60 ms, a twentieth of a 1,000-trace window's work.
     release = store.hold_open() if store.exists() else None
     try:
-        return _score(mon, key, config, run_id, with_spans, release or (lambda: None))
+        return _score(mon, key, config, store, run_id, with_spans, release)
     finally:
         if release is not None:
             release()
 
 
-def _score(mon: Monitor, key: str, config: Config, run_id: str, with_spans: bool,
-           started: Callable[[], None]) -> WindowResult:
+def _score(mon: Monitor, key: str, config: Config, store: Store, run_id: str, with_spans: bool,
+           started: Callable[[], None] | None) -> WindowResult:
+    """`score_window` over `store`; `started` is called once the run has written its first row."""
     from ..experiments import Experiment
     from ..run import RunInterrupted
-    from ..store import Store
 
-    store = Store.for_config(config)
     with store.reading():  # one connection for the traces and the earlier scoring, if any
         traces = window_traces(mon, key, config, scored_only=True, with_spans=with_spans, store=store)
         scored_before = store.exists() and store.get_run(run_id) is not None
