@@ -13,7 +13,9 @@ its default run config (a logger runs only when a run's config names it; `LOGGER
 from __future__ import annotations
 
 import logging
+import os
 import sys
+from typing import TextIO
 
 import dagster as dg
 
@@ -36,10 +38,24 @@ def cobalt_console_logger(init_context: dg.InitLoggerContext) -> logging.Logger:
     # A logger of its own (not `logging.getLogger`): each run builds one, and a shared one would gather
     # a handler per run.
     made = logging.Logger(config["name"], level=config["log_level"].upper())
-    handler = logging.StreamHandler(sys.stderr)
+    handler = logging.StreamHandler(_terminal())
     handler.setFormatter(GateLineFormatter(LOG_FORMAT))
     made.addHandler(handler)
     return made
+
+
+def _terminal() -> TextIO:
+    """The process's stderr as it is now, before the run's steps start: a copy of its descriptor.
+
+    While steps run, Dagster's compute log capture points descriptor 2 at a file and a `tail -F` copies the
+    file back to the terminal; at the end it kills the `tail`, which loses what it had not copied yet
+    (dagster-io/dagster#23336): a failed step's line, written last, often. A line written to the copy taken
+    here reaches the terminal at once, whatever the capture does.
+    """
+    try:
+        return os.fdopen(os.dup(sys.stderr.fileno()), "w", buffering=1, encoding="utf-8", errors="replace")
+    except (AttributeError, OSError, ValueError):  # no descriptor (a test's stand-in stream): the stream itself
+        return sys.stderr
 
 
 class GateLineFormatter(logging.Formatter):

@@ -735,6 +735,10 @@ def test_a_failed_gate_prints_as_one_line_and_a_crash_keeps_its_stack_trace(
     [run] = [line for line in printed.splitlines() if " - RUN_FAILURE - " in line]
     assert run.endswith("Steps failed: ['support_bot__aggregates_gate_exact_min_0_75'].")
     assert " - DEBUG - " not in printed
+    # Written to the terminal directly, not through the step's log capture: its `tail` copying the captured
+    # file back is killed as the step ends and loses what it had not copied (in CI, this very line).
+    captured = [path.read_text() for path in Path(own.root_directory).rglob("compute_logs/*.err")]
+    assert captured and not [text for text in captured if " - STEP_FAILURE - " in text]
 
 
 def test_a_crashed_step_still_prints_its_stack_trace(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:

@@ -291,15 +291,22 @@
     var timer = null, typingBurst = false;
     var body = el("tbody");
     var footer = el("div", {class: "table-footer"});
+    // What was typed but not yet searched (the 250 ms pause): applied at once when the box is left or
+    // another control changes, else the table's next draw would put the older search back in the box.
+    function searchNow() {
+      if (timer === null) return;
+      clearTimeout(timer); timer = null;
+      change({q: search.value, offset: 0}, typingBurst); typingBurst = true;
+    }
     var search = el("input", {type: "search", placeholder: "Search input, output, errors, reasons  ( / )", id: "item-search",
       "aria-label": "search the items", value: q.q,
       oninput: function () {
         clearTimeout(timer);
-        timer = setTimeout(function () { change({q: search.value, offset: 0}, typingBurst); typingBurst = true; }, 250);
+        timer = setTimeout(searchNow, 250);
       },
-      onblur: function () { typingBurst = false; }});
+      onblur: function () { searchNow(); typingBurst = false; }});
     search.addEventListener("keydown", function (event) {
-      if (event.key === "Enter") { clearTimeout(timer); change({q: search.value, offset: 0}, typingBurst); typingBurst = true; }
+      if (event.key === "Enter") { clearTimeout(timer); timer = null; change({q: search.value, offset: 0}, typingBurst); typingBurst = true; }
     });
     var only = el("select", {id: "item-filter", "aria-label": "which items", onchange: function () { change({only: only.value, offset: 0}); }},
       el("option", {value: ""}, "all items"), el("option", {value: "failures"}, "failures only"),
@@ -352,15 +359,19 @@
         ? getJSON(data.api + "/items?" + new URLSearchParams({offset: q.offset, limit: PER_PAGE, sort: q.sort,
             desc: q.desc ? "1" : "", q: q.q, only: q.only}))
         : localPage(data.items, q);
+      var mine = {key: key};
       var promise = source.then(function (page) {
+        if (drawn !== mine) return;  // a later change asked for another page: an older answer must not paint over it
         body.replaceChildren.apply(body, page.items.map(row));
         if (!page.items.length) body.append(el("tr", {}, el("td", {colspan: 7 + data.evaluators.length, class: "empty"}, "No item matches.")));
         footer.replaceChildren(pager(q.offset, page.total, function (offset) { change({offset: offset}); }));
       }).catch(function (err) { footer.replaceChildren(el("p", {class: "error-message"}, String(err))); });
-      drawn = {key: key, promise: promise};
+      mine.promise = promise;
+      drawn = mine;
       return promise;
     }
     function change(changes, replace) {
+      if (timer !== null && !("q" in changes)) searchNow();
       Object.keys(changes).forEach(function (k) { q[k] = changes[k]; });
       onState(changes, replace);
     }
@@ -369,7 +380,7 @@
       Object.keys(TABLE_DEFAULTS).forEach(function (k) { q[k] = state[k]; });
       // the address changed under the page (Back, a link): the box says what the table shows; while
       // typing, the box is ahead of the table and keeps what was typed
-      if (fromAddress || document.activeElement !== search) { clearTimeout(timer); search.value = q.q; typingBurst = false; }
+      if (fromAddress || document.activeElement !== search) { clearTimeout(timer); timer = null; search.value = q.q; typingBurst = false; }
       only.value = q.only;
       return load();
     };
