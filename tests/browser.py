@@ -104,3 +104,26 @@ BROKEN_NUMBERS = r"""() => {
   }
   return bad.slice(0, 15);
 }"""
+
+
+class InFlight:
+    """The requests of `page` still in flight, and `settle()` to wait until there are none: Playwright's
+    `networkidle` without its fixed 500 ms of quiet per page (half of a page check's time here).
+
+    A request that another's answer starts (a CSRF token, then the write) is issued while the first one's
+    callbacks run: the page is asked for a frame and a task, and the count read again, so such a pause between
+    two requests is not taken for the end.
+    """
+
+    def __init__(self, page: Any) -> None:
+        self.page = page
+        self.pending: set[Any] = set()
+        page.on("request", lambda request: self.pending.add(request))  # Playwright wants a function of Python's
+        page.on("requestfinished", lambda request: self.pending.discard(request))
+        page.on("requestfailed", lambda request: self.pending.discard(request))
+
+    def settle(self) -> None:
+        quiet = 0
+        while quiet < 2:
+            self.page.evaluate("() => new Promise(done => requestAnimationFrame(() => setTimeout(done, 0)))")
+            quiet = 0 if self.pending else quiet + 1  # each round trip lets the finished events in

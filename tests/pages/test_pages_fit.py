@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from browser import BROKEN_NUMBERS, OVERFLOW, screenshot
+from browser import BROKEN_NUMBERS, OVERFLOW, InFlight, screenshot
 from playwright.sync_api import expect
 from site_project import Site, site  # noqa: F401  (the module's project)
 
@@ -43,6 +43,7 @@ def test_every_page_fits_without_broken_numbers_or_console_errors(site: Site, br
                                                                    scheme: str) -> None:
     context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme)
     page = context.new_page()
+    requests = InFlight(page)
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" and "404" not in m.text else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
@@ -51,7 +52,7 @@ def test_every_page_fits_without_broken_numbers_or_console_errors(site: Site, br
             page.goto(site.url + path)
             if ready:
                 page.locator(ready).first.wait_for()
-            page.wait_for_load_state("networkidle")
+            requests.settle()  # what the page fetched after it loaded is drawn too
             screenshot(page, f"fit-{name}-{width}-{scheme}")
             assert page.evaluate(OVERFLOW) == [], f"{name} at {width}px ({scheme}) overflows"
             assert page.evaluate(BROKEN_NUMBERS) == [], f"{name} at {width}px ({scheme}) breaks numbers"
