@@ -19,7 +19,7 @@ from ._logger import LOGGERS
 from ._monitors import build_monitor_defs
 from ._project import project_config
 from ._sensor import build_sensor
-from ._step_processes import fresh_fork_server
+from ._step_processes import forking_executor, fresh_fork_server
 from ._translator import CobaltTranslator
 
 __all__ = ["build_definitions", "build_experiment_defs", "resources"]
@@ -64,6 +64,6 @@ def build_definitions(project_dir: str | Path | None = None, *,
         schedules=[*build_schedules(config, defs), *(m.schedule for m in watched)],
         sensors=sensors,
         resources=resources(config),
-        executor=executor or dg.multi_or_in_process_executor,
+        executor=executor or (forking_executor() if fork else dg.multi_or_in_process_executor),
         loggers=LOGGERS,
     )

@@ -19,9 +19,12 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._private import INSTANCE_MODULES
+
+if TYPE_CHECKING:
+    import dagster as dg
 
 #: What the fork server imports before forking the steps: Dagster (the executor module Dagster adds
 #: itself), what a step imports to open its instance, and what a cobalt step imports, lazily or not.
@@ -38,6 +41,25 @@ def step_run_config() -> dict[str, Any]:
         return {}
     start = {"forkserver": {"preload_modules": list(PRELOAD)}}
     return {"execution": {"config": {"multiprocess": {"start_method": start}}}}
+
+
+def forking_executor() -> dg.ExecutorDefinition:
+    """Dagster's default executor (same name, same config), its steps forked by default: a run launched with
+    no `execution` config of its own forks them too, not only the experiments' jobs, whose default run config
+    says so (`step_run_config`). The asset graph's "Materialize" and an asset backfill launch Dagster's
+    `__ASSET_JOB` with an empty run config: each of its steps spawned a fresh interpreter. A run config that
+    names `in_process`, or `multiprocess` with settings of its own, is taken as written."""
+    import dagster as dg
+
+    base = dg.multi_or_in_process_executor
+    forked = step_run_config()
+    if not forked:
+        return base
+    return dg.ExecutorDefinition(
+        name=base.name, description=base.description, executor_creation_fn=base.executor_creation_fn,
+        config_schema=dg.Field(base.config_schema.config_type, default_value=forked["execution"]["config"],
+                               is_required=False),
+        requirements=base.get_requirements)
 
 
 def fresh_fork_server() -> None:

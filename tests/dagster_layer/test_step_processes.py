@@ -56,3 +56,24 @@ def test_the_jobs_fork_their_steps_on_dagsters_default_executor_only(tmp_path: A
     assert forked["preload_modules"] == list(PRELOAD)
     assert "execution" not in run_config(fork_steps=False)
     assert run_config(fork_steps=False)["loggers"] == run_config()["loggers"]
+
+
+def test_a_run_launched_with_no_run_config_forks_its_steps_too(tmp_path: Any) -> None:
+    """The asset graph's "Materialize" and an asset backfill launch Dagster's `__ASSET_JOB` with an empty run
+    config: the executor's own default forks the steps, and a run config of its own is taken as written."""
+    import dagster as dg
+
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "experiments" / "tiny.cobalt.py").write_text(
+        'from cobalt_lib import Dataset, experiment\n\n'
+        '@experiment("tiny", Dataset([{"input": "a"}]))\ndef tiny(ctx):\n    return ctx.input\n')
+    (tmp_path / "cobalt.toml").write_text("")
+
+    def execution(run_config: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        job = cobalt_dagster.build_definitions(tmp_path, **kwargs).resolve_implicit_global_asset_job_def()
+        assert job.executor_def.name == dg.multi_or_in_process_executor.name  # what run configs name stays
+        return dict(dg.validate_run_config(job, run_config)["execution"]["multi_or_in_process_executor"])
+
+    assert execution({})["multiprocess"]["start_method"] == {"forkserver": {"preload_modules": list(PRELOAD)}}
+    assert "in_process" in execution({"execution": {"config": {"in_process": {}}}})
+    assert "start_method" not in execution({}, fork_steps=False)["multiprocess"]
