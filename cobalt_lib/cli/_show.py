@@ -157,6 +157,6 @@ def show(
     for record in shown.items:
         out.print(Text("\n" + _item_text(shown, record)))
         if trace:
-            from ..render._trace import trace_lines
+            from ..traces._text import trace_lines
 
             out.print(Text("\n".join(trace_lines(shown.traces.get(f"{record.index}:{record.run_index}", [])))))

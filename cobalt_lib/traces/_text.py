@@ -7,8 +7,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from .._numbers import count, duration
 from ..results._spans import SpanRecord
-from ..traces._genai import (
+from ._genai import (
     MESSAGE_KEYS,
     json_value,
     message_text,
@@ -18,8 +19,7 @@ from ..traces._genai import (
     tool_arguments,
     tool_result,
 )
-from ..traces._tree import span_tree, summarise, walk
-from ._units import count, duration
+from ._tree import span_tree, summarise, walk
 
 #: The longest message or value printed whole; longer ones are cut, saying how much (`--json` has all).
 MAX_TEXT = 600
