@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -300,6 +301,14 @@ def _add_partition(session: Session, key: str) -> None:
     assert added["addDynamicPartition"]["__typename"] == "AddDynamicPartitionSuccess", added
 
 
+def _pages_url(session: Session) -> str:
+    """Where `cobalt serve` says its pages are: the Dagster port + 1, unless that port was taken (another
+    suite on the machine), when it picks a free one and prints it."""
+    printed = (session.root.parent / "serve.log").read_text(errors="replace")
+    [url] = re.findall(r"^cobalt pages: +(http://127\.0\.0\.1:\d+)/", printed, flags=re.MULTILINE)
+    return url
+
+
 def _launch_asset_job(session: Session, key: str, experiment: str, stages: tuple[str, ...]) -> None:
     """The asset graph's "Materialize" of one new partition, as the UI sends it: a run of `__ASSET_JOB` (the first
     of the assets' jobs by name, docs/dagster.md) on the assets and their checks, with the partition's tag."""
@@ -345,7 +354,7 @@ def test_a_partition_materialised_from_the_asset_graph_is_a_run_of_the_experimen
         assert stored is not None and stored["status"] == "completed"
         assert ("dagster-example" in stored["tags"]) is (key != late)
         assert store.dagster_runs_of([key]) == {key: tags["dagster_run_id"]}
-        pages = session.url.rsplit(":", 1)[0] + f":{int(session.url.rsplit(':', 1)[1]) + 1}"
+        pages = _pages_url(session)
         page = httpx.get(f"{pages}/runs/{key}", timeout=30)
         assert page.status_code == 200 and key in page.text and 'id="not-recorded"' not in page.text
         assert tags["dagster_run_id"] in page.text  # its Dagster run, linked
