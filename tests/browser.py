@@ -33,8 +33,12 @@ def chromium_path() -> str:
 # loop, so later tests that call asyncio.run() (cobalt's own runs) would fail.
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
+    from slowdown import scaled
 
+    # Playwright's `expect` gives up after 5 s, a deadline a machine loaded by another suite missed (an
+    # opened item's heading, the next page of a list): stretched by the measured slowdown, 15 s at least.
+    expect.set_options(timeout=max(15.0, scaled(5.0)) * 1000)
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=chromium_path(), args=["--no-sandbox"])
         yield launched

@@ -95,9 +95,12 @@ def test_one_damaged_line_of_the_results_loses_that_answer_alone(batch_project: 
     llm.batches.damaged = {2}
     report = _experiment(4).run(config=load_config())
     statuses = [item.evaluations["quality"].status for item in report.items]
-    assert statuses == ["ok", "eval-error", "ok", "ok"]
+    # The items are judged concurrently, so which item's request is line 2 is the scheduler's choice (under
+    # load, not always item 1): the one answer lost is that line's, and every other is scored.
+    assert sorted(statuses) == ["eval-error", "ok", "ok", "ok"]
+    [lost] = [item for item in report.items if item.evaluations["quality"].status == "eval-error"]
     assert "line 2 of its results, this request's answer, is not valid JSON" in (
-        report.items[1].evaluations["quality"].error or "")
+        lost.evaluations["quality"].error or "")
 
 
 def test_a_results_body_larger_than_its_requests_need_is_refused_in_one_sentence(batch_project: Path,
