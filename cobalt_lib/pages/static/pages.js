@@ -294,18 +294,20 @@
     // What was typed but not yet searched (the 250 ms pause): applied at once when the box is left or
     // another control changes, else the table's next draw would put the older search back in the box.
     function searchNow() {
+      if (timer === null) return;
       clearTimeout(timer); timer = null;
       change({q: search.value, offset: 0}, typingBurst); typingBurst = true;
     }
-    function searchPending() { if (timer !== null) searchNow(); }
     var search = el("input", {type: "search", placeholder: "Search input, output, errors, reasons  ( / )", id: "item-search",
       "aria-label": "search the items", value: q.q,
       oninput: function () {
         clearTimeout(timer);
         timer = setTimeout(searchNow, 250);
       },
-      onblur: function () { searchPending(); typingBurst = false; }});
-    search.addEventListener("keydown", function (event) { if (event.key === "Enter") searchNow(); });
+      onblur: function () { searchNow(); typingBurst = false; }});
+    search.addEventListener("keydown", function (event) {
+      if (event.key === "Enter") { clearTimeout(timer); timer = null; change({q: search.value, offset: 0}, typingBurst); typingBurst = true; }
+    });
     var only = el("select", {id: "item-filter", "aria-label": "which items", onchange: function () { change({only: only.value, offset: 0}); }},
       el("option", {value: ""}, "all items"), el("option", {value: "failures"}, "failures only"),
       el("option", {value: "eval-errors"}, "eval-errors only"));
@@ -369,7 +371,7 @@
       return promise;
     }
     function change(changes, replace) {
-      if (!("q" in changes)) searchPending();
+      if (timer !== null && !("q" in changes)) searchNow();
       Object.keys(changes).forEach(function (k) { q[k] = changes[k]; });
       onState(changes, replace);
     }
